@@ -1,0 +1,1 @@
+"""The IPython extension and the recfn command line."""

@@ -1,0 +1,124 @@
+"""recfn: PyTorch's RecordFunction for any Python program.
+
+Named ranges (``with recfn.record_function("step"):``), start/end callbacks filtered by scope and
+sampled, guards, context that follows threads and asyncio tasks, and a profiler that records into
+columnar buffers and hands back one ``pyarrow.Table``. This module stays small and uncompiled; the
+engine (``recfn._engine``) and the capture buffers (``recfn._recorder``) are compiled with mypyc.
+Importing recfn imports no pandas, matplotlib or IPython.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+from recfn import _engine, _recorder
+from recfn._context import PropagatingExecutor, propagate
+from recfn._engine import (
+    DisableRecordFunctionGuard,
+    RecordFunction,
+    RecordFunctionCallback,
+    RecordFunctionGuard,
+    add_global_callback,
+    add_thread_local_callback,
+    clear_callbacks,
+    clear_global_callbacks,
+    clear_thread_local_callbacks,
+    current_range,
+    current_thread_id,
+    disable_callback,
+    enable_record_function,
+    has_callbacks,
+    has_global_callbacks,
+    has_thread_local_callbacks,
+    is_record_function_enabled,
+    reenable_callback,
+    record_function,
+    record_function_fast,
+    remove_callback,
+    set_record_function_seed_for_testing,
+)
+from recfn.flops import register_flops, unregister_flops
+from recfn.errors import TraceFormatError
+from recfn.profiler import (
+    ProfilerConfig,
+    RecordProfile,
+    disable_profiler,
+    enable_profiler,
+    mark,
+    profile,
+    report_memory_usage,
+    set_default_node_id,
+)
+from recfn.scope import RecordScope
+
+
+def load(path: Any, as_pandas: bool = False) -> Any:
+    """Read a trace saved by ``profile.save`` as a ``pyarrow.Table`` (or a DataFrame)."""
+    from recfn.io import load as load_trace
+
+    return load_trace(path, as_pandas=as_pandas)
+
+
+def _is_extension(module: Any) -> bool:
+    return str(getattr(module, "__file__", "")).endswith((".so", ".pyd"))
+
+
+COMPILED: bool = _is_extension(_engine) and _is_extension(_recorder)
+"""True when the mypyc-compiled engine and recorder are loaded (not their .py sources)."""
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext recfn``: register the ``%%record_function`` magics."""
+    import importlib
+
+    importlib.import_module("notebook_ext").load_ipython_extension(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    import importlib
+
+    importlib.import_module("notebook_ext").unload_ipython_extension(ipython)
+
+
+__all__ = [
+    "COMPILED",
+    "DisableRecordFunctionGuard",
+    "ProfilerConfig",
+    "PropagatingExecutor",
+    "RecordFunction",
+    "RecordFunctionCallback",
+    "RecordFunctionGuard",
+    "RecordProfile",
+    "RecordScope",
+    "TraceFormatError",
+    "add_global_callback",
+    "add_thread_local_callback",
+    "clear_callbacks",
+    "clear_global_callbacks",
+    "clear_thread_local_callbacks",
+    "current_range",
+    "current_thread_id",
+    "disable_callback",
+    "disable_profiler",
+    "enable_profiler",
+    "enable_record_function",
+    "has_callbacks",
+    "has_global_callbacks",
+    "has_thread_local_callbacks",
+    "is_record_function_enabled",
+    "load",
+    "mark",
+    "profile",
+    "propagate",
+    "reenable_callback",
+    "record_function",
+    "record_function_fast",
+    "register_flops",
+    "remove_callback",
+    "report_memory_usage",
+    "set_default_node_id",
+    "set_record_function_seed_for_testing",
+    "unregister_flops",
+]

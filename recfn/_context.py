@@ -1,0 +1,44 @@
+"""Carrying recfn's context (thread-local callbacks, enabled flag) into worker threads."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import functools
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def propagate(fn: Callable[..., T]) -> Callable[..., T]:
+    """Wrap ``fn`` so it runs in a copy of the caller's context, on whichever thread calls it.
+
+    The seed's ``ThreadLocalState``/``at::launch``: thread-local callbacks and the enabled flag
+    captured now apply inside the worker. Each call gets its own copy, so the wrapper can run on
+    several threads at once.
+    """
+    if not callable(fn):
+        raise TypeError(f"propagate expects a callable, got {type(fn).__name__}")
+    captured = contextvars.copy_context()
+
+    @functools.wraps(fn)
+    def run_in_context(*args: Any, **kwargs: Any) -> T:
+        return captured.copy().run(fn, *args, **kwargs)
+
+    return run_in_context
+
+
+class PropagatingExecutor(concurrent.futures.Executor):
+    """An executor wrapper whose tasks run in the submitting context (see ``propagate``)."""
+
+    def __init__(self, executor: concurrent.futures.Executor) -> None:
+        if not isinstance(executor, concurrent.futures.Executor):
+            raise TypeError(f"PropagatingExecutor wraps an Executor, got {type(executor).__name__}")
+        self._executor = executor
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        context = contextvars.copy_context()
+        return self._executor.submit(context.run, fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._executor.shutdown(wait=wait, cancel_futures=cancel_futures)

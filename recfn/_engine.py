@@ -1,0 +1,851 @@
+"""The RecordFunction engine: ranges, callbacks, sampling, guards and context.
+
+Compiled with mypyc. The hot path is ``with record_function("x"):`` from uncompiled code: with no
+callback registered it costs one module-global test; with callbacks it selects them (scope filter,
+geometric-countdown sampling), links the range to its parent through a ContextVar, and calls each
+callback's ``on_start``/``on_end`` through a native vtable, so the profiler (a subclass of
+``RecordFunctionCallback``) is called without any Python-level dispatch.
+
+Thread-local callbacks and the enabled flag live in an immutable ``_ThreadState`` held by a
+ContextVar: threads start with their own, asyncio tasks get a copy, ``propagate`` carries it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import math
+import random
+import threading
+import warnings
+from typing import Any, Callable, Final, Optional
+
+from mypy_extensions import i32, i64
+
+from recfn.scope import NUM_SCOPES, RecordScope, as_scope
+
+_log: Final = logging.getLogger("recfn")
+
+SCOPE_FUNCTION: Final = 0
+SCOPE_BACKWARD_FUNCTION: Final = 1
+SCOPE_USER: Final = 7
+ALL_SCOPES_MASK: Final[i64] = (1 << NUM_SCOPES) - 1
+_SCOPES: Final = tuple(RecordScope)
+
+
+class RecordFunctionCallback:
+    """A pair of start/end callables plus the filters that decide when they run.
+
+    ``start(rf)`` may return an observer context; it is handed to ``end(rf, ctx)`` for the same
+    range. ``sampling_prob`` samples ranges (start and end of one range together); ``scopes``
+    (empty: all) filters by ``RecordScope``; ``should_run()`` is asked before sampling.
+    ``needs_inputs``/``needs_outputs``/``needs_ids`` tell callers what to compute.
+    """
+
+    start: Optional[Callable[[RecordFunction], object]]
+    end: Optional[Callable[[RecordFunction, object], object]]
+    needs_inputs: bool
+    needs_outputs: bool
+    needs_ids: bool
+    sampling_prob: float
+    scopes: frozenset[RecordScope]
+    should_run: Optional[Callable[[], bool]]
+    scope_mask: i64
+
+    def __init__(
+        self,
+        start: Optional[Callable[[RecordFunction], object]] = None,
+        end: Optional[Callable[[RecordFunction, object], object]] = None,
+        *,
+        needs_inputs: bool = False,
+        needs_outputs: bool = False,
+        needs_ids: bool = False,
+        sampling_prob: float = 1.0,
+        scopes: Any = None,
+        should_run: Optional[Callable[[], bool]] = None,
+    ) -> None:
+        if start is not None and not callable(start):
+            raise TypeError(f"start must be callable or None, got {type(start).__name__}")
+        if end is not None and not callable(end):
+            raise TypeError(f"end must be callable or None, got {type(end).__name__}")
+        if should_run is not None and not callable(should_run):
+            raise TypeError(f"should_run must be callable or None, got {type(should_run).__name__}")
+        prob = _check_prob(sampling_prob)
+        self.start = start
+        self.end = end
+        self.needs_inputs = bool(needs_inputs)
+        self.needs_outputs = bool(needs_outputs)
+        self.needs_ids = bool(needs_ids)
+        self.sampling_prob = prob
+        self.should_run = should_run
+        chosen = frozenset(as_scope(s) for s in (scopes or ()))
+        self.scopes = chosen
+        mask: i64 = 0
+        for s in chosen:
+            mask |= i64(1) << int(s)
+        self.scope_mask = mask if chosen else ALL_SCOPES_MASK
+
+    def on_start(self, rf: RecordFunction) -> object:
+        """Run the start callable; subclasses (the profiler) override this natively."""
+        fn = self.start
+        if fn is None:
+            return None
+        return fn(rf)
+
+    def on_end(self, rf: RecordFunction, ctx: object) -> None:
+        """Run the end callable with the context ``on_start`` returned."""
+        fn = self.end
+        if fn is not None:
+            fn(rf, ctx)
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordFunctionCallback(start={self.start!r}, end={self.end!r}, "
+            f"sampling_prob={self.sampling_prob}, scopes={sorted(s.name for s in self.scopes)})"
+        )
+
+
+def _check_prob(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"sampling_prob must be a number in [0, 1], got {value!r}")
+    prob = float(value)
+    if not 0.0 <= prob <= 1.0:
+        raise ValueError(f"sampling_prob must be in [0, 1], got {value!r}")
+    return prob
+
+
+class _Entry:
+    """A registered callback: its handle, on/off switch, sampling countdown and error state."""
+
+    handle: i64
+    cb: RecordFunctionCallback
+    enabled: bool
+    countdown: i64
+    failures: i64
+    is_global: bool
+
+    def __init__(self, handle: i64, cb: RecordFunctionCallback, is_global: bool) -> None:
+        self.handle = handle
+        self.cb = cb
+        self.enabled = True
+        self.failures = 0
+        self.is_global = is_global
+        self.countdown = _draw_countdown(cb.sampling_prob)
+
+    def selected(self, scope: i64) -> bool:
+        """Whether this callback runs for a new range of ``scope`` (advances sampling)."""
+        if not self.enabled:
+            return False
+        cb = self.cb
+        if not (cb.scope_mask >> scope) & 1:
+            return False
+        should_run = cb.should_run
+        if should_run is not None:
+            try:
+                if not should_run():
+                    return False
+            except Exception:
+                self.report_failure("should_run")
+                return False
+        if cb.sampling_prob < 1.0:
+            self.countdown -= 1
+            if self.countdown > 0:
+                return False
+            self.countdown = _draw_countdown(cb.sampling_prob)
+        return True
+
+    def report_failure(self, where: str) -> None:
+        self.failures += 1
+        if self.failures == 1:
+            _log.warning(
+                "recfn callback %r raised in %s; it keeps running, further errors are counted",
+                self.cb,
+                where,
+                exc_info=True,
+            )
+
+
+_rng: random.Random = random.Random()
+_NEVER: Final[i64] = 1 << 62
+
+
+def _draw_countdown(prob: float) -> i64:
+    """Ranges until the next sampled one: a geometric draw, so skipping costs one decrement."""
+    if prob >= 1.0:
+        return 1
+    if prob <= 0.0:
+        return _NEVER
+    u = 1.0 - _rng.random()  # in (0, 1]
+    n = math.floor(math.log(u) / math.log1p(-prob)) + 1
+    return i64(min(n, _NEVER))
+
+
+class _ThreadState:
+    """What follows the context: thread-local callbacks and the enabled flag (immutable)."""
+
+    entries: list[_Entry]
+    enabled: bool
+
+    def __init__(self, entries: list[_Entry], enabled: bool) -> None:
+        self.entries = entries
+        self.enabled = enabled
+
+
+class _ThreadData:
+    """Per-OS-thread facts: the logical id, name and a counter for range handles."""
+
+    tid: i64
+    ident: int
+    name: str
+    next_seq: i64
+    sink: object  # the profiler's buffer for this thread, owned by recfn._recorder
+
+    def __init__(self, tid: i64, ident: int, name: str) -> None:
+        self.tid = tid
+        self.ident = ident
+        self.name = name
+        self.next_seq = 0
+        self.sink = None
+
+
+_EMPTY_STATE: Final = _ThreadState([], True)
+_state_var: Final[contextvars.ContextVar[_ThreadState]] = contextvars.ContextVar(
+    "recfn_thread_state", default=_EMPTY_STATE
+)
+_current_var: Final[contextvars.ContextVar[Optional[RecordFunction]]] = contextvars.ContextVar(
+    "recfn_current_range", default=None
+)
+_thread_local: Final = threading.local()
+_lock: Final = threading.RLock()
+
+# Registry. Lists are never mutated once published: writers build a new one under _lock.
+_global_entries: list[_Entry] = []
+_n_callbacks: i64 = 0  # global + thread-local entries alive anywhere; 0 means nothing can run
+_state_touched: bool = False  # once any context has had a thread-local change, read _state_var
+_next_callback_handle: i64 = 0
+_next_tid: i64 = 0
+
+
+def _thread_data() -> _ThreadData:
+    try:
+        td: _ThreadData = _thread_local.data
+        return td
+    except AttributeError:
+        return _new_thread_data()
+
+
+def _new_thread_data() -> _ThreadData:
+    global _next_tid
+    current = threading.current_thread()
+    with _lock:
+        _next_tid += 1
+        td = _ThreadData(_next_tid, threading.get_ident(), current.name)
+    _thread_local.data = td
+    return td
+
+
+def current_thread_id() -> int:
+    """The logical id of the calling thread (1, 2, ...; never reused within the process)."""
+    return _thread_data().tid
+
+
+class RecordFunction:
+    """One range: the seed's ``at::RecordFunction``.
+
+    ``RecordFunction(scope)`` decides which callbacks run (``is_active``); ``before(name, ...)``
+    runs their start callbacks and makes the range current; ``end()`` runs their end callbacks.
+    """
+
+    name: str
+    _scope: i32
+    seq_nr: i64
+    handle: i64
+    depth: i32
+    forward_thread_id: i64
+    debug_handle: i64
+    is_async: bool
+    _state: i32  # 0 new, 1 started, 2 ended; -1 inactive
+    _in_start: bool
+    _needs_inputs: bool
+    _needs_outputs: bool
+    _needs_ids: bool
+    _inputs: object
+    _kwinputs: object
+    _outputs: object
+    _args: object
+    _parent: Optional[RecordFunction]
+    _td: Optional[_ThreadData]
+    _e0: Optional[_Entry]
+    _c0: object
+    _more: Optional[list[object]]
+    _future_end: bool
+    # Fields owned by the profiler (recfn._recorder): where this range's row lives.
+    sink_chunk: object
+    sink_row: i64
+
+    def __init__(self, scope: object = RecordScope.FUNCTION) -> None:
+        self._reset(int(as_scope(scope)))
+        self._select()
+
+    def _reset(self, scope: i32) -> None:
+        self.name = ""
+        self._scope = scope
+        self.seq_nr = -1
+        self.handle = 0
+        self.depth = 0
+        self.forward_thread_id = 0
+        self.debug_handle = -1
+        self.is_async = False
+        self._state = -1
+        self._in_start = False
+        self._needs_inputs = False
+        self._needs_outputs = False
+        self._needs_ids = False
+        self._inputs = None
+        self._kwinputs = None
+        self._outputs = None
+        self._args = None
+        self._parent = None
+        self._td = None
+        self._e0 = None
+        self._c0 = None
+        self._more = None
+        self._future_end = False
+        self.sink_chunk = None
+        self.sink_row = -1
+
+    def _select(self) -> None:
+        """Pick the callbacks that run for this range; leaves ``_state`` 0 when any does."""
+        if _n_callbacks == 0:
+            return
+        scope = i64(self._scope)
+        if _state_touched:
+            ts = _state_var.get()
+            if not ts.enabled:
+                return
+            for e in _global_entries:
+                if e.selected(scope):
+                    self._take(e)
+            for e in ts.entries:
+                if e.selected(scope):
+                    self._take(e)
+        else:
+            for e in _global_entries:
+                if e.selected(scope):
+                    self._take(e)
+
+    def _take(self, e: _Entry) -> None:
+        cb = e.cb
+        if cb.needs_inputs:
+            self._needs_inputs = True
+        if cb.needs_outputs:
+            self._needs_outputs = True
+        if cb.needs_ids:
+            self._needs_ids = True
+        if self._e0 is None:
+            self._e0 = e
+            self._state = 0
+        else:
+            more = self._more
+            if more is None:
+                self._more = [e, None]
+            else:
+                more.append(e)
+                more.append(None)
+
+    def before(
+        self,
+        name: str,
+        args: object = None,
+        kwargs: object = None,
+        sequence_nr: int = -1,
+    ) -> None:
+        """Start the range: name it, record inputs if asked, run start callbacks, make it current."""
+        if not isinstance(name, str):
+            raise TypeError(f"RecordFunction name must be a str, got {type(name).__name__}")
+        if self._state > 0:
+            raise RuntimeError(f"RecordFunction {self.name!r} was already started")
+        self.name = name
+        self.seq_nr = sequence_nr
+        if self._state < 0:
+            return
+        self._begin(args, kwargs)
+
+    def _begin(self, inputs: object, kwinputs: object) -> None:
+        td = _thread_data()
+        self._td = td
+        parent = _current_var.get()
+        if parent is not None and parent._td is td:
+            self._parent = parent
+            self.depth = parent.depth + 1
+        if self._needs_ids:
+            td.next_seq += 1
+            self.handle = (td.tid << 32) | td.next_seq
+        self._state = 1
+        _current_var.set(self)
+        if self._needs_inputs:
+            self._inputs = inputs
+            self._kwinputs = kwinputs
+        self._in_start = True
+        e0 = self._e0
+        if e0 is not None:
+            try:
+                self._c0 = e0.cb.on_start(self)
+            except Exception:
+                e0.report_failure("start")
+        more = self._more
+        if more is not None:
+            for i in range(0, len(more), 2):
+                e = more[i]
+                assert isinstance(e, _Entry)
+                try:
+                    more[i + 1] = e.cb.on_start(self)
+                except Exception:
+                    e.report_failure("start")
+        self._in_start = False
+        self._inputs = None
+        self._kwinputs = None
+
+    def end(self) -> None:
+        """End the range: run end callbacks and restore the parent as the current range."""
+        if self._state != 1:
+            if self._state == 2:
+                raise RuntimeError(f"RecordFunction {self.name!r} was already ended")
+            self._state = 2
+            return
+        self._finish()
+
+    def _finish(self) -> None:
+        self._state = 2
+        td = self._td
+        if _current_var.get() is self:
+            _current_var.set(self._parent)
+            if td is not None and threading.get_ident() != td.ident:
+                self.is_async = True
+        else:
+            self.is_async = True
+        e0 = self._e0
+        if e0 is not None:
+            try:
+                e0.cb.on_end(self, self._c0)
+            except Exception:
+                e0.report_failure("end")
+        more = self._more
+        if more is not None:
+            for i in range(0, len(more), 2):
+                e = more[i]
+                assert isinstance(e, _Entry)
+                try:
+                    e.cb.on_end(self, more[i + 1])
+                except Exception:
+                    e.report_failure("end")
+        self._c0 = None
+        self._more = None
+        self._outputs = None
+
+    def _detach(self) -> None:
+        """Leave the current context without ending (the range now ends with a future)."""
+        if _current_var.get() is self:
+            _current_var.set(self._parent)
+        self.is_async = True
+
+    # -- properties -------------------------------------------------------------------------
+
+    @property
+    def scope(self) -> RecordScope:
+        """The range's RecordScope."""
+        return _SCOPES[self._scope]
+
+    @property
+    def is_active(self) -> bool:
+        """Whether any callback was selected for this range."""
+        return self._state >= 0 and self._e0 is not None
+
+    @property
+    def needs_inputs(self) -> bool:
+        return self._needs_inputs
+
+    @property
+    def needs_outputs(self) -> bool:
+        return self._needs_outputs
+
+    @property
+    def thread_id(self) -> int:
+        """Logical id of the thread the range started on (0 if it never started)."""
+        td = self._td
+        return td.tid if td is not None else 0
+
+    @property
+    def parent_handle(self) -> int:
+        """Handle of the enclosing range (0 for a root)."""
+        parent = self._parent
+        return parent.handle if parent is not None else 0
+
+    @property
+    def parent(self) -> Optional[RecordFunction]:
+        return self._parent
+
+    @property
+    def args(self) -> object:
+        """The ``args`` string of ``record_function`` (or ``None``)."""
+        return self._args
+
+    @property
+    def inputs(self) -> object:
+        """Positional inputs; only readable while start callbacks run."""
+        if not self._in_start:
+            raise RuntimeError(
+                "RecordFunction.inputs is only available inside start callbacks "
+                "(and only when a callback was registered with needs_inputs=True)"
+            )
+        return self._inputs
+
+    @property
+    def kwinputs(self) -> object:
+        """Keyword inputs; only readable while start callbacks run."""
+        if not self._in_start:
+            raise RuntimeError(
+                "RecordFunction.kwinputs is only available inside start callbacks "
+                "(and only when a callback was registered with needs_inputs=True)"
+            )
+        return self._kwinputs
+
+    @property
+    def outputs(self) -> object:
+        """Outputs set with ``set_outputs`` (readable by end callbacks)."""
+        return self._outputs
+
+    def set_outputs(self, outputs: object) -> None:
+        """Hand outputs to end callbacks; kept only when some callback needs outputs."""
+        if self._needs_outputs:
+            self._outputs = outputs
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        # Defined here so subclasses share one object layout (mypyc adds a vectorcall slot).
+        raise TypeError("a RecordFunction is not a decorator; use recfn.record_function(name)")
+
+    def __repr__(self) -> str:
+        states = {-1: "inactive", 0: "selected", 1: "started", 2: "ended"}
+        return f"<RecordFunction {self.name!r} {_SCOPES[self._scope].name} {states[self._state]}>"
+
+
+class record_function(RecordFunction):
+    """A USER_SCOPE range, as a context manager or a decorator of plain and async functions.
+
+    ``with record_function("step"):`` costs one global test when nothing listens. Exceptions
+    inside end the range and propagate unchanged. ``args`` is a string handed to callbacks
+    needing inputs and kept by the profiler.
+    """
+
+    def __init__(self, name: str, args: Optional[str] = None) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"record_function name must be a str, got {type(name).__name__}")
+        if args is not None and not isinstance(args, str):
+            raise TypeError(f"record_function args must be a str or None, got {type(args).__name__}")
+        self._reset(SCOPE_USER)
+        self.name = name
+        self._args = args
+
+    def __enter__(self) -> record_function:
+        if _n_callbacks != 0:
+            if self._state != -1 or self._e0 is not None:
+                raise RuntimeError(f"record_function {self.name!r} is already entered")
+            self._select()
+            if self._state == 0:
+                self._begin(self._args, None)
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self._state == 1:
+            if self._future_end:
+                self._detach()
+            else:
+                self._finish()
+
+    async def __aenter__(self) -> record_function:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorate ``fn`` so each call is one range named like this one."""
+        from recfn._decorate import decorate
+
+        args = self._args
+        return decorate(fn, self.name, args if isinstance(args, str) else None)
+
+    def end_on_future(self, fut: Any) -> Any:
+        """End this range when ``fut`` completes; return a future with the same outcome.
+
+        Accepts a ``concurrent.futures.Future`` or an asyncio future/task. The with-block's exit
+        no longer ends the range. Calling it twice raises ``RuntimeError``.
+        """
+        if self._future_end:
+            raise RuntimeError(f"end_on_future was already called for range {self.name!r}")
+        if self._state == 2:
+            raise RuntimeError(f"range {self.name!r} has already ended")
+        from recfn._futures import chain_future
+
+        self._future_end = True
+        return chain_future(fut, self)
+
+    def _end_from_future(self) -> None:
+        if self._state == 1:
+            self._finish()
+
+
+class record_function_fast(record_function):
+    """The seed's cheap range: does nothing unless a callback (e.g. a profiler) is active.
+
+    ``input_values`` (list or tuple) and ``keyword_values`` (dict) go to callbacks needing inputs.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        input_values: object = None,
+        keyword_values: object = None,
+    ) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"record_function_fast name must be a str, got {type(name).__name__}")
+        if input_values is not None and not isinstance(input_values, (list, tuple)):
+            raise TypeError(
+                "record_function_fast input_values must be a list or tuple, "
+                f"got {type(input_values).__name__}"
+            )
+        if keyword_values is not None and not isinstance(keyword_values, dict):
+            raise TypeError(
+                "record_function_fast keyword_values must be a dict, "
+                f"got {type(keyword_values).__name__}"
+            )
+        self._reset(SCOPE_USER)
+        self.name = name
+        self._inputs = input_values
+        self._kwinputs = keyword_values
+
+    def __enter__(self) -> record_function_fast:
+        if _n_callbacks != 0:
+            if self._state != -1 or self._e0 is not None:
+                raise RuntimeError(f"record_function_fast {self.name!r} is already entered")
+            self._select()
+            if self._state == 0:
+                self._begin(self._inputs, self._kwinputs)
+        return self
+
+
+def begin_range(name: str, args: Optional[str], scope: i32) -> Optional[RecordFunction]:
+    """Start a range for wrappers (decorators, instrumentation); ``None`` when nothing listens."""
+    if _n_callbacks == 0:
+        return None
+    rf = RecordFunction.__new__(RecordFunction)
+    rf._reset(scope)
+    rf._select()
+    if rf._state != 0:
+        return None
+    rf.name = name
+    rf._args = args
+    rf._begin(args, None)
+    return rf
+
+
+def begin_call(
+    name: str, scope: i32, args: tuple[object, ...], kwargs: dict[str, object]
+) -> Optional[RecordFunction]:
+    """Like ``begin_range`` but hands the call's arguments to callbacks that need inputs."""
+    if _n_callbacks == 0:
+        return None
+    rf = RecordFunction.__new__(RecordFunction)
+    rf._reset(scope)
+    rf._select()
+    if rf._state != 0:
+        return None
+    rf.name = name
+    rf._begin(args, kwargs)
+    return rf
+
+
+def end_range(rf: RecordFunction) -> None:
+    """End a range started by ``begin_range``/``begin_call``."""
+    if rf._state == 1:
+        rf._finish()
+
+
+def current_range() -> Optional[RecordFunction]:
+    """The innermost active range of this thread or asyncio task, or ``None``."""
+    return _current_var.get()
+
+
+# -- registry ---------------------------------------------------------------------------------
+
+
+def _new_handle() -> i64:
+    global _next_callback_handle
+    _next_callback_handle += 1
+    return _next_callback_handle
+
+
+def _check_callback(cb: object) -> RecordFunctionCallback:
+    if not isinstance(cb, RecordFunctionCallback):
+        raise TypeError(f"expected a RecordFunctionCallback, got {type(cb).__name__}")
+    return cb
+
+
+def add_global_callback(cb: RecordFunctionCallback) -> int:
+    """Register ``cb`` for every thread; returns its handle (monotonic, never 0)."""
+    global _global_entries, _n_callbacks
+    callback = _check_callback(cb)
+    with _lock:
+        entry = _Entry(_new_handle(), callback, True)
+        _global_entries = _global_entries + [entry]
+        _n_callbacks += 1
+    return entry.handle
+
+
+def add_thread_local_callback(cb: RecordFunctionCallback) -> int:
+    """Register ``cb`` for this thread (and the asyncio tasks and propagated work it starts)."""
+    global _n_callbacks, _state_touched
+    callback = _check_callback(cb)
+    with _lock:
+        entry = _Entry(_new_handle(), callback, False)
+        _n_callbacks += 1
+        _state_touched = True
+    ts = _state_var.get()
+    _state_var.set(_ThreadState(ts.entries + [entry], ts.enabled))
+    return entry.handle
+
+
+def _find(handle: int) -> Optional[_Entry]:
+    for e in _state_var.get().entries:
+        if e.handle == handle:
+            return e
+    for e in _global_entries:
+        if e.handle == handle:
+            return e
+    return None
+
+
+def _unknown_handle(handle: int, action: str) -> None:
+    warnings.warn(f"recfn: cannot {action} callback handle {handle}: no such callback", stacklevel=3)
+
+
+def remove_callback(handle: int) -> None:
+    """Remove a callback by handle (thread-local ones only from this context)."""
+    global _global_entries, _n_callbacks
+    ts = _state_var.get()
+    kept = [e for e in ts.entries if e.handle != handle]
+    if len(kept) != len(ts.entries):
+        _state_var.set(_ThreadState(kept, ts.enabled))
+        with _lock:
+            _n_callbacks -= 1
+        return
+    with _lock:
+        kept = [e for e in _global_entries if e.handle != handle]
+        if len(kept) != len(_global_entries):
+            _global_entries = kept
+            _n_callbacks -= 1
+            return
+    _unknown_handle(handle, "remove")
+
+
+def disable_callback(handle: int) -> None:
+    """Stop a callback from running without removing it."""
+    e = _find(handle)
+    if e is None:
+        _unknown_handle(handle, "disable")
+    else:
+        e.enabled = False
+
+
+def reenable_callback(handle: int) -> None:
+    """Let a disabled callback run again."""
+    e = _find(handle)
+    if e is None:
+        _unknown_handle(handle, "re-enable")
+    else:
+        e.enabled = True
+
+
+def has_global_callbacks() -> bool:
+    return len(_global_entries) > 0
+
+
+def has_thread_local_callbacks() -> bool:
+    return len(_state_var.get().entries) > 0
+
+
+def has_callbacks() -> bool:
+    return has_global_callbacks() or has_thread_local_callbacks()
+
+
+def clear_global_callbacks() -> None:
+    """Remove every global callback."""
+    global _global_entries, _n_callbacks
+    with _lock:
+        _n_callbacks -= len(_global_entries)
+        _global_entries = []
+
+
+def clear_thread_local_callbacks() -> None:
+    """Remove this context's thread-local callbacks."""
+    global _n_callbacks
+    ts = _state_var.get()
+    if ts.entries:
+        with _lock:
+            _n_callbacks -= len(ts.entries)
+        _state_var.set(_ThreadState([], ts.enabled))
+
+
+def clear_callbacks() -> None:
+    """Remove global callbacks and this context's thread-local ones."""
+    clear_global_callbacks()
+    clear_thread_local_callbacks()
+
+
+def set_record_function_seed_for_testing(seed: int) -> None:
+    """Make sampling reproducible: reseed and redraw every registered countdown."""
+    _rng.seed(seed)
+    for e in _global_entries + _state_var.get().entries:
+        e.countdown = _draw_countdown(e.cb.sampling_prob)
+
+
+# -- enabled flag and guards --------------------------------------------------------------------
+
+
+def enable_record_function(enable: bool = True) -> None:
+    """Turn ranges on or off for this thread / task context."""
+    global _state_touched
+    _state_touched = True
+    ts = _state_var.get()
+    if ts.enabled != bool(enable):
+        _state_var.set(_ThreadState(ts.entries, bool(enable)))
+
+
+def is_record_function_enabled() -> bool:
+    return _state_var.get().enabled
+
+
+class RecordFunctionGuard:
+    """Set the enabled flag for a block and restore the previous value on exit."""
+
+    enabled: bool
+    _previous: list[bool]
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = bool(enabled)
+        self._previous = []
+
+    def __enter__(self) -> RecordFunctionGuard:
+        self._previous.append(is_record_function_enabled())
+        enable_record_function(self.enabled)
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        enable_record_function(self._previous.pop())
+
+
+class DisableRecordFunctionGuard(RecordFunctionGuard):
+    """Turn ranges off for a block."""
+
+    def __init__(self) -> None:
+        super().__init__(False)

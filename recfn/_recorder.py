@@ -1,0 +1,354 @@
+"""The profiler's capture side: a callback that writes events into typed columnar buffers.
+
+Compiled with mypyc. Each thread appends to its own ``_ThreadBuffer``: chunks of ``librt`` vecs
+(int64 ids, parents, start and end times; int32 interned names and packed metadata), 40 bytes a
+row, never one Python object per event. Optional per-event data (args, shapes, stacks, memory,
+flops) goes into sparse side lists only when the option that needs it is on. ``recfn._table``
+turns the buffers into one Arrow table without touching events one by one.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import tracemalloc
+from types import FrameType
+from typing import Callable, Final, Optional
+
+from librt.vecs import append, vec
+from mypy_extensions import i32, i64
+
+from recfn._engine import (
+    RecordFunction,
+    RecordFunctionCallback,
+    _ThreadData,
+    _current_var,
+    _thread_data,
+)
+
+CHUNK_ROWS: Final[i64] = 1 << 16
+KIND_RANGE: Final[i32] = 0
+KIND_MARK: Final[i32] = 1
+KIND_MEMORY: Final[i32] = 2
+KIND_SHIFT: Final = 4
+ASYNC_BIT: Final[i32] = 1 << 6
+DEPTH_SHIFT: Final = 8
+OPEN_END: Final[i64] = 0
+MARK_SCOPE: Final[i32] = 7
+
+_clock: Final = time.perf_counter_ns
+
+
+class _Chunk:
+    """Up to CHUNK_ROWS rows of the fixed columns."""
+
+    ids: vec[i64]
+    parents: vec[i64]
+    starts: vec[i64]
+    ends: vec[i64]
+    names: vec[i32]
+    meta: vec[i32]  # scope | kind << 4 | async << 6 | depth << 8
+
+    def __init__(self) -> None:
+        self.ids = vec[i64]()
+        self.parents = vec[i64]()
+        self.starts = vec[i64]()
+        self.ends = vec[i64]()
+        self.names = vec[i32]()
+        self.meta = vec[i32]()
+
+
+class _ThreadBuffer:
+    """One thread's events: full chunks, the chunk being filled and the sparse side columns."""
+
+    owner: Recorder
+    tid: i64
+    thread_name: str
+    chunks: list[_Chunk]
+    cur: _Chunk
+    cur_rows: i64
+    rows: i64
+    # sparse columns: row numbers (within this buffer) and their values
+    extra_rows: list[int]
+    extra_args: list[object]
+    extra_shapes: list[object]
+    extra_dtypes: list[object]
+    extra_stack: list[object]
+    extra_flops: list[object]
+    seq_rows: vec[i64]
+    seq_vals: vec[i64]
+    fwd_vals: vec[i64]
+    mem_rows: vec[i64]
+    mem_bytes: vec[i64]
+    mem_devices: list[str]
+    last_traced: i64
+
+    def __init__(self, owner: Recorder, td: _ThreadData) -> None:
+        self.owner = owner
+        self.tid = td.tid
+        self.thread_name = td.name
+        self.cur = _Chunk()
+        self.chunks = [self.cur]
+        self.cur_rows = 0
+        self.rows = 0
+        self.extra_rows = []
+        self.extra_args = []
+        self.extra_shapes = []
+        self.extra_dtypes = []
+        self.extra_stack = []
+        self.extra_flops = []
+        self.seq_rows = vec[i64]()
+        self.seq_vals = vec[i64]()
+        self.fwd_vals = vec[i64]()
+        self.mem_rows = vec[i64]()
+        self.mem_bytes = vec[i64]()
+        self.mem_devices = []
+        self.last_traced = -1
+
+    def add_row(self, rid: i64, parent: i64, start: i64, end: i64, name: i32, meta: i32) -> i64:
+        """Append one row; returns its number within the current chunk."""
+        if self.cur_rows == CHUNK_ROWS:
+            self.cur = _Chunk()
+            self.chunks.append(self.cur)
+            self.cur_rows = 0
+        c = self.cur
+        c.ids = append(c.ids, rid)
+        c.parents = append(c.parents, parent)
+        c.starts = append(c.starts, start)
+        c.ends = append(c.ends, end)
+        c.names = append(c.names, name)
+        c.meta = append(c.meta, meta)
+        row = self.cur_rows
+        self.cur_rows = row + 1
+        self.rows += 1
+        return row
+
+
+class Recorder(RecordFunctionCallback):
+    """The profiler's callback: records every range it is selected for into thread buffers."""
+
+    report_input_shapes: bool
+    with_stack: bool
+    with_flops: bool
+    profile_memory: bool
+    max_events: i64
+    events: i64
+    dropped: i64
+    stopped: bool
+    node_id: i64
+    buffers: list[_ThreadBuffer]
+    name_ids: dict[str, i32]
+    name_list: list[str]
+    flop_formulas: dict[str, Callable[[list[list[int]]], int]]
+    shape_of: Callable[[object], tuple[list[int], str]]
+    stack_of: Callable[[], list[str]]
+    _lock: threading.Lock
+
+    def __init__(
+        self,
+        report_input_shapes: bool,
+        with_stack: bool,
+        with_flops: bool,
+        profile_memory: bool,
+        max_events: i64,
+        scopes: object,
+        flop_formulas: dict[str, Callable[[list[list[int]]], int]],
+        shape_of: Callable[[object], tuple[list[int], str]],
+        stack_of: Callable[[], list[str]],
+    ) -> None:
+        super().__init__(
+            needs_inputs=report_input_shapes or with_flops,
+            needs_ids=True,
+            scopes=scopes,
+        )
+        self.report_input_shapes = report_input_shapes
+        self.with_stack = with_stack
+        self.with_flops = with_flops
+        self.profile_memory = profile_memory
+        self.max_events = max_events
+        self.events = 0
+        self.dropped = 0
+        self.stopped = False
+        self.node_id = -1
+        self.buffers = []
+        self.name_ids = {}
+        self.name_list = []
+        self.flop_formulas = flop_formulas
+        self.shape_of = shape_of
+        self.stack_of = stack_of
+        self._lock = threading.Lock()
+
+    # -- hot path ---------------------------------------------------------------------------
+
+    def _buffer(self, td: _ThreadData) -> _ThreadBuffer:
+        sink = td.sink
+        if isinstance(sink, _ThreadBuffer) and sink.owner is self:
+            return sink
+        buf = _ThreadBuffer(self, td)
+        with self._lock:
+            self.buffers.append(buf)
+        td.sink = buf
+        return buf
+
+    def _name_id(self, name: str) -> i32:
+        nid = self.name_ids.get(name)
+        if nid is not None:
+            return nid
+        with self._lock:
+            nid = self.name_ids.get(name)
+            if nid is None:
+                nid = i32(len(self.name_list))
+                self.name_list.append(name)
+                self.name_ids[name] = nid
+        return nid
+
+    def _admit(self) -> bool:
+        if self.stopped:
+            return False
+        if self.events >= self.max_events:
+            self.dropped += 1
+            return False
+        self.events += 1
+        return True
+
+    def on_start(self, rf: RecordFunction) -> object:
+        td = rf._td
+        if td is None or not self._admit():
+            return None
+        buf = self._buffer(td)
+        if self.profile_memory:
+            self._memory_tick(td, buf, rf._parent)
+        parent = rf._parent
+        parent_id: i64 = parent.handle if parent is not None else 0
+        meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
+        row = buf.add_row(
+            rf.handle, parent_id, _clock(), OPEN_END, self._name_id(rf.name), meta
+        )
+        rf.sink_chunk = buf.cur
+        rf.sink_row = row
+        if rf.seq_nr >= 0 or rf.forward_thread_id != 0:
+            buf.seq_rows = append(buf.seq_rows, buf.rows - 1)
+            buf.seq_vals = append(buf.seq_vals, rf.seq_nr)
+            buf.fwd_vals = append(buf.fwd_vals, rf.forward_thread_id)
+        if rf._args is not None or self.report_input_shapes or self.with_stack or self.with_flops:
+            self._extras(buf, rf)
+        return None
+
+    def on_end(self, rf: RecordFunction, ctx: object) -> None:
+        row = rf.sink_row
+        if row < 0 or self.stopped:
+            return
+        now = _clock()
+        chunk = rf.sink_chunk
+        assert isinstance(chunk, _Chunk)
+        chunk.ends[row] = now
+        if rf.is_async:
+            chunk.meta[row] = chunk.meta[row] | ASYNC_BIT
+        if self.profile_memory:
+            td = rf._td
+            if td is not None:
+                self._memory_tick(td, self._buffer(td), rf)
+
+    # -- optional data ----------------------------------------------------------------------
+
+    def _extras(self, buf: _ThreadBuffer, rf: RecordFunction) -> None:
+        args = rf._args
+        if args is None and rf._kwinputs is not None:
+            args = repr(rf._kwinputs)
+        shapes: object = None
+        dtypes: object = None
+        flops: object = None
+        if self.report_input_shapes or self.with_flops:
+            inputs = rf._inputs
+            if isinstance(inputs, (list, tuple)):
+                shape_list: list[list[int]] = []
+                dtype_list: list[str] = []
+                for value in inputs:
+                    shape, dtype = self.shape_of(value)
+                    shape_list.append(shape)
+                    dtype_list.append(dtype)
+                if self.report_input_shapes:
+                    shapes = shape_list
+                    dtypes = dtype_list
+                if self.with_flops:
+                    formula = self.flop_formulas.get(rf.name)
+                    if formula is not None:
+                        try:
+                            flops = formula(shape_list)
+                        except Exception:
+                            flops = None
+        stack: object = self.stack_of() if self.with_stack else None
+        if args is None and shapes is None and stack is None and flops is None:
+            return
+        buf.extra_rows.append(buf.rows - 1)
+        buf.extra_args.append(args)
+        buf.extra_shapes.append(shapes)
+        buf.extra_dtypes.append(dtypes)
+        buf.extra_stack.append(stack)
+        buf.extra_flops.append(flops)
+
+    def _memory_tick(
+        self, td: _ThreadData, buf: _ThreadBuffer, owner: Optional[RecordFunction]
+    ) -> None:
+        """Attribute Python allocations since the last tick on this thread to ``owner``."""
+        if not tracemalloc.is_tracing():
+            return
+        traced: i64 = tracemalloc.get_traced_memory()[0]
+        last = buf.last_traced
+        buf.last_traced = traced
+        if last < 0 or traced == last or owner is None:
+            return
+        self.add_instant(td, buf, owner, "[memory]", KIND_MEMORY, traced - last, "cpu")
+
+    def add_instant(
+        self,
+        td: _ThreadData,
+        buf: _ThreadBuffer,
+        parent: Optional[RecordFunction],
+        name: str,
+        kind: i32,
+        nbytes: i64,
+        device: str,
+    ) -> None:
+        """Record a mark or a memory event, child of ``parent`` (the innermost open range)."""
+        if not self._admit():
+            return
+        td.next_seq += 1
+        rid = (td.tid << 32) | td.next_seq
+        depth: i32 = 0
+        parent_id: i64 = 0
+        if parent is not None and parent._td is not None and parent._td.tid == buf.tid:
+            depth = parent.depth + 1
+            parent_id = parent.handle
+        now = _clock()
+        meta: i32 = MARK_SCOPE | (kind << KIND_SHIFT) | (depth << DEPTH_SHIFT)
+        buf.add_row(rid, parent_id, now, now, self._name_id(name), meta)
+        if kind == KIND_MEMORY:
+            buf.mem_rows = append(buf.mem_rows, buf.rows - 1)
+            buf.mem_bytes = append(buf.mem_bytes, nbytes)
+            buf.mem_devices.append(device)
+
+    def record_instant(self, name: str, kind: i32, nbytes: i64, device: str) -> None:
+        """A mark or memory event from the calling thread."""
+        if self.stopped:
+            return
+        td = _thread_data()
+        self.add_instant(td, self._buffer(td), _current_var.get(), name, kind, nbytes, device)
+
+
+def default_stack() -> list[str]:
+    """The caller's Python stack as ``file:line(function)``, outermost first, without recfn's frames."""
+    frames: list[str] = []
+    try:
+        frame: Optional[FrameType] = sys._getframe(0)  # compiled callers have no frame of their own
+    except ValueError:
+        return frames
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not (module == "recfn" or module.startswith("recfn.") or module == "contextlib"):
+            code = frame.f_code
+            frames.append(f"{code.co_filename}:{frame.f_lineno}({code.co_name})")
+        frame = frame.f_back
+    frames.reverse()
+    return frames

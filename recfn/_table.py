@@ -1,0 +1,199 @@
+"""Consolidating a Recorder's thread buffers into one ``pyarrow.Table`` (schema in docs/schema.md).
+
+The fixed columns are read straight from the vec buffers through the buffer protocol and
+concatenated with numpy; sparse columns are scattered with one ``take``. No per-event Python work
+happens for the fixed columns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recfn._recorder import ASYNC_BIT, DEPTH_SHIFT, KIND_SHIFT, Recorder, _ThreadBuffer
+from recfn.scope import SCOPE_LABELS
+
+SCHEMA_VERSION = 1
+KINDS = ("range", "mark", "memory")
+BASE_COLUMNS = (
+    "id", "parent_id", "name", "kind", "scope", "start_ns", "end_ns", "thread_id", "thread_name",
+    "depth", "sequence_nr", "fwd_thread_id", "is_async", "node_id", "pid",
+)  # fmt: skip
+
+_SHAPES_TYPE = pa.list_(pa.list_(pa.int64()))
+_DTYPES_TYPE = pa.list_(pa.string())
+_STACK_TYPE = pa.list_(pa.string())
+
+
+def _view(vector: Any, dtype: Any) -> np.ndarray:
+    """Zero-copy numpy view of a librt vec (through the buffer protocol)."""
+    return np.frombuffer(memoryview(vector), dtype=dtype)
+
+
+def _column(buffers: Sequence[_ThreadBuffer], field: str, dtype: Any) -> np.ndarray:
+    parts = [
+        _view(getattr(chunk, field), dtype) for buf in buffers for chunk in buf.chunks
+    ]
+    if not parts:
+        return np.empty(0, dtype=dtype)
+    return np.concatenate(parts)
+
+
+def _dictionary(indices: np.ndarray, values: Sequence[str], index_type: Any) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(
+        pa.array(indices.astype(index_type, copy=False)), pa.array(list(values), pa.string())
+    )
+
+
+def _scatter(n: int, rows: np.ndarray, values: pa.Array) -> pa.Array:
+    """A length-``n`` array holding ``values`` at ``rows`` and nulls elsewhere."""
+    index = np.full(n, -1, dtype=np.int64)
+    index[rows] = np.arange(len(rows), dtype=np.int64)
+    return values.take(pa.array(index, mask=index < 0))
+
+
+def build_table(
+    recorder: Recorder,
+    *,
+    clock_offset_ns: int,
+    start_ns: int,
+    node_id: int,
+    config: dict[str, Any],
+) -> pa.Table:
+    """One table for everything ``recorder`` captured; ``clock_offset_ns`` maps the monotonic
+    clock to ns since the Unix epoch."""
+    buffers = list(recorder.buffers)
+    rows_per_buffer = np.array([buf.rows for buf in buffers], dtype=np.int64)
+    n = int(rows_per_buffer.sum())
+    buffer_offsets = np.concatenate([[0], np.cumsum(rows_per_buffer)[:-1]]).astype(np.int64)
+
+    ids = _column(buffers, "ids", np.int64)
+    parents = _column(buffers, "parents", np.int64)
+    starts = _column(buffers, "starts", np.int64)
+    ends = _column(buffers, "ends", np.int64)
+    names = _column(buffers, "names", np.int32)
+    meta = _column(buffers, "meta", np.int32)
+
+    thread_names = sorted({buf.thread_name for buf in buffers})
+    name_index = {name: i for i, name in enumerate(thread_names)}
+    thread_ids = np.repeat(np.array([buf.tid for buf in buffers], dtype=np.int64), rows_per_buffer)
+    thread_name_idx = np.repeat(
+        np.array([name_index[buf.thread_name] for buf in buffers], dtype=np.int32), rows_per_buffer
+    )
+
+    sequence_nr = np.full(n, -1, dtype=np.int64)
+    fwd_thread_id = np.zeros(n, dtype=np.int64)
+    for buf, offset in zip(buffers, buffer_offsets):
+        if len(buf.seq_rows):
+            rows = _view(buf.seq_rows, np.int64) + offset
+            sequence_nr[rows] = _view(buf.seq_vals, np.int64)
+            fwd_thread_id[rows] = _view(buf.fwd_vals, np.int64)
+
+    open_end = ends == 0
+    columns: dict[str, pa.Array] = {
+        "id": pa.array(ids),
+        "parent_id": pa.array(parents, mask=parents == 0),
+        "name": _dictionary(names, recorder.name_list, np.int32),
+        "kind": _dictionary((meta >> KIND_SHIFT) & 3, KINDS, np.int8),
+        "scope": _dictionary(meta & 15, SCOPE_LABELS, np.int8),
+        "start_ns": pa.array(starts + clock_offset_ns),
+        "end_ns": pa.array(np.where(open_end, 0, ends + clock_offset_ns), mask=open_end),
+        "thread_id": pa.array(thread_ids),
+        "thread_name": _dictionary(thread_name_idx, thread_names, np.int32),
+        "depth": pa.array((meta >> DEPTH_SHIFT).astype(np.int32)),
+        "sequence_nr": pa.array(sequence_nr),
+        "fwd_thread_id": pa.array(fwd_thread_id),
+        "is_async": pa.array((meta & ASYNC_BIT) != 0),
+        "node_id": pa.array(np.full(n, node_id, dtype=np.int32)),
+        "pid": pa.array(np.full(n, os.getpid(), dtype=np.int64)),
+    }
+    columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
+    metadata = {
+        "recfn.schema_version": str(SCHEMA_VERSION),
+        "recfn.version": _version(),
+        "recfn.config": json.dumps(config, sort_keys=True),
+        "recfn.dropped_events": str(recorder.dropped),
+        "recfn.host": socket.gethostname(),
+        "recfn.start_ns": str(start_ns),
+    }
+    return pa.table(columns).replace_schema_metadata(metadata)
+
+
+def _optional_columns(
+    recorder: Recorder, buffers: Sequence[_ThreadBuffer], offsets: np.ndarray, n: int
+) -> dict[str, pa.Array]:
+    out: dict[str, pa.Array] = {}
+    extra_rows = [
+        np.asarray(buf.extra_rows, dtype=np.int64) + offset for buf, offset in zip(buffers, offsets)
+    ]
+    rows = np.concatenate(extra_rows) if extra_rows else np.empty(0, dtype=np.int64)
+
+    def gather(field: str) -> list[Any]:
+        return [value for buf in buffers for value in getattr(buf, field)]
+
+    args = gather("extra_args")
+    if any(value is not None for value in args):
+        out["args"] = _scatter(n, rows, pa.array(args, pa.string()))
+    if recorder.report_input_shapes:
+        out["input_shapes"] = _scatter(n, rows, pa.array(gather("extra_shapes"), _SHAPES_TYPE))
+        out["input_dtypes"] = _scatter(n, rows, pa.array(gather("extra_dtypes"), _DTYPES_TYPE))
+    if recorder.with_stack:
+        out["stack"] = _scatter(n, rows, pa.array(gather("extra_stack"), _STACK_TYPE))
+    mem_rows = [
+        _view(buf.mem_rows, np.int64) + offset for buf, offset in zip(buffers, offsets)
+    ]
+    if recorder.profile_memory or any(len(r) for r in mem_rows):
+        all_rows = np.concatenate(mem_rows) if mem_rows else np.empty(0, dtype=np.int64)
+        nbytes = [_view(buf.mem_bytes, np.int64) for buf in buffers]
+        values = np.concatenate(nbytes) if nbytes else np.empty(0, dtype=np.int64)
+        out["memory_bytes"] = _scatter(n, all_rows, pa.array(values))
+        devices = pa.array(gather("mem_devices"), pa.string()).dictionary_encode()
+        out["device"] = _scatter(n, all_rows, devices)
+    if recorder.with_flops:
+        out["flops"] = _scatter(n, rows, pa.array(gather("extra_flops"), pa.int64()))
+    return out
+
+
+def _version() -> str:
+    from recfn import __version__
+
+    return __version__
+
+
+def merge_tables(local: pa.Table, remote: Sequence[pa.Table]) -> pa.Table:
+    """Append events captured elsewhere, renumbering their ids so they stay unique."""
+    if not remote:
+        return local
+    tables = [local]
+    next_id = _max_id(local) + 1
+    for table in remote:
+        ids = table.column("id").to_numpy()
+        low = int(ids.min()) if len(ids) else 0
+        shift = next_id - low
+        parent = table.column("parent_id")
+        table = table.set_column(
+            table.schema.get_field_index("id"), "id", pa.array(ids + shift)
+        ).set_column(
+            table.schema.get_field_index("parent_id"),
+            "parent_id",
+            pc.add(parent, pa.scalar(shift, pa.int64())),
+        )
+        tables.append(table)
+        next_id = max(next_id, _max_id(table) + 1)
+    merged = pa.concat_tables(
+        [t.replace_schema_metadata(None) for t in tables], promote_options="default"
+    )
+    return merged.unify_dictionaries().combine_chunks().replace_schema_metadata(
+        local.schema.metadata
+    )
+
+
+def _max_id(table: pa.Table) -> int:
+    value = pc.max(table.column("id")).as_py()
+    return 0 if value is None else int(value)
