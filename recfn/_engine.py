@@ -16,6 +16,7 @@ import contextvars
 import logging
 import math
 import random
+import sys
 import threading
 import warnings
 from typing import Any, Callable, Final, Optional
@@ -195,16 +196,16 @@ class _ThreadData:
     """Per-OS-thread facts: the logical id, name and a counter for range handles."""
 
     tid: i64
-    ident: int
     name: str
     next_seq: i64
+    current: Optional[RecordFunction]  # innermost open range started outside an event loop
     sink: object  # the profiler's buffer for this thread, owned by recfn._recorder
 
-    def __init__(self, tid: i64, ident: int, name: str) -> None:
+    def __init__(self, tid: i64, name: str) -> None:
         self.tid = tid
-        self.ident = ident
         self.name = name
         self.next_seq = 0
+        self.current = None
         self.sink = None
 
 
@@ -239,7 +240,7 @@ def _new_thread_data() -> _ThreadData:
     current = threading.current_thread()
     with _lock:
         _next_tid += 1
-        td = _ThreadData(_next_tid, threading.get_ident(), current.name)
+        td = _ThreadData(_next_tid, current.name)
     _thread_local.data = td
     return td
 
@@ -256,63 +257,41 @@ class RecordFunction:
     runs their start callbacks and makes the range current; ``end()`` runs their end callbacks.
     """
 
-    name: str
-    _scope: i32
-    seq_nr: i64
-    handle: i64
-    depth: i32
-    forward_thread_id: i64
-    debug_handle: i64
-    is_async: bool
-    _state: i32  # 0 new, 1 started, 2 ended; -1 inactive
-    _in_start: bool
-    _needs_inputs: bool
-    _needs_outputs: bool
-    _needs_ids: bool
-    _inputs: object
-    _kwinputs: object
-    _outputs: object
-    _args: object
-    _parent: Optional[RecordFunction]
-    _td: Optional[_ThreadData]
-    _e0: Optional[_Entry]
-    _c0: object
-    _more: Optional[list[object]]
-    _future_end: bool
+    name: str = ""
+    _scope: i32 = 0
+    seq_nr: i64 = -1
+    handle: i64 = 0
+    depth: i32 = 0
+    forward_thread_id: i64 = 0
+    debug_handle: i64 = -1
+    is_async: bool = False
+    _state: i32 = -1  # -1 inactive, 0 callbacks selected, 1 started, 2 ended
+    _in_start: bool = False
+    _needs_inputs: bool = False
+    _needs_outputs: bool = False
+    _needs_ids: bool = False
+    _inputs: object = None
+    _kwinputs: object = None
+    _outputs: object = None
+    _args: object = None
+    _parent: Optional[RecordFunction] = None
+    _td: Optional[_ThreadData] = None
+    _e0: Optional[_Entry] = None
+    _c0: object = None
+    _more: Optional[list[object]] = None
+    _future_end: bool = False
+    _token: Optional[contextvars.Token[Optional[RecordFunction]]] = None
+    _on_stack: bool = False
     # Fields owned by the profiler (recfn._recorder): where this range's row lives.
-    sink_chunk: object
-    sink_row: i64
+    sink_chunk: object = None
+    sink_row: i64 = -1
 
     def __init__(self, scope: object = RecordScope.FUNCTION) -> None:
-        self._reset(int(as_scope(scope)))
+        if isinstance(scope, int) and 0 <= scope < NUM_SCOPES:
+            self._scope = scope
+        else:
+            self._scope = int(as_scope(scope))
         self._select()
-
-    def _reset(self, scope: i32) -> None:
-        self.name = ""
-        self._scope = scope
-        self.seq_nr = -1
-        self.handle = 0
-        self.depth = 0
-        self.forward_thread_id = 0
-        self.debug_handle = -1
-        self.is_async = False
-        self._state = -1
-        self._in_start = False
-        self._needs_inputs = False
-        self._needs_outputs = False
-        self._needs_ids = False
-        self._inputs = None
-        self._kwinputs = None
-        self._outputs = None
-        self._args = None
-        self._parent = None
-        self._td = None
-        self._e0 = None
-        self._c0 = None
-        self._more = None
-        self._future_end = False
-        self.sink_chunk = None
-        self.sink_row = -1
 
     def _select(self) -> None:
         """Pick the callbacks that run for this range; leaves ``_state`` 0 when any does."""
@@ -374,7 +353,17 @@ class RecordFunction:
     def _begin(self, inputs: object, kwinputs: object) -> None:
         td = _thread_data()
         self._td = td
-        parent = _current_var.get()
+        if _asyncio_loop_running():
+            # Inside an event loop, nesting is per task: the ContextVar gives each task its own.
+            parent = _current_var.get()
+            if parent is None:
+                parent = td.current
+            self._token = _current_var.set(self)
+        else:
+            # Elsewhere a per-thread stack is exact and avoids ContextVar writes.
+            parent = td.current
+            td.current = self
+            self._on_stack = True
         if parent is not None and parent._td is td:
             self._parent = parent
             self.depth = parent.depth + 1
@@ -382,7 +371,6 @@ class RecordFunction:
             td.next_seq += 1
             self.handle = (td.tid << 32) | td.next_seq
         self._state = 1
-        _current_var.set(self)
         if self._needs_inputs:
             self._inputs = inputs
             self._kwinputs = kwinputs
@@ -417,13 +405,7 @@ class RecordFunction:
 
     def _finish(self) -> None:
         self._state = 2
-        td = self._td
-        if _current_var.get() is self:
-            _current_var.set(self._parent)
-            if td is not None and threading.get_ident() != td.ident:
-                self.is_async = True
-        else:
-            self.is_async = True
+        self._leave_context()
         e0 = self._e0
         if e0 is not None:
             try:
@@ -443,10 +425,31 @@ class RecordFunction:
         self._more = None
         self._outputs = None
 
+    def _leave_context(self) -> None:
+        """Make the parent current again; a range left from another thread or task is async."""
+        if self._on_stack:
+            self._on_stack = False
+            td = self._td
+            if td is not None and td.current is self and _thread_data() is td:
+                parent = self._parent
+                while parent is not None and parent._state == 2:  # skip ranges ended out of order
+                    parent = parent._parent
+                td.current = parent
+            else:
+                self.is_async = True
+            return
+        token = self._token
+        if token is None:
+            return
+        self._token = None
+        try:
+            _current_var.reset(token)
+        except ValueError:  # another thread or asyncio task than the one it started in
+            self.is_async = True
+
     def _detach(self) -> None:
         """Leave the current context without ending (the range now ends with a future)."""
-        if _current_var.get() is self:
-            _current_var.set(self._parent)
+        self._leave_context()
         self.is_async = True
 
     # -- properties -------------------------------------------------------------------------
@@ -542,7 +545,7 @@ class record_function(RecordFunction):
             raise TypeError(f"record_function name must be a str, got {type(name).__name__}")
         if args is not None and not isinstance(args, str):
             raise TypeError(f"record_function args must be a str or None, got {type(args).__name__}")
-        self._reset(SCOPE_USER)
+        self._scope = SCOPE_USER
         self.name = name
         self._args = args
 
@@ -619,7 +622,7 @@ class record_function_fast(record_function):
                 "record_function_fast keyword_values must be a dict, "
                 f"got {type(keyword_values).__name__}"
             )
-        self._reset(SCOPE_USER)
+        self._scope = SCOPE_USER
         self.name = name
         self._inputs = input_values
         self._kwinputs = keyword_values
@@ -638,9 +641,7 @@ def begin_range(name: str, args: Optional[str], scope: i32) -> Optional[RecordFu
     """Start a range for wrappers (decorators, instrumentation); ``None`` when nothing listens."""
     if _n_callbacks == 0:
         return None
-    rf = RecordFunction.__new__(RecordFunction)
-    rf._reset(scope)
-    rf._select()
+    rf = RecordFunction(scope)
     if rf._state != 0:
         return None
     rf.name = name
@@ -655,9 +656,7 @@ def begin_call(
     """Like ``begin_range`` but hands the call's arguments to callbacks that need inputs."""
     if _n_callbacks == 0:
         return None
-    rf = RecordFunction.__new__(RecordFunction)
-    rf._reset(scope)
-    rf._select()
+    rf = RecordFunction(scope)
     if rf._state != 0:
         return None
     rf.name = name
@@ -673,7 +672,28 @@ def end_range(rf: RecordFunction) -> None:
 
 def current_range() -> Optional[RecordFunction]:
     """The innermost active range of this thread or asyncio task, or ``None``."""
-    return _current_var.get()
+    td = _thread_data()
+    if _asyncio_loop_running():
+        rf = _current_var.get()
+        if rf is not None and rf._td is td:
+            return rf
+    return td.current
+
+
+_running_loop_probe: Optional[Callable[[], object]] = None
+
+
+def _asyncio_loop_running() -> bool:
+    """Whether an asyncio event loop runs on this thread (without importing asyncio)."""
+    global _running_loop_probe
+    probe = _running_loop_probe
+    if probe is None:
+        events = sys.modules.get("asyncio.events")
+        if events is None:
+            return False  # asyncio was never imported: no loop can be running
+        probe = events._get_running_loop
+        _running_loop_probe = probe
+    return probe() is not None
 
 
 # -- registry ---------------------------------------------------------------------------------

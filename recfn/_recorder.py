@@ -23,11 +23,12 @@ from recfn._engine import (
     RecordFunction,
     RecordFunctionCallback,
     _ThreadData,
-    _current_var,
     _thread_data,
+    current_range,
 )
 
-CHUNK_ROWS: Final[i64] = 1 << 16
+CHUNK_ROWS: Final[i64] = 1 << 16  # later chunks reserve this much; pages are touched as filled
+FIRST_CHUNK_ROWS: Final[i64] = 256  # a thread's first chunk starts small and grows
 KIND_RANGE: Final[i32] = 0
 KIND_MARK: Final[i32] = 1
 KIND_MEMORY: Final[i32] = 2
@@ -50,13 +51,13 @@ class _Chunk:
     names: vec[i32]
     meta: vec[i32]  # scope | kind << 4 | async << 6 | depth << 8
 
-    def __init__(self) -> None:
-        self.ids = vec[i64]()
-        self.parents = vec[i64]()
-        self.starts = vec[i64]()
-        self.ends = vec[i64]()
-        self.names = vec[i32]()
-        self.meta = vec[i32]()
+    def __init__(self, rows: i64) -> None:
+        self.ids = vec[i64](capacity=rows)
+        self.parents = vec[i64](capacity=rows)
+        self.starts = vec[i64](capacity=rows)
+        self.ends = vec[i64](capacity=rows)
+        self.names = vec[i32](capacity=rows)
+        self.meta = vec[i32](capacity=rows)
 
 
 class _ThreadBuffer:
@@ -88,7 +89,7 @@ class _ThreadBuffer:
         self.owner = owner
         self.tid = td.tid
         self.thread_name = td.name
-        self.cur = _Chunk()
+        self.cur = _Chunk(FIRST_CHUNK_ROWS)
         self.chunks = [self.cur]
         self.cur_rows = 0
         self.rows = 0
@@ -109,7 +110,7 @@ class _ThreadBuffer:
     def add_row(self, rid: i64, parent: i64, start: i64, end: i64, name: i32, meta: i32) -> i64:
         """Append one row; returns its number within the current chunk."""
         if self.cur_rows == CHUNK_ROWS:
-            self.cur = _Chunk()
+            self.cur = _Chunk(CHUNK_ROWS)
             self.chunks.append(self.cur)
             self.cur_rows = 0
         c = self.cur
@@ -334,7 +335,7 @@ class Recorder(RecordFunctionCallback):
         if self.stopped:
             return
         td = _thread_data()
-        self.add_instant(td, self._buffer(td), _current_var.get(), name, kind, nbytes, device)
+        self.add_instant(td, self._buffer(td), current_range(), name, kind, nbytes, device)
 
 
 def default_stack() -> list[str]:
