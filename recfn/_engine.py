@@ -55,15 +55,15 @@ class RecordFunctionCallback:
 
     def __init__(
         self,
-        start: Optional[Callable[[RecordFunction], object]] = None,
-        end: Optional[Callable[[RecordFunction, object], object]] = None,
+        start: Any = None,
+        end: Any = None,
         *,
-        needs_inputs: bool = False,
-        needs_outputs: bool = False,
-        needs_ids: bool = False,
-        sampling_prob: float = 1.0,
+        needs_inputs: object = False,
+        needs_outputs: object = False,
+        needs_ids: object = False,
+        sampling_prob: object = 1.0,
         scopes: Any = None,
-        should_run: Optional[Callable[[], bool]] = None,
+        should_run: Any = None,
     ) -> None:
         if start is not None and not callable(start):
             raise TypeError(f"start must be callable or None, got {type(start).__name__}")
@@ -334,16 +334,18 @@ class RecordFunction:
 
     def before(
         self,
-        name: str,
+        name: object,
         args: object = None,
         kwargs: object = None,
-        sequence_nr: int = -1,
+        sequence_nr: object = -1,
     ) -> None:
         """Start the range: name it, record inputs if asked, run start callbacks, make it current."""
         if not isinstance(name, str):
             raise TypeError(f"RecordFunction name must be a str, got {type(name).__name__}")
         if self._state > 0:
             raise RuntimeError(f"RecordFunction {self.name!r} was already started")
+        if isinstance(sequence_nr, bool) or not isinstance(sequence_nr, int):
+            raise TypeError(f"sequence_nr must be an int, got {type(sequence_nr).__name__}")
         self.name = name
         self.seq_nr = sequence_nr
         if self._state < 0:
@@ -374,6 +376,9 @@ class RecordFunction:
         if self._needs_inputs:
             self._inputs = inputs
             self._kwinputs = kwinputs
+        else:
+            self._inputs = None
+            self._kwinputs = None
         self._in_start = True
         e0 = self._e0
         if e0 is not None:
@@ -540,7 +545,7 @@ class record_function(RecordFunction):
     needing inputs and kept by the profiler.
     """
 
-    def __init__(self, name: str, args: Optional[str] = None) -> None:
+    def __init__(self, name: object, args: object = None) -> None:
         if not isinstance(name, str):
             raise TypeError(f"record_function name must be a str, got {type(name).__name__}")
         if args is not None and not isinstance(args, str):
@@ -606,7 +611,7 @@ class record_function_fast(record_function):
 
     def __init__(
         self,
-        name: str,
+        name: object,
         input_values: object = None,
         keyword_values: object = None,
     ) -> None:
@@ -711,7 +716,7 @@ def _check_callback(cb: object) -> RecordFunctionCallback:
     return cb
 
 
-def add_global_callback(cb: RecordFunctionCallback) -> int:
+def add_global_callback(cb: object) -> int:
     """Register ``cb`` for every thread; returns its handle (monotonic, never 0)."""
     global _global_entries, _n_callbacks
     callback = _check_callback(cb)
@@ -722,7 +727,7 @@ def add_global_callback(cb: RecordFunctionCallback) -> int:
     return entry.handle
 
 
-def add_thread_local_callback(cb: RecordFunctionCallback) -> int:
+def add_thread_local_callback(cb: object) -> int:
     """Register ``cb`` for this thread (and the asyncio tasks and propagated work it starts)."""
     global _n_callbacks, _state_touched
     callback = _check_callback(cb)
@@ -735,6 +740,12 @@ def add_thread_local_callback(cb: RecordFunctionCallback) -> int:
     return entry.handle
 
 
+def _check_handle(handle: object) -> int:
+    if isinstance(handle, bool) or not isinstance(handle, int):
+        raise TypeError(f"callback handle must be an int, got {type(handle).__name__}")
+    return handle
+
+
 def _find(handle: int) -> Optional[_Entry]:
     for e in _state_var.get().entries:
         if e.handle == handle:
@@ -745,13 +756,14 @@ def _find(handle: int) -> Optional[_Entry]:
     return None
 
 
-def _unknown_handle(handle: int, action: str) -> None:
+def _unknown_handle(handle: object, action: str) -> None:
     warnings.warn(f"recfn: cannot {action} callback handle {handle}: no such callback", stacklevel=3)
 
 
-def remove_callback(handle: int) -> None:
+def remove_callback(handle: object) -> None:
     """Remove a callback by handle (thread-local ones only from this context)."""
     global _global_entries, _n_callbacks
+    handle = _check_handle(handle)
     ts = _state_var.get()
     kept = [e for e in ts.entries if e.handle != handle]
     if len(kept) != len(ts.entries):
@@ -768,18 +780,18 @@ def remove_callback(handle: int) -> None:
     _unknown_handle(handle, "remove")
 
 
-def disable_callback(handle: int) -> None:
+def disable_callback(handle: object) -> None:
     """Stop a callback from running without removing it."""
-    e = _find(handle)
+    e = _find(_check_handle(handle))
     if e is None:
         _unknown_handle(handle, "disable")
     else:
         e.enabled = False
 
 
-def reenable_callback(handle: int) -> None:
+def reenable_callback(handle: object) -> None:
     """Let a disabled callback run again."""
-    e = _find(handle)
+    e = _find(_check_handle(handle))
     if e is None:
         _unknown_handle(handle, "re-enable")
     else:
@@ -822,8 +834,10 @@ def clear_callbacks() -> None:
     clear_thread_local_callbacks()
 
 
-def set_record_function_seed_for_testing(seed: int) -> None:
+def set_record_function_seed_for_testing(seed: object) -> None:
     """Make sampling reproducible: reseed and redraw every registered countdown."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     _rng.seed(seed)
     for e in _global_entries + _state_var.get().entries:
         e.countdown = _draw_countdown(e.cb.sampling_prob)
@@ -832,7 +846,7 @@ def set_record_function_seed_for_testing(seed: int) -> None:
 # -- enabled flag and guards --------------------------------------------------------------------
 
 
-def enable_record_function(enable: bool = True) -> None:
+def enable_record_function(enable: object = True) -> None:
     """Turn ranges on or off for this thread / task context."""
     global _state_touched
     _state_touched = True
@@ -851,7 +865,7 @@ class RecordFunctionGuard:
     enabled: bool
     _previous: list[bool]
 
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: object = True) -> None:
         self.enabled = bool(enabled)
         self._previous = []
 
