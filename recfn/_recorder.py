@@ -138,6 +138,7 @@ class Recorder(RecordFunctionCallback):
     dropped: i64
     stopped: bool
     node_id: i64
+    clock_offset: i64  # added to the monotonic clock: timestamps are ns since the Unix epoch
     buffers: list[_ThreadBuffer]
     name_ids: dict[str, i32]
     name_list: list[str]
@@ -172,6 +173,7 @@ class Recorder(RecordFunctionCallback):
         self.dropped = 0
         self.stopped = False
         self.node_id = -1
+        self.clock_offset = time.time_ns() - time.perf_counter_ns()
         self.buffers = []
         self.name_ids = {}
         self.name_list = []
@@ -224,7 +226,7 @@ class Recorder(RecordFunctionCallback):
         parent_id: i64 = parent.handle if parent is not None else 0
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
         row = buf.add_row(
-            rf.handle, parent_id, _clock(), OPEN_END, self._name_id(rf.name), meta
+            rf.handle, parent_id, _clock() + self.clock_offset, OPEN_END, self._name_id(rf.name), meta
         )
         rf.sink_chunk = buf.cur
         rf.sink_row = row
@@ -240,7 +242,7 @@ class Recorder(RecordFunctionCallback):
         row = rf.sink_row
         if row < 0 or self.stopped:
             return
-        now = _clock()
+        now = _clock() + self.clock_offset
         chunk = rf.sink_chunk
         assert isinstance(chunk, _Chunk)
         chunk.ends[row] = now
@@ -322,7 +324,7 @@ class Recorder(RecordFunctionCallback):
         if parent is not None and parent._td is not None and parent._td.tid == buf.tid:
             depth = parent.depth + 1
             parent_id = parent.handle
-        now = _clock()
+        now = _clock() + self.clock_offset
         meta: i32 = MARK_SCOPE | (kind << KIND_SHIFT) | (depth << DEPTH_SHIFT)
         buf.add_row(rid, parent_id, now, now, self._name_id(name), meta)
         if kind == KIND_MEMORY:

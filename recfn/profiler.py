@@ -132,7 +132,6 @@ class profile:
         self._handle = 0
         self._token: Optional[contextvars.Token[Optional[profile]]] = None
         self._started_tracemalloc = False
-        self._clock_offset_ns = 0
         self._start_ns = 0
         self._wall_ns = 0
         self._table: Optional["pa.Table"] = None
@@ -167,7 +166,7 @@ class profile:
             tracemalloc.start()
             self._started_tracemalloc = True
         self._start_ns = time.time_ns()
-        self._clock_offset_ns = self._start_ns - time.perf_counter_ns()
+        recorder.clock_offset = self._start_ns - time.perf_counter_ns()
         self._recorder = recorder
         self._token = _context_profiler.set(self)
         with _active_lock:
@@ -199,7 +198,6 @@ class profile:
 
         self._table = build_table(
             recorder,
-            clock_offset_ns=self._clock_offset_ns,
             start_ns=self._start_ns,
             node_id=recorder.node_id,
             config=self.config.to_dict(),
