@@ -133,7 +133,7 @@ def test_chrome_export_event_by_event(prof: recfn.profile, tmp_path: Path, suffi
         if row["kind"] == "range" and row["end_ns"] is not None:
             event = complete[row["name"]]
             assert event["ts"] - shift == pytest.approx((row["start_ns"] - origin_ns) / 1000, abs=1e-3)
-            assert event["dur"] == pytest.approx((row["end_ns"] - row["start_ns"]) / 1000, abs=1e-3)
+            assert event["dur"] == pytest.approx((row["end_ns"] - row["start_ns"]) / 1000, abs=1e-3), (row, event)
             assert event["tid"] == row["thread_id"] and event["pid"] == row["pid"]
     instants = {e["name"] for e in events if e.get("ph") in ("i", "I")}
     assert {"inside", "__start_profile", "__stop_profile"} <= instants
