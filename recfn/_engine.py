@@ -557,7 +557,7 @@ class record_function(RecordFunction):
     def __enter__(self) -> record_function:
         if _n_callbacks != 0:
             if self._state != -1 or self._e0 is not None:
-                raise RuntimeError(f"record_function {self.name!r} is already entered")
+                self._recycle()
             self._select()
             if self._state == 0:
                 self._begin(self._args, None)
@@ -598,6 +598,26 @@ class record_function(RecordFunction):
         self._future_end = True
         return chain_future(fut, self)
 
+    def _recycle(self) -> None:
+        """Make an ended range reusable (``r = record_function("x")`` entered in a loop)."""
+        if self._state != 2:
+            raise RuntimeError(f"range {self.name!r} is already entered")
+        self._state = -1
+        self._e0 = None
+        self._c0 = None
+        self._more = None
+        self._parent = None
+        self._td = None
+        self.depth = 0
+        self.handle = 0
+        self.is_async = False
+        self._future_end = False
+        self._needs_inputs = False
+        self._needs_outputs = False
+        self._needs_ids = False
+        self.sink_chunk = None
+        self.sink_row = -1
+
     def _end_from_future(self) -> None:
         if self._state == 1:
             self._finish()
@@ -635,7 +655,7 @@ class record_function_fast(record_function):
     def __enter__(self) -> record_function_fast:
         if _n_callbacks != 0:
             if self._state != -1 or self._e0 is not None:
-                raise RuntimeError(f"record_function_fast {self.name!r} is already entered")
+                self._recycle()
             self._select()
             if self._state == 0:
                 self._begin(self._inputs, self._kwinputs)

@@ -159,12 +159,16 @@ def test_manual_record_function_bad_input() -> None:
         rf.before("x", sequence_nr="1")  # type: ignore[arg-type]
 
 
-def test_entering_the_same_range_twice_raises() -> None:
-    Seen()
-    rf = recfn.record_function("twice")
+def test_entering_the_same_range_twice_raises_but_reuse_works() -> None:
+    seen = Seen()
+    rf = recfn.record_function("reused")
     with rf:
         with pytest.raises(RuntimeError, match="already entered"):
             rf.__enter__()
+    for _ in range(2):
+        with rf:
+            pass
+    assert [r[0] for r in seen.ranges] == ["reused"] * 3
 
 
 def test_thread_ids_are_logical_and_distinct() -> None:
