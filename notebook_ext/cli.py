@@ -43,7 +43,7 @@ class CLIError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so main() owns every exit."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         command = self.prog[len(PROG):].strip()
         where = f"{command}: " if command else ""
         raise CLIError(f"{where}{message} (see {self.prog} --help)", EXIT_USAGE)
@@ -120,7 +120,7 @@ def build_parser() -> _Parser:
 
     diff = commands.add_parser("diff", help="compare two traces per name", allow_abbrev=False)
     diff.add_argument("a", help="the baseline trace")
-    diff.add_argument("b", help="the trace compared with it")
+    diff.add_argument("b", help="the trace compared with it (changes are B minus A)")
     diff.add_argument("--top", type=int, default=20, metavar="N", help="rows (default 20)")
 
     demo = commands.add_parser(
@@ -179,9 +179,9 @@ def _positive(value: Optional[int], what: str) -> None:
 
 
 def _summary_text(trace: Any, top: int, **kwargs: Any) -> str:
-    from notebook_ext.display import trace_text
+    from notebook_ext.display import table_text
 
-    return trace_text(trace, top, **kwargs)
+    return table_text(trace, top, **kwargs)
 
 
 def _write_timeline(trace: Any, path: str, width: float = 12.0, title: Optional[str] = None,
@@ -383,7 +383,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     _positive(args.top, "--top")
     a, b = _load(args.a), _load(args.b)
-    table = a.df.recfn.diff(b.df)
+    table = b.diff(a)
     if args.top is not None:
         table = table.head(args.top)
     from notebook_ext.display import summary_for_display

@@ -85,8 +85,10 @@ def summary_for_display(summary: "pd.DataFrame") -> "pd.DataFrame":
     for column in frame.columns:
         values = frame[column]
         label = str(column)
-        if label.endswith("_ns"):
-            out[label[:-3]] = [format_ns(v) for v in values]
+        if "_ns" in label:
+            out[label.replace("_ns", "")] = [format_ns(v) for v in values]
+        elif label.endswith("_ratio"):
+            out[label[:-6] + " ratio"] = [_ratio(v) for v in values]
         elif label.endswith("_pct"):
             out[label[:-4] + " %"] = [
                 "" if pd.isna(v) else f"{float(v):.1f}%" for v in values
@@ -100,6 +102,13 @@ def summary_for_display(summary: "pd.DataFrame") -> "pd.DataFrame":
         else:
             out[label] = ["" if _is_missing(v) else _plain(v) for v in values]
     return out
+
+
+def _ratio(value: Any) -> str:
+    number = _number(value)
+    if math.isnan(number):
+        return "-"
+    return "new" if math.isinf(number) else f"{number:.2f}x"
 
 
 def _is_missing(value: Any) -> bool:
@@ -148,8 +157,18 @@ def trace_html(trace: "Trace", top: int = 15) -> str:
     return "".join(parts)
 
 
-def trace_text(trace: "Trace", top: int = 15, **summary_kwargs: Any) -> str:
-    """Header line and ``df.recfn.table`` of the top ``top`` rows (terminals, the CLI)."""
+def trace_text(trace: "Trace", top: int = 15) -> str:
+    """Header line and the same top ``top`` rows as the HTML, as aligned text (terminals).
+
+    Shares the cached summary with the HTML, so a notebook computes it once per trace.
+    """
+    table, note = _summary_or_note(trace, top)
+    body = note if table is None else table.to_string(index=False)
+    return f"{header_text(trace)}\n{body}"
+
+
+def table_text(trace: "Trace", top: int = 15, **summary_kwargs: Any) -> str:
+    """Header line and ``df.recfn.table`` (torch-style text table) for the command line."""
     try:
         body = trace.df.recfn.table(top=top, **summary_kwargs)
     except (ValueError, AttributeError) as exc:  # AttributeError: the accessor's missing columns
@@ -189,7 +208,7 @@ def show(trace: "Trace", *, shell: Any, timeline: bool = True) -> None:
     """Publish the trace (HTML + text) and, when wanted, its timeline as a separate PNG output."""
     from IPython.display import display
 
-    display(trace)
+    display(trace)  # type: ignore[no-untyped-call]
     if not (timeline and wants_png(shell)):
         return
     try:
@@ -197,7 +216,7 @@ def show(trace: "Trace", *, shell: Any, timeline: bool = True) -> None:
     except Exception as exc:  # a drawing problem must not hide the captured result
         print(f"recfn: timeline not drawn: {type(exc).__name__}: {exc}", file=sys.stderr)
         return
-    display(
+    display(  # type: ignore[no-untyped-call]
         {"image/png": png, "text/plain": f"<recfn timeline of {trace.name}>"},
         raw=True,
     )

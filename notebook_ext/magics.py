@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-calls=False, disallow-untyped-decorators=False
 """``%%record_function`` and ``%record_function``: profile a cell or a statement, show the result.
 
 The cell runs inside a USER_SCOPE range named NAME (default ``cell[<execution count>]``) under
@@ -167,6 +168,13 @@ def _token_at(line: str, pos: int) -> tuple[str, int]:
 class RecordFunctionMagics(Magics):
     """The recfn magics (``%load_ext recfn``)."""
 
+    @property
+    def ip(self) -> Any:
+        """The shell these magics are registered on (always set once registered)."""
+        shell = self.shell
+        assert shell is not None
+        return shell
+
     @magic_arguments()
     @_options
     @line_cell_magic
@@ -210,7 +218,7 @@ class RecordFunctionMagics(Magics):
             if trace is None:
                 raise UsageError("no profiled cell yet: run %%record_function first")
             if not args.quiet:
-                show(trace, shell=self.shell, timeline=not args.no_timeline)
+                show(trace, shell=self.ip, timeline=not args.no_timeline)
             return None
         if not statement.strip():
             raise UsageError(
@@ -222,7 +230,7 @@ class RecordFunctionMagics(Magics):
     # -- profiling ------------------------------------------------------------------------------
 
     def _default_name(self) -> str:
-        return f"cell[{self.shell.execution_count}]"
+        return f"cell[{self.ip.execution_count}]"
 
     def _profile(self, source: str, name: str, args: Any) -> Any:
         __tracebackhide__ = True  # noqa: F841
@@ -245,15 +253,15 @@ class RecordFunctionMagics(Magics):
             raise UsageError(str(exc)) from None
         body, last_expr = self._compile(source)
 
-        capture = Capture(name, options, execution_count=self.shell.execution_count)
+        capture = Capture(name, options, execution_count=self.ip.execution_count)
         error: Optional[BaseException] = None
         result: Any = None
-        user_ns = self.shell.user_ns
+        user_ns = self.ip.user_ns
         try:
             with capture:
-                exec(body, self.shell.user_global_ns, user_ns)
+                exec(body, self.ip.user_global_ns, user_ns)
                 if last_expr is not None:
-                    result = eval(last_expr, self.shell.user_global_ns, user_ns)
+                    result = eval(last_expr, self.ip.user_global_ns, user_ns)
         except CaptureError as exc:
             raise UsageError(str(exc)) from None
         except BaseException as exc:  # KeyboardInterrupt too: keep and show what was captured
@@ -271,17 +279,25 @@ class RecordFunctionMagics(Magics):
     def _compile(self, source: str) -> tuple[Any, Any]:
         """Compile like IPython does (magics and ``!`` lines transformed, tracebacks with source
         lines); a trailing expression is compiled apart so its value becomes the cell's Out."""
-        shell = self.shell
+        shell = self.ip
         transformed = shell.transform_cell(source)
         number = shell.execution_count
         filename = shell.compile.cache(transformed, number, raw_code=source)
         tree = shell.compile.ast_parse(transformed, filename=filename)
         tree = shell.transform_ast(tree)
         last_expr = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            expr = ast.Expression(tree.body.pop().value)
-            last_expr = shell.compile(expr, filename, "eval")
-        body = shell.compile(tree, filename, "exec")
+        try:
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                expr = ast.Expression(tree.body.pop().value)
+                last_expr = shell.compile(expr, filename, "eval")
+            body = shell.compile(tree, filename, "exec")
+        except SyntaxError as exc:
+            if "outside function" in str(exc) and "await" in str(exc):
+                raise UsageError(
+                    f"%{MAGIC_NAME} cannot run top-level `await`; profile it with "
+                    "`with recfn.profile() as prof: await ...` and show prof.to_pandas()"
+                ) from None
+            raise
         return body, last_expr
 
     def _keep(self, trace: Trace, args: Any) -> None:
@@ -290,14 +306,14 @@ class RecordFunctionMagics(Magics):
         session.add(trace, append=args.append)
         kept = session.trace() if args.append else trace
         if args.output is not None:
-            self.shell.user_ns[args.output] = kept.df
+            self.ip.user_ns[args.output] = kept.df
         if args.save is not None:
             try:
                 kept.save(args.save)
             except (OSError, ValueError) as exc:
                 print(f"recfn: could not save the trace to {args.save!r}: {exc}", file=sys.stderr)
         if not args.quiet:
-            show(trace, shell=self.shell, timeline=not args.no_timeline)
+            show(trace, shell=self.ip, timeline=not args.no_timeline)
             if args.append:
                 print(f"recfn: appended; session trace: {kept.header()}")
 

@@ -104,9 +104,9 @@ class Session:
             self._combined = combine(self._appended, name="session")
         return self._combined
 
-    def diff(self, a: Union[int, str], b: Union[int, str], **kwargs: Any) -> "pd.DataFrame":
-        """Per-name comparison from cell ``a`` to cell ``b`` (``df.recfn.diff``)."""
-        return self[a].diff(self[b], **kwargs)
+    def diff(self, before: Union[int, str], after: Union[int, str]) -> "pd.DataFrame":
+        """Per name, how cell ``after`` changed from cell ``before`` (``df.recfn.diff``)."""
+        return self[after].diff(self[before])
 
     def _repr_html_(self) -> str:
         from notebook_ext.display import format_ns

@@ -142,15 +142,17 @@ class Trace:
             self._summary = self.df.recfn.summary(top=top)
         return self._summary
 
-    def diff(self, other: "Trace | pd.DataFrame", **kwargs: Any) -> "pd.DataFrame":
-        """``self.df.recfn.diff(other)``: per-name change from this trace to ``other``."""
-        other_df = other.df if isinstance(other, Trace) else other
-        return self.df.recfn.diff(other_df, **kwargs)
+    def diff(self, baseline: "Trace | pd.DataFrame") -> "pd.DataFrame":
+        """``df.recfn.diff``: per name, how this trace changed from ``baseline``."""
+        base_df = baseline.df if isinstance(baseline, Trace) else baseline
+        result: "pd.DataFrame" = self.df.recfn.diff(base_df)
+        return result
 
     def timeline(self, ax: Optional["Axes"] = None, **kwargs: Any) -> "Axes":
         """``df.recfn.timeline(ax=ax, ...)`` titled with this trace's header."""
         kwargs.setdefault("title", self.name)
-        return self.df.recfn.timeline(ax=ax, **kwargs)
+        drawn: "Axes" = self.df.recfn.timeline(ax=ax, **kwargs)
+        return drawn
 
     def timeline_png(self) -> bytes:
         """The timeline as PNG bytes (Agg, no pyplot state; cached)."""

@@ -4,6 +4,8 @@ helper that runs a cell and returns what it displayed."""
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -45,6 +47,17 @@ class Shell:
     @property
     def ns(self) -> dict[str, Any]:
         return self.ip.user_ns
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def checkout_env() -> dict[str, str]:
+    """Environment for subprocesses and kernels: this checkout first on the path (whatever an
+    older install registered), matplotlib on Agg, no warnings on stderr."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, PYTHONPATH=path, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
 
 
 @pytest.fixture(scope="session")

@@ -21,12 +21,19 @@ from notebook_ext.cli import CLIError, main, split_run_args
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def recfn_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
+ENV: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _subprocess_env(checkout_env: dict[str, str]) -> None:
+    ENV.update(checkout_env)
+
+
+def recfn_cli(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "recfn", *map(str, args)],
         cwd=cwd,
-        env=env,
+        env=ENV,
         capture_output=True,
         text=True,
         timeout=120,

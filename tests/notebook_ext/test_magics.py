@@ -213,6 +213,13 @@ def test_syntax_error_is_reported_before_profiling(shell):
     assert len(get_session()) == 0
 
 
+def test_top_level_await_is_a_clear_usage_error(shell):
+    run = shell.run("%%record_function\nimport asyncio\nawait asyncio.sleep(0)")
+    assert isinstance(run.error, UsageError)
+    assert "top-level `await`" in str(run.error)
+    assert len(get_session()) == 0
+
+
 def test_a_running_profiler_is_a_clear_usage_error(shell):
     recfn.enable_profiler()
     try:
