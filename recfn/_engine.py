@@ -219,12 +219,29 @@ _current_var: Final[contextvars.ContextVar[Optional[RecordFunction]]] = contextv
 _thread_local: Final = threading.local()
 _lock: Final = threading.RLock()
 
-# Registry. Lists are never mutated once published: writers build a new one under _lock.
-_global_entries: list[_Entry] = []
-_n_callbacks: i64 = 0  # global + thread-local entries alive anywhere; 0 means nothing can run
-_state_touched: bool = False  # once any context has had a thread-local change, read _state_var
-_next_callback_handle: i64 = 0
-_next_tid: i64 = 0
+
+
+class _Registry:
+    """Process-wide engine state, in one native object: its fields read as fast as C statics
+    (plain module globals would be dict lookups in compiled code)."""
+
+    global_entries: list[_Entry]  # never mutated once published: writers build a new list
+    n_callbacks: i64  # global + thread-local entries alive anywhere; 0 means nothing can run
+    state_touched: bool  # once any context has had a thread-local change, read _state_var
+    next_callback_handle: i64
+    next_tid: i64
+    loop_probe: Optional[Callable[[], object]]  # asyncio's _get_running_loop, once imported
+
+    def __init__(self) -> None:
+        self.global_entries = []
+        self.n_callbacks = 0
+        self.state_touched = False
+        self.next_callback_handle = 0
+        self.next_tid = 0
+        self.loop_probe = None
+
+
+_reg: Final = _Registry()
 
 
 def _thread_data() -> _ThreadData:
@@ -236,11 +253,10 @@ def _thread_data() -> _ThreadData:
 
 
 def _new_thread_data() -> _ThreadData:
-    global _next_tid
     current = threading.current_thread()
     with _lock:
-        _next_tid += 1
-        td = _ThreadData(_next_tid, current.name)
+        _reg.next_tid += 1
+        td = _ThreadData(_reg.next_tid, current.name)
     _thread_local.data = td
     return td
 
@@ -295,21 +311,21 @@ class RecordFunction:
 
     def _select(self) -> None:
         """Pick the callbacks that run for this range; leaves ``_state`` 0 when any does."""
-        if _n_callbacks == 0:
+        if _reg.n_callbacks == 0:
             return
         scope = i64(self._scope)
-        if _state_touched:
+        if _reg.state_touched:
             ts = _state_var.get()
             if not ts.enabled:
                 return
-            for e in _global_entries:
+            for e in _reg.global_entries:
                 if e.selected(scope):
                     self._take(e)
             for e in ts.entries:
                 if e.selected(scope):
                     self._take(e)
         else:
-            for e in _global_entries:
+            for e in _reg.global_entries:
                 if e.selected(scope):
                     self._take(e)
 
@@ -406,11 +422,13 @@ class RecordFunction:
                 raise RuntimeError(f"RecordFunction {self.name!r} was already ended")
             self._state = 2
             return
-        self._finish()
+        self._finish(True)
 
-    def _finish(self) -> None:
+    def _finish(self, any_thread: bool) -> None:
+        """End callbacks; ``any_thread`` when the caller may be on another thread than the start
+        (``end()``, futures), not for with-blocks and wrappers, which exit where they entered."""
         self._state = 2
-        self._leave_context()
+        self._leave_context(any_thread)
         e0 = self._e0
         if e0 is not None:
             try:
@@ -430,12 +448,12 @@ class RecordFunction:
         self._more = None
         self._outputs = None
 
-    def _leave_context(self) -> None:
+    def _leave_context(self, any_thread: bool) -> None:
         """Make the parent current again; a range left from another thread or task is async."""
         if self._on_stack:
             self._on_stack = False
             td = self._td
-            if td is not None and td.current is self and _thread_data() is td:
+            if td is not None and td.current is self and (not any_thread or _thread_data() is td):
                 parent = self._parent
                 while parent is not None and parent._state == 2:  # skip ranges ended out of order
                     parent = parent._parent
@@ -454,7 +472,7 @@ class RecordFunction:
 
     def _detach(self) -> None:
         """Leave the current context without ending (the range now ends with a future)."""
-        self._leave_context()
+        self._leave_context(False)
         self.is_async = True
 
     # -- properties -------------------------------------------------------------------------
@@ -555,7 +573,7 @@ class record_function(RecordFunction):
         self._args = args
 
     def __enter__(self) -> record_function:
-        if _n_callbacks != 0:
+        if _reg.n_callbacks != 0:
             if self._state != -1 or self._e0 is not None:
                 self._recycle()
             self._select()
@@ -568,7 +586,7 @@ class record_function(RecordFunction):
             if self._future_end:
                 self._detach()
             else:
-                self._finish()
+                self._finish(False)
 
     async def __aenter__(self) -> record_function:
         return self.__enter__()
@@ -620,7 +638,7 @@ class record_function(RecordFunction):
 
     def _end_from_future(self) -> None:
         if self._state == 1:
-            self._finish()
+            self._finish(True)
 
 
 class record_function_fast(record_function):
@@ -653,7 +671,7 @@ class record_function_fast(record_function):
         self._kwinputs = keyword_values
 
     def __enter__(self) -> record_function_fast:
-        if _n_callbacks != 0:
+        if _reg.n_callbacks != 0:
             if self._state != -1 or self._e0 is not None:
                 self._recycle()
             self._select()
@@ -664,7 +682,7 @@ class record_function_fast(record_function):
 
 def begin_range(name: str, args: Optional[str], scope: i32) -> Optional[RecordFunction]:
     """Start a range for wrappers (decorators, instrumentation); ``None`` when nothing listens."""
-    if _n_callbacks == 0:
+    if _reg.n_callbacks == 0:
         return None
     rf = RecordFunction(scope)
     if rf._state != 0:
@@ -679,7 +697,7 @@ def begin_call(
     name: str, scope: i32, args: tuple[object, ...], kwargs: dict[str, object]
 ) -> Optional[RecordFunction]:
     """Like ``begin_range`` but hands the call's arguments to callbacks that need inputs."""
-    if _n_callbacks == 0:
+    if _reg.n_callbacks == 0:
         return None
     rf = RecordFunction(scope)
     if rf._state != 0:
@@ -692,7 +710,7 @@ def begin_call(
 def end_range(rf: RecordFunction) -> None:
     """End a range started by ``begin_range``/``begin_call``."""
     if rf._state == 1:
-        rf._finish()
+        rf._finish(False)
 
 
 def current_range() -> Optional[RecordFunction]:
@@ -705,19 +723,15 @@ def current_range() -> Optional[RecordFunction]:
     return td.current
 
 
-_running_loop_probe: Optional[Callable[[], object]] = None
-
-
 def _asyncio_loop_running() -> bool:
     """Whether an asyncio event loop runs on this thread (without importing asyncio)."""
-    global _running_loop_probe
-    probe = _running_loop_probe
+    probe = _reg.loop_probe
     if probe is None:
         events = sys.modules.get("asyncio.events")
         if events is None:
             return False  # asyncio was never imported: no loop can be running
         probe = events._get_running_loop
-        _running_loop_probe = probe
+        _reg.loop_probe = probe
     return probe() is not None
 
 
@@ -725,9 +739,8 @@ def _asyncio_loop_running() -> bool:
 
 
 def _new_handle() -> i64:
-    global _next_callback_handle
-    _next_callback_handle += 1
-    return _next_callback_handle
+    _reg.next_callback_handle += 1
+    return _reg.next_callback_handle
 
 
 def _check_callback(cb: object) -> RecordFunctionCallback:
@@ -738,23 +751,21 @@ def _check_callback(cb: object) -> RecordFunctionCallback:
 
 def add_global_callback(cb: object) -> int:
     """Register ``cb`` for every thread; returns its handle (monotonic, never 0)."""
-    global _global_entries, _n_callbacks
     callback = _check_callback(cb)
     with _lock:
         entry = _Entry(_new_handle(), callback, True)
-        _global_entries = _global_entries + [entry]
-        _n_callbacks += 1
+        _reg.global_entries = _reg.global_entries + [entry]
+        _reg.n_callbacks += 1
     return entry.handle
 
 
 def add_thread_local_callback(cb: object) -> int:
     """Register ``cb`` for this thread (and the asyncio tasks and propagated work it starts)."""
-    global _n_callbacks, _state_touched
     callback = _check_callback(cb)
     with _lock:
         entry = _Entry(_new_handle(), callback, False)
-        _n_callbacks += 1
-        _state_touched = True
+        _reg.n_callbacks += 1
+        _reg.state_touched = True
     ts = _state_var.get()
     _state_var.set(_ThreadState(ts.entries + [entry], ts.enabled))
     return entry.handle
@@ -770,7 +781,7 @@ def _find(handle: int) -> Optional[_Entry]:
     for e in _state_var.get().entries:
         if e.handle == handle:
             return e
-    for e in _global_entries:
+    for e in _reg.global_entries:
         if e.handle == handle:
             return e
     return None
@@ -782,20 +793,19 @@ def _unknown_handle(handle: object, action: str) -> None:
 
 def remove_callback(handle: object) -> None:
     """Remove a callback by handle (thread-local ones only from this context)."""
-    global _global_entries, _n_callbacks
     handle = _check_handle(handle)
     ts = _state_var.get()
     kept = [e for e in ts.entries if e.handle != handle]
     if len(kept) != len(ts.entries):
         _state_var.set(_ThreadState(kept, ts.enabled))
         with _lock:
-            _n_callbacks -= 1
+            _reg.n_callbacks -= 1
         return
     with _lock:
-        kept = [e for e in _global_entries if e.handle != handle]
-        if len(kept) != len(_global_entries):
-            _global_entries = kept
-            _n_callbacks -= 1
+        kept = [e for e in _reg.global_entries if e.handle != handle]
+        if len(kept) != len(_reg.global_entries):
+            _reg.global_entries = kept
+            _reg.n_callbacks -= 1
             return
     _unknown_handle(handle, "remove")
 
@@ -819,7 +829,7 @@ def reenable_callback(handle: object) -> None:
 
 
 def has_global_callbacks() -> bool:
-    return len(_global_entries) > 0
+    return len(_reg.global_entries) > 0
 
 
 def has_thread_local_callbacks() -> bool:
@@ -832,19 +842,17 @@ def has_callbacks() -> bool:
 
 def clear_global_callbacks() -> None:
     """Remove every global callback."""
-    global _global_entries, _n_callbacks
     with _lock:
-        _n_callbacks -= len(_global_entries)
-        _global_entries = []
+        _reg.n_callbacks -= len(_reg.global_entries)
+        _reg.global_entries = []
 
 
 def clear_thread_local_callbacks() -> None:
     """Remove this context's thread-local callbacks."""
-    global _n_callbacks
     ts = _state_var.get()
     if ts.entries:
         with _lock:
-            _n_callbacks -= len(ts.entries)
+            _reg.n_callbacks -= len(ts.entries)
         _state_var.set(_ThreadState([], ts.enabled))
 
 
@@ -859,7 +867,7 @@ def set_record_function_seed_for_testing(seed: object) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     _rng.seed(seed)
-    for e in _global_entries + _state_var.get().entries:
+    for e in _reg.global_entries + _state_var.get().entries:
         e.countdown = _draw_countdown(e.cb.sampling_prob)
 
 
@@ -868,8 +876,7 @@ def set_record_function_seed_for_testing(seed: object) -> None:
 
 def enable_record_function(enable: object = True) -> None:
     """Turn ranges on or off for this thread / task context."""
-    global _state_touched
-    _state_touched = True
+    _reg.state_touched = True
     ts = _state_var.get()
     if ts.enabled != bool(enable):
         _state_var.set(_ThreadState(ts.entries, bool(enable)))
