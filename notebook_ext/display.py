@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import io
 import math
+import numbers
 import sys
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -74,13 +75,11 @@ def header_text(trace: "Trace") -> str:
     return " · ".join(parts)
 
 
-def summary_for_display(summary: "pd.DataFrame") -> "pd.DataFrame":
-    """The accessor's summary with human units: ``*_ns`` as times, ``*_pct`` as percents."""
+def summary_for_display(frame: "pd.DataFrame") -> "pd.DataFrame":
+    """A summary or diff frame of the accessor as strings with units: ``*_ns`` columns as times,
+    ``*_pct`` as percents, ``*_ratio`` as factors, bytes and FLOPs scaled."""
     import pandas as pd
 
-    frame = summary.copy()
-    if frame.index.name is not None or not isinstance(frame.index, pd.RangeIndex):
-        frame = frame.reset_index()
     out = pd.DataFrame(index=frame.index)
     for column in frame.columns:
         values = frame[column]
@@ -97,8 +96,6 @@ def summary_for_display(summary: "pd.DataFrame") -> "pd.DataFrame":
             out[label] = [format_bytes(v) for v in values]
         elif label == "flops":
             out[label] = [format_count(v) for v in values]
-        elif label == "index":
-            out["name"] = values.astype(str)
         else:
             out[label] = ["" if _is_missing(v) else _plain(v) for v in values]
     return out
@@ -121,17 +118,11 @@ def _is_missing(value: Any) -> bool:
 
 
 def _plain(value: Any) -> str:
+    """Counts with thousands separators; anything else as ``str``."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return f"{int(value):,}"
     if isinstance(value, float) and value.is_integer():
         return f"{int(value):,}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    try:
-        import numpy as np
-
-        if isinstance(value, np.integer):
-            return f"{int(value):,}"
-    except ImportError:  # pragma: no cover - numpy is a dependency
-        pass
     return str(value)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import os
 import shlex
 import sys
 from typing import Any, Callable, Optional
@@ -240,7 +241,7 @@ class RecordFunctionMagics(Magics):
             raise UsageError(f"-o expects a Python variable name, got {args.output!r}")
         try:
             if args.save is not None:
-                check_output_path(args.save)
+                args.save = check_output_path(os.path.expanduser(args.save))
             options = ProfileOptions(
                 shapes=args.shapes,
                 memory=args.memory,

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-DEFAULT_MAX_CELLS = 64
+DEFAULT_MAX_CELLS = 32  # traces can be large; -o variables keep older ones alive if wanted
 
 
 class Session:

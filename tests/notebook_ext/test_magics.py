@@ -261,6 +261,48 @@ def test_session_diff_between_two_cells_is_one_line(shell):
     assert "before" in s._repr_html_() and "after" in repr(s)
 
 
+def test_session_keeps_at_most_max_cells():
+    from notebook_ext.session import Session
+    from notebook_ext.trace import Trace
+
+    s = Session(max_cells=2)
+    traces = [Trace(recfn_table(), name=f"t{i}") for i in range(3)]
+    for trace in traces:
+        s.add(trace, append=True)
+    assert s.names() == ["t1", "t2"]
+    assert s.trace().cells == ("t0", "t1", "t2")  # the combined trace keeps what was appended
+    assert s.reset() == 2 and len(s) == 0 and s.last is None
+    with pytest.raises(ValueError, match="--append"):
+        s.trace()
+
+
+def recfn_table():
+    with recfn.profile() as prof:
+        with recfn.record_function("x"):
+            with recfn.record_function("y"):
+                pass
+    return prof.table()
+
+
+def test_combining_tables_with_colliding_ids_renumbers_the_later_ones():
+    from notebook_ext.session import concat_tables
+
+    table = recfn_table()
+    merged = concat_tables([table, table]).to_pandas()
+    assert merged["id"].is_unique and len(merged) == 2 * table.num_rows
+    second = merged.iloc[table.num_rows:]
+    children = second[second["parent_id"].notna()]
+    assert len(children) == 1
+    assert set(children["parent_id"]) <= set(second["id"])  # parents shifted with their ids
+
+
+@pytest.mark.skipif(not hasattr(recfn, "session"), reason="recfn.session is not exported yet")
+def test_recfn_session_is_the_notebook_session():
+    import notebook_ext
+
+    assert recfn.session() is notebook_ext.session()
+
+
 def test_line_magic_profiles_one_statement(shell):
     shell.run('import recfn\ndef f():\n    with recfn.record_function("f"):\n        return 7')
     run = shell.run("%record_function -o df --no-timeline y = f() * 6")
