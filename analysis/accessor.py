@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 
 from . import chrome, flame, timeline
 from .diff import diff
-from .schema import INT64_MAX, RANGE, equals, ints, isin, nulls, require, thread_mask
+from .schema import INT64_MAX, RANGE, codes, equals, ints, isin, nulls, require, thread_mask
 from .summary import render_table, summarize
 from .tree import depths, parent_positions, self_durations
 
@@ -147,7 +147,9 @@ class RecfnAccessor:
         if name is not None:
             require(df, ("name",), "filter by name")
             if isinstance(name, re.Pattern):
-                mask &= df["name"].astype(str).str.contains(name).to_numpy(dtype=bool)
+                code, values = codes(df["name"])  # search each distinct name once
+                hits = np.array([bool(name.search(str(v))) for v in values] + [False])
+                mask &= hits[code]
             else:
                 mask &= isin(df["name"], [name] if isinstance(name, str) else name)
         if scope is not None:

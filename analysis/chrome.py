@@ -176,13 +176,16 @@ def _columns(events: list[Any], source: str) -> tuple[np.ndarray, dict[str, Sequ
     if extra:
         for i, event in enumerate(ordered):
             if not extra.isdisjoint(event):
-                kept = {k: event[k] for k in extra if k in event}
+                kept = {k: event[k] for k in sorted(extra) if k in event}
                 args[i] = {**kept, **(args[i] if isinstance(args[i], dict) else {})}
     return np.concatenate([phases[is_complete], phases[~is_complete]]), fields
 
 
 def _ids(values: Sequence[Any]) -> np.ndarray:
-    """pid or tid values: int64 when all are integers (fast to factorize), else objects."""
+    """pid or tid values (absent ones count as 0): int64 when all are integers (fast to
+    factorize), else objects."""
+    if None in values:
+        values = [0 if v is None else v for v in values]
     array = np.array(values) if len(values) else np.empty(0, dtype=np.int64)
     return array if array.dtype == np.int64 else _objects(values)
 

@@ -57,6 +57,8 @@ def timeline(
     lo = int(begin[selected].min()) if start is None else int(start)
     known = selected & (finish != INT64_MAX)
     hi = int(end) if end is not None else int(max(finish[known].max(initial=lo), begin[selected].max()))
+    if start is not None and end is not None and end <= start:
+        raise ValueError(f"timeline: end must be after start (got start={start}, end={end})")
     hi = max(hi, lo + 1)
 
     kind_range, kind_mark = equals(df["kind"], RANGE), equals(df["kind"], MARK)
