@@ -68,6 +68,9 @@ def header_text(trace: "Trace") -> str:
         f"{trace.threads} thread{'s' if trace.threads != 1 else ''}",
         f"{trace.dropped:,} dropped",
     ]
+    sample = trace.options.get("sample", trace.config().get("sampling_prob", 1.0))
+    if isinstance(sample, (int, float)) and sample < 1.0:
+        parts.append(f"ranges sampled at {sample:.0%}")
     if len(trace.cells) > 1:
         parts.append(f"{len(trace.cells)} cells")
     if trace.error:

@@ -86,7 +86,11 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
             metavar="P",
             help="record each range with probability P (0 < P <= 1)",
         ),
-        argument("--flops", action="store_true", help="estimate FLOPs (needs --shapes data)"),
+        argument(
+            "--flops",
+            action="store_true",
+            help="count FLOPs of ranges with a formula (matmul, conv, ...; recfn.register_flops)",
+        ),
         argument("--stack", action="store_true", help="record the Python stack of each range"),
         argument("--memory", action="store_true", help="record memory events (tracemalloc)"),
         argument("--shapes", action="store_true", help="record input shapes and dtypes"),

@@ -115,6 +115,8 @@ SCRIPT = textwrap.dedent(
         helper()
     if "--exit" in sys.argv:
         sys.exit(3)
+    if "--interrupt" in sys.argv:
+        raise KeyboardInterrupt
     """
 )
 
@@ -144,6 +146,19 @@ def test_run_profiles_a_script_and_writes_trace_and_timeline(script: Path, tmp_p
     assert (tmp_path / "t.png").read_bytes().startswith(PNG_MAGIC)
 
 
+def test_run_options_fill_their_columns(script: Path, tmp_path: Path):
+    proc = recfn_cli(
+        "run", "--memory", "--stack", "--flops", "--max-events", "100000", "-q",
+        script, "-o", "t.parquet", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    df = recfn.load(tmp_path / "t.parquet", as_pandas=True)
+    assert {"stack", "memory_bytes", "flops"} <= set(df.columns)
+    matmul = df[df["name"] == "matmul"].iloc[0]
+    assert matmul["flops"] == 2 * 4 * 5 * 6
+    assert any("job.py" in frame for frame in matmul["stack"])
+
+
 def test_run_passes_arguments_after_double_dash_untouched(script: Path, tmp_path: Path):
     proc = recfn_cli("run", "-q", script, "--", "-o", "x", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -167,6 +182,13 @@ def test_run_exits_with_the_scripts_code(script: Path, tmp_path: Path):
     proc = recfn_cli("run", "-q", "-o", "t.parquet", script, "--exit", cwd=tmp_path)
     assert proc.returncode == 3
     assert (tmp_path / "t.parquet").exists()
+
+
+def test_run_interrupted_script_exits_130_and_keeps_the_trace(script: Path, tmp_path: Path):
+    proc = recfn_cli("run", script, "--interrupt", "-o", "t.parquet", cwd=tmp_path)
+    assert proc.returncode == 130
+    assert "interrupted" in proc.stderr and "Traceback" not in proc.stderr
+    assert "work" in range_names(recfn.load(tmp_path / "t.parquet", as_pandas=True))
 
 
 def test_run_user_mistakes(script: Path, tmp_path: Path):

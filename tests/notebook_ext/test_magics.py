@@ -127,6 +127,7 @@ def test_sample_keeps_a_fraction_of_the_ranges(shell):
     assert run.error is None
     ticks = range_names(shell.ns["df"]).count("tick")
     assert 0 < ticks < 400  # expected ~100 of 2000
+    assert "ranges sampled at 5%" in get_session().last.header()
 
 
 def test_max_events_drops_and_says_so(shell):
