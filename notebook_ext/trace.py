@@ -53,6 +53,11 @@ class Trace:
         self._summary: Optional["pd.DataFrame"] = None
         self._png: Optional[bytes] = None
 
+    @classmethod
+    def from_profile(cls, prof: Any, name: str = "profile") -> "Trace":
+        """A Trace of a stopped ``recfn.profile`` (what its rich reprs can delegate to)."""
+        return cls(prof.table(), name=name, wall_ns=prof.wall_ns, dropped=prof.dropped_events)
+
     # -- data -------------------------------------------------------------------------------
 
     @property

@@ -366,6 +366,18 @@ def test_trace_reprs_in_a_terminal(shell):
     assert text.startswith("recfn · ") and "outer" in text
 
 
+def test_a_plain_profile_gets_the_same_reprs():
+    from notebook_ext.trace import Trace
+
+    with recfn.profile() as prof:
+        with recfn.record_function("step"):
+            pass
+    trace = Trace.from_profile(prof)
+    assert trace.wall_ns == prof.wall_ns and trace.events == prof.table().num_rows
+    assert "<table" in trace._repr_html_() and "step" in trace._repr_html_()
+    assert trace.header().startswith("recfn · profile · ")
+
+
 def test_terminal_frontends_get_no_png(shell):
     formatter = shell.ip.display_formatter
     saved = list(formatter.active_types)
