@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import zlib
 
 import numpy as np
 
@@ -69,14 +70,16 @@ def train(steps: int = STEPS, seed: int = 0) -> float:
 
 
 def preprocess(worker: int, items: int = 40) -> int:
-    """Work on a plain ``threading.Thread``: tokenize and normalize some records."""
+    """Work on a plain ``threading.Thread``: tokenize records, compress them (zlib releases the
+    GIL, so the workers really overlap the training loop)."""
+    payload = bytes(range(256)) * 256
     total = 0
     for i in range(items):
         with recfn.record_function("preprocess"):
             with recfn.record_function("tokenize"):
                 words = (f"record {worker} {i} " * 20).split()
-            with recfn.record_function("normalize"):
-                total += len(json.dumps(sorted(set(words))))
+            with recfn.record_function("compress"):
+                total += len(zlib.compress(payload + json.dumps(words).encode(), 6))
     return total
 
 
