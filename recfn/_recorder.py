@@ -155,6 +155,7 @@ class Recorder(RecordFunctionCallback):
         profile_memory: bool,
         max_events: i64,
         scopes: object,
+        sampling_prob: float,
         flop_formulas: dict[str, Callable[[list[list[int]]], int]],
         shape_of: Callable[[object], tuple[list[int], str]],
         stack_of: Callable[[], list[str]],
@@ -163,6 +164,7 @@ class Recorder(RecordFunctionCallback):
             needs_inputs=report_input_shapes or with_flops,
             needs_ids=True,
             scopes=scopes,
+            sampling_prob=sampling_prob,
         )
         self.report_input_shapes = report_input_shapes
         self.with_stack = with_stack

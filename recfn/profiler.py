@@ -59,6 +59,7 @@ class ProfilerConfig:
     with_flops: bool = False
     max_events: int = DEFAULT_MAX_EVENTS
     record_scopes: Optional[tuple[RecordScope, ...]] = None
+    sampling_prob: float = 1.0
 
     def __post_init__(self) -> None:
         for field in ("report_input_shapes", "profile_memory", "with_stack", "with_flops"):
@@ -68,6 +69,10 @@ class ProfilerConfig:
             raise TypeError(f"ProfilerConfig.max_events must be an int, got {self.max_events!r}")
         if self.max_events <= 0:
             raise ValueError(f"ProfilerConfig.max_events must be positive, got {self.max_events}")
+        if isinstance(self.sampling_prob, bool) or not isinstance(self.sampling_prob, (int, float)):
+            raise TypeError(f"ProfilerConfig.sampling_prob must be a number, got {self.sampling_prob!r}")
+        if not 0.0 <= self.sampling_prob <= 1.0:
+            raise ValueError(f"ProfilerConfig.sampling_prob must be in [0, 1], got {self.sampling_prob}")
         if self.record_scopes is not None:
             if isinstance(self.record_scopes, (str, int)):
                 raise TypeError("ProfilerConfig.record_scopes must be a collection of RecordScope")
@@ -101,6 +106,7 @@ def shape_of(value: object) -> tuple[list[int], str]:
 class profile:
     """Profile a block: ``with recfn.profile() as prof: ...`` then ``prof.table()``.
 
+    ``sampling_prob`` records that fraction of ranges (marks and memory events are always kept).
     Also ``start()``/``stop()``. Events from every thread are captured while it runs. An exception
     (KeyboardInterrupt included) inside the block still stops the profiler and keeps the events.
     """
@@ -113,6 +119,7 @@ class profile:
         with_flops: bool = False,
         max_events: int = DEFAULT_MAX_EVENTS,
         record_scopes: Optional[Iterable[Any]] = None,
+        sampling_prob: float = 1.0,
         *,
         config: Optional[ProfilerConfig] = None,
     ) -> None:
@@ -124,6 +131,7 @@ class profile:
                 with_flops=with_flops,
                 max_events=max_events,
                 record_scopes=None if record_scopes is None else tuple(record_scopes),
+                sampling_prob=sampling_prob,
             )
         elif not isinstance(config, ProfilerConfig):
             raise TypeError(f"config must be a ProfilerConfig, got {type(config).__name__}")
@@ -157,6 +165,7 @@ class profile:
             cfg.profile_memory,
             cfg.max_events,
             cfg.record_scopes,
+            cfg.sampling_prob,
             flop_formulas(),
             shape_of,
             default_stack,
@@ -266,6 +275,15 @@ class profile:
         from recfn.io import export_chrome_trace
 
         export_chrome_trace(self.table(), path)
+
+    def _repr_html_(self) -> Optional[str]:
+        """Header and summary table in notebooks (drawn by notebook_ext)."""
+        if self._table is None:
+            return None
+        from notebook_ext.trace import Trace
+
+        html: str = Trace.from_profile(self)._repr_html_()
+        return html
 
     def __repr__(self) -> str:
         if self._table is None:

@@ -376,3 +376,26 @@ def test_repr() -> None:
     with prof:
         assert "running" in repr(prof)
     assert "events" in repr(prof) and "dropped" in repr(prof)
+
+
+def test_sampling_prob_records_a_fraction_of_ranges() -> None:
+    recfn.set_record_function_seed_for_testing(3)
+    with recfn.profile(sampling_prob=0.25) as prof:
+        for _ in range(4000):
+            with recfn.record_function("sampled"):
+                pass
+    recorded = len(rows(prof.table()))
+    assert 800 < recorded < 1200
+    assert '"sampling_prob": 0.25' in prof.table().schema.metadata[b"recfn.config"].decode()
+    with pytest.raises(ValueError, match="sampling_prob"):
+        recfn.profile(sampling_prob=2)
+
+
+def test_html_repr_after_stop() -> None:
+    prof = recfn.profile()
+    assert prof._repr_html_() is None
+    with prof:
+        with recfn.record_function("shown-in-html"):
+            pass
+    html = prof._repr_html_()
+    assert html is not None and "shown-in-html" in html
