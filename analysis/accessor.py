@@ -86,15 +86,16 @@ class RecfnAccessor:
         duration = np.where(is_range, ints(df["end_ns"], 0) - ints(df["start_ns"], 0), 0)
         level = depths(parent)
         ids = ints(df["id"], -1)
+        still_open = equals(df["kind"], RANGE) & nulls(df["end_ns"])
         out = df.assign(
             parent_id=pd.arrays.IntegerArray(np.where(parent >= 0, ids[parent], 0), parent < 0),
             depth=level.astype(np.int32),
-            duration_ns=pd.arrays.IntegerArray(duration, nulls(df["end_ns"]) & equals(df["kind"], RANGE)),
-            self_ns=pd.arrays.IntegerArray(self_durations(parent, duration, is_range), ~is_range & equals(df["kind"], RANGE)),
+            duration_ns=pd.arrays.IntegerArray(duration, still_open),
+            self_ns=pd.arrays.IntegerArray(self_durations(parent, duration, is_range), still_open),
             tree=["  " * d + str(n) for d, n in zip(level.tolist(), df["name"].astype(object).tolist())],
         )
-        order = np.lexsort((-ints(df["end_ns"], INT64_MAX), ints(df["start_ns"], 0), ints(df["thread_id"], 0)))
-        return out.iloc[order]
+        end = ints(df["end_ns"], INT64_MAX)
+        return out.iloc[np.lexsort((-end, ints(df["start_ns"], 0), ints(df["thread_id"], 0)))]
 
     def roots(self) -> pd.DataFrame:
         """Rows without a parent (in the frame), by start time."""
@@ -182,7 +183,9 @@ class RecfnAccessor:
             self._df, ax, threads, start, end, max_depth, color_by, min_duration_ns, title
         )
 
-    def flame(self, ax: Axes | None = None, *, max_depth: int | None = None, title: str | None = None) -> Axes:
+    def flame(
+        self, ax: Axes | None = None, *, max_depth: int | None = None, title: str | None = None
+    ) -> Axes:
         """An icicle view (roots on top) of the call tree merged by call path, width = time.
         Returns the Axes."""
         return flame.flame(self._df, ax, max_depth=max_depth, title=title)

@@ -1,61 +1,46 @@
 """Chrome / Perfetto JSON traces (the Trace Event Format) to and from the recfn event table.
 
-`read_chrome_trace` imports traces written by ``torch.profiler``'s ``export_chrome_trace``,
-Chrome, Perfetto's JSON exporter and recfn itself: complete ("X") events and B/E pairs become
-ranges, instants ("i", "I", "R") marks, counters ("C") memory events, thread-name metadata names
-the threads. Parents come from interval nesting per thread. Other phases (flows, async, objects)
-are skipped. Top-level event fields that the schema has no column for are kept, with the
-event's ``args``, in the ``args`` column as a JSON object.
+`read_chrome_trace` imports traces from ``torch.profiler``'s ``export_chrome_trace``, Chrome,
+Perfetto's JSON export and recfn itself: complete ("X") events and B/E pairs become ranges,
+instants ("i", "I", "R") marks, counters ("C") memory events, and "thread_name" metadata names
+the threads. Parents come from interval nesting per thread. Other phases (flows, async,
+objects, samples) are skipped. Event fields without a column are kept in ``args`` as JSON.
 
-Speed matters here (a torch trace holds millions of events): the file is parsed once, with
-``orjson`` when it is installed, and columns are built from plain lists without touching pandas
-per event.
+A torch trace can hold millions of events, so the file is parsed once (with orjson when it is
+installed) and columns are built from plain lists, without pandas work per event.
 """
 
 from __future__ import annotations
 
 import gc
 import gzip
-import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from itertools import chain
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .schema import COLUMNS, INT64_MAX, MARK, MEMORY, RANGE, equals, ints, nulls, require
-from .tree import depths, parents_from_nesting
-
-try:  # an optional accelerator: parses about twice as fast as the json module
-    import orjson
-except ImportError:  # pragma: no cover - depends on the environment
-    orjson = None
+from . import jsonio
+from .chrome_export import trace_events
+from .chrome_import import events_frame
+from .schema import ints, require
 
 PathLike = str | os.PathLike[str]
 
-RANGE_PHASES = frozenset({"X", "B", "E"})
-INSTANT_PHASES = frozenset({"i", "I", "R"})
-CONSUMED = ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")
-"""Event fields that map to columns; every other field is kept in ``args``."""
-TORCH_MEMORY = "[memory]"
-"""Name of torch's memory instants (args: Bytes, Device Type, Device Id, totals)."""
-TORCH_DEVICE_TYPES = {0: "cpu", 1: "cuda"}
-NO_DEVICE = "bytes"
-"""Counter series key recfn writes for memory events without a device."""
-
 
 def read_chrome_trace(path: PathLike) -> pd.DataFrame:
-    """Read a Chrome trace (``.json`` or gzip-compressed ``.json.gz``) as a recfn event table.
+    """Read a Chrome trace (``.json``, or gzip-compressed such as ``.json.gz``) as a recfn event
+    table in the dtypes of ``prof.to_pandas()``, plus an ``args`` column and, when the trace has
+    them, ``memory_bytes``/``device`` and torch's shapes as ``input_shapes``/``input_dtypes``.
 
-    Raises ValueError for files that are not JSON or not a trace: a list of events or an object
-    with a ``traceEvents`` list. A JSON array missing its closing bracket (allowed by the
-    format) is accepted.
+    ``pid``/``tid`` pairs become ``thread_id`` 1, 2, ... in order of first event; times are
+    ``baseTimeNanoseconds`` (when present) plus ``ts`` microseconds. Raises ValueError for a
+    file that is not JSON or not a trace (a list of events, or an object with a
+    ``traceEvents`` list); a JSON list missing its closing bracket, which the format allows,
+    is accepted.
     """
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
@@ -70,24 +55,25 @@ def read_chrome_trace(path: PathLike) -> pd.DataFrame:
         else:
             events, base_ns = document, 0
         if not isinstance(events, list):
-            raise ValueError(f"{path}: a Chrome trace is a JSON list of events or an object with a traceEvents list")
-        return _events_frame(events, base_ns, str(path))
+            raise ValueError(f"{path}: expected a list of events or an object with a traceEvents list")
+        return events_frame(events, base_ns, str(path))
 
 
 def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:
-    """Write an event table (DataFrame or ``pyarrow.Table``) as a Chrome trace.
+    """Write an event table, DataFrame or ``pyarrow.Table``, as a Chrome trace.
 
-    Ranges become complete "X" events (open ranges "B" events without an "E"), marks instant
-    "i" events, memory events "C" counters of the running total per process, name and device,
-    thread names "M" metadata. ``ts``/``dur`` are float microseconds relative to
-    ``baseTimeNanoseconds``, so nanoseconds survive the round trip. A path ending in ``.gz``
-    is gzip-compressed.
+    Ranges become complete "X" events (still-open ones "B" events without an "E"), marks
+    instant "i" events, memory events "C" counters of the running total per process, name and
+    device, thread names "M" metadata events. ``ts``/``dur`` are float microseconds after
+    ``baseTimeNanoseconds`` (the first start), so nanoseconds survive a round trip. A table's
+    ``recfn.*`` schema metadata goes to ``otherData``. A path ending in ``.gz`` is compressed.
     """
     metadata = {}
     if isinstance(data, pa.Table):
         raw_metadata = data.schema.metadata or {}
         metadata = {k.decode(): v.decode() for k, v in raw_metadata.items() if k.startswith(b"recfn.")}
-        data = data.to_pandas()
+        # Nullable int64 as Int64, not float64, which would round epoch nanoseconds.
+        data = data.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
     require(data, ("name", "kind", "start_ns", "end_ns", "thread_id"), "write_chrome_trace")
     start = ints(data["start_ns"], 0)
     base_ns = int(start.min()) if len(start) else 0
@@ -96,9 +82,9 @@ def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:
         "baseTimeNanoseconds": base_ns,
         "displayTimeUnit": "ms",
         "otherData": metadata,
-        "traceEvents": _trace_events(data, base_ns),
+        "traceEvents": trace_events(data, base_ns),
     }
-    encoded = orjson.dumps(document) if orjson else json.dumps(document, separators=(",", ":")).encode()
+    encoded = jsonio.dumps(document)
     if str(path).endswith(".gz"):
         encoded = gzip.compress(encoded, compresslevel=6)
     Path(path).write_bytes(encoded)
@@ -117,532 +103,14 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _parse(raw: bytes, source: str) -> Any:
-    loads: Callable[[bytes], Any] = orjson.loads if orjson else json.loads
+    """Parse a trace file's bytes, closing a JSON list that lacks its final bracket."""
     try:
-        return loads(raw)
+        return jsonio.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
         stripped = raw.rstrip()
         if raw.lstrip().startswith(b"[") and not stripped.endswith(b"]"):
             try:
-                return loads(stripped.rstrip(b",") + b"]")
+                return jsonio.loads(stripped.rstrip(b",") + b"]")
             except (ValueError, UnicodeDecodeError):
                 pass
         raise ValueError(f"{source}: not a JSON trace: {error}") from error
-
-
-def _dumps_bytes() -> Callable[[Any], bytes]:
-    if orjson:
-        return orjson.dumps
-    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-    return lambda value: encoder.encode(value).encode()
-
-
-# --- reading ----------------------------------------------------------------------------------
-
-
-def _objects(values: Sequence[Any]) -> np.ndarray:
-    """A 1-d object array of `values` (np.array alone turns a list of lists into 2-d)."""
-    array = np.array(values, dtype=object) if len(values) else np.empty(0, dtype=object)
-    return array if array.ndim == 1 else np.fromiter(values, dtype=object, count=len(values))
-
-
-def _columns(events: list[Any], source: str) -> tuple[np.ndarray, dict[str, Sequence[Any]]]:
-    """Phase and the `CONSUMED` fields (None where absent) of every event, complete ("X")
-    events first. Those, usually nearly all events, go through ``itemgetter``, several times
-    faster than ``dict.get`` per field. Fields outside `CONSUMED` are merged into ``args``."""
-    try:
-        try:
-            phases = np.array(list(map(itemgetter("ph"), events)), dtype=object)
-        except KeyError:
-            phases = _objects([e.get("ph") for e in events])
-    except (AttributeError, TypeError) as error:
-        raise ValueError(f"{source}: every trace event must be a JSON object") from error
-    is_complete = phases == "X"
-    complete = [events[i] for i in np.flatnonzero(is_complete).tolist()]
-    others = [events[i] for i in np.flatnonzero(~is_complete).tolist()]
-    keys = [key for key in CONSUMED if key != "ph"]
-    try:
-        values = list(zip(*map(itemgetter(*keys), complete))) or [() for _ in keys]
-        exact = sum(map(len, complete)) == len(CONSUMED) * len(complete)
-    except KeyError:
-        values = [tuple(e.get(key) for e in complete) for key in keys]
-        exact = False
-    fields = dict(zip(keys, values))
-    if others:
-        fields = {key: v + tuple(e.get(key) for e in others) for key, v in fields.items()}
-    fields["args"] = args = list(fields["args"])
-    ordered = complete + others
-    extra = set(chain.from_iterable(others if exact else ordered)).difference(CONSUMED)
-    if extra:
-        for i, event in enumerate(ordered):
-            if not extra.isdisjoint(event):
-                kept = {k: event[k] for k in sorted(extra) if k in event}
-                args[i] = {**kept, **(args[i] if isinstance(args[i], dict) else {})}
-    return np.concatenate([phases[is_complete], phases[~is_complete]]), fields
-
-
-def _ids(values: Sequence[Any]) -> np.ndarray:
-    """pid or tid values (absent ones count as 0): int64 when all are integers (fast to
-    factorize), else objects."""
-    if None in values:
-        values = [0 if v is None else v for v in values]
-    array = np.array(values) if len(values) else np.empty(0, dtype=np.int64)
-    return array if array.dtype == np.int64 else _objects(values)
-
-
-def _floats(values: Sequence[Any], source: str) -> np.ndarray:
-    try:
-        return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{source}: event timestamps (ts, dur) must be numbers") from error
-
-
-def _events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
-    phase, fields = _columns(events, source)
-    ts = _floats(fields["ts"], source)
-    dur = np.nan_to_num(_floats(fields["dur"], source))
-    name, pid, tid = _objects(fields["name"]), _ids(fields["pid"]), _ids(fields["tid"])
-    args: list[Any] = fields["args"]  # type: ignore[assignment]
-
-    rows = _Rows(base_ns, ts, source)
-    complete = np.flatnonzero(phase == "X")
-    rows.add(complete, RANGE, end_us=ts[complete] + dur[complete])
-    _add_begin_end(rows, phase, pid, tid, args)
-    _add_instants(rows, phase, name, args)
-    _add_counters(rows, phase, name, pid, args)
-    if rows.count() == 0:
-        return _empty_frame()
-    try:
-        return _frame(rows, phase, name, _objects(fields["cat"]), pid, tid, args)
-    except TypeError as error:  # unhashable names, pids, ...
-        raise ValueError(f"{source}: malformed event fields: {error}") from error
-
-
-class _Rows:
-    """The rows of the table being built; each points at its source event."""
-
-    def __init__(self, base_ns: int, ts_us: np.ndarray, source: str) -> None:
-        self.base_ns, self.ts_us, self.source = base_ns, ts_us, source
-        self.parts: list[dict[str, np.ndarray]] = []
-
-    def ns(self, micros: np.ndarray) -> np.ndarray:
-        """Float microseconds to int64 nanoseconds since the epoch."""
-        if np.isnan(micros).any():
-            raise ValueError(f"{self.source}: a range, instant or counter event has no ts")
-        return self.base_ns + np.rint(micros * 1000.0).astype(np.int64)
-
-    def add(
-        self,
-        event: np.ndarray,
-        kind: str,
-        *,
-        end_us: np.ndarray | None = None,
-        closed: np.ndarray | None = None,
-        memory_bytes: np.ndarray | None = None,
-        device: np.ndarray | None = None,
-    ) -> None:
-        """Rows for `event` (indices), starting at the events' ts; points end where they start."""
-        n = len(event)
-        start = self.ns(self.ts_us[event])
-        self.parts.append(
-            {
-                "event": event,
-                "start": start,
-                "end": start if end_us is None else self.ns(end_us),
-                "closed": np.ones(n, dtype=bool) if closed is None else closed,
-                "kind": np.full(n, (RANGE, MARK, MEMORY).index(kind), dtype=np.int8),
-                "memory_bytes": np.zeros(n, dtype=np.int64) if memory_bytes is None else memory_bytes,
-                "has_memory": np.full(n, memory_bytes is not None),
-                "device": np.full(n, None, dtype=object) if device is None else device,
-            }
-        )
-
-    def count(self) -> int:
-        return sum(len(part["event"]) for part in self.parts)
-
-    def column(self, key: str) -> np.ndarray:
-        return np.concatenate([part[key] for part in self.parts])
-
-
-def _add_begin_end(rows: _Rows, phase: np.ndarray, pid: np.ndarray, tid: np.ndarray, args: list[Any]) -> None:
-    """Pair "B" with "E" events per thread by nesting level; unpaired B are open ranges.
-
-    An E's args are merged into its B's, as Chrome does.
-    """
-    index = np.flatnonzero((phase == "B") | (phase == "E"))
-    if index.size == 0:
-        return
-    thread = _pair_codes(pid[index], tid[index])
-    order = np.lexsort((index, rows.ts_us[index], thread))
-    index, thread = index[order], thread[order]
-    begin = phase[index] == "B"
-    # A B opens the level it raises the count to; an E closes the level it lowers it from.
-    level = pd.Series(np.where(begin, 1, -1)).groupby(thread).cumsum().to_numpy()
-    level = np.where(begin, level, level + 1)
-    paired = np.lexsort((np.arange(index.size), level, thread))
-    b, e = paired[:-1], paired[1:]
-    match = begin[b] & ~begin[e] & (thread[b] == thread[e]) & (level[b] == level[e])
-    b, e = b[match], e[match]
-    end_us = np.zeros(index.size)
-    end_us[b] = rows.ts_us[index[e]]
-    closed = np.zeros(index.size, dtype=bool)
-    closed[b] = True
-    for i, j in zip(index[b].tolist(), index[e].tolist()):
-        if isinstance(args[j], dict) and args[j]:
-            args[i] = {**(args[i] if isinstance(args[i], dict) else {}), **args[j]}
-    opened = np.flatnonzero(begin)
-    rows.add(index[opened], RANGE, end_us=end_us[opened], closed=closed[opened])
-
-
-def _add_instants(rows: _Rows, phase: np.ndarray, name: np.ndarray, args: list[Any]) -> None:
-    """Instants become marks; torch's "[memory]" instants become memory events."""
-    index = np.flatnonzero(np.logical_or.reduce([phase == p for p in INSTANT_PHASES]))
-    memory = name[index] == TORCH_MEMORY
-    memory[memory] = [isinstance(args[i], dict) and "Bytes" in args[i] for i in index[memory]]
-    rows.add(index[~memory], MARK)
-    allocations = index[memory]
-    if allocations.size:
-        sizes = np.array([int(args[i]["Bytes"]) for i in allocations], dtype=np.int64)
-        devices = _objects([_torch_device(args[i]) for i in allocations])
-        rows.add(allocations, MEMORY, memory_bytes=sizes, device=devices)
-
-
-def _torch_device(args: dict[str, Any]) -> str:
-    kind = TORCH_DEVICE_TYPES.get(args.get("Device Type", 0), f"device{args.get('Device Type')}")
-    return kind if kind == "cpu" else f"{kind}:{args.get('Device Id', 0)}"
-
-
-def _add_counters(rows: _Rows, phase: np.ndarray, name: np.ndarray, pid: np.ndarray, args: list[Any]) -> None:
-    """One memory row per numeric counter value.
-
-    ``memory_bytes`` is the change since the series' previous value, so that a cumulative sum
-    gives the counter back; the series key goes to ``device`` (the key "bytes", which recfn
-    writes for memory events without a device, means none).
-    """
-    event, key, value = [], [], []
-    for i in np.flatnonzero(phase == "C").tolist():
-        if isinstance(args[i], dict):
-            for k, v in args[i].items():
-                if isinstance(v, int | float) and not isinstance(v, bool):
-                    event.append(i)
-                    key.append(k)
-                    value.append(v)
-    if not event:
-        return
-    index = np.array(event, dtype=np.int64)
-    series = _pair_codes(_objects(key), _pair_codes(pid[index], name[index]))
-    level = np.rint(np.array(value, dtype=np.float64)).astype(np.int64)
-    order = np.lexsort((np.arange(index.size), rows.ts_us[index], series))
-    change = np.empty_like(level)
-    change[order] = np.diff(level[order], prepend=0)
-    first = order[np.r_[True, series[order][1:] != series[order][:-1]]]
-    change[first] = level[first]
-    device = _objects([None if k == NO_DEVICE else k for k in key])
-    rows.add(index, MEMORY, memory_bytes=change, device=device)
-
-
-def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Dense codes of (first, second) pairs, numbered by first appearance."""
-    a, _ = pd.factorize(first, use_na_sentinel=False)
-    b, b_values = pd.factorize(second, use_na_sentinel=False)
-    return pd.factorize(a.astype(np.int64) * len(b_values) + b)[0].astype(np.int64)
-
-
-def _frame(
-    rows: _Rows,
-    phase: np.ndarray,
-    name: np.ndarray,
-    cat: np.ndarray,
-    pid: np.ndarray,
-    tid: np.ndarray,
-    args: list[Any],
-) -> pd.DataFrame:
-    """Sort the rows by start (parents first), nest them per thread and build the columns."""
-    start, end, closed = rows.column("start"), rows.column("end"), rows.column("closed")
-    nest_end = np.where(closed, end, INT64_MAX)
-    order = np.lexsort((np.arange(len(start)), -nest_end, start))
-    event, kind = rows.column("event")[order], rows.column("kind")[order]
-    start, end, closed, nest_end = start[order], end[order], closed[order], nest_end[order]
-    thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
-    parent = parents_from_nesting(thread, start, nest_end, kind == 0)
-    n = len(event)
-
-    first = event[np.unique(thread, return_index=True)[1]]
-    named = _thread_names(phase, name, pid, tid, args)
-    labels, label_index = pd.factorize(
-        _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
-    )
-    strings, text = _json_strings(args)
-    frame = pd.DataFrame(
-        {
-            "id": np.arange(n, dtype=np.int64),
-            "parent_id": pd.arrays.IntegerArray(np.maximum(parent, 0), parent < 0),
-            "name": _category(name, event),
-            "kind": pd.Categorical.from_codes(kind, categories=[RANGE, MARK, MEMORY]),
-            "scope": _category(cat, event),
-            "start_ns": start,
-            "end_ns": pd.arrays.IntegerArray(np.where(closed, end, 0), ~closed),
-            "thread_id": thread + 1,
-            "thread_name": pd.Categorical.from_codes(labels[thread], categories=label_index),
-            "depth": depths(parent).astype(np.int32),
-            "sequence_nr": _arg_ints(args, text, "Sequence number", -1)[event],
-            "fwd_thread_id": _arg_ints(args, text, "Fwd thread id", 0)[event],
-            "is_async": np.zeros(n, dtype=bool),
-            "node_id": np.full(n, -1, dtype=np.int32),
-            "pid": _pids(pid[first])[thread],
-            "args": pd.array(strings.take(pa.array(event)), dtype="str"),
-        },
-        columns=[*COLUMNS, "args"],
-    )
-    has_memory = rows.column("has_memory")[order]
-    if has_memory.any():
-        frame["memory_bytes"] = pd.arrays.IntegerArray(rows.column("memory_bytes")[order], ~has_memory)
-        frame["device"] = _category(rows.column("device"), order, missing=None)
-    if b'"Input Dims"' in text:
-        _add_shapes(frame, [args[e] for e in event.tolist()])
-    return frame
-
-
-def _thread_names(
-    phase: np.ndarray, name: np.ndarray, pid: np.ndarray, tid: np.ndarray, args: list[Any]
-) -> dict[tuple[Any, Any], str]:
-    """Names from "thread_name" metadata events, by (pid, tid)."""
-    names = {}
-    for i in np.flatnonzero((phase == "M") & (name == "thread_name")).tolist():
-        value = args[i].get("name") if isinstance(args[i], dict) else None
-        if value is not None:
-            names[(pid[i], tid[i])] = str(value)
-    return names
-
-
-def _empty_frame() -> pd.DataFrame:
-    """A trace without ranges, marks or counters: no rows, the schema's columns and dtypes."""
-    empty = np.empty(0, dtype=np.int64)
-    return pd.DataFrame(
-        {
-            "id": empty,
-            "parent_id": pd.array(empty, dtype="Int64"),
-            "name": pd.Categorical([]),
-            "kind": pd.Categorical([], categories=[RANGE, MARK, MEMORY]),
-            "scope": pd.Categorical([]),
-            "start_ns": empty,
-            "end_ns": pd.array(empty, dtype="Int64"),
-            "thread_id": empty,
-            "thread_name": pd.Categorical([]),
-            "depth": empty.astype(np.int32),
-            "sequence_nr": empty,
-            "fwd_thread_id": empty,
-            "is_async": empty.astype(bool),
-            "node_id": empty.astype(np.int32),
-            "pid": empty,
-            "args": pd.array([], dtype="str"),
-        }
-    )
-
-
-def _category(values: np.ndarray, rows: np.ndarray, missing: str | None = "") -> pd.Categorical:
-    """``values[rows]`` as a categorical of strings (absent ones become `missing`), factorizing
-    `values` once rather than the rows."""
-    codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    labels = _objects([missing if pd.isna(u) else str(u) for u in uniques])
-    # Distinct values can share a label (1 and "1"); factorize the labels again.
-    label_codes, categories = pd.factorize(labels)
-    result = pd.Categorical.from_codes(label_codes[codes[rows]], categories=categories)
-    return result.remove_unused_categories()
-
-
-def _pids(values: np.ndarray) -> np.ndarray:
-    """Integer process ids; pids that are not integers (e.g. "Spans") get ids -1, -2, ..."""
-    out = np.empty(len(values), dtype=np.int64)
-    named: dict[Any, int] = {}
-    for i, value in enumerate(values):
-        if isinstance(value, int | np.integer) and not isinstance(value, bool):
-            out[i] = value
-        elif isinstance(value, str) and value.lstrip("-").isdigit():
-            out[i] = int(value)
-        else:
-            out[i] = named.setdefault(value, -1 - len(named))
-    return out
-
-
-def _arg_ints(args: list[Any], text: bytes, key: str, default: int) -> np.ndarray:
-    """An integer field of each event's args (torch's "Sequence number", ...), else `default`.
-    `text` (all args as JSON) tells cheaply whether any event has it."""
-    if f'"{key}"'.encode() not in text:
-        return np.full(len(args), default, dtype=np.int64)
-    values = [a.get(key, default) if isinstance(a, dict) else default for a in args]
-    return np.array([v if isinstance(v, int) else default for v in values], dtype=np.int64)
-
-
-def _json_strings(args: list[Any]) -> tuple[pa.LargeStringArray, bytes]:
-    """Each event's args as JSON (null for absent or empty args), and all of them as one JSON
-    list. One ``dumps`` call serialises the list; the elements are then cut out of it at the
-    top-level commas, found with numpy, instead of serialising event by event."""
-    dumps = _dumps_bytes()
-    text = dumps(args)
-    if not args:
-        return pa.array([], type=pa.large_string()), text
-    if b"\\" in text:  # escapes make quote parity unreliable: serialise one by one
-        blobs = [dumps(a) for a in args]
-        lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
-        data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
-    else:
-        chars = np.frombuffer(text, dtype=np.uint8)
-        structural = np.flatnonzero(_STRUCTURAL[chars])
-        quotes = np.flatnonzero(chars == ord('"'))
-        structural = structural[np.searchsorted(quotes, structural) % 2 == 0]
-        symbol = chars[structural]
-        depth = np.cumsum(_NESTING[symbol])
-        cuts = structural[((symbol == ord(",")) & (depth == 1)) | (depth == 0) | (structural == 0)]
-        keep = np.ones(len(chars), dtype=bool)
-        keep[cuts] = False
-        data = chars[keep]
-        lengths = np.diff(cuts) - 1
-    offsets = np.zeros(len(args) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    first = data[offsets[:-1].clip(max=max(len(data) - 1, 0))] if len(data) else np.empty(0, np.uint8)
-    present = (lengths > 2) | ((lengths == 2) & (first != ord("{")))
-    present &= ~((lengths == 4) & (first == ord("n")))  # null
-    strings = pa.LargeStringArray.from_buffers(
-        len(args),
-        pa.py_buffer(offsets),
-        pa.py_buffer(data),
-        pa.py_buffer(np.packbits(present, bitorder="little")),
-    )
-    return strings, text
-
-
-_STRUCTURAL = np.zeros(256, dtype=bool)
-_STRUCTURAL[[ord(c) for c in "{}[],"]] = True
-_NESTING = np.zeros(256, dtype=np.int64)
-_NESTING[[ord("{"), ord("[")]] = 1
-_NESTING[[ord("}"), ord("]")]] = -1
-
-
-def _add_shapes(frame: pd.DataFrame, args: list[Any]) -> None:
-    """torch's "Input Dims" / "Input type" args as ``input_shapes`` / ``input_dtypes``, when
-    they have the schema's types (nested tensor lists, for one, do not)."""
-    dims = [a.get("Input Dims") if isinstance(a, dict) else None for a in args]
-    dtypes = [a.get("Input type") if isinstance(a, dict) else None for a in args]
-    try:
-        shapes = pa.array(dims, type=pa.list_(pa.list_(pa.int64())))
-        types = pa.array(dtypes, type=pa.list_(pa.string()))
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return
-    frame["input_shapes"] = shapes.to_pandas()
-    frame["input_dtypes"] = types.to_pandas()
-
-
-# --- writing ----------------------------------------------------------------------------------
-
-
-def _trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
-    n = len(df)
-    start = ints(df["start_ns"], 0)
-    open_range = nulls(df["end_ns"])
-    end = ints(df["end_ns"], 0)
-    ts = ((start - base_ns) / 1000.0).tolist()
-    name = df["name"].astype(object).where(df["name"].notna(), "").tolist()
-    cat = df["scope"].astype(object).where(df["scope"].notna(), "").tolist() if "scope" in df else [""] * n
-    pid = ints(df["pid"], 0).tolist() if "pid" in df else [0] * n
-    tid = ints(df["thread_id"], 0).tolist()
-    args = _event_args(df)
-    events: list[dict[str, Any]] = _thread_metadata(df)
-
-    ranges = equals(df["kind"], RANGE)
-    dur = ((end - start) / 1000.0).tolist()
-    closed = ranges & ~open_range
-    events += [
-        {"ph": "X", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i], "dur": dur[i], "args": args[i]}
-        for i in np.flatnonzero(closed).tolist()
-    ]
-    events += [
-        {"ph": "B", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i], "args": args[i]}
-        for i in np.flatnonzero(ranges & open_range).tolist()
-    ]
-    events += [
-        {"ph": "i", "s": "t", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i], "args": args[i]}
-        for i in np.flatnonzero(equals(df["kind"], MARK)).tolist()
-    ]
-    events += _counter_events(df, name, cat, pid, tid, ts)
-    return events
-
-
-def _event_args(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per row: the ``args`` column (a JSON object is merged, other text kept under "args") and
-    the torch-named fields that the reader maps back to columns."""
-    n = len(df)
-    args: list[dict[str, Any]] = [{} for _ in range(n)]
-    if "args" in df.columns:
-        texts = df["args"].to_numpy(dtype=object)
-        for i in np.flatnonzero(df["args"].notna().to_numpy()).tolist():
-            args[i] = _decode_args(str(texts[i]))
-    for column, key, unset in (("sequence_nr", "Sequence number", -1), ("fwd_thread_id", "Fwd thread id", 0)):
-        if column in df.columns:
-            values = ints(df[column], unset)
-            for i in np.flatnonzero(values != unset).tolist():
-                args[i][key] = int(values[i])
-    for column, key in (("input_shapes", "Input Dims"), ("input_dtypes", "Input type"), ("stack", "stack"), ("flops", "flops")):
-        if column in df.columns:
-            values = df[column].to_numpy(dtype=object)
-            for i in np.flatnonzero(df[column].notna().to_numpy()).tolist():
-                args[i][key] = _plain(values[i])
-    return args
-
-
-def _decode_args(text: str) -> dict[str, Any]:
-    if text.startswith("{"):
-        try:
-            value = json.loads(text)
-        except ValueError:
-            pass
-        else:
-            if isinstance(value, dict):
-                return value
-    return {"args": text}
-
-
-def _plain(value: Any) -> Any:
-    """numpy containers and scalars (as pyarrow's to_pandas gives them) as JSON-ready Python."""
-    if isinstance(value, np.ndarray | list | tuple):
-        return [_plain(v) for v in value]
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _thread_metadata(df: pd.DataFrame) -> list[dict[str, Any]]:
-    if "thread_name" not in df.columns:
-        return []
-    keys = ["pid", "thread_id"] if "pid" in df.columns else ["thread_id"]
-    threads = df[[*keys, "thread_name"]].dropna().drop_duplicates(keys)
-    return [
-        {"ph": "M", "name": "thread_name", "pid": int(row.get("pid", 0)), "tid": int(row["thread_id"]), "args": {"name": str(row["thread_name"])}}
-        for row in threads.to_dict("records")
-    ]
-
-
-def _counter_events(
-    df: pd.DataFrame, name: list[str], cat: list[str], pid: list[int], tid: list[int], ts: list[float]
-) -> list[dict[str, Any]]:
-    """Memory events as counters of the running total per (pid, name, device) series."""
-    memory = np.flatnonzero(equals(df["kind"], MEMORY))
-    if memory.size == 0 or "memory_bytes" not in df.columns:
-        return []
-    device = (
-        df["device"].astype(object).where(df["device"].notna(), NO_DEVICE).to_numpy()[memory]
-        if "device" in df.columns
-        else np.full(memory.size, NO_DEVICE, dtype=object)
-    )
-    change = ints(df["memory_bytes"], 0)[memory]
-    start = ints(df["start_ns"], 0)[memory]
-    series = pd.DataFrame(
-        {"pid": np.array(pid)[memory], "name": np.array(name, dtype=object)[memory], "device": device}
-    )
-    order = np.lexsort((np.arange(memory.size), start))
-    running = np.empty_like(change)
-    running[order] = series.iloc[order].assign(change=change[order]).groupby(
-        ["pid", "name", "device"], sort=False
-    )["change"].cumsum().to_numpy()
-    return [
-        {"ph": "C", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i], "args": {key: total}}
-        for i, key, total in zip(memory.tolist(), device.tolist(), running.tolist())
-    ]

@@ -23,15 +23,13 @@ def diff(new: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
     merged = before.merge(after, on="name", how="outer", suffixes=("_base", "_new"))
     result = pd.DataFrame({"name": merged["name"]})
     for column in COMPARED:
+        stem, unit = column.removesuffix("_ns"), "_ns" if column.endswith("_ns") else ""
         old = merged[f"{column}_base"].fillna(0).astype(np.int64)
         now = merged[f"{column}_new"].fillna(0).astype(np.int64)
-        short = column.removesuffix("_ns")
         result[f"{column}_base"] = old
         result[f"{column}_new"] = now
-        result[f"{short}_change" + ("_ns" if column != "count" else "")] = now - old
-        with np.errstate(divide="ignore", invalid="ignore"):
-            result[f"{short}_ratio"] = now / old.where(old != 0, np.nan).astype(float)
-        result.loc[(old == 0) & (now > 0), f"{short}_ratio"] = np.inf
+        result[f"{stem}_change{unit}"] = now - old
+        result[f"{stem}_ratio"] = (now / old.replace(0, np.nan)).mask((old == 0) & (now > 0), np.inf)
     return result.sort_values(
         ["self_change_ns", "total_change_ns", "name"], ascending=[False, False, True], kind="stable"
     ).reset_index(drop=True)

@@ -13,20 +13,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.collections import PolyCollection
 
+from .drawing import MAX_BARS, add_labels, add_rectangles
 from .tree import CallTree, call_tree
 from .units import format_ns
 
 MIN_BAR_PX = 1.0
-MAX_BARS = 20_000
-MAX_LABELS = 200
-LABEL_MIN_PX = 40.0
-CHAR_PX = 5.5
-FONT_SIZE = 7
+"""Paths narrower than this many pixels are not drawn."""
 
 
-def flame(df: pd.DataFrame, ax: Axes | None = None, *, max_depth: int | None = None, title: str | None = None) -> Axes:
+def flame(
+    df: pd.DataFrame, ax: Axes | None = None, *, max_depth: int | None = None, title: str | None = None
+) -> Axes:
     """Draw the call tree of `df` as an icicle (roots on top); see `RecfnAccessor.flame`."""
     tree = call_tree(df)
     if tree.total.size == 0:
@@ -42,29 +40,18 @@ def flame(df: pd.DataFrame, ax: Axes | None = None, *, max_depth: int | None = N
     pixels = tree.total / ns_per_px
     drawn = np.flatnonzero(shown & (pixels >= MIN_BAR_PX))
     drawn = drawn[np.argsort(-pixels[drawn], kind="stable")[:MAX_BARS]]
-    left, right = x0[drawn] / 1e6, (x0[drawn] + tree.total[drawn]) / 1e6
-    top, bottom = tree.depth[drawn] - 0.45, tree.depth[drawn] + 0.45
-    verts = np.stack([np.stack([left, top], 1), np.stack([left, bottom], 1),
-                      np.stack([right, bottom], 1), np.stack([right, top], 1)], axis=1)
-    ax.add_collection(PolyCollection(verts, facecolors=_colors(tree)[drawn], edgecolors="white",
-                                     linewidths=np.where(pixels[drawn] >= 4, 0.3, 0.0)))
-
-    labelled = drawn[pixels[drawn] >= LABEL_MIN_PX][:MAX_LABELS]
-    for p in labelled.tolist():
-        label = str(tree.names[tree.name[p]]) if tree.name[p] >= 0 else ""
-        fits = int((pixels[p] - 6) / CHAR_PX)
-        if len(label) > fits:
-            label = label[: max(fits - 1, 0)] + "…"
-        if len(label) >= 2:
-            ax.text((x0[p] + 3 * ns_per_px) / 1e6, tree.depth[p], label, fontsize=FONT_SIZE,
-                    va="center", ha="left", clip_on=True)
+    left, right, y = x0[drawn] / 1e6, (x0[drawn] + tree.total[drawn]) / 1e6, tree.depth[drawn]
+    add_rectangles(ax, left, right, y, 0.45, _colors(tree)[drawn], pixels[drawn])
+    names = np.array([*map(str, tree.names), ""], dtype=object)[tree.name[drawn]]  # "" for code -1
+    add_labels(ax, names, left, y, pixels[drawn], ns_per_px / 1e6)
 
     ax.set_xlim(0, span / 1e6)
     ax.set_ylim(levels - 0.5, -0.5)
     ax.set_yticks(np.arange(levels))
     ax.set_ylabel("depth")
     ax.set_xlabel("time (ms), all threads, merged by call path")
-    ax.set_title(title if title is not None else f"flame graph: {format_ns(span)} in {tree.total.size:,} call paths")
+    default = f"flame graph: {format_ns(span)} in {tree.total.size:,} call paths"
+    ax.set_title(title if title is not None else default)
     return ax
 
 
@@ -106,5 +93,6 @@ def _offsets(tree: CallTree) -> np.ndarray:
 def _colors(tree: CallTree) -> np.ndarray:
     """Warm flame-graph colours, stable per name (a hash picks the shade)."""
     cmap = plt.get_cmap("YlOrRd")
+    # One extra shade at the end, for paths without a name (code -1).
     shade = np.array([zlib.crc32(str(n).encode()) % 1000 / 1000 for n in tree.names] + [0.0])
-    return cmap(0.2 + 0.55 * shade[tree.name])
+    return np.asarray(cmap(0.2 + 0.55 * shade[tree.name]))

@@ -13,8 +13,6 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-SCHEMA_VERSION = 1
-
 COLUMNS: tuple[str, ...] = (
     "id",
     "parent_id",
@@ -59,7 +57,7 @@ def require(df: pd.DataFrame, columns: Iterable[str], operation: str) -> None:
 
 def ints(series: pd.Series, null: int) -> np.ndarray:
     """`series` as int64 numpy, with nulls (pd.NA or NaN) replaced by `null`."""
-    return series.to_numpy(dtype=np.int64, na_value=null)
+    return np.asarray(series.to_numpy(dtype=np.int64, na_value=null), dtype=np.int64)
 
 
 def nulls(series: pd.Series) -> np.ndarray:
@@ -85,11 +83,6 @@ def codes(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
     return found.astype(np.int64, copy=False), pd.Index(uniques)
 
 
-def kind_mask(df: pd.DataFrame, kind: str) -> np.ndarray:
-    """Rows of `kind` ("range", "mark" or "memory")."""
-    return equals(df["kind"], kind)
-
-
 def thread_groups(df: pd.DataFrame) -> np.ndarray:
     """One integer per row identifying its thread: ``(pid, thread_id)`` when ``pid`` exists."""
     thread = ints(df["thread_id"], -1)
@@ -99,7 +92,8 @@ def thread_groups(df: pd.DataFrame) -> np.ndarray:
     if len(pids) <= 1:
         return thread
     thread_codes, threads = pd.factorize(thread)
-    return pid_codes.astype(np.int64) * len(threads) + thread_codes
+    combined = np.asarray(pid_codes, dtype=np.int64) * len(threads) + thread_codes
+    return np.asarray(combined, dtype=np.int64)
 
 
 def thread_mask(df: pd.DataFrame, threads: Iterable[int | str]) -> np.ndarray:

@@ -74,7 +74,7 @@ def summarize(
     result = (
         pd.DataFrame(work)
         .groupby(group_keys, observed=True, sort=False, dropna=False)
-        .agg(**stats)  # type: ignore[arg-type]
+        .agg(**stats)
         .reset_index()
     )
     result["mean_ns"] = result["total_ns"] / result["count"].clip(lower=1)
@@ -119,7 +119,7 @@ def _shape_keys(shapes: pd.Series) -> np.ndarray:
     inner_text = pc.binary_join_element_wise("[", pc.binary_join(dims, ", "), "]", "")
     listed = pa.ListArray.from_arrays(outer.offsets, inner_text)
     text = pc.binary_join_element_wise("[", pc.binary_join(listed, ", "), "]", "")
-    return pc.if_else(outer.is_null(), "", text).to_numpy(zero_copy_only=False)
+    return np.asarray(pc.if_else(outer.is_null(), "", text).to_numpy(zero_copy_only=False))
 
 
 def _stack_keys(stacks: pd.Series, n: int) -> np.ndarray:
@@ -132,7 +132,7 @@ def _stack_keys(stacks: pd.Series, n: int) -> np.ndarray:
     new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
     take = np.repeat(begins - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
     tails = pa.ListArray.from_arrays(new_offsets, listed.values.take(pa.array(take)))
-    return pc.binary_join(tails, "; ").fill_null("").to_numpy(zero_copy_only=False)
+    return np.asarray(pc.binary_join(tails, "; ").fill_null("").to_numpy(zero_copy_only=False))
 
 
 def render_table(

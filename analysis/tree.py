@@ -102,7 +102,7 @@ def _jump(level: np.ndarray, low: np.ndarray, rows: np.ndarray, needs: np.ndarra
     moved = candidate >= 0
     moved[moved] = level[candidate[moved]] < needs[rows[moved]]
     low[rows[moved]] = candidate[moved]
-    return moved
+    return np.asarray(moved, dtype=bool)
 
 
 def depths(parent: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import analysis
-from analysis import chrome, read_chrome_trace, write_chrome_trace
+from analysis import jsonio, read_chrome_trace, write_chrome_trace
 from analysis.schema import COLUMNS
 
 DATA = Path(__file__).parent.parent / "data"
@@ -24,8 +24,8 @@ BASE = 1_700_000_000_000_000_000
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test with orjson (when installed) and with the standard library's json."""
     if request.param == "json":
-        monkeypatch.setattr(chrome, "orjson", None)
-    elif chrome.orjson is None:
+        monkeypatch.setattr(jsonio, "orjson", None)
+    elif jsonio.orjson is None:
         pytest.skip("orjson is not installed")
     return str(request.param)
 
@@ -77,6 +77,15 @@ def test_hand_written_events(tmp_path: Path, backend: str) -> None:
     assert df["thread_name"].astype(str).unique().tolist() == ["Main", "0"]
     assert df["depth"].tolist() == [0, 1, 0, 0, 1, 2, 0, 0]
     assert (df["pid"] == 1).all() and (df["id"] == np.arange(len(df))).all()
+
+
+def test_json_strings_cut_nested_values(backend: str) -> None:
+    values = [{"a": [1, {"b": "x,}]"}], "c": "[{,"}, None, {}, [], {"k": "naïve"}, 7, "s", [[1], [2]], {"e": []}]
+    strings, _ = jsonio.json_strings(values)
+    compact = [json.dumps(v, separators=(",", ":"), ensure_ascii=False) for v in values]
+    assert strings.to_pylist() == [None if v in (None, {}, []) else text for v, text in zip(values, compact)]
+    escaped = [{"path": "C:\\dir", "quote": 'say "hi"'}, {"n": 1}]
+    assert [json.loads(s) for s in jsonio.json_strings(escaped)[0].to_pylist()] == escaped
 
 
 def test_torch_shaped_fixture(backend: str) -> None:
@@ -136,18 +145,20 @@ def test_round_trip_through_chrome(tmp_path: Path, backend: str) -> None:
 
 def test_write_accepts_an_arrow_table(tmp_path: Path) -> None:
     df = analysis.make_synthetic_trace(200, 2, n_marks=3, seed=1)
+    df.loc[df.index[-1], "end_ns"] = pd.NA  # nullable int64 must not turn into (rounding) float64
     table = pa.Table.from_pandas(df, preserve_index=False)
-    table = table.replace_schema_metadata({**table.schema.metadata, b"recfn.version": b"0.1.0"})
+    table = table.replace_schema_metadata({b"recfn.version": b"0.1.0", b"other": b"x"})  # as the core writes
     write_chrome_trace(table, tmp_path / "t.json")
     document = json.loads((tmp_path / "t.json").read_text())
     assert document["otherData"] == {"recfn.version": "0.1.0"}
     assert document["baseTimeNanoseconds"] == int(df["start_ns"].min())
     phases = pd.Series([e["ph"] for e in document["traceEvents"]]).value_counts()
-    assert phases.to_dict() == {"X": 200, "i": 3, "M": 2}
+    assert phases.to_dict() == {"X": 199, "i": 3, "M": 2, "B": 1}
     first = next(e for e in document["traceEvents"] if e["ph"] == "X")
     assert set(first) == {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args"}
     assert isinstance(first["ts"], float) and isinstance(first["dur"], float)
-    assert len(read_chrome_trace(tmp_path / "t.json")) == 203
+    back = read_chrome_trace(tmp_path / "t.json")
+    assert back["end_ns"].astype(str).tolist() == df["end_ns"].astype(str).tolist()
 
 
 def test_empty_traces(tmp_path: Path, backend: str) -> None:
@@ -165,7 +176,7 @@ def test_empty_traces(tmp_path: Path, backend: str) -> None:
     [
         ("{not json", "not a JSON trace"),
         ('{"traceEvents": 5}', "traceEvents list"),
-        ('"text"', "traceEvents list"),
+        ('"text"', "list of events"),
         ("[1, 2]", "must be a JSON object"),
         ('[{"ph": "X", "ts": "soon", "dur": 1}]', "must be numbers"),
         ('[{"ph": "X", "name": "a", "dur": 1}]', "has no ts"),

@@ -11,7 +11,7 @@ from conftest import KNOWN_ROWS, T0, make_frame
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection, PolyCollection
 
-from analysis import MissingColumnsError, timeline
+from analysis import MissingColumnsError, drawing
 
 
 def bars(ax: Axes) -> list[PolyCollection]:
@@ -81,8 +81,8 @@ def test_timeline_bad_input(known: pd.DataFrame) -> None:
 def test_timeline_and_flame_bounded_on_a_million_rows(million: pd.DataFrame) -> None:
     ax = million.recfn.timeline()
     paths = sum(len(c.get_paths()) for c in ax.collections)
-    assert paths <= timeline.MAX_BARS + 2 * ax.get_window_extent().width * 8  # bars + one tick per pixel and band
-    assert len(ax.images) <= 1 and len(ax.texts) <= timeline.MAX_LABELS
+    assert paths <= drawing.MAX_BARS + ax.get_window_extent().width * 8  # bars, at most a tick per pixel and band
+    assert len(ax.images) <= 1 and len(ax.texts) <= drawing.MAX_LABELS
     assert len(ax.get_children()) < 50
     ax.figure.savefig(io.BytesIO(), format="png", dpi=100)
     flame = million.recfn.flame()
