@@ -38,7 +38,8 @@ class RecfnAccessor:
         group_by_stack_n: int = 0,
         top: int | None = None,
     ) -> pd.DataFrame:
-        """Statistics of the closed ranges per group, like torch's ``key_averages()``.
+        """Statistics of the closed ranges per group, like torch's ``key_averages()``; ranges
+        still open when the profiler stopped are left out.
 
         Columns: the `by` column(s) (plus ``input_shapes`` / ``stack`` when grouping by them),
         ``count``, ``total_ns``, ``self_ns`` (total minus direct children), ``mean_ns``,
@@ -175,10 +176,12 @@ class RecfnAccessor:
         title: str | None = None,
     ) -> Axes:
         """A Gantt chart of the ranges: one band per thread (`threads`: ids or names), one row
-        per nesting depth, bars coloured by `color_by` (legend for the top values), names on
-        wide bars, marks as ticks, memory as a step line on a twin axis. `start`/`end` (ns on
-        the ``start_ns`` clock) pick the window. Bars narrower than 2 pixels are rasterised,
-        so a million ranges draw in seconds. Returns the Axes."""
+        per nesting depth up to `max_depth`, bars coloured by `color_by` (legend for the top
+        ten values), names on wide bars, marks as ticks above their band, memory as a step
+        line per device on a twin axis. `start`/`end` (ns on the ``start_ns`` clock) pick the
+        window, open ranges reach its end; `min_duration_ns` drops shorter ranges. Bars
+        narrower than 2 pixels are rasterised, so a million ranges draw in about a second.
+        With `ax` None a new figure is made. Returns the Axes."""
         return timeline.timeline(
             self._df, ax, threads, start, end, max_depth, color_by, min_duration_ns, title
         )

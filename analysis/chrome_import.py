@@ -77,11 +77,13 @@ def _columns(events: list[Any], source: str) -> tuple[np.ndarray, dict[str, Sequ
     if others:
         values = [v + tuple(e.get(key) for e in others) for key, v in zip(keys, values)]
     fields: dict[str, Sequence[Any]] = dict(zip(keys, values))
+    # With exactly the consumed fields in every complete event, only the others can have more.
+    start = len(complete) if exact else 0
     ordered = complete + others
-    extra = set(chain.from_iterable(others if exact else ordered)).difference(CONSUMED)
+    extra = set(chain.from_iterable(ordered[start:])).difference(CONSUMED)
     if extra:
         args = fields["args"] = list(fields["args"])
-        for i, event in enumerate(ordered):
+        for i, event in enumerate(ordered[start:], start):
             if not extra.isdisjoint(event):
                 kept = {k: event[k] for k in sorted(extra) if k in event}
                 args[i] = {**kept, **(args[i] if isinstance(args[i], dict) else {})}
@@ -265,6 +267,7 @@ def _frame(
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
     strings, text = json_strings(args)
+    torch_ints = _arg_ints(args, text, {"Sequence number": -1, "Fwd thread id": 0})
     frame = pd.DataFrame(
         {
             "id": np.arange(n, dtype=np.int64),
@@ -277,12 +280,12 @@ def _frame(
             "thread_id": thread + 1,
             "thread_name": pd.Categorical.from_codes(label_codes[thread], categories=label_values),
             "depth": depths(parent).astype(np.int32),
-            "sequence_nr": _arg_ints(args, text, "Sequence number", -1)[event],
-            "fwd_thread_id": _arg_ints(args, text, "Fwd thread id", 0)[event],
+            "sequence_nr": torch_ints["Sequence number"][event],
+            "fwd_thread_id": torch_ints["Fwd thread id"][event],
             "is_async": np.zeros(n, dtype=bool),
             "node_id": np.full(n, -1, dtype=np.int32),
             "pid": _pids(pid[first])[thread],
-            "args": pd.array(strings.take(pa.array(event)), dtype="str"),
+            "args": strings.take(pa.array(event)).to_pandas(),  # the string dtype table.to_pandas() gives
         },
         columns=[*COLUMNS, "args"],
     )
@@ -327,7 +330,7 @@ def _empty_frame() -> pd.DataFrame:
             "is_async": empty.astype(bool),
             "node_id": empty.astype(np.int32),
             "pid": empty,
-            "args": pd.array([], dtype="str"),
+            "args": pa.array([], type=pa.string()).to_pandas(),
         }
     )
 
@@ -357,16 +360,20 @@ def _pids(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _arg_ints(args: list[Any], text: bytes, key: str, default: int) -> np.ndarray:
-    """An integer field of each event's args (torch's "Sequence number", ...), else `default`.
-    `text`, all args as JSON, tells cheaply whether any event has it."""
-    if f'"{key}"'.encode() not in text:
-        return np.full(len(args), default, dtype=np.int64)
-    values = [a.get(key, default) if a.__class__ is dict else default for a in args]
-    try:
-        return np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        return np.array([v if isinstance(v, int) else default for v in values], dtype=np.int64)
+def _arg_ints(args: list[Any], text: bytes, defaults: dict[str, int]) -> dict[str, np.ndarray]:
+    """Integer fields of each event's args (torch's "Sequence number", ...), `defaults` where
+    absent. `text`, all args as JSON, tells cheaply which fields occur at all."""
+    columns = {}
+    for key, default in defaults.items():
+        if f'"{key}"'.encode() not in text:
+            columns[key] = np.full(len(args), default, dtype=np.int64)
+            continue
+        values = [a.get(key, default) if a.__class__ is dict else default for a in args]
+        try:
+            columns[key] = np.array(values, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            columns[key] = np.array([v if isinstance(v, int) else default for v in values], dtype=np.int64)
+    return columns
 
 
 def _add_shapes(frame: pd.DataFrame, args: list[Any]) -> None:

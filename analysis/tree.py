@@ -28,7 +28,10 @@ def parents_from_ids(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.nda
         hit = ids[found] == parent_ids[wanted]
         parent[wanted[hit]] = found[hit]
     else:
-        parent[wanted] = pd.Index(ids).get_indexer(parent_ids[wanted])
+        index = pd.Index(ids)
+        if not index.is_unique:
+            raise ValueError("the id column has duplicate values; ids must be unique within a trace")
+        parent[wanted] = index.get_indexer(parent_ids[wanted])
     return parent
 
 

@@ -80,7 +80,8 @@ def test_hand_written_events(tmp_path: Path, backend: str) -> None:
 
 
 def test_json_strings_cut_nested_values(backend: str) -> None:
-    values = [{"a": [1, {"b": "x,}]"}], "c": "[{,"}, None, {}, [], {"k": "naïve"}, 7, "s", [[1], [2]], {"e": []}]
+    values = [{"a": [1, {"b": "x,}]"}], "c": "[{,"}, None, {}, [], {"k": "naïve"}, 7, "s", [[1], [2]],
+              {"e": []}]
     strings, _ = jsonio.json_strings(values)
     compact = [json.dumps(v, separators=(",", ":"), ensure_ascii=False) for v in values]
     assert strings.to_pylist() == [None if v in (None, {}, []) else text for v, text in zip(values, compact)]
@@ -102,7 +103,8 @@ def test_torch_shaped_fixture(backend: str) -> None:
     assert pd.isna(row.loc["ampere_sgemm_32x32_sliced1x4_tn", "parent_id"])
     assert row.loc["ampere_sgemm_32x32_sliced1x4_tn", "thread_name"] == "stream 7 "
     assert row.loc["AddmmBackward0", "fwd_thread_id"] == 1
-    assert row.loc["PyTorch Profiler (0)", "pid"] < 0 and row.loc["PyTorch Profiler (0)", "thread_name"] == "PyTorch Profiler"
+    span = row.loc["PyTorch Profiler (0)"]  # pid "Spans": not an integer
+    assert span["pid"] < 0 and span["thread_name"] == "PyTorch Profiler"
     memory = df[df["kind"] == "memory"]
     assert memory["memory_bytes"].tolist() == [8192, 1048576, -8192]
     assert memory["device"].astype(str).tolist() == ["cpu", "cuda:0", "cpu"]
@@ -125,7 +127,8 @@ def test_gzip_dict_form_and_truncated_array(tmp_path: Path, backend: str) -> Non
 
 def test_round_trip_through_chrome(tmp_path: Path, backend: str) -> None:
     df = analysis.make_synthetic_trace(3_000, 3, n_marks=30, n_memory_events=40, seed=2)
-    df["sequence_nr"] = np.where((np.arange(len(df)) % 5 == 0) & (df["kind"] == "range"), np.arange(len(df)), -1)
+    every_fifth_range = (np.arange(len(df)) % 5 == 0) & (df["kind"] == "range")
+    df["sequence_nr"] = np.where(every_fifth_range, np.arange(len(df)), -1)
     df["args"] = pd.array([None if i % 3 else f'{{"i": {i}}}' for i in range(len(df))], dtype="str")
     df.loc[7, "args"] = "plain text"
     last_thread = df["thread_id"].iloc[-1]  # its last root is still open
@@ -191,7 +194,8 @@ def test_malformed_input(tmp_path: Path, backend: str, content: str, message: st
 
 def test_write_needs_the_columns(tmp_path: Path) -> None:
     with pytest.raises(analysis.MissingColumnsError, match="'thread_id'"):
-        write_chrome_trace(pd.DataFrame({"name": [], "kind": [], "start_ns": [], "end_ns": []}), tmp_path / "x.json")
+        frame = pd.DataFrame({"name": [], "kind": [], "start_ns": [], "end_ns": []})
+        write_chrome_trace(frame, tmp_path / "x.json")
 
 
 def test_trace_written_by_torch(tmp_path: Path) -> None:

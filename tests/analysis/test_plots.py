@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -27,7 +28,8 @@ def test_timeline_draws_one_rectangle_per_range(known: pd.DataFrame) -> None:
     (ticks,) = [c for c in ax.collections if isinstance(c, LineCollection)]
     assert len(ticks.get_segments()) == 1
     assert [t.get_text() for t in ax.get_yticklabels()] == ["MainThread (1)", "Thread-2 (2)"]
-    assert 1 <= len(ax.texts) <= 8 and {t.get_text() for t in ax.texts} <= {"step", "fwd", "bwd", "mm", "load"}
+    assert 1 <= len(ax.texts) <= 8
+    assert {t.get_text() for t in ax.texts} <= {"step", "fwd", "bwd", "mm", "load"}
     assert ax.get_xlim() == pytest.approx((0, 100 / 1e6))
     legend = ax.figure.legends[0]
     assert [t.get_text() for t in legend.get_texts()] == ["step", "bwd", "mm", "fwd", "load", "mark"]
@@ -81,7 +83,8 @@ def test_timeline_bad_input(known: pd.DataFrame) -> None:
 def test_timeline_and_flame_bounded_on_a_million_rows(million: pd.DataFrame) -> None:
     ax = million.recfn.timeline()
     paths = sum(len(c.get_paths()) for c in ax.collections)
-    assert paths <= drawing.MAX_BARS + ax.get_window_extent().width * 8  # bars, at most a tick per pixel and band
+    ticks = ax.get_window_extent().width * 8  # at most one per pixel column and band
+    assert paths <= drawing.MAX_BARS + ticks
     assert len(ax.images) <= 1 and len(ax.texts) <= drawing.MAX_LABELS
     assert len(ax.get_children()) < 50
     ax.figure.savefig(io.BytesIO(), format="png", dpi=100)
@@ -103,7 +106,7 @@ def test_flame_small(known: pd.DataFrame) -> None:
         known[known["kind"] == "mark"].recfn.flame()
 
 
-def test_collapsed_stacks(tmp_path, known: pd.DataFrame) -> None:  # type: ignore[no-untyped-def]
+def test_collapsed_stacks(tmp_path: Path, known: pd.DataFrame) -> None:
     path = tmp_path / "stacks.txt"
     known.recfn.to_collapsed_stacks(path)
     assert path.read_text().splitlines() == [
@@ -114,7 +117,7 @@ def test_collapsed_stacks(tmp_path, known: pd.DataFrame) -> None:  # type: ignor
     assert "step;bwd;a:b c 25" in path.read_text().splitlines()
 
 
-def test_collapsed_stacks_sum_to_covered_time(tmp_path, million: pd.DataFrame) -> None:  # type: ignore[no-untyped-def]
+def test_collapsed_stacks_sum_to_covered_time(tmp_path: Path, million: pd.DataFrame) -> None:
     part = million.iloc[:50_000]
     part.recfn.to_collapsed_stacks(tmp_path / "s.txt")
     total = sum(int(line.rsplit(" ", 1)[1]) for line in (tmp_path / "s.txt").read_text().splitlines())

@@ -15,7 +15,10 @@ def stack_parents(group: np.ndarray, start: np.ndarray, end: np.ndarray, contain
     parent = np.full(len(start), -1)
     stack: list[int] = []
     for i in order:
-        while stack and (group[stack[-1]] != group[i] or end[stack[-1]] <= start[i] or end[stack[-1]] < end[i]):
+        while stack:
+            top = stack[-1]
+            if group[top] == group[i] and end[top] > start[i] and end[top] >= end[i]:
+                break
             stack.pop()
         parent[i] = stack[-1] if stack else -1
         if container[i] and end[i] > start[i]:
@@ -109,6 +112,8 @@ def test_tree_children_roots(known: pd.DataFrame) -> None:
         known.recfn.children(42)
     with pytest.raises(ValueError, match="cycle"):
         known.assign(parent_id=pd.array([2, 1, 1, 1, 3, 3, None, 7, None], dtype="Int64")).recfn.tree()
+    with pytest.raises(ValueError, match="duplicate"):
+        known.assign(id=[1, 1, 2, 3, 4, 5, 6, 7, 8]).recfn.summary()
 
 
 def test_call_tree_merges_paths(known: pd.DataFrame) -> None:
@@ -121,7 +126,11 @@ def test_call_tree_merges_paths(known: pd.DataFrame) -> None:
             q = tree.parent[q]
         paths[";".join(reversed(names))] = (int(tree.total[p]), int(tree.self[p]))
     assert paths == {
-        "step": (150, 70), "step;fwd": (20, 20), "step;bwd": (50, 25), "step;bwd;mm": (25, 25), "step;mm": (10, 10)
+        "step": (150, 70),
+        "step;fwd": (20, 20),
+        "step;bwd": (50, 25),
+        "step;bwd;mm": (25, 25),
+        "step;mm": (10, 10),
     }
 
 
