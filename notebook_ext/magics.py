@@ -234,8 +234,16 @@ class RecordFunctionMagics(Magics):
 
     # -- profiling ------------------------------------------------------------------------------
 
+    def _cell_number(self) -> int:
+        """The running cell's In[] number. IPython 9 increments ``execution_count`` before a
+        cell runs and IPython 8 after; the input history holds the running cell in both."""
+        history = getattr(self.ip, "history_manager", None)
+        if history is not None and len(history.input_hist_raw) > 1:
+            return len(history.input_hist_raw) - 1
+        return int(self.ip.execution_count)
+
     def _default_name(self) -> str:
-        return f"cell[{self.ip.execution_count}]"
+        return f"cell[{self._cell_number()}]"
 
     def _profile(self, source: str, name: str, args: Any) -> Any:
         __tracebackhide__ = True  # noqa: F841
@@ -258,7 +266,7 @@ class RecordFunctionMagics(Magics):
             raise UsageError(str(exc)) from None
         body, last_expr = self._compile(source)
 
-        capture = Capture(name, options, execution_count=self.ip.execution_count)
+        capture = Capture(name, options, execution_count=self._cell_number())
         error: Optional[BaseException] = None
         result: Any = None
         user_ns = self.ip.user_ns
