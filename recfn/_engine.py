@@ -1,9 +1,10 @@
 """The RecordFunction engine: ranges, callbacks, sampling, guards and context.
 
 Compiled with mypyc. The hot path is ``with record_function("x"):`` from uncompiled code: with no
-callback registered it costs one module-global test; with callbacks it selects them (scope filter,
-geometric-countdown sampling), links the range to its parent through a ContextVar, and calls each
-callback's ``on_start``/``on_end`` through a native vtable, so the profiler (a subclass of
+callback registered it costs one field test; with callbacks it selects them (scope filter,
+geometric-countdown sampling), links the range to its parent (a per-thread stack, or a ContextVar
+inside a running event loop so asyncio tasks nest separately), and calls each callback's
+``on_start``/``on_end`` through a native vtable, so the profiler (a subclass of
 ``RecordFunctionCallback``) is called without any Python-level dispatch.
 
 Thread-local callbacks and the enabled flag live in an immutable ``_ThreadState`` held by a
@@ -303,7 +304,7 @@ class RecordFunction:
     sink_row: i64 = -1
 
     def __init__(self, scope: object = RecordScope.FUNCTION) -> None:
-        if isinstance(scope, int) and 0 <= scope < NUM_SCOPES:
+        if isinstance(scope, int) and not isinstance(scope, bool) and 0 <= scope < NUM_SCOPES:
             self._scope = scope
         else:
             self._scope = int(as_scope(scope))

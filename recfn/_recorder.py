@@ -60,6 +60,17 @@ class _Chunk:
         self.meta = vec[i32](capacity=rows)
 
 
+class _RowRef:
+    """Where a range's row lives, for a second profiler running at the same time."""
+
+    chunk: _Chunk
+    row: i64
+
+    def __init__(self, chunk: _Chunk, row: i64) -> None:
+        self.chunk = chunk
+        self.row = row
+
+
 class _ThreadBuffer:
     """One thread's events: full chunks, the chunk being filled and the sparse side columns."""
 
@@ -230,23 +241,34 @@ class Recorder(RecordFunctionCallback):
         row = buf.add_row(
             rf.handle, parent_id, _clock() + self.clock_offset, OPEN_END, self._name_id(rf.name), meta
         )
-        rf.sink_chunk = buf.cur
-        rf.sink_row = row
+        ref: object = None
+        if rf.sink_row < 0:
+            rf.sink_chunk = buf.cur
+            rf.sink_row = row
+        else:  # another profiler already uses the range's fields: hand the row over as context
+            ref = _RowRef(buf.cur, row)
         if rf.seq_nr >= 0 or rf.forward_thread_id != 0:
             buf.seq_rows = append(buf.seq_rows, buf.rows - 1)
             buf.seq_vals = append(buf.seq_vals, rf.seq_nr)
             buf.fwd_vals = append(buf.fwd_vals, rf.forward_thread_id)
         if rf._args is not None or self.report_input_shapes or self.with_stack or self.with_flops:
             self._extras(buf, rf)
-        return None
+        return ref
 
     def on_end(self, rf: RecordFunction, ctx: object) -> None:
-        row = rf.sink_row
-        if row < 0 or self.stopped:
+        if self.stopped:
             return
         now = _clock() + self.clock_offset
-        chunk = rf.sink_chunk
-        assert isinstance(chunk, _Chunk)
+        if isinstance(ctx, _RowRef):
+            chunk = ctx.chunk
+            row = ctx.row
+        else:
+            row = rf.sink_row
+            if row < 0:
+                return
+            sink = rf.sink_chunk
+            assert isinstance(sink, _Chunk)
+            chunk = sink
         chunk.ends[row] = now
         if rf.is_async:
             chunk.meta[row] = chunk.meta[row] | ASYNC_BIT

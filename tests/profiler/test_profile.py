@@ -399,3 +399,26 @@ def test_html_repr_after_stop() -> None:
             pass
     html = prof._repr_html_()
     assert html is not None and "shown-in-html" in html
+
+
+def test_two_profilers_at_once_each_get_complete_ranges() -> None:
+    ready, done = threading.Event(), threading.Event()
+    other: list[recfn.profile] = []
+
+    def second_profiler() -> None:
+        with recfn.profile() as prof:
+            ready.set()
+            done.wait()
+        other.append(prof)
+
+    thread = threading.Thread(target=second_profiler)
+    thread.start()
+    ready.wait()
+    with recfn.profile() as first:
+        with recfn.record_function("seen-by-both"):
+            pass
+    done.set()
+    thread.join()
+    for prof in (first, other[0]):
+        row = by_name(prof.table())["seen-by-both"]
+        assert row["end_ns"] is not None and row["end_ns"] >= row["start_ns"]
