@@ -520,22 +520,21 @@ class RecordFunction:
     @property
     def inputs(self) -> object:
         """Positional inputs; only readable while start callbacks run."""
-        if not self._in_start:
-            raise RuntimeError(
-                "RecordFunction.inputs is only available inside start callbacks "
-                "(and only when a callback was registered with needs_inputs=True)"
-            )
+        self._check_in_start("inputs")
         return self._inputs
 
     @property
     def kwinputs(self) -> object:
         """Keyword inputs; only readable while start callbacks run."""
+        self._check_in_start("kwinputs")
+        return self._kwinputs
+
+    def _check_in_start(self, what: str) -> None:
         if not self._in_start:
             raise RuntimeError(
-                "RecordFunction.kwinputs is only available inside start callbacks "
+                f"RecordFunction.{what} is only available inside start callbacks "
                 "(and only when a callback was registered with needs_inputs=True)"
             )
-        return self._kwinputs
 
     @property
     def outputs(self) -> object:
