@@ -8,7 +8,6 @@ per callable, stamped from the templates in ``recfn._wrappers``, with a skip lis
 from __future__ import annotations
 
 import fnmatch
-import inspect
 import threading
 import types
 import warnings
@@ -280,6 +279,32 @@ def instrument(
     Callables already instrumented, on the skip list (``recfn.add_to_skip_list``), generator
     functions and classes are left alone and listed in ``handle.skipped``.
     """
+    p = plan(target, include, exclude, rename, scope, prefix)
+    with _lock:
+        for patch in p.patches:
+            patch.install()
+    return InstrumentHandle(target, p.wrapped, p.skipped, p.patches)
+
+
+@dataclass
+class Plan:
+    """What ``instrument`` would do: range names, kinds and wrappers of what it wraps, and why it skips the rest."""
+
+    wrapped: dict[str, str]
+    kinds: dict[str, Optional[Kind]]  # None: a property
+    skipped: dict[str, str]
+    patches: list[_Patch]
+
+
+def plan(
+    target: Any,
+    include: Patterns = None,
+    exclude: Patterns = None,
+    rename: Optional[Mapping[str, str]] = None,
+    scope: Any = RecordScope.FUNCTION,
+    prefix: Optional[str] = None,
+) -> Plan:
+    """Select, name and build the wrappers for ``target`` without installing them."""
     rf_scope = int(as_scope(scope))
     selection = _Selection(include, exclude)
     renames = dict(rename or {})
@@ -318,6 +343,7 @@ def instrument(
     range_prefix = prefix or default_prefix
 
     wrapped: dict[str, str] = {}
+    kinds: dict[str, Optional[Kind]] = {}
     skipped: dict[str, str] = {}
     patches: list[_Patch] = []
     used_renames: set[str] = set()
@@ -344,14 +370,12 @@ def instrument(
         wrapper = _build(cand, name, rf_scope)
         patches.append(_Patch(target, cand.attr, cand.original, wrapper, in_vars))
         wrapped[cand.attr] = name
+        kinds[cand.attr] = cand.kind
     unused = sorted(set(renames) - used_renames)
     if unused:
         raise ValueError(f"rename names {unused}, which are not instrumented callables of {_describe(target)}")
 
-    with _lock:
-        for patch in patches:
-            patch.install()
-    return InstrumentHandle(target, wrapped, skipped, patches)
+    return Plan(wrapped, kinds, skipped, patches)
 
 
 def _underlying(func: Any) -> Any:
@@ -380,6 +404,7 @@ def _function_kind(fn: Any, sync: Kind, asynchronous: Kind) -> tuple[Optional[Ki
         return sync, None
     if not isinstance(fn, types.FunctionType):
         return None, f"not a function ({type(fn).__name__})"
+    import inspect  # here, not at the top: keeps `import recfn` fast
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         return None, "generator function: a range would only cover creating the generator"
     if inspect.iscoroutinefunction(fn):
