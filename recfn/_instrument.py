@@ -259,6 +259,7 @@ class _Candidate:
     kind: Optional[Kind]  # None: a property
     func: Any  # the callable the wrapper calls (the bound method, for instances)
     reason: Optional[str] = None  # why it is left alone
+    foreign: Optional[str] = None  # the module it was imported from, when not the target's package
 
 
 def instrument(
@@ -341,6 +342,9 @@ def plan(
     if missing:
         raise ValueError(f"include names {missing} are not callables of {_describe(target)}")
     range_prefix = prefix or default_prefix
+    owner_name = target.__name__ if isinstance(target, types.ModuleType) else _qualified_name(
+        target if isinstance(target, type) else type(target)
+    )
 
     wrapped: dict[str, str] = {}
     kinds: dict[str, Optional[Kind]] = {}
@@ -353,12 +357,16 @@ def plan(
         if cand.reason is not None:
             skipped[cand.attr] = cand.reason
             continue
+        if cand.foreign is not None and cand.attr not in selection.exact:
+            skipped[cand.attr] = f"imported from {cand.foreign}: name it in include to wrap it here"
+            continue
         if cand.kind is None and cand.attr not in selection.exact:
             continue  # properties only when named
         func = _underlying(cand.func)
         qualified = _qualified_name(func)
-        if _is_skipped(qualified):
-            skipped[cand.attr] = f"on the skip list ({qualified})"
+        location = f"{owner_name}.{cand.attr}"  # where it is reached, e.g. warnings.warn for _warnings.warn
+        if _is_skipped(qualified) or _is_skipped(location):
+            skipped[cand.attr] = f"on the skip list ({qualified if _is_skipped(qualified) else location})"
             continue
         qualname = str(getattr(func, "__qualname__", None) or cand.attr)
         for key in (cand.attr, qualname):
@@ -426,9 +434,8 @@ def _module_candidates(module: types.ModuleType) -> list[_Candidate]:
             continue
         kind, reason = _function_kind(value, Kind.FUNCTION, Kind.ASYNC_FUNCTION)
         origin = getattr(value, "__module__", None)
-        if reason is None and origin is not None and origin != top and not origin.startswith(top + "."):
-            reason = f"imported from {origin}: name it in include to wrap it here"
-        out.append(_Candidate(attr, value, kind, value, reason))
+        foreign = origin if origin and origin != top and not origin.startswith(top + ".") else None
+        out.append(_Candidate(attr, value, kind, value, reason, foreign))
     return out
 
 
