@@ -400,24 +400,25 @@ def _build(cand: _Candidate, name: str, scope: int) -> Any:
             accessors.append(None if fn is None else make_wrapper(fn, Kind.METHOD, name + suffix, scope))
         return property(accessors[0], accessors[1], accessors[2], prop.__doc__)
     wrapper = make_wrapper(cand.func, kind, name, scope)
-    if kind is Kind.STATICMETHOD:
+    if kind.decorator == "staticmethod":
         return staticmethod(wrapper)
-    if kind is Kind.CLASSMETHOD:
+    if kind.decorator == "classmethod":
         return classmethod(wrapper)
     return wrapper
 
 
-def _function_kind(fn: Any, sync: Kind, asynchronous: Kind) -> tuple[Optional[Kind], Optional[str]]:
+def _function_kind(fn: Any, binding: Kind) -> tuple[Optional[Kind], Optional[str]]:
+    """``binding``, made async for coroutine functions; or None and why ``fn`` is left alone."""
     if isinstance(fn, types.BuiltinFunctionType):
-        return sync, None
+        return binding, None
     if not isinstance(fn, types.FunctionType):
         return None, f"not a function ({type(fn).__name__})"
     import inspect  # here, not at the top: keeps `import recfn` fast
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         return None, "generator function: a range would only cover creating the generator"
     if inspect.iscoroutinefunction(fn):
-        return asynchronous, None
-    return sync, None
+        return binding.asynchronous(), None
+    return binding, None
 
 
 def _module_candidates(module: types.ModuleType) -> list[_Candidate]:
@@ -432,7 +433,7 @@ def _module_candidates(module: types.ModuleType) -> list[_Candidate]:
         if isinstance(value, type):
             out.append(_Candidate(attr, value, None, value, "class: instrument it separately"))
             continue
-        kind, reason = _function_kind(value, Kind.FUNCTION, Kind.ASYNC_FUNCTION)
+        kind, reason = _function_kind(value, Kind.FUNCTION)
         origin = getattr(value, "__module__", None)
         foreign = origin if origin and origin != top and not origin.startswith(top + ".") else None
         out.append(_Candidate(attr, value, kind, value, reason, foreign))
@@ -445,15 +446,15 @@ def _class_candidates(cls: type) -> list[_Candidate]:
         if is_wrapper(value):
             out.append(_Candidate(attr, value, None, value, "already instrumented"))
         elif isinstance(value, staticmethod):
-            kind, reason = _function_kind(value.__func__, Kind.STATICMETHOD, Kind.STATICMETHOD)
+            kind, reason = _function_kind(value.__func__, Kind.STATICMETHOD)
             out.append(_Candidate(attr, value, kind, value.__func__, reason))
         elif isinstance(value, classmethod):
-            kind, reason = _function_kind(value.__func__, Kind.CLASSMETHOD, Kind.CLASSMETHOD)
+            kind, reason = _function_kind(value.__func__, Kind.CLASSMETHOD)
             out.append(_Candidate(attr, value, kind, value.__func__, reason))
         elif isinstance(value, property):
             out.append(_Candidate(attr, value, None, value))
         elif isinstance(value, types.FunctionType):
-            kind, reason = _function_kind(value, Kind.METHOD, Kind.ASYNC_METHOD)
+            kind, reason = _function_kind(value, Kind.METHOD)
             out.append(_Candidate(attr, value, kind, value, reason))
     return out
 
@@ -480,7 +481,7 @@ def _instance_candidates(obj: Any) -> list[_Candidate]:
                 out.append(_Candidate(attr, _MISSING, None, value, "property: instrument the class"))
             elif isinstance(value, (staticmethod, classmethod, types.FunctionType)):
                 fn = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
-                kind, reason = _function_kind(fn, Kind.METHOD, Kind.ASYNC_METHOD)
+                kind, reason = _function_kind(fn, Kind.METHOD)
                 bound = getattr(obj, attr) if reason is None else fn
                 out.append(_Candidate(attr, _MISSING, kind, bound, reason))
     return out

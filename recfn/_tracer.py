@@ -167,6 +167,7 @@ class Tracer:
             threads = list(self.threads)
         for tt in threads:
             tt.fix_nesting()
+            tt.release()
 
     def attach(self) -> _ThreadTracer:
         """The calling thread's tracer, created on first use."""
@@ -490,6 +491,13 @@ class _ThreadTracer:
         self.keys[sp] = None
         self.sp = sp
         return True
+
+    def release(self) -> None:
+        """Drop the frames of calls still open at stop (they would keep their locals alive)."""
+        self.sp = 0
+        self.keys = []
+        self.chunks = []
+        self.last_code = None
 
     def fix_nesting(self) -> None:
         """Re-parent this thread's user ranges, marks and memory events among its traced calls."""

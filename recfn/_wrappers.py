@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import functools
 import linecache
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from recfn import _engine
 from recfn._engine import begin_call, end_range
@@ -27,18 +27,30 @@ WRAPPER_FLAG = "__recfn_wrapper__"
 
 
 class Kind(enum.Enum):
-    """How a callable is bound where it lives; each kind has its template and its decorator."""
+    """How a callable is bound where it lives (sync or async): picks the template and decorator."""
 
     FUNCTION = "function"
     ASYNC_FUNCTION = "async function"
     METHOD = "method"
     ASYNC_METHOD = "async method"
     STATICMETHOD = "staticmethod"
+    ASYNC_STATICMETHOD = "async staticmethod"
     CLASSMETHOD = "classmethod"
+    ASYNC_CLASSMETHOD = "async classmethod"
 
     @property
     def is_async(self) -> bool:
-        return self in (Kind.ASYNC_FUNCTION, Kind.ASYNC_METHOD)
+        return self.value.startswith("async ")
+
+    @property
+    def decorator(self) -> Optional[str]:
+        """``staticmethod``/``classmethod`` for those kinds, else None."""
+        binding = self.value.rpartition(" ")[2]
+        return binding if binding in ("staticmethod", "classmethod") else None
+
+    def asynchronous(self) -> Kind:
+        """The async kind with the same binding."""
+        return self if self.is_async else Kind("async " + self.value)
 
 
 # Placeholders: {fn} the wrapper's name, {target} the expression naming the original callable,
@@ -74,9 +86,6 @@ async def {fn}(*args: Any, **kwargs: Any) -> Any:
     finally:
         _end_range(rf)
 """
-
-DECORATORS: dict[Kind, str] = {Kind.STATICMETHOD: "staticmethod", Kind.CLASSMETHOD: "classmethod"}
-
 
 def template_for(kind: Kind) -> str:
     return ASYNC_TEMPLATE if kind.is_async else SYNC_TEMPLATE

@@ -15,7 +15,7 @@ import sys
 from typing import Any, Mapping, Optional
 
 from recfn._instrument import Patterns, plan
-from recfn._wrappers import DECORATORS, Kind, render
+from recfn._wrappers import Kind, render
 from recfn.scope import RecordScope, as_scope
 
 HEADER = '''\
@@ -66,9 +66,6 @@ def generate(
     for attr, name in names.items():
         kind = chosen.kinds[attr] or Kind.FUNCTION
         out.append(f"\n_{attr}_original = _target.{attr}\n\n\n")
-        decorator = DECORATORS.get(kind)
-        if decorator is not None:
-            out.append(f"@{decorator}\n")
         out.append(render(kind, fn=attr, target=f"_{attr}_original", name=repr(name), scope=str(int(rf_scope))))
         out.append(f"\n\n_adopt({attr}, _{attr}_original)\n")
     return "".join(out)

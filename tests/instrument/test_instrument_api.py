@@ -36,6 +36,10 @@ class Sample:
     def make(cls, base):
         return cls(base)
 
+    @staticmethod
+    async def later(x):
+        return x + 100
+
     @property
     def value(self):
         return self.base
@@ -216,6 +220,7 @@ def test_sample_class_kinds_names_and_undo(sample) -> None:
             "fetch": "sample_mod::Sample.fetch",
             "twice": "sample_mod::Sample.twice",
             "make": "sample_mod::Sample.make",
+            "later": "sample_mod::Sample.later",
             "fail": "sample_mod::Sample.fail",
         }
         assert "generator" in handle.skipped["numbers"]
@@ -223,6 +228,7 @@ def test_sample_class_kinds_names_and_undo(sample) -> None:
         assert obj.add(2, scale=3) == 12
         assert cls.twice(4) == 8 and obj.twice(1) == 2
         assert asyncio.run(obj.fetch(3)) == 30
+        assert asyncio.run(cls.later(1)) == 101 and inspect.iscoroutinefunction(cls.later)
         assert obj(1) == 6  # __call__ is a dunder: not wrapped, but its add call is
         assert obj._helper() == 1 and obj.value == 1
         with pytest.raises(KeyError, match="boom"):
@@ -242,6 +248,8 @@ def test_sample_class_kinds_names_and_undo(sample) -> None:
         ("end", "sample_mod::Sample.twice"),
         ("start", "sample_mod::Sample.fetch"),
         ("end", "sample_mod::Sample.fetch"),
+        ("start", "sample_mod::Sample.later"),
+        ("end", "sample_mod::Sample.later"),
         ("start", "sample_mod::Sample.add"),
         ("end", "sample_mod::Sample.add"),
         ("start", "sample_mod::Sample.fail"),
