@@ -19,13 +19,14 @@ the engine gave it. Depths are recomputed along the way.
 
 from __future__ import annotations
 
+import _thread
 import fnmatch
 import logging
 import sys
 import threading
 import time
 import types
-from typing import Final, Optional
+from typing import Any, Final, Optional
 
 from librt.vecs import append, vec
 from mypy_extensions import i32, i64
@@ -47,6 +48,7 @@ USES_MONITORING: Final = sys.version_info >= (3, 12)
 _log: Final = logging.getLogger("recfn")
 _clock: Final = time.perf_counter_ns
 _current_range: Final = _current_var.get  # a bound method: no attribute lookup per call
+_get_ident: Final = _thread.get_ident
 
 
 def check_options(
@@ -105,6 +107,7 @@ class Tracer:
     keep: list[object]  # what `names` holds ids of, kept alive so ids stay unique
     threads: list[_ThreadTracer]
     local: threading.local
+    last_thread: Optional[_ThreadTracer]  # the last thread seen by a sys.monitoring callback
     prev_thread_hook: object
     disable: object  # sys.monitoring.DISABLE on 3.12+
     started: bool
@@ -129,6 +132,7 @@ class Tracer:
         self.keep = []
         self.threads = []
         self.local = threading.local()
+        self.last_thread = None
         self.prev_thread_hook = None
         self.disable = None
         self.started = False
@@ -257,7 +261,7 @@ class Tracer:
 
     def _start_monitoring(self) -> None:
         if sys.version_info >= (3, 12):
-            mon = sys.monitoring
+            mon: Any = getattr(sys, "monitoring")  # mypyc would look it up as module sys._monitoring
             tool = mon.PROFILER_ID
             try:
                 mon.use_tool_id(tool, "recfn")
@@ -285,7 +289,7 @@ class Tracer:
 
     def _stop_monitoring(self) -> None:
         if sys.version_info >= (3, 12):
-            mon = sys.monitoring
+            mon: Any = getattr(sys, "monitoring")  # mypyc would look it up as module sys._monitoring
             tool = mon.PROFILER_ID
             mon.set_events(tool, 0)
             for event in (
@@ -304,8 +308,13 @@ class Tracer:
             mon.restart_events()  # re-enable locations this run DISABLEd
 
     def _thread(self) -> _ThreadTracer:
-        tt: Optional[_ThreadTracer] = getattr(self.local, "tracer", None)
-        return tt if tt is not None else self.attach()
+        """The calling thread's tracer: the last one seen when the thread is the same (cheap)."""
+        tt = self.last_thread
+        if tt is not None and tt.ident == _get_ident():
+            return tt
+        tt = self.attach()
+        self.last_thread = tt
+        return tt
 
     def on_py_start(self, code: types.CodeType, offset: int) -> object:
         if self.recorder.stopped:
@@ -384,6 +393,7 @@ class _ThreadTracer:
     owner: Tracer
     recorder: Recorder
     td: _ThreadData
+    ident: i64  # threading.get_ident() of the thread
     buf: _ThreadBuffer
     max_depth: i64
     c_calls: bool
@@ -403,6 +413,7 @@ class _ThreadTracer:
         self.owner = owner
         self.recorder = owner.recorder
         self.td = td
+        self.ident = td.ident
         self.buf = owner.recorder._buffer(td)
         self.max_depth = owner.max_depth
         self.c_calls = owner.c_calls
