@@ -473,8 +473,8 @@ def _instance_candidates(obj: Any) -> list[_Candidate]:
             seen.add(attr)
             current = own.get(attr, _MISSING)
             if current is not _MISSING:
-                reason = "already instrumented" if is_wrapper(current) else "instance attribute"
-                out.append(_Candidate(attr, current, None, current, reason))
+                why = "already instrumented" if is_wrapper(current) else "instance attribute"
+                out.append(_Candidate(attr, current, None, current, why))
             elif is_wrapper(value):
                 out.append(_Candidate(attr, _MISSING, None, value, "already instrumented"))
             elif isinstance(value, property):
