@@ -84,6 +84,13 @@ def load(path: Any, as_pandas: bool = False) -> Any:
     return load_trace(path, as_pandas=as_pandas)
 
 
+def session() -> Any:
+    """The notebook session: per-cell traces recorded by ``%%record_function``."""
+    import importlib
+
+    return importlib.import_module("notebook_ext").session()
+
+
 def _is_extension(module: Any) -> bool:
     return str(getattr(module, "__file__", "")).endswith((".so", ".pyd"))
 
@@ -148,6 +155,7 @@ __all__ = [
     "remove_from_skip_list",
     "report_memory_usage",
     "set_default_node_id",
+    "session",
     "set_record_function_seed_for_testing",
     "skip_list",
     "unregister_flops",

@@ -1,9 +1,10 @@
 """The RecordFunction engine: ranges, callbacks, sampling, guards and context.
 
 Compiled with mypyc. The hot path is ``with record_function("x"):`` from uncompiled code: with no
-callback registered it costs one module-global test; with callbacks it selects them (scope filter,
-geometric-countdown sampling), links the range to its parent through a ContextVar, and calls each
-callback's ``on_start``/``on_end`` through a native vtable, so the profiler (a subclass of
+callback registered it costs one field test; with callbacks it selects them (scope filter,
+geometric-countdown sampling), links the range to its parent (a per-thread stack, or a ContextVar
+inside a running event loop so asyncio tasks nest separately), and calls each callback's
+``on_start``/``on_end`` through a native vtable, so the profiler (a subclass of
 ``RecordFunctionCallback``) is called without any Python-level dispatch.
 
 Thread-local callbacks and the enabled flag live in an immutable ``_ThreadState`` held by a
@@ -16,6 +17,7 @@ import contextvars
 import logging
 import math
 import random
+import sys
 import threading
 import warnings
 from typing import Any, Callable, Final, Optional
@@ -54,15 +56,15 @@ class RecordFunctionCallback:
 
     def __init__(
         self,
-        start: Optional[Callable[[RecordFunction], object]] = None,
-        end: Optional[Callable[[RecordFunction, object], object]] = None,
+        start: Any = None,
+        end: Any = None,
         *,
-        needs_inputs: bool = False,
-        needs_outputs: bool = False,
-        needs_ids: bool = False,
-        sampling_prob: float = 1.0,
+        needs_inputs: object = False,
+        needs_outputs: object = False,
+        needs_ids: object = False,
+        sampling_prob: object = 1.0,
         scopes: Any = None,
-        should_run: Optional[Callable[[], bool]] = None,
+        should_run: Any = None,
     ) -> None:
         if start is not None and not callable(start):
             raise TypeError(f"start must be callable or None, got {type(start).__name__}")
@@ -195,16 +197,16 @@ class _ThreadData:
     """Per-OS-thread facts: the logical id, name and a counter for range handles."""
 
     tid: i64
-    ident: int
     name: str
     next_seq: i64
+    current: Optional[RecordFunction]  # innermost open range started outside an event loop
     sink: object  # the profiler's buffer for this thread, owned by recfn._recorder
 
-    def __init__(self, tid: i64, ident: int, name: str) -> None:
+    def __init__(self, tid: i64, name: str) -> None:
         self.tid = tid
-        self.ident = ident
         self.name = name
         self.next_seq = 0
+        self.current = None
         self.sink = None
 
 
@@ -218,12 +220,29 @@ _current_var: Final[contextvars.ContextVar[Optional[RecordFunction]]] = contextv
 _thread_local: Final = threading.local()
 _lock: Final = threading.RLock()
 
-# Registry. Lists are never mutated once published: writers build a new one under _lock.
-_global_entries: list[_Entry] = []
-_n_callbacks: i64 = 0  # global + thread-local entries alive anywhere; 0 means nothing can run
-_state_touched: bool = False  # once any context has had a thread-local change, read _state_var
-_next_callback_handle: i64 = 0
-_next_tid: i64 = 0
+
+
+class _Registry:
+    """Process-wide engine state, in one native object: its fields read as fast as C statics
+    (plain module globals would be dict lookups in compiled code)."""
+
+    global_entries: list[_Entry]  # never mutated once published: writers build a new list
+    n_callbacks: i64  # global + thread-local entries alive anywhere; 0 means nothing can run
+    state_touched: bool  # once any context has had a thread-local change, read _state_var
+    next_callback_handle: i64
+    next_tid: i64
+    loop_probe: Optional[Callable[[], object]]  # asyncio's _get_running_loop, once imported
+
+    def __init__(self) -> None:
+        self.global_entries = []
+        self.n_callbacks = 0
+        self.state_touched = False
+        self.next_callback_handle = 0
+        self.next_tid = 0
+        self.loop_probe = None
+
+
+_reg: Final = _Registry()
 
 
 def _thread_data() -> _ThreadData:
@@ -235,11 +254,10 @@ def _thread_data() -> _ThreadData:
 
 
 def _new_thread_data() -> _ThreadData:
-    global _next_tid
     current = threading.current_thread()
     with _lock:
-        _next_tid += 1
-        td = _ThreadData(_next_tid, threading.get_ident(), current.name)
+        _reg.next_tid += 1
+        td = _ThreadData(_reg.next_tid, current.name)
     _thread_local.data = td
     return td
 
@@ -256,81 +274,59 @@ class RecordFunction:
     runs their start callbacks and makes the range current; ``end()`` runs their end callbacks.
     """
 
-    name: str
-    _scope: i32
-    seq_nr: i64
-    handle: i64
-    depth: i32
-    forward_thread_id: i64
-    debug_handle: i64
-    is_async: bool
-    _state: i32  # 0 new, 1 started, 2 ended; -1 inactive
-    _in_start: bool
-    _needs_inputs: bool
-    _needs_outputs: bool
-    _needs_ids: bool
-    _inputs: object
-    _kwinputs: object
-    _outputs: object
-    _args: object
-    _parent: Optional[RecordFunction]
-    _td: Optional[_ThreadData]
-    _e0: Optional[_Entry]
-    _c0: object
-    _more: Optional[list[object]]
-    _future_end: bool
+    name: str = ""
+    _scope: i32 = 0
+    seq_nr: i64 = -1
+    handle: i64 = 0
+    depth: i32 = 0
+    forward_thread_id: i64 = 0
+    debug_handle: i64 = -1
+    is_async: bool = False
+    _state: i32 = -1  # -1 inactive, 0 callbacks selected, 1 started, 2 ended
+    _in_start: bool = False
+    _needs_inputs: bool = False
+    _needs_outputs: bool = False
+    _needs_ids: bool = False
+    _inputs: object = None
+    _kwinputs: object = None
+    _outputs: object = None
+    _args: object = None
+    _parent: Optional[RecordFunction] = None
+    _td: Optional[_ThreadData] = None
+    _e0: Optional[_Entry] = None
+    _c0: object = None
+    _more: Optional[list[object]] = None
+    _future_end: bool = False
+    _token: Optional[contextvars.Token[Optional[RecordFunction]]] = None
+    _on_stack: bool = False
     # Fields owned by the profiler (recfn._recorder): where this range's row lives.
-    sink_chunk: object
-    sink_row: i64
+    sink_chunk: object = None
+    sink_row: i64 = -1
 
     def __init__(self, scope: object = RecordScope.FUNCTION) -> None:
-        self._reset(int(as_scope(scope)))
+        if isinstance(scope, int) and not isinstance(scope, bool) and 0 <= scope < NUM_SCOPES:
+            self._scope = scope
+        else:
+            self._scope = int(as_scope(scope))
         self._select()
-
-    def _reset(self, scope: i32) -> None:
-        self.name = ""
-        self._scope = scope
-        self.seq_nr = -1
-        self.handle = 0
-        self.depth = 0
-        self.forward_thread_id = 0
-        self.debug_handle = -1
-        self.is_async = False
-        self._state = -1
-        self._in_start = False
-        self._needs_inputs = False
-        self._needs_outputs = False
-        self._needs_ids = False
-        self._inputs = None
-        self._kwinputs = None
-        self._outputs = None
-        self._args = None
-        self._parent = None
-        self._td = None
-        self._e0 = None
-        self._c0 = None
-        self._more = None
-        self._future_end = False
-        self.sink_chunk = None
-        self.sink_row = -1
 
     def _select(self) -> None:
         """Pick the callbacks that run for this range; leaves ``_state`` 0 when any does."""
-        if _n_callbacks == 0:
+        if _reg.n_callbacks == 0:
             return
         scope = i64(self._scope)
-        if _state_touched:
+        if _reg.state_touched:
             ts = _state_var.get()
             if not ts.enabled:
                 return
-            for e in _global_entries:
+            for e in _reg.global_entries:
                 if e.selected(scope):
                     self._take(e)
             for e in ts.entries:
                 if e.selected(scope):
                     self._take(e)
         else:
-            for e in _global_entries:
+            for e in _reg.global_entries:
                 if e.selected(scope):
                     self._take(e)
 
@@ -355,16 +351,18 @@ class RecordFunction:
 
     def before(
         self,
-        name: str,
+        name: object,
         args: object = None,
         kwargs: object = None,
-        sequence_nr: int = -1,
+        sequence_nr: object = -1,
     ) -> None:
         """Start the range: name it, record inputs if asked, run start callbacks, make it current."""
         if not isinstance(name, str):
             raise TypeError(f"RecordFunction name must be a str, got {type(name).__name__}")
         if self._state > 0:
             raise RuntimeError(f"RecordFunction {self.name!r} was already started")
+        if isinstance(sequence_nr, bool) or not isinstance(sequence_nr, int):
+            raise TypeError(f"sequence_nr must be an int, got {type(sequence_nr).__name__}")
         self.name = name
         self.seq_nr = sequence_nr
         if self._state < 0:
@@ -374,7 +372,17 @@ class RecordFunction:
     def _begin(self, inputs: object, kwinputs: object) -> None:
         td = _thread_data()
         self._td = td
-        parent = _current_var.get()
+        if _asyncio_loop_running():
+            # Inside an event loop, nesting is per task: the ContextVar gives each task its own.
+            parent = _current_var.get()
+            if parent is None:
+                parent = td.current
+            self._token = _current_var.set(self)
+        else:
+            # Elsewhere a per-thread stack is exact and avoids ContextVar writes.
+            parent = td.current
+            td.current = self
+            self._on_stack = True
         if parent is not None and parent._td is td:
             self._parent = parent
             self.depth = parent.depth + 1
@@ -382,10 +390,12 @@ class RecordFunction:
             td.next_seq += 1
             self.handle = (td.tid << 32) | td.next_seq
         self._state = 1
-        _current_var.set(self)
         if self._needs_inputs:
             self._inputs = inputs
             self._kwinputs = kwinputs
+        else:
+            self._inputs = None
+            self._kwinputs = None
         self._in_start = True
         e0 = self._e0
         if e0 is not None:
@@ -413,17 +423,13 @@ class RecordFunction:
                 raise RuntimeError(f"RecordFunction {self.name!r} was already ended")
             self._state = 2
             return
-        self._finish()
+        self._finish(True)
 
-    def _finish(self) -> None:
+    def _finish(self, any_thread: bool) -> None:
+        """End callbacks; ``any_thread`` when the caller may be on another thread than the start
+        (``end()``, futures), not for with-blocks and wrappers, which exit where they entered."""
         self._state = 2
-        td = self._td
-        if _current_var.get() is self:
-            _current_var.set(self._parent)
-            if td is not None and threading.get_ident() != td.ident:
-                self.is_async = True
-        else:
-            self.is_async = True
+        self._leave_context(any_thread)
         e0 = self._e0
         if e0 is not None:
             try:
@@ -443,10 +449,31 @@ class RecordFunction:
         self._more = None
         self._outputs = None
 
+    def _leave_context(self, any_thread: bool) -> None:
+        """Make the parent current again; a range left from another thread or task is async."""
+        if self._on_stack:
+            self._on_stack = False
+            td = self._td
+            if td is not None and td.current is self and (not any_thread or _thread_data() is td):
+                parent = self._parent
+                while parent is not None and parent._state == 2:  # skip ranges ended out of order
+                    parent = parent._parent
+                td.current = parent
+            else:
+                self.is_async = True
+            return
+        token = self._token
+        if token is None:
+            return
+        self._token = None
+        try:
+            _current_var.reset(token)
+        except ValueError:  # another thread or asyncio task than the one it started in
+            self.is_async = True
+
     def _detach(self) -> None:
         """Leave the current context without ending (the range now ends with a future)."""
-        if _current_var.get() is self:
-            _current_var.set(self._parent)
+        self._leave_context(False)
         self.is_async = True
 
     # -- properties -------------------------------------------------------------------------
@@ -493,22 +520,21 @@ class RecordFunction:
     @property
     def inputs(self) -> object:
         """Positional inputs; only readable while start callbacks run."""
-        if not self._in_start:
-            raise RuntimeError(
-                "RecordFunction.inputs is only available inside start callbacks "
-                "(and only when a callback was registered with needs_inputs=True)"
-            )
+        self._check_in_start("inputs")
         return self._inputs
 
     @property
     def kwinputs(self) -> object:
         """Keyword inputs; only readable while start callbacks run."""
+        self._check_in_start("kwinputs")
+        return self._kwinputs
+
+    def _check_in_start(self, what: str) -> None:
         if not self._in_start:
             raise RuntimeError(
-                "RecordFunction.kwinputs is only available inside start callbacks "
+                f"RecordFunction.{what} is only available inside start callbacks "
                 "(and only when a callback was registered with needs_inputs=True)"
             )
-        return self._kwinputs
 
     @property
     def outputs(self) -> object:
@@ -537,19 +563,19 @@ class record_function(RecordFunction):
     needing inputs and kept by the profiler.
     """
 
-    def __init__(self, name: str, args: Optional[str] = None) -> None:
+    def __init__(self, name: object, args: object = None) -> None:
         if not isinstance(name, str):
             raise TypeError(f"record_function name must be a str, got {type(name).__name__}")
         if args is not None and not isinstance(args, str):
             raise TypeError(f"record_function args must be a str or None, got {type(args).__name__}")
-        self._reset(SCOPE_USER)
+        self._scope = SCOPE_USER
         self.name = name
         self._args = args
 
     def __enter__(self) -> record_function:
-        if _n_callbacks != 0:
+        if _reg.n_callbacks != 0:
             if self._state != -1 or self._e0 is not None:
-                raise RuntimeError(f"record_function {self.name!r} is already entered")
+                self._recycle()
             self._select()
             if self._state == 0:
                 self._begin(self._args, None)
@@ -560,7 +586,7 @@ class record_function(RecordFunction):
             if self._future_end:
                 self._detach()
             else:
-                self._finish()
+                self._finish(False)
 
     async def __aenter__(self) -> record_function:
         return self.__enter__()
@@ -590,9 +616,29 @@ class record_function(RecordFunction):
         self._future_end = True
         return chain_future(fut, self)
 
+    def _recycle(self) -> None:
+        """Make an ended range reusable (``r = record_function("x")`` entered in a loop)."""
+        if self._state != 2:
+            raise RuntimeError(f"range {self.name!r} is already entered")
+        self._state = -1
+        self._e0 = None
+        self._c0 = None
+        self._more = None
+        self._parent = None
+        self._td = None
+        self.depth = 0
+        self.handle = 0
+        self.is_async = False
+        self._future_end = False
+        self._needs_inputs = False
+        self._needs_outputs = False
+        self._needs_ids = False
+        self.sink_chunk = None
+        self.sink_row = -1
+
     def _end_from_future(self) -> None:
         if self._state == 1:
-            self._finish()
+            self._finish(True)
 
 
 class record_function_fast(record_function):
@@ -603,7 +649,7 @@ class record_function_fast(record_function):
 
     def __init__(
         self,
-        name: str,
+        name: object,
         input_values: object = None,
         keyword_values: object = None,
     ) -> None:
@@ -619,15 +665,15 @@ class record_function_fast(record_function):
                 "record_function_fast keyword_values must be a dict, "
                 f"got {type(keyword_values).__name__}"
             )
-        self._reset(SCOPE_USER)
+        self._scope = SCOPE_USER
         self.name = name
         self._inputs = input_values
         self._kwinputs = keyword_values
 
     def __enter__(self) -> record_function_fast:
-        if _n_callbacks != 0:
+        if _reg.n_callbacks != 0:
             if self._state != -1 or self._e0 is not None:
-                raise RuntimeError(f"record_function_fast {self.name!r} is already entered")
+                self._recycle()
             self._select()
             if self._state == 0:
                 self._begin(self._inputs, self._kwinputs)
@@ -636,11 +682,9 @@ class record_function_fast(record_function):
 
 def begin_range(name: str, args: Optional[str], scope: i32) -> Optional[RecordFunction]:
     """Start a range for wrappers (decorators, instrumentation); ``None`` when nothing listens."""
-    if _n_callbacks == 0:
+    if _reg.n_callbacks == 0:
         return None
-    rf = RecordFunction.__new__(RecordFunction)
-    rf._reset(scope)
-    rf._select()
+    rf = RecordFunction(scope)
     if rf._state != 0:
         return None
     rf.name = name
@@ -653,11 +697,9 @@ def begin_call(
     name: str, scope: i32, args: tuple[object, ...], kwargs: dict[str, object]
 ) -> Optional[RecordFunction]:
     """Like ``begin_range`` but hands the call's arguments to callbacks that need inputs."""
-    if _n_callbacks == 0:
+    if _reg.n_callbacks == 0:
         return None
-    rf = RecordFunction.__new__(RecordFunction)
-    rf._reset(scope)
-    rf._select()
+    rf = RecordFunction(scope)
     if rf._state != 0:
         return None
     rf.name = name
@@ -668,21 +710,37 @@ def begin_call(
 def end_range(rf: RecordFunction) -> None:
     """End a range started by ``begin_range``/``begin_call``."""
     if rf._state == 1:
-        rf._finish()
+        rf._finish(False)
 
 
 def current_range() -> Optional[RecordFunction]:
     """The innermost active range of this thread or asyncio task, or ``None``."""
-    return _current_var.get()
+    td = _thread_data()
+    if _asyncio_loop_running():
+        rf = _current_var.get()
+        if rf is not None and rf._td is td:
+            return rf
+    return td.current
+
+
+def _asyncio_loop_running() -> bool:
+    """Whether an asyncio event loop runs on this thread (without importing asyncio)."""
+    probe = _reg.loop_probe
+    if probe is None:
+        events = sys.modules.get("asyncio.events")
+        if events is None:
+            return False  # asyncio was never imported: no loop can be running
+        probe = events._get_running_loop
+        _reg.loop_probe = probe
+    return probe() is not None
 
 
 # -- registry ---------------------------------------------------------------------------------
 
 
 def _new_handle() -> i64:
-    global _next_callback_handle
-    _next_callback_handle += 1
-    return _next_callback_handle
+    _reg.next_callback_handle += 1
+    return _reg.next_callback_handle
 
 
 def _check_callback(cb: object) -> RecordFunctionCallback:
@@ -691,75 +749,79 @@ def _check_callback(cb: object) -> RecordFunctionCallback:
     return cb
 
 
-def add_global_callback(cb: RecordFunctionCallback) -> int:
+def add_global_callback(cb: object) -> int:
     """Register ``cb`` for every thread; returns its handle (monotonic, never 0)."""
-    global _global_entries, _n_callbacks
     callback = _check_callback(cb)
     with _lock:
         entry = _Entry(_new_handle(), callback, True)
-        _global_entries = _global_entries + [entry]
-        _n_callbacks += 1
+        _reg.global_entries = _reg.global_entries + [entry]
+        _reg.n_callbacks += 1
     return entry.handle
 
 
-def add_thread_local_callback(cb: RecordFunctionCallback) -> int:
+def add_thread_local_callback(cb: object) -> int:
     """Register ``cb`` for this thread (and the asyncio tasks and propagated work it starts)."""
-    global _n_callbacks, _state_touched
     callback = _check_callback(cb)
     with _lock:
         entry = _Entry(_new_handle(), callback, False)
-        _n_callbacks += 1
-        _state_touched = True
+        _reg.n_callbacks += 1
+        _reg.state_touched = True
     ts = _state_var.get()
     _state_var.set(_ThreadState(ts.entries + [entry], ts.enabled))
     return entry.handle
+
+
+def _check_handle(handle: object) -> int:
+    if isinstance(handle, bool) or not isinstance(handle, int):
+        raise TypeError(f"callback handle must be an int, got {type(handle).__name__}")
+    return handle
 
 
 def _find(handle: int) -> Optional[_Entry]:
     for e in _state_var.get().entries:
         if e.handle == handle:
             return e
-    for e in _global_entries:
+    for e in _reg.global_entries:
         if e.handle == handle:
             return e
     return None
 
 
-def _unknown_handle(handle: int, action: str) -> None:
+def _unknown_handle(handle: object, action: str) -> None:
     warnings.warn(f"recfn: cannot {action} callback handle {handle}: no such callback", stacklevel=3)
 
 
-def remove_callback(handle: int) -> None:
+def remove_callback(handle: object) -> None:
     """Remove a callback by handle (thread-local ones only from this context)."""
-    global _global_entries, _n_callbacks
+    handle = _check_handle(handle)
     ts = _state_var.get()
     kept = [e for e in ts.entries if e.handle != handle]
     if len(kept) != len(ts.entries):
         _state_var.set(_ThreadState(kept, ts.enabled))
         with _lock:
-            _n_callbacks -= 1
+            _reg.n_callbacks -= 1
         return
     with _lock:
-        kept = [e for e in _global_entries if e.handle != handle]
-        if len(kept) != len(_global_entries):
-            _global_entries = kept
-            _n_callbacks -= 1
+        kept = [e for e in _reg.global_entries if e.handle != handle]
+        if len(kept) != len(_reg.global_entries):
+            _reg.global_entries = kept
+            _reg.n_callbacks -= 1
             return
     _unknown_handle(handle, "remove")
 
 
-def disable_callback(handle: int) -> None:
+def disable_callback(handle: object) -> None:
     """Stop a callback from running without removing it."""
-    e = _find(handle)
+    e = _find(_check_handle(handle))
     if e is None:
         _unknown_handle(handle, "disable")
     else:
         e.enabled = False
 
 
-def reenable_callback(handle: int) -> None:
+def reenable_callback(handle: object) -> None:
     """Let a disabled callback run again."""
-    e = _find(handle)
+    e = _find(_check_handle(handle))
     if e is None:
         _unknown_handle(handle, "re-enable")
     else:
@@ -767,7 +829,7 @@ def reenable_callback(handle: int) -> None:
 
 
 def has_global_callbacks() -> bool:
-    return len(_global_entries) > 0
+    return len(_reg.global_entries) > 0
 
 
 def has_thread_local_callbacks() -> bool:
@@ -780,19 +842,17 @@ def has_callbacks() -> bool:
 
 def clear_global_callbacks() -> None:
     """Remove every global callback."""
-    global _global_entries, _n_callbacks
     with _lock:
-        _n_callbacks -= len(_global_entries)
-        _global_entries = []
+        _reg.n_callbacks -= len(_reg.global_entries)
+        _reg.global_entries = []
 
 
 def clear_thread_local_callbacks() -> None:
     """Remove this context's thread-local callbacks."""
-    global _n_callbacks
     ts = _state_var.get()
     if ts.entries:
         with _lock:
-            _n_callbacks -= len(ts.entries)
+            _reg.n_callbacks -= len(ts.entries)
         _state_var.set(_ThreadState([], ts.enabled))
 
 
@@ -802,20 +862,21 @@ def clear_callbacks() -> None:
     clear_thread_local_callbacks()
 
 
-def set_record_function_seed_for_testing(seed: int) -> None:
+def set_record_function_seed_for_testing(seed: object) -> None:
     """Make sampling reproducible: reseed and redraw every registered countdown."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     _rng.seed(seed)
-    for e in _global_entries + _state_var.get().entries:
+    for e in _reg.global_entries + _state_var.get().entries:
         e.countdown = _draw_countdown(e.cb.sampling_prob)
 
 
 # -- enabled flag and guards --------------------------------------------------------------------
 
 
-def enable_record_function(enable: bool = True) -> None:
+def enable_record_function(enable: object = True) -> None:
     """Turn ranges on or off for this thread / task context."""
-    global _state_touched
-    _state_touched = True
+    _reg.state_touched = True
     ts = _state_var.get()
     if ts.enabled != bool(enable):
         _state_var.set(_ThreadState(ts.entries, bool(enable)))
@@ -831,7 +892,7 @@ class RecordFunctionGuard:
     enabled: bool
     _previous: list[bool]
 
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: object = True) -> None:
         self.enabled = bool(enabled)
         self._previous = []
 

@@ -23,11 +23,12 @@ from recfn._engine import (
     RecordFunction,
     RecordFunctionCallback,
     _ThreadData,
-    _current_var,
     _thread_data,
+    current_range,
 )
 
-CHUNK_ROWS: Final[i64] = 1 << 16
+CHUNK_ROWS: Final[i64] = 1 << 16  # later chunks reserve this much; pages are touched as filled
+FIRST_CHUNK_ROWS: Final[i64] = 256  # a thread's first chunk starts small and grows
 KIND_RANGE: Final[i32] = 0
 KIND_MARK: Final[i32] = 1
 KIND_MEMORY: Final[i32] = 2
@@ -50,13 +51,24 @@ class _Chunk:
     names: vec[i32]
     meta: vec[i32]  # scope | kind << 4 | async << 6 | depth << 8
 
-    def __init__(self) -> None:
-        self.ids = vec[i64]()
-        self.parents = vec[i64]()
-        self.starts = vec[i64]()
-        self.ends = vec[i64]()
-        self.names = vec[i32]()
-        self.meta = vec[i32]()
+    def __init__(self, rows: i64) -> None:
+        self.ids = vec[i64](capacity=rows)
+        self.parents = vec[i64](capacity=rows)
+        self.starts = vec[i64](capacity=rows)
+        self.ends = vec[i64](capacity=rows)
+        self.names = vec[i32](capacity=rows)
+        self.meta = vec[i32](capacity=rows)
+
+
+class _RowRef:
+    """Where a range's row lives, for a second profiler running at the same time."""
+
+    chunk: _Chunk
+    row: i64
+
+    def __init__(self, chunk: _Chunk, row: i64) -> None:
+        self.chunk = chunk
+        self.row = row
 
 
 class _ThreadBuffer:
@@ -88,7 +100,7 @@ class _ThreadBuffer:
         self.owner = owner
         self.tid = td.tid
         self.thread_name = td.name
-        self.cur = _Chunk()
+        self.cur = _Chunk(FIRST_CHUNK_ROWS)
         self.chunks = [self.cur]
         self.cur_rows = 0
         self.rows = 0
@@ -109,7 +121,7 @@ class _ThreadBuffer:
     def add_row(self, rid: i64, parent: i64, start: i64, end: i64, name: i32, meta: i32) -> i64:
         """Append one row; returns its number within the current chunk."""
         if self.cur_rows == CHUNK_ROWS:
-            self.cur = _Chunk()
+            self.cur = _Chunk(CHUNK_ROWS)
             self.chunks.append(self.cur)
             self.cur_rows = 0
         c = self.cur
@@ -137,6 +149,7 @@ class Recorder(RecordFunctionCallback):
     dropped: i64
     stopped: bool
     node_id: i64
+    clock_offset: i64  # added to the monotonic clock: timestamps are ns since the Unix epoch
     buffers: list[_ThreadBuffer]
     name_ids: dict[str, i32]
     name_list: list[str]
@@ -153,6 +166,7 @@ class Recorder(RecordFunctionCallback):
         profile_memory: bool,
         max_events: i64,
         scopes: object,
+        sampling_prob: float,
         flop_formulas: dict[str, Callable[[list[list[int]]], int]],
         shape_of: Callable[[object], tuple[list[int], str]],
         stack_of: Callable[[], list[str]],
@@ -161,6 +175,7 @@ class Recorder(RecordFunctionCallback):
             needs_inputs=report_input_shapes or with_flops,
             needs_ids=True,
             scopes=scopes,
+            sampling_prob=sampling_prob,
         )
         self.report_input_shapes = report_input_shapes
         self.with_stack = with_stack
@@ -171,6 +186,7 @@ class Recorder(RecordFunctionCallback):
         self.dropped = 0
         self.stopped = False
         self.node_id = -1
+        self.clock_offset = time.time_ns() - time.perf_counter_ns()
         self.buffers = []
         self.name_ids = {}
         self.name_list = []
@@ -223,25 +239,36 @@ class Recorder(RecordFunctionCallback):
         parent_id: i64 = parent.handle if parent is not None else 0
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
         row = buf.add_row(
-            rf.handle, parent_id, _clock(), OPEN_END, self._name_id(rf.name), meta
+            rf.handle, parent_id, _clock() + self.clock_offset, OPEN_END, self._name_id(rf.name), meta
         )
-        rf.sink_chunk = buf.cur
-        rf.sink_row = row
+        ref: object = None
+        if rf.sink_row < 0:
+            rf.sink_chunk = buf.cur
+            rf.sink_row = row
+        else:  # another profiler already uses the range's fields: hand the row over as context
+            ref = _RowRef(buf.cur, row)
         if rf.seq_nr >= 0 or rf.forward_thread_id != 0:
             buf.seq_rows = append(buf.seq_rows, buf.rows - 1)
             buf.seq_vals = append(buf.seq_vals, rf.seq_nr)
             buf.fwd_vals = append(buf.fwd_vals, rf.forward_thread_id)
         if rf._args is not None or self.report_input_shapes or self.with_stack or self.with_flops:
             self._extras(buf, rf)
-        return None
+        return ref
 
     def on_end(self, rf: RecordFunction, ctx: object) -> None:
-        row = rf.sink_row
-        if row < 0 or self.stopped:
+        if self.stopped:
             return
-        now = _clock()
-        chunk = rf.sink_chunk
-        assert isinstance(chunk, _Chunk)
+        now = _clock() + self.clock_offset
+        if isinstance(ctx, _RowRef):
+            chunk = ctx.chunk
+            row = ctx.row
+        else:
+            row = rf.sink_row
+            if row < 0:
+                return
+            sink = rf.sink_chunk
+            assert isinstance(sink, _Chunk)
+            chunk = sink
         chunk.ends[row] = now
         if rf.is_async:
             chunk.meta[row] = chunk.meta[row] | ASYNC_BIT
@@ -321,7 +348,7 @@ class Recorder(RecordFunctionCallback):
         if parent is not None and parent._td is not None and parent._td.tid == buf.tid:
             depth = parent.depth + 1
             parent_id = parent.handle
-        now = _clock()
+        now = _clock() + self.clock_offset
         meta: i32 = MARK_SCOPE | (kind << KIND_SHIFT) | (depth << DEPTH_SHIFT)
         buf.add_row(rid, parent_id, now, now, self._name_id(name), meta)
         if kind == KIND_MEMORY:
@@ -334,7 +361,7 @@ class Recorder(RecordFunctionCallback):
         if self.stopped:
             return
         td = _thread_data()
-        self.add_instant(td, self._buffer(td), _current_var.get(), name, kind, nbytes, device)
+        self.add_instant(td, self._buffer(td), current_range(), name, kind, nbytes, device)
 
 
 def default_stack() -> list[str]:

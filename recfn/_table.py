@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recfn._recorder import ASYNC_BIT, DEPTH_SHIFT, KIND_SHIFT, Recorder, _ThreadBuffer
+from recfn._recorder import ASYNC_BIT, DEPTH_SHIFT, KIND_SHIFT, OPEN_END, Recorder, _Chunk, _ThreadBuffer
 from recfn.scope import SCOPE_LABELS
 
 SCHEMA_VERSION = 1
@@ -36,19 +36,35 @@ def _view(vector: Any, dtype: Any) -> np.ndarray:
     return np.frombuffer(memoryview(vector), dtype=dtype)
 
 
-def _column(buffers: Sequence[_ThreadBuffer], field: str, dtype: Any) -> np.ndarray:
-    parts = [
-        _view(getattr(chunk, field), dtype) for buf in buffers for chunk in buf.chunks
-    ]
-    if not parts:
-        return np.empty(0, dtype=dtype)
-    return np.concatenate(parts)
+def _chunks(buffers: Sequence[_ThreadBuffer]) -> list[_Chunk]:
+    return [chunk for buf in buffers for chunk in buf.chunks if len(chunk.ids)]
+
+
+def _column(chunks: Sequence[_Chunk], field: str, dtype: Any) -> np.ndarray:
+    parts = [_view(getattr(chunk, field), dtype) for chunk in chunks]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
+def _int64_zero_copy(chunks: Sequence[_Chunk], field: str, null_value: int) -> pa.ChunkedArray:
+    """An int64 column straight from the vecs; ``null_value`` entries become nulls."""
+    arrays = []
+    for chunk in chunks:
+        values = _view(getattr(chunk, field), np.int64)
+        data = pa.py_buffer(memoryview(getattr(chunk, field)))
+        nulls = values == null_value
+        validity = pa.array(~nulls).buffers()[1] if nulls.any() else None
+        arrays.append(pa.Array.from_buffers(pa.int64(), len(values), [validity, data]))
+    return pa.chunked_array(arrays, pa.int64())
 
 
 def _dictionary(indices: np.ndarray, values: Sequence[str], index_type: Any) -> pa.Array:
     return pa.DictionaryArray.from_arrays(
         pa.array(indices.astype(index_type, copy=False)), pa.array(list(values), pa.string())
     )
+
+
+def _constant(n: int, value: int, dtype: Any) -> pa.Array:
+    return pa.array(np.full(n, value, dtype=dtype))
 
 
 def _scatter(n: int, rows: np.ndarray, values: pa.Array) -> pa.Array:
@@ -61,25 +77,20 @@ def _scatter(n: int, rows: np.ndarray, values: pa.Array) -> pa.Array:
 def build_table(
     recorder: Recorder,
     *,
-    clock_offset_ns: int,
     start_ns: int,
     node_id: int,
     config: dict[str, Any],
 ) -> pa.Table:
-    """One table for everything ``recorder`` captured; ``clock_offset_ns`` maps the monotonic
-    clock to ns since the Unix epoch."""
-    buffers = list(recorder.buffers)
+    """One table for everything ``recorder`` captured (it must be stopped: the int64 columns
+    share memory with its buffers)."""
+    buffers = [buf for buf in recorder.buffers if buf.rows]
+    chunks = _chunks(buffers)
     rows_per_buffer = np.array([buf.rows for buf in buffers], dtype=np.int64)
     n = int(rows_per_buffer.sum())
     buffer_offsets = np.concatenate([[0], np.cumsum(rows_per_buffer)[:-1]]).astype(np.int64)
 
-    ids = _column(buffers, "ids", np.int64)
-    parents = _column(buffers, "parents", np.int64)
-    starts = _column(buffers, "starts", np.int64)
-    ends = _column(buffers, "ends", np.int64)
-    names = _column(buffers, "names", np.int32)
-    meta = _column(buffers, "meta", np.int32)
-
+    names = _column(chunks, "names", np.int32)
+    meta = _column(chunks, "meta", np.int32)
     thread_names = sorted({buf.thread_name for buf in buffers})
     name_index = {name: i for i, name in enumerate(thread_names)}
     thread_ids = np.repeat(np.array([buf.tid for buf in buffers], dtype=np.int64), rows_per_buffer)
@@ -95,23 +106,22 @@ def build_table(
             sequence_nr[rows] = _view(buf.seq_vals, np.int64)
             fwd_thread_id[rows] = _view(buf.fwd_vals, np.int64)
 
-    open_end = ends == 0
-    columns: dict[str, pa.Array] = {
-        "id": pa.array(ids),
-        "parent_id": pa.array(parents, mask=parents == 0),
+    columns: dict[str, Any] = {
+        "id": _int64_zero_copy(chunks, "ids", 0),
+        "parent_id": _int64_zero_copy(chunks, "parents", 0),
         "name": _dictionary(names, recorder.name_list, np.int32),
         "kind": _dictionary((meta >> KIND_SHIFT) & 3, KINDS, np.int8),
         "scope": _dictionary(meta & 15, SCOPE_LABELS, np.int8),
-        "start_ns": pa.array(starts + clock_offset_ns),
-        "end_ns": pa.array(np.where(open_end, 0, ends + clock_offset_ns), mask=open_end),
+        "start_ns": _int64_zero_copy(chunks, "starts", OPEN_END),
+        "end_ns": _int64_zero_copy(chunks, "ends", OPEN_END),
         "thread_id": pa.array(thread_ids),
         "thread_name": _dictionary(thread_name_idx, thread_names, np.int32),
         "depth": pa.array((meta >> DEPTH_SHIFT).astype(np.int32)),
         "sequence_nr": pa.array(sequence_nr),
         "fwd_thread_id": pa.array(fwd_thread_id),
         "is_async": pa.array((meta & ASYNC_BIT) != 0),
-        "node_id": pa.array(np.full(n, node_id, dtype=np.int32)),
-        "pid": pa.array(np.full(n, os.getpid(), dtype=np.int64)),
+        "node_id": _constant(n, node_id, np.int32),
+        "pid": _constant(n, os.getpid(), np.int64),
     }
     columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
     metadata = {

@@ -3,13 +3,14 @@
 Compiled with mypyc. Each traced thread has a ``_ThreadTracer``: on 3.10-3.11 it is that thread's
 ``sys.setprofile`` callable (threads started while profiling install theirs on their first event,
 through ``threading.setprofile``); on 3.12+ the ``sys.monitoring`` callbacks (process-wide, so
-every thread is traced) look it up in a thread-local. A call appends one row to the thread's
+every thread is traced) find it by thread ident. A call appends one row to the thread's
 recorder buffer and pushes the frame on a small stack of parallel vecs; the matching return
-writes the end time. No RecordFunction object, no callback dispatch, no ContextVar write per
-call: only the profiler sees traced calls.
+writes the end time. No RecordFunction object, no callback dispatch, no change to the engine's
+current range per call: only the profiler sees traced calls.
 
 Nesting: a traced call's parent is the innermost of the tracer's stack top and the current user
-range (handles grow monotonically per thread, so "innermost" is "largest handle"). User ranges,
+range (the engine's: the task's inside an event loop, else the thread's); handles grow
+monotonically per thread, so "innermost" is "largest handle". User ranges,
 marks and memory events do not know about traced calls when they start, so ``fix_nesting``
 re-parents them when the profiler stops: walking a thread's rows in start order, the traced calls
 open at a row's start form a stack (a traced call encloses the rows appended before it
@@ -47,7 +48,7 @@ USES_MONITORING: Final = sys.version_info >= (3, 12)
 
 _log: Final = logging.getLogger("recfn")
 _clock: Final = time.perf_counter_ns
-_current_range: Final = _current_var.get  # a bound method: no attribute lookup per call
+_task_range: Final = _current_var.get  # a bound method: no attribute lookup per call
 _get_ident: Final = _thread.get_ident
 
 
@@ -413,7 +414,7 @@ class _ThreadTracer:
         self.owner = owner
         self.recorder = owner.recorder
         self.td = td
-        self.ident = td.ident
+        self.ident = _get_ident()  # attach() runs on the thread itself
         self.buf = owner.recorder._buffer(td)
         self.max_depth = owner.max_depth
         self.c_calls = owner.c_calls
@@ -469,11 +470,13 @@ class _ThreadTracer:
         td.next_seq += 1
         rid: i64 = (td.tid << 32) | td.next_seq
         parent: i64 = self.ids[sp - 1] if sp > 0 else 0
-        cur = _current_range()
+        cur = _task_range()  # set only inside an event loop; the thread's range otherwise
+        if cur is None:
+            cur = td.current
         if cur is not None and cur._td is td and cur.handle > parent and cur._state == 1:
             parent = cur.handle
         buf = self.buf
-        row = buf.add_row(rid, parent, _clock(), OPEN_END, nid, TRACED_META)
+        row = buf.add_row(rid, parent, _clock() + self.recorder.clock_offset, OPEN_END, nid, TRACED_META)
         slot: i64 = len(self.traced_ends)
         self.traced_ends = append(self.traced_ends, NOT_ENDED)
         if sp < len(self.keys):
@@ -495,7 +498,7 @@ class _ThreadTracer:
         sp = self.sp - 1
         if sp < 0 or self.keys[sp] is not key:
             return False
-        now = _clock()
+        now = _clock() + self.recorder.clock_offset
         chunk = self.chunks[sp]
         chunk.ends[self.rows[sp]] = now
         self.traced_ends[self.slots[sp]] = self.buf.rows

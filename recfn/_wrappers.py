@@ -5,7 +5,8 @@ emits one wrapper per callable from the templates below. ``recfn.instrument`` co
 template once into a factory and stamps out closures from it; ``recfn codegen`` writes the same
 text, with names filled in, into a reviewable module. Either way a call does:
 
-* nothing but one module-global test and the original call when no callback is registered;
+* nothing but one test of the engine's callback count and the original call when no callback
+  is registered;
 * otherwise ``begin_call`` (the engine hands ``args``/``kwargs`` to callbacks only when one of
   them asked for inputs — the tuple and dict exist anyway, so nothing is computed for them),
   the original call, ``set_outputs`` only when ``rf.needs_outputs``, and ``end_range`` in a
@@ -19,8 +20,7 @@ import functools
 import linecache
 from typing import Any, Callable, Optional
 
-from recfn import _engine
-from recfn._engine import begin_call, end_range
+from recfn._engine import _reg as _registry, begin_call, end_range
 
 WRAPPER_FLAG = "__recfn_wrapper__"
 """Attribute set on every wrapper, so instrumenting twice wraps once."""
@@ -57,7 +57,7 @@ class Kind(enum.Enum):
 # {name} and {scope} the expressions giving the range name (str) and scope (int).
 SYNC_TEMPLATE = """\
 def {fn}(*args: Any, **kwargs: Any) -> Any:
-    if _engine._n_callbacks == 0:
+    if _registry.n_callbacks == 0:
         return {target}(*args, **kwargs)
     rf = _begin_call({name}, {scope}, args, kwargs)
     if rf is None:
@@ -73,7 +73,7 @@ def {fn}(*args: Any, **kwargs: Any) -> Any:
 
 ASYNC_TEMPLATE = """\
 async def {fn}(*args: Any, **kwargs: Any) -> Any:
-    if _engine._n_callbacks == 0:
+    if _registry.n_callbacks == 0:
         return await {target}(*args, **kwargs)
     rf = _begin_call({name}, {scope}, args, kwargs)
     if rf is None:
@@ -111,7 +111,7 @@ def _compile_factory(is_async: bool) -> Callable[[Callable[..., Any], str, int],
     namespace: dict[str, Any] = {
         "__name__": __name__,
         "Any": Any,
-        "_engine": _engine,
+        "_registry": _registry,
         "_begin_call": begin_call,
         "_end_range": end_range,
     }

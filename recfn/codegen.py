@@ -31,8 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 import {module} as _target
-from recfn import _engine
-from recfn._engine import begin_call as _begin_call, end_range as _end_range
+from recfn._engine import _reg as _registry, begin_call as _begin_call, end_range as _end_range
 from recfn._wrappers import adopt as _adopt
 
 '''

@@ -72,6 +72,7 @@ def save(table: pa.Table, path: PathLike) -> None:
             for column in ("id", "parent_id", "start_ns", "end_ns", "depth", "thread_id")
         },
         store_schema=True,
+        use_compliant_nested_type=False,  # keep Arrow's list item names: exact round trips
     )
 
 

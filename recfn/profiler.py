@@ -60,8 +60,10 @@ class ProfilerConfig:
     with_flops: bool = False
     max_events: int = DEFAULT_MAX_EVENTS
     record_scopes: Optional[tuple[RecordScope, ...]] = None
+    sampling_prob: float = 1.0
     # trace_calls (recfn._tracer): a FUNCTION-scope range per Python call (and C call) of the
-    # profiled threads; include/exclude are fnmatch patterns on "module.qualname" or "module".
+    # profiled threads, every one (sampling_prob samples the other ranges); include/exclude
+    # are fnmatch patterns on "module.qualname" or "module".
     trace_calls: bool = False
     trace_c_calls: bool = False
     trace_include: Optional[tuple[str, ...]] = None
@@ -76,6 +78,10 @@ class ProfilerConfig:
             raise TypeError(f"ProfilerConfig.max_events must be an int, got {self.max_events!r}")
         if self.max_events <= 0:
             raise ValueError(f"ProfilerConfig.max_events must be positive, got {self.max_events}")
+        if isinstance(self.sampling_prob, bool) or not isinstance(self.sampling_prob, (int, float)):
+            raise TypeError(f"ProfilerConfig.sampling_prob must be a number, got {self.sampling_prob!r}")
+        if not 0.0 <= self.sampling_prob <= 1.0:
+            raise ValueError(f"ProfilerConfig.sampling_prob must be in [0, 1], got {self.sampling_prob}")
         if self.record_scopes is not None:
             if isinstance(self.record_scopes, (str, int)):
                 raise TypeError("ProfilerConfig.record_scopes must be a collection of RecordScope")
@@ -119,6 +125,7 @@ def shape_of(value: object) -> tuple[list[int], str]:
 class profile:
     """Profile a block: ``with recfn.profile() as prof: ...`` then ``prof.table()``.
 
+    ``sampling_prob`` records that fraction of ranges (marks and memory events are always kept).
     Also ``start()``/``stop()``. Events from every thread are captured while it runs. An exception
     (KeyboardInterrupt included) inside the block still stops the profiler and keeps the events.
     """
@@ -131,6 +138,7 @@ class profile:
         with_flops: bool = False,
         max_events: int = DEFAULT_MAX_EVENTS,
         record_scopes: Optional[Iterable[Any]] = None,
+        sampling_prob: float = 1.0,
         *,
         config: Optional[ProfilerConfig] = None,
         trace_calls: bool = False,
@@ -147,6 +155,7 @@ class profile:
                 with_flops=with_flops,
                 max_events=max_events,
                 record_scopes=None if record_scopes is None else tuple(record_scopes),
+                sampling_prob=sampling_prob,
                 trace_calls=trace_calls,
                 trace_c_calls=trace_c_calls,
                 trace_include=_as_tuple(trace_include),
@@ -161,7 +170,6 @@ class profile:
         self._handle = 0
         self._token: Optional[contextvars.Token[Optional[profile]]] = None
         self._started_tracemalloc = False
-        self._clock_offset_ns = 0
         self._start_ns = 0
         self._wall_ns = 0
         self._table: Optional["pa.Table"] = None
@@ -187,6 +195,7 @@ class profile:
             cfg.profile_memory,
             cfg.max_events,
             cfg.record_scopes,
+            cfg.sampling_prob,
             flop_formulas(),
             shape_of,
             default_stack,
@@ -201,7 +210,7 @@ class profile:
             tracemalloc.start()
             self._started_tracemalloc = True
         self._start_ns = time.time_ns()
-        self._clock_offset_ns = self._start_ns - time.perf_counter_ns()
+        recorder.clock_offset = self._start_ns - time.perf_counter_ns()
         self._recorder = recorder
         self._token = _context_profiler.set(self)
         with _active_lock:
@@ -238,7 +247,6 @@ class profile:
 
         self._table = build_table(
             recorder,
-            clock_offset_ns=self._clock_offset_ns,
             start_ns=self._start_ns,
             node_id=recorder.node_id,
             config=self.config.to_dict(),
@@ -307,6 +315,15 @@ class profile:
         from recfn.io import export_chrome_trace
 
         export_chrome_trace(self.table(), path)
+
+    def _repr_html_(self) -> Optional[str]:
+        """Header and summary table in notebooks (drawn by notebook_ext)."""
+        if self._table is None:
+            return None
+        from notebook_ext.trace import Trace
+
+        html: str = Trace.from_profile(self)._repr_html_()
+        return html
 
     def __repr__(self) -> str:
         if self._table is None:

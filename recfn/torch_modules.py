@@ -12,8 +12,7 @@ import threading
 import weakref
 from typing import Any, Optional
 
-from recfn import _engine
-from recfn._engine import RecordFunction, begin_call, begin_range, current_thread_id, end_range
+from recfn._engine import RecordFunction, _reg as _registry, begin_call, begin_range, current_thread_id, end_range
 from recfn.scope import RecordScope
 
 FUNCTION = int(RecordScope.FUNCTION)
@@ -76,7 +75,7 @@ class _ModuleRecorder:
 
     def forward_pre(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         stack = self.stacks.forward
-        if _engine._n_callbacks == 0:
+        if _registry.n_callbacks == 0:
             stack.append(None)
             return
         self.forward_tid = current_thread_id()
@@ -94,7 +93,7 @@ class _ModuleRecorder:
             end_range(rf)
 
     def backward_pre(self, module: Any, grad_output: Any) -> None:
-        if _engine._n_callbacks == 0:
+        if _registry.n_callbacks == 0:
             return
         rf = RecordFunction(RecordScope.BACKWARD_FUNCTION)
         if rf.is_active:

@@ -1,0 +1,142 @@
+"""A recfn event table to Chrome trace events; see `chrome.write_chrome_trace`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .chrome_import import NO_DEVICE
+from .schema import MARK, MEMORY, RANGE, equals, ints, nulls
+
+TORCH_ARGS = (("sequence_nr", "Sequence number", -1), ("fwd_thread_id", "Fwd thread id", 0))
+"""Integer columns written under torch's args keys (unless unset), which the reader maps back."""
+LIST_ARGS = (
+    ("input_shapes", "Input Dims"),
+    ("input_dtypes", "Input type"),
+    ("stack", "stack"),
+    ("flops", "flops"),
+)
+"""Optional columns written into args (the reader maps the first two back, as torch names them)."""
+
+
+def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
+    """Thread-name metadata, then one event per row: "X" for ranges ("B" while still open),
+    "i" for marks, "C" for memory events. ``ts``/``dur`` are microseconds after `base_ns`."""
+    n = len(df)
+    start = ints(df["start_ns"], 0)
+    ts = ((start - base_ns) / 1000.0).tolist()
+    dur = ((ints(df["end_ns"], 0) - start) / 1000.0).tolist()
+    name = _strings(df["name"])
+    cat = _strings(df["scope"]) if "scope" in df.columns else [""] * n
+    pid = ints(df["pid"], 0).tolist() if "pid" in df.columns else [0] * n
+    tid = ints(df["thread_id"], 0).tolist()
+    args = _event_args(df)
+
+    ranges = equals(df["kind"], RANGE)
+    open_range = nulls(df["end_ns"])
+    events = _thread_metadata(df)
+    events += [
+        {"ph": "X", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i], "dur": dur[i],
+         "args": args[i]}
+        for i in np.flatnonzero(ranges & ~open_range).tolist()
+    ]
+    events += [
+        {"ph": "B", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i],
+         "args": args[i]}
+        for i in np.flatnonzero(ranges & open_range).tolist()
+    ]
+    events += [
+        {"ph": "i", "s": "t", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i],
+         "args": args[i]}
+        for i in np.flatnonzero(equals(df["kind"], MARK)).tolist()
+    ]
+    for i, key, total in _running_totals(df):
+        events.append({"ph": "C", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i],
+                       "args": {key: total}})
+    return events
+
+
+def _strings(series: pd.Series) -> list[str]:
+    return [str(v) for v in series.astype(object).where(series.notna(), "").tolist()]
+
+
+def _event_args(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per row: the ``args`` column (a JSON object is merged, other text kept under "args"),
+    the `TORCH_ARGS` and `LIST_ARGS` columns."""
+    args: list[dict[str, Any]] = [{} for _ in range(len(df))]
+    if "args" in df.columns:
+        texts = df["args"].to_numpy(dtype=object)
+        for i in np.flatnonzero(df["args"].notna().to_numpy()).tolist():
+            args[i] = _decode_args(str(texts[i]))
+    for column, key, unset in TORCH_ARGS:
+        if column in df.columns:
+            values = ints(df[column], unset)
+            for i in np.flatnonzero(values != unset).tolist():
+                args[i][key] = int(values[i])
+    for column, key in LIST_ARGS:
+        if column in df.columns:
+            values = df[column].to_numpy(dtype=object)
+            for i in np.flatnonzero(df[column].notna().to_numpy()).tolist():
+                args[i][key] = _plain(values[i])
+    return args
+
+
+def _decode_args(text: str) -> dict[str, Any]:
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            if isinstance(value, dict):
+                return value
+    return {"args": text}
+
+
+def _plain(value: Any) -> Any:
+    """numpy containers and scalars (as pyarrow's to_pandas gives them) as JSON-ready Python."""
+    if isinstance(value, np.ndarray | list | tuple):
+        return [_plain(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _thread_metadata(df: pd.DataFrame) -> list[dict[str, Any]]:
+    if "thread_name" not in df.columns:
+        return []
+    keys = ["pid", "thread_id"] if "pid" in df.columns else ["thread_id"]
+    threads = df[[*keys, "thread_name"]].dropna().drop_duplicates(keys)
+    return [
+        {"ph": "M", "name": "thread_name", "pid": int(row.get("pid", 0)), "tid": int(row["thread_id"]),
+         "args": {"name": str(row["thread_name"])}}
+        for row in threads.to_dict("records")
+    ]
+
+
+def _running_totals(df: pd.DataFrame) -> list[tuple[int, str, int]]:
+    """(row, series key, running total) for memory events: a counter per (pid, name, device),
+    keyed by the device (`NO_DEVICE` when none)."""
+    rows = np.flatnonzero(equals(df["kind"], MEMORY))
+    if rows.size == 0 or "memory_bytes" not in df.columns:
+        return []
+    device = (
+        df["device"].astype(object).where(df["device"].notna(), NO_DEVICE).to_numpy()[rows]
+        if "device" in df.columns
+        else np.full(rows.size, NO_DEVICE, dtype=object)
+    )
+    series = pd.DataFrame(
+        {
+            "pid": ints(df["pid"], 0)[rows] if "pid" in df.columns else 0,
+            "name": df["name"].astype(object).to_numpy()[rows],
+            "device": device,
+            "change": ints(df["memory_bytes"], 0)[rows],
+        }
+    )
+    order = np.argsort(ints(df["start_ns"], 0)[rows], kind="stable")
+    running = np.empty(rows.size, dtype=np.int64)
+    running[order] = series.iloc[order].groupby(["pid", "name", "device"], sort=False, dropna=False)[
+        "change"
+    ].cumsum()
+    return list(zip(rows.tolist(), device.tolist(), running.tolist()))

@@ -1,0 +1,390 @@
+"""Chrome trace events (parsed JSON) to a recfn event table; see `chrome.read_chrome_trace`.
+
+Columns are built from plain lists and numpy arrays; nothing here touches pandas per event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .jsonio import json_strings
+from .schema import COLUMNS, INT64_MAX, MARK, MEMORY, RANGE
+from .tree import depths, parents_from_nesting
+
+CONSUMED = ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")
+"""Event fields that map to columns; every other field is kept in ``args``."""
+INSTANT_PHASES = ("i", "I", "R")
+TORCH_MEMORY = "[memory]"
+"""Name of torch's memory instants (args: Bytes, Device Type, Device Id, totals)."""
+TORCH_DEVICE_TYPES = {0: "cpu", 1: "cuda"}
+NO_DEVICE = "bytes"
+"""Counter series key that recfn writes for memory events without a device."""
+
+
+def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
+    """The event table of trace `events`; `source` names the file in error messages."""
+    phase, fields = _columns(events, source)
+    ts = _floats(fields["ts"], source)
+    dur = np.nan_to_num(_floats(fields["dur"], source))
+    name, pid, tid = _objects(fields["name"]), _ids(fields["pid"]), _ids(fields["tid"])
+    args = list(fields["args"])
+
+    rows = _Rows(base_ns, ts, source)
+    complete = np.flatnonzero(phase == "X")
+    rows.add(complete, RANGE, end_us=ts[complete] + dur[complete])
+    _add_begin_end(rows, phase, pid, tid, args)
+    _add_instants(rows, phase, name, args)
+    _add_counters(rows, phase, name, pid, args)
+    if rows.count() == 0:
+        return _empty_frame()
+    try:
+        return _frame(rows, phase, name, _objects(fields["cat"]), pid, tid, args)
+    except TypeError as error:  # unhashable names, pids, ...
+        raise ValueError(f"{source}: malformed event fields: {error}") from error
+
+
+def _columns(events: list[Any], source: str) -> tuple[np.ndarray, dict[str, Sequence[Any]]]:
+    """Phase and `CONSUMED` fields (None where absent) of every event, complete ("X") events
+    first; fields outside `CONSUMED` are merged into ``args``.
+
+    Complete events, usually nearly all, go through ``itemgetter``: several times faster than
+    ``dict.get`` per field.
+    """
+    try:
+        try:
+            phases = np.array(list(map(itemgetter("ph"), events)), dtype=object)
+        except KeyError:
+            phases = _objects([e.get("ph") for e in events])
+    except (AttributeError, TypeError) as error:
+        raise ValueError(f"{source}: every trace event must be a JSON object") from error
+    is_complete = phases == "X"
+    complete = _pick(events, np.flatnonzero(is_complete))
+    others = _pick(events, np.flatnonzero(~is_complete))
+    keys = [key for key in CONSUMED if key != "ph"]
+    try:
+        values = list(zip(*map(itemgetter(*keys), complete))) or [() for _ in keys]
+        exact = sum(map(len, complete)) == len(CONSUMED) * len(complete)
+    except KeyError:
+        values = [tuple(e.get(key) for e in complete) for key in keys]
+        exact = False
+    if others:
+        values = [v + tuple(e.get(key) for e in others) for key, v in zip(keys, values)]
+    fields: dict[str, Sequence[Any]] = dict(zip(keys, values))
+    # With exactly the consumed fields in every complete event, only the others can have more.
+    start = len(complete) if exact else 0
+    ordered = complete + others
+    extra = set(chain.from_iterable(ordered[start:])).difference(CONSUMED)
+    if extra:
+        args = fields["args"] = list(fields["args"])
+        for i, event in enumerate(ordered[start:], start):
+            if not extra.isdisjoint(event):
+                kept = {k: event[k] for k in sorted(extra) if k in event}
+                args[i] = {**kept, **(args[i] if isinstance(args[i], dict) else {})}
+    return np.concatenate([phases[is_complete], phases[~is_complete]]), fields
+
+
+def _pick(items: list[Any], index: np.ndarray) -> list[Any]:
+    """``[items[i] for i in index]``, at C speed."""
+    if index.size <= 1:
+        return [items[i] for i in index.tolist()]
+    return list(itemgetter(*index.tolist())(items))
+
+
+def _objects(values: Sequence[Any]) -> np.ndarray:
+    """A 1-d object array of `values` (np.array alone turns a list of lists into 2-d)."""
+    array = np.array(values, dtype=object) if len(values) else np.empty(0, dtype=object)
+    return array if array.ndim == 1 else np.fromiter(values, dtype=object, count=len(values))
+
+
+def _ids(values: Sequence[Any]) -> np.ndarray:
+    """pid or tid values (absent ones count as 0): int64 when all are integers (fast to
+    factorize), else objects."""
+    if None in values:
+        values = [0 if v is None else v for v in values]
+    array = np.array(values) if len(values) else np.empty(0, dtype=np.int64)
+    return array if array.dtype == np.int64 else _objects(values)
+
+
+def _floats(values: Sequence[Any], source: str) -> np.ndarray:
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{source}: event timestamps (ts, dur) must be numbers") from error
+
+
+class _Rows:
+    """The rows of the table being built, in parts; each row points at its source event."""
+
+    def __init__(self, base_ns: int, ts_us: np.ndarray, source: str) -> None:
+        self.base_ns, self.ts_us, self.source = base_ns, ts_us, source
+        self.parts: list[dict[str, np.ndarray]] = []
+
+    def ns(self, micros: np.ndarray) -> np.ndarray:
+        """Float microseconds to int64 nanoseconds since the epoch."""
+        if np.isnan(micros).any():
+            raise ValueError(f"{self.source}: a range, instant or counter event has no ts")
+        return self.base_ns + np.rint(micros * 1000.0).astype(np.int64)
+
+    def add(
+        self,
+        event: np.ndarray,
+        kind: str,
+        *,
+        end_us: np.ndarray | None = None,
+        closed: np.ndarray | None = None,
+        memory_bytes: np.ndarray | None = None,
+        device: np.ndarray | None = None,
+    ) -> None:
+        """Rows for `event` (indices) starting at their ts; points end where they start."""
+        n = len(event)
+        start = self.ns(self.ts_us[event])
+        self.parts.append(
+            {
+                "event": event,
+                "start": start,
+                "end": start if end_us is None else self.ns(end_us),
+                "closed": np.ones(n, dtype=bool) if closed is None else closed,
+                "kind": np.full(n, (RANGE, MARK, MEMORY).index(kind), dtype=np.int8),
+                "memory_bytes": np.zeros(n, dtype=np.int64) if memory_bytes is None else memory_bytes,
+                "has_memory": np.full(n, memory_bytes is not None),
+                "device": np.full(n, None, dtype=object) if device is None else device,
+            }
+        )
+
+    def count(self) -> int:
+        return sum(len(part["event"]) for part in self.parts)
+
+    def column(self, key: str) -> np.ndarray:
+        return np.concatenate([part[key] for part in self.parts])
+
+
+def _add_begin_end(rows: _Rows, phase: np.ndarray, pid: np.ndarray, tid: np.ndarray, args: list[Any]) -> None:
+    """Pair "B" with "E" events per thread by nesting level; unpaired B are open ranges.
+
+    An E's args are merged into its B's, as Chrome does.
+    """
+    index = np.flatnonzero((phase == "B") | (phase == "E"))
+    if index.size == 0:
+        return
+    thread = _pair_codes(pid[index], tid[index])
+    order = np.lexsort((index, rows.ts_us[index], thread))
+    index, thread = index[order], thread[order]
+    begin = phase[index] == "B"
+    # A B opens the level it raises the count to; an E closes the level it lowers it from.
+    level = pd.Series(np.where(begin, 1, -1)).groupby(thread).cumsum().to_numpy()
+    level = np.where(begin, level, level + 1)
+    paired = np.lexsort((np.arange(index.size), level, thread))
+    b, e = paired[:-1], paired[1:]
+    match = begin[b] & ~begin[e] & (thread[b] == thread[e]) & (level[b] == level[e])
+    b, e = b[match], e[match]
+    end_us = np.zeros(index.size)
+    end_us[b] = rows.ts_us[index[e]]
+    closed = np.zeros(index.size, dtype=bool)
+    closed[b] = True
+    for i, j in zip(index[b].tolist(), index[e].tolist()):
+        if isinstance(args[j], dict) and args[j]:
+            args[i] = {**(args[i] if isinstance(args[i], dict) else {}), **args[j]}
+    opened = np.flatnonzero(begin)
+    rows.add(index[opened], RANGE, end_us=end_us[opened], closed=closed[opened])
+
+
+def _add_instants(rows: _Rows, phase: np.ndarray, name: np.ndarray, args: list[Any]) -> None:
+    """Instants become marks; torch's "[memory]" instants become memory events."""
+    index = np.flatnonzero(np.logical_or.reduce([phase == p for p in INSTANT_PHASES]))
+    memory = name[index] == TORCH_MEMORY
+    memory[memory] = [isinstance(args[i], dict) and "Bytes" in args[i] for i in index[memory]]
+    rows.add(index[~memory], MARK)
+    allocations = index[memory]
+    if allocations.size:
+        sizes = np.array([int(args[i]["Bytes"]) for i in allocations], dtype=np.int64)
+        devices = _objects([_torch_device(args[i]) for i in allocations])
+        rows.add(allocations, MEMORY, memory_bytes=sizes, device=devices)
+
+
+def _torch_device(args: dict[str, Any]) -> str:
+    kind = TORCH_DEVICE_TYPES.get(args.get("Device Type", 0), f"device{args.get('Device Type')}")
+    return kind if kind == "cpu" else f"{kind}:{args.get('Device Id', 0)}"
+
+
+def _add_counters(rows: _Rows, phase: np.ndarray, name: np.ndarray, pid: np.ndarray, args: list[Any]) -> None:
+    """One memory row per numeric counter value.
+
+    ``memory_bytes`` is the change since the series' previous value, so that a cumulative sum
+    gives the counter back. The series key goes to ``device``; `NO_DEVICE` means none.
+    """
+    event, key, value = [], [], []
+    for i in np.flatnonzero(phase == "C").tolist():
+        if isinstance(args[i], dict):
+            for k, v in args[i].items():
+                if isinstance(v, int | float) and not isinstance(v, bool):
+                    event.append(i)
+                    key.append(k)
+                    value.append(v)
+    if not event:
+        return
+    index = np.array(event, dtype=np.int64)
+    series = _pair_codes(_objects(key), _pair_codes(pid[index], name[index]))
+    level = np.rint(np.array(value, dtype=np.float64)).astype(np.int64)
+    order = np.lexsort((np.arange(index.size), rows.ts_us[index], series))
+    change = np.empty_like(level)
+    change[order] = np.diff(level[order], prepend=0)
+    first = order[np.r_[True, series[order][1:] != series[order][:-1]]]
+    change[first] = level[first]
+    device = _objects([None if k == NO_DEVICE else k for k in key])
+    rows.add(index, MEMORY, memory_bytes=change, device=device)
+
+
+def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Dense codes of (first, second) pairs, numbered by first appearance."""
+    a, _ = pd.factorize(first, use_na_sentinel=False)
+    b, b_values = pd.factorize(second, use_na_sentinel=False)
+    return np.asarray(pd.factorize(a.astype(np.int64) * len(b_values) + b)[0], dtype=np.int64)
+
+
+def _frame(
+    rows: _Rows, phase: np.ndarray, name: np.ndarray, cat: np.ndarray, pid: np.ndarray, tid: np.ndarray,
+    args: list[Any],
+) -> pd.DataFrame:
+    """Sort the rows by start (parents first), nest them per thread and build the columns."""
+    start, end, closed = rows.column("start"), rows.column("end"), rows.column("closed")
+    nest_end = np.where(closed, end, INT64_MAX)
+    order = np.lexsort((np.arange(len(start)), -nest_end, start))
+    event, kind = rows.column("event")[order], rows.column("kind")[order]
+    start, end, closed, nest_end = start[order], end[order], closed[order], nest_end[order]
+    thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
+    parent = parents_from_nesting(thread, start, nest_end, kind == 0)
+    n = len(event)
+
+    first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
+    named = _thread_names(phase, name, pid, tid, args)
+    labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
+    label_codes, label_values = pd.factorize(labels)
+    strings, text = json_strings(args)
+    torch_ints = _arg_ints(args, text, {"Sequence number": -1, "Fwd thread id": 0})
+    frame = pd.DataFrame(
+        {
+            "id": np.arange(n, dtype=np.int64),
+            "parent_id": pd.arrays.IntegerArray(np.maximum(parent, 0), parent < 0),
+            "name": _category(name, event),
+            "kind": pd.Categorical.from_codes(kind, categories=[RANGE, MARK, MEMORY]),
+            "scope": _category(cat, event),
+            "start_ns": start,
+            "end_ns": pd.arrays.IntegerArray(np.where(closed, end, 0), ~closed),
+            "thread_id": thread + 1,
+            "thread_name": pd.Categorical.from_codes(label_codes[thread], categories=label_values),
+            "depth": depths(parent).astype(np.int32),
+            "sequence_nr": torch_ints["Sequence number"][event],
+            "fwd_thread_id": torch_ints["Fwd thread id"][event],
+            "is_async": np.zeros(n, dtype=bool),
+            "node_id": np.full(n, -1, dtype=np.int32),
+            "pid": _pids(pid[first])[thread],
+            "args": strings.take(pa.array(event)).to_pandas(),  # the string dtype table.to_pandas() gives
+        },
+        columns=[*COLUMNS, "args"],
+    )
+    has_memory = rows.column("has_memory")[order]
+    if has_memory.any():
+        frame["memory_bytes"] = pd.arrays.IntegerArray(rows.column("memory_bytes")[order], ~has_memory)
+        frame["device"] = _category(rows.column("device"), order, missing=None)
+    if b'"Input Dims"' in text:
+        _add_shapes(frame, [args[e] for e in event.tolist()])
+    return frame
+
+
+def _thread_names(
+    phase: np.ndarray, name: np.ndarray, pid: np.ndarray, tid: np.ndarray, args: list[Any]
+) -> dict[tuple[Any, Any], str]:
+    """Names from "thread_name" metadata events, by (pid, tid)."""
+    names = {}
+    for i in np.flatnonzero((phase == "M") & (name == "thread_name")).tolist():
+        value = args[i].get("name") if isinstance(args[i], dict) else None
+        if value is not None:
+            names[(pid[i], tid[i])] = str(value)
+    return names
+
+
+def _empty_frame() -> pd.DataFrame:
+    """A trace without ranges, marks or counters: no rows, the schema's columns and dtypes."""
+    empty = np.empty(0, dtype=np.int64)
+    return pd.DataFrame(
+        {
+            "id": empty,
+            "parent_id": pd.array(empty, dtype="Int64"),
+            "name": pd.Categorical([]),
+            "kind": pd.Categorical([], categories=[RANGE, MARK, MEMORY]),
+            "scope": pd.Categorical([]),
+            "start_ns": empty,
+            "end_ns": pd.array(empty, dtype="Int64"),
+            "thread_id": empty,
+            "thread_name": pd.Categorical([]),
+            "depth": empty.astype(np.int32),
+            "sequence_nr": empty,
+            "fwd_thread_id": empty,
+            "is_async": empty.astype(bool),
+            "node_id": empty.astype(np.int32),
+            "pid": empty,
+            "args": pa.array([], type=pa.string()).to_pandas(),
+        }
+    )
+
+
+def _category(values: np.ndarray, rows: np.ndarray, missing: str | None = "") -> pd.Categorical:
+    """``values[rows]`` as a categorical of strings (absent ones become `missing`),
+    factorizing `values` once rather than the rows."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    labels = _objects([missing if pd.isna(u) else str(u) for u in uniques])
+    # Distinct values can share a label (1 and "1"); factorize the labels again.
+    label_codes, categories = pd.factorize(labels)
+    result = pd.Categorical.from_codes(label_codes[codes[rows]], categories=categories)
+    return result.remove_unused_categories()
+
+
+def _pids(values: np.ndarray) -> np.ndarray:
+    """Integer process ids; pids that are not integers (e.g. "Spans") get ids -1, -2, ..."""
+    out = np.empty(len(values), dtype=np.int64)
+    named: dict[Any, int] = {}
+    for i, value in enumerate(values):
+        if isinstance(value, int | np.integer) and not isinstance(value, bool):
+            out[i] = value
+        elif isinstance(value, str) and value.lstrip("-").isdigit():
+            out[i] = int(value)
+        else:
+            out[i] = named.setdefault(value, -1 - len(named))
+    return out
+
+
+def _arg_ints(args: list[Any], text: bytes, defaults: dict[str, int]) -> dict[str, np.ndarray]:
+    """Integer fields of each event's args (torch's "Sequence number", ...), `defaults` where
+    absent. `text`, all args as JSON, tells cheaply which fields occur at all."""
+    columns = {}
+    for key, default in defaults.items():
+        if f'"{key}"'.encode() not in text:
+            columns[key] = np.full(len(args), default, dtype=np.int64)
+            continue
+        values = [a.get(key, default) if a.__class__ is dict else default for a in args]
+        try:
+            columns[key] = np.array(values, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            columns[key] = np.array([v if isinstance(v, int) else default for v in values], dtype=np.int64)
+    return columns
+
+
+def _add_shapes(frame: pd.DataFrame, args: list[Any]) -> None:
+    """torch's "Input Dims" / "Input type" args as ``input_shapes`` / ``input_dtypes``, when
+    they have the schema's types (nested tensor lists, for one, do not)."""
+    dims = [a.get("Input Dims") if isinstance(a, dict) else None for a in args]
+    dtypes = [a.get("Input type") if isinstance(a, dict) else None for a in args]
+    try:
+        shapes = pa.array(dims, type=pa.list_(pa.list_(pa.int64())))
+        types = pa.array(dtypes, type=pa.list_(pa.string()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return
+    frame["input_shapes"] = shapes.to_pandas()
+    frame["input_dtypes"] = types.to_pandas()

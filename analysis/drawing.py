@@ -1,0 +1,50 @@
+"""Matplotlib helpers shared by the timeline and the flame view: rectangles and labels."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
+
+MAX_BARS = 20_000
+"""Most rectangles one view draws; past that the narrowest are left out (or rasterised)."""
+MAX_LABELS = 200
+LABEL_MIN_PX = 40.0
+FONT_SIZE = 7
+CHAR_PX = 5.5
+"""Approximate width of one label character at `FONT_SIZE` and 100 dpi."""
+
+
+def add_rectangles(ax: Axes, x0: np.ndarray, x1: np.ndarray, y: np.ndarray, half_height: float,
+                   colors: np.ndarray, pixels: np.ndarray) -> None:
+    """One PolyCollection of rectangles centred on `y`; white edges on those at least 4 px wide."""
+    if x0.size == 0:
+        return
+    top, bottom = y - half_height, y + half_height
+    corners = [(x0, top), (x0, bottom), (x1, bottom), (x1, top)]
+    verts = np.stack([np.stack(corner, axis=1) for corner in corners], axis=1)
+    edges = np.where(pixels >= 4, 0.3, 0.0)
+    bars = PolyCollection(cast(Any, verts), facecolors=colors, edgecolors="white", linewidths=edges)
+    ax.add_collection(bars)
+
+
+def add_labels(ax: Axes, names: np.ndarray, x0: np.ndarray, y: np.ndarray, pixels: np.ndarray,
+               units_per_px: float) -> None:
+    """Names on the widest rectangles (at most `MAX_LABELS`), cut to what fits."""
+    chosen = np.flatnonzero(pixels >= LABEL_MIN_PX)
+    chosen = chosen[np.argsort(-pixels[chosen], kind="stable")[:MAX_LABELS]]
+    for i in chosen.tolist():
+        label = fit_label(str(names[i]), pixels[i])
+        if label:
+            ax.text(x0[i] + 3 * units_per_px, y[i], label, fontsize=FONT_SIZE, va="center", ha="left",
+                    clip_on=True)
+
+
+def fit_label(label: str, pixels: float) -> str:
+    """`label` cut with an ellipsis to fit `pixels`; empty when not even two characters fit."""
+    fits = int((pixels - 6) / CHAR_PX)
+    if len(label) > fits:
+        label = label[: max(fits - 1, 0)] + "…"
+    return label if len(label) >= 2 else ""

@@ -1,0 +1,226 @@
+"""The call tree of an event table, vectorised.
+
+Everything here works on row positions (0..n-1 in the frame's order) and returns numpy arrays;
+parents are positions, -1 for roots. No function loops over events in Python: the loops that
+remain run over tree levels or over powers of two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .schema import INT64_MAX, RANGE, codes, equals, ints, nulls, require, thread_groups
+
+INT64_MIN = np.iinfo(np.int64).min
+
+
+def parents_from_ids(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray) -> np.ndarray:
+    """Positions of the rows that `parent_ids` name; -1 where null or not in the frame."""
+    parent = np.full(len(ids), -1, dtype=np.int64)
+    wanted = np.flatnonzero(has_parent)
+    if wanted.size == 0:
+        return parent
+    if ids.size > 1 and np.all(ids[1:] > ids[:-1]):
+        found = np.searchsorted(ids, parent_ids[wanted]).clip(max=len(ids) - 1)
+        hit = ids[found] == parent_ids[wanted]
+        parent[wanted[hit]] = found[hit]
+    else:
+        index = pd.Index(ids)
+        if not index.is_unique:
+            raise ValueError("the id column has duplicate values; ids must be unique within a trace")
+        parent[wanted] = index.get_indexer(parent_ids[wanted])
+    return parent
+
+
+def parents_from_nesting(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, can_contain: np.ndarray
+) -> np.ndarray:
+    """Parent positions from interval nesting within each `group` (thread).
+
+    Ranges are half-open ``[start, end)``: a row's parent is the innermost row of its group with
+    ``can_contain`` set that starts no later, ends no earlier, and ends after the row starts.
+    Open ranges should pass ``end = INT64_MAX``; marks pass ``end = start``. Among identical
+    intervals the earlier row is the parent. Partially overlapping (malformed) ranges are
+    resolved without error: the later one nests under the nearest row that covers its end.
+    """
+    n = len(start)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    position = np.arange(n)
+    order = np.lexsort((position, ~can_contain, -end, start, group))
+    s, e, g = start[order], end[order], group[order]
+    # Sorted by (group, start, -end), the parent is the nearest earlier row whose end reaches
+    # `need`: every earlier row that does not contain this one ended before it started.
+    need = np.maximum(e, s + 1)
+    reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
+    # Rows that no earlier row of their group reaches are roots; skip their search.
+    reached = pd.Series(reach).groupby(g).cummax().to_numpy()
+    first = np.r_[True, g[1:] != g[:-1]]
+    has_parent = ~first
+    has_parent[1:] &= reached[:-1] >= need[1:]
+    found = _previous_at_least(reach, need, np.flatnonzero(has_parent))
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[order[has_parent]] = order[found[has_parent]]
+    return parent
+
+
+def _previous_at_least(values: np.ndarray, needs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each i in `rows` the largest j < i with ``values[j] >= needs[i]``, else -1.
+
+    Binary lifting over a sparse table of window maxima: every row first gallops backwards in
+    steps 1, 2, 4, ... until a window holds a large enough value, then halves the step to pin
+    the answer down. Work is O(log distance) per row, and the answer is usually close by.
+    """
+    n = len(values)
+    levels = [values]  # levels[k][j] = max(values[j : j + 2**k])
+    low = np.arange(n, dtype=np.int64)  # invariant: values[low[i] : i] < needs[i]
+    rows = rows[rows > 0]
+    stopped: list[tuple[np.ndarray, int]] = []
+    k = 0
+    while rows.size:
+        if k == len(levels):
+            half = 1 << (k - 1)
+            levels.append(np.maximum(levels[-1][:-half], levels[-1][half:]))
+        moved = _jump(levels[k], low, rows, needs, 1 << k)
+        stopped.append((rows[~moved], k - 1))
+        rows = rows[moved]
+        k += 1
+        if rows.size and (1 << k) > n:
+            stopped.append((rows, k - 1))
+            break
+    for k in range(len(levels) - 1, -1, -1):
+        active = [r for r, top in stopped if top >= k]
+        if active:
+            rows = np.concatenate(active)
+            _jump(levels[k], low, rows, needs, 1 << k)
+    return low - 1
+
+
+def _jump(level: np.ndarray, low: np.ndarray, rows: np.ndarray, needs: np.ndarray, step: int) -> np.ndarray:
+    """Move ``low[rows]`` back by `step` where that window stays below the need; which moved."""
+    candidate = low[rows] - step
+    moved = candidate >= 0
+    moved[moved] = level[candidate[moved]] < needs[rows[moved]]
+    low[rows[moved]] = candidate[moved]
+    return np.asarray(moved, dtype=bool)
+
+
+def depths(parent: np.ndarray) -> np.ndarray:
+    """Number of ancestors of each row, by pointer jumping (log2 of the deepest chain steps)."""
+    depth = (parent >= 0).astype(np.int64)
+    up = parent.copy()
+    active = np.flatnonzero(up >= 0)
+    for _ in range(64):
+        if active.size == 0:
+            return depth
+        hop = up[active]
+        depth[active] += depth[hop]
+        up[active] = up[hop]
+        active = active[up[active] >= 0]
+    raise ValueError("parent_id contains a cycle")
+
+
+def self_durations(parent: np.ndarray, duration: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """`duration` minus the summed durations of each row's direct children in `counted`."""
+    child = counted & (parent >= 0)
+    sums = np.bincount(parent[child], weights=duration[child], minlength=len(parent))
+    # float64 sums of int64 nanoseconds are exact below 2**53 ns (104 days).
+    return duration - np.rint(sums).astype(np.int64)
+
+
+def subtree_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each row's value plus those of all its descendants, accumulated level by level."""
+    depth = depths(parent)
+    total = values.astype(np.int64, copy=True)
+    order = np.argsort(-depth, kind="stable")
+    bounds = np.searchsorted(-depth[order], np.arange(-depth.max(initial=0), 1))
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        rows = order[lo:hi]
+        np.add.at(total, parent[rows], total[rows])
+    return total
+
+
+def parent_positions(df: pd.DataFrame) -> np.ndarray:
+    """Parent positions from ``parent_id``, or from nesting per thread when the frame has none."""
+    if "parent_id" in df.columns:
+        require(df, ("id",), "parent lookup")
+        parent_id = df["parent_id"]
+        return parents_from_ids(ints(df["id"], -1), ints(parent_id, -1), ~nulls(parent_id))
+    require(df, ("kind", "start_ns", "end_ns", "thread_id"), "parent reconstruction")
+    start = ints(df["start_ns"], 0)
+    end = ints(df["end_ns"], INT64_MAX)
+    return parents_from_nesting(thread_groups(df), start, end, equals(df["kind"], RANGE))
+
+
+@dataclass(frozen=True)
+class CallTree:
+    """Ranges merged by call path (the sequence of names from a root), as in a flame graph.
+
+    Row arrays have one entry per frame row; path arrays one entry per distinct call path.
+    """
+
+    row_path: np.ndarray
+    """Path of each row; -1 for rows that are not closed ranges."""
+    parent: np.ndarray
+    name: np.ndarray
+    """Code of each path's last name, into `names`."""
+    depth: np.ndarray
+    total: np.ndarray
+    self: np.ndarray
+    names: pd.Index
+
+
+def call_tree(df: pd.DataFrame) -> CallTree:
+    """Merge the closed ranges of `df` by call path; paths are numbered root level first.
+
+    A range whose parent is missing, open or not a range starts a path of its own.
+    """
+    require(df, ("name", "kind", "start_ns", "end_ns"), "call tree")
+    in_tree = equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
+    parent = parent_positions(df)
+    linked = in_tree & (parent >= 0)
+    linked[linked] = in_tree[parent[linked]]
+    parent = np.where(linked, parent, -1)
+    duration = np.where(in_tree, ints(df["end_ns"], 0) - ints(df["start_ns"], 0), 0)
+    row_self = self_durations(parent, duration, in_tree)
+    name_code, names = codes(df["name"])
+
+    tree_rows = np.flatnonzero(in_tree)
+    row_depth = depths(parent)[tree_rows]
+    order = tree_rows[np.argsort(row_depth, kind="stable")]
+    bounds = np.searchsorted(np.sort(row_depth), np.arange(row_depth.max(initial=-1) + 2))
+    row_path = np.full(len(df), -1, dtype=np.int64)
+    radix = len(names) + 1
+    path_parent: list[np.ndarray] = []
+    path_name: list[np.ndarray] = []
+    path_depth: list[np.ndarray] = []
+    n_paths = 0
+    for level, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+        rows = order[lo:hi]
+        up = np.where(parent[rows] >= 0, row_path[parent[rows]], -1)
+        keys, inverse = np.unique((up + 1) * radix + name_code[rows] + 1, return_inverse=True)
+        row_path[rows] = inverse + n_paths
+        path_parent.append(keys // radix - 1)
+        path_name.append(keys % radix - 1)
+        path_depth.append(np.full(len(keys), level, dtype=np.int64))
+        n_paths += len(keys)
+
+    def per_path(values: np.ndarray) -> np.ndarray:
+        sums = np.bincount(row_path[tree_rows], weights=values[tree_rows], minlength=n_paths)
+        return np.rint(sums).astype(np.int64)
+
+    def joined(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+    return CallTree(
+        row_path=row_path,
+        parent=joined(path_parent),
+        name=joined(path_name),
+        depth=joined(path_depth),
+        total=per_path(duration),
+        self=per_path(row_self),
+        names=names,
+    )

@@ -1,0 +1,152 @@
+"""Speed of the ``df.recfn`` analysis on a generated trace, as a Markdown table.
+
+Run: ``python benchmarks/bench_analysis.py`` (``--ranges N``, ``--events N`` to change sizes).
+The trace is ``make_synthetic_trace(N, 8)``: N properly nested ranges over 8 threads. Each
+operation runs a few times and the best time is kept, so numbers hold on a noisy machine.
+``read_chrome_trace`` reads a torch-shaped trace (complete "X" cpu_op events with torch's args,
+"[memory]" instants, flow and metadata events) written to a temporary directory; the JSON parse
+alone (``orjson.loads`` or ``json.loads``, no columns) is shown as the floor it cannot beat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import analysis  # noqa: E402
+from analysis import jsonio  # noqa: E402
+
+
+def best_of(repeat: int, run: Callable[[], Any]) -> float:
+    """Fastest of `repeat` runs, in seconds."""
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def parse_alone(raw: bytes) -> None:
+    """Only the JSON parse, with the cyclic GC paused as read_chrome_trace does."""
+    gc.disable()
+    try:
+        jsonio.loads(raw)
+    finally:
+        gc.enable()
+
+
+def render_timeline(df: pd.DataFrame) -> None:
+    ax = df.recfn.timeline()
+    ax.figure.savefig(io.BytesIO(), format="png", dpi=100)
+    plt.close(ax.figure)
+
+
+def render_flame(df: pd.DataFrame) -> None:
+    ax = df.recfn.flame()
+    ax.figure.savefig(io.BytesIO(), format="png", dpi=100)
+    plt.close(ax.figure)
+
+
+def torch_shaped_trace(n_events: int, path: Path) -> int:
+    """Write a trace shaped like torch.profiler's ``export_chrome_trace``; returns its events."""
+    df = analysis.make_synthetic_trace(n_events, 4, seed=3)
+    base = int(df["start_ns"].min()) // 10**9 * 10**9
+    pid = 32427
+    ts = ((df["start_ns"].to_numpy() - base) / 1000).tolist()
+    dur = ((df["end_ns"].to_numpy(dtype=np.int64) - df["start_ns"].to_numpy()) / 1000).tolist()
+    tid = (df["thread_id"].to_numpy() + pid - 1).tolist()
+    names = df["name"].astype(str).tolist()
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "thread_name", "ts": ts[0], "pid": pid, "tid": t,
+         "args": {"name": f"thread {t} (python)"}}
+        for t in sorted(set(tid))
+    ]
+    for i, (name, start, length, thread) in enumerate(zip(names, ts, dur, tid)):
+        args: dict[str, Any] = {"External id": i + 1, "Record function id": 0, "Ev Idx": i}
+        if i % 3 == 0:
+            args["Sequence number"] = i
+            args["Fwd thread id"] = 0
+        events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": pid, "tid": thread,
+                       "ts": start, "dur": length, "args": args})
+        if i % 50 == 0:
+            events.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": pid,
+                           "tid": thread, "ts": start, "args": {"Total Reserved": 0, "Total Allocated": 4096,
+                           "Bytes": 4096, "Addr": 9397924688 + i, "Device Type": 0, "Device Id": -1}})
+        if i % 100 == 0:
+            events.append({"ph": "s", "id": i, "pid": pid, "tid": thread, "ts": start, "cat": "ac2g",
+                           "name": "ac2g"})
+    document = {"schemaVersion": 1, "deviceProperties": [], "displayTimeUnit": "ms",
+                "baseTimeNanoseconds": base, "traceEvents": events, "traceName": str(path)}
+    path.write_text(json.dumps(document, separators=(", ", ": ")))
+    return len(events)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranges", type=int, default=1_000_000, help="ranges in the generated trace")
+    parser.add_argument("--events", type=int, default=300_000, help="events in the torch-shaped trace")
+    args = parser.parse_args()
+
+    rows: list[tuple[str, str, float, str, str]] = []
+    size = f"{args.ranges:,} ranges, 8 threads"
+
+    def per_range(seconds: float) -> str:
+        return f"{args.ranges / seconds:,.0f} ranges/s"
+
+    start = time.perf_counter()
+    df = analysis.make_synthetic_trace(args.ranges, 8, seed=1)
+    generated = time.perf_counter() - start
+    rows.append(("make_synthetic_trace", size, generated, per_range(generated), ""))
+    for operation, repeat, run, target in [
+        ("summary()", 3, df.recfn.summary, "<= 0.5 s"),
+        ("summary(), parents from nesting", 3, df.drop(columns="parent_id").recfn.summary, ""),
+        ("timeline() to PNG", 2, lambda: render_timeline(df), "<= 3 s"),
+        ("flame() to PNG", 2, lambda: render_flame(df), ""),
+    ]:
+        seconds = best_of(repeat, run)
+        rows.append((operation, size, seconds, per_range(seconds), target))
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "torch_trace.json"
+        n_events = torch_shaped_trace(args.events, path)
+        size = f"{n_events:,} events, {path.stat().st_size / 2**20:.0f} MiB"
+        raw = path.read_bytes()
+        installed = jsonio.orjson
+        for label, module in [("orjson", installed)] * (installed is not None) + [("json", None)]:
+            jsonio.orjson = module
+            parse = best_of(3, lambda: parse_alone(raw))
+            read = best_of(3, lambda: analysis.read_chrome_trace(path))
+            rows.append((f"JSON parse alone ({label})", size, parse, f"{n_events / parse:,.0f} events/s", ""))
+            target = ">= 500k events/s" if module else ""
+            rate = f"{n_events / read:,.0f} events/s"
+            rows.append((f"read_chrome_trace ({label})", size, read, rate, target))
+        jsonio.orjson = installed
+
+    print("| operation | size | seconds | rate | target |")
+    print("|---|---|---:|---:|---|")
+    for operation, what, seconds, rate, target in rows:
+        print(f"| {operation} | {what} | {seconds:.3f} | {rate} | {target} |")
+
+
+if __name__ == "__main__":
+    main()

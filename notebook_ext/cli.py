@@ -1,0 +1,520 @@
+"""The ``recfn`` command line (also ``python -m recfn``).
+
+    recfn run script.py [args...] [-o trace.parquet] [--shapes --memory --stack --flops]
+                                   [--timeline out.png]
+    recfn summary TRACE          recfn timeline TRACE -o out.png
+    recfn convert IN OUT         recfn diff A B
+    recfn demo                   recfn codegen ...
+
+User mistakes (missing files, files that are not traces, bad options) end with one line on
+stderr and a non-zero exit, never a traceback. Exit codes: 0 success, 1 failure, 2 bad usage;
+``run`` exits with the script's own code (130 when interrupted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import sys
+import traceback
+from types import TracebackType
+from typing import Any, Callable, Optional, Sequence
+
+from recfn.errors import TraceFormatError
+
+PROG = "recfn"
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
+SORT_KEYS = {"total": "total_ns", "self": "self_ns", "mean": "mean_ns", "max": "max_ns",
+             "min": "min_ns", "count": "count", "calls": "count"}  # fmt: skip
+
+
+class CLIError(Exception):
+    """A user mistake: reported as ``recfn: error: <message>`` with ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so main() owns every exit."""
+
+    def error(self, message: str) -> Any:
+        command = self.prog[len(PROG):].strip()
+        where = f"{command}: " if command else ""
+        raise CLIError(f"{where}{message} (see {self.prog} --help)", EXIT_USAGE)
+
+
+# -- parsers ---------------------------------------------------------------------------------
+
+
+def _add_capture_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", metavar="TRACE",
+                        help="write the trace (.parquet, or Chrome .json/.json.gz)")
+    parser.add_argument("--shapes", action="store_true", help="record input shapes and dtypes")
+    parser.add_argument("--memory", action="store_true", help="record memory events (tracemalloc)")
+    parser.add_argument("--stack", action="store_true", help="record the Python stack of each range")
+    parser.add_argument("--flops", action="store_true", help="estimate FLOPs of known ranges")
+    parser.add_argument("--sample", type=float, default=1.0, metavar="P",
+                        help="record each range with probability P (0 < P <= 1)")
+    parser.add_argument("--max-events", type=int, metavar="N", help="bound the events kept")
+    parser.add_argument("--timeline", metavar="IMAGE", help="also render the timeline (.png/.svg/.pdf)")
+    parser.add_argument("--top", type=int, default=15, metavar="N", help="summary rows (default 15)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print no summary")
+
+
+def build_parser() -> _Parser:
+    parser = _Parser(
+        prog=PROG,
+        description="Profile Python programs with recfn ranges; inspect, plot, convert and "
+        "compare traces.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="store_true", help="print the recfn version")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    run = commands.add_parser(
+        "run",
+        help="profile a Python script",
+        description="Run SCRIPT with ARGS under the recfn profiler: its __main__ in a USER_SCOPE "
+        "range, plus every range it records. recfn's options may come before or after the "
+        "script; put `--` before script arguments that collide with them.",
+        allow_abbrev=False,
+    )
+    _add_capture_options(run)
+    run.add_argument("script", help="the Python file to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+
+    summary = commands.add_parser("summary", help="print the summary table of a trace",
+                                  allow_abbrev=False)
+    summary.add_argument("trace", help="a recfn Parquet trace or a Chrome JSON trace")
+    summary.add_argument("--top", type=int, default=20, metavar="N", help="rows (default 20)")
+    summary.add_argument("--by", default="name", metavar="COLUMN", help="group by (default name)")
+    summary.add_argument("--sort", default="total", choices=sorted(SORT_KEYS),
+                         help="sort key (default total)")
+    summary.add_argument("--shapes", action="store_true", help="group by input shape too")
+
+    timeline = commands.add_parser("timeline", help="render the timeline of a trace",
+                                   allow_abbrev=False)
+    timeline.add_argument("trace", help="a recfn Parquet trace or a Chrome JSON trace")
+    timeline.add_argument("-o", "--output", metavar="IMAGE",
+                          help="image to write (.png/.svg/.pdf; default <trace>_timeline.png)")
+    timeline.add_argument("--max-depth", type=int, metavar="N", help="deepest level drawn")
+    timeline.add_argument("--width", type=float, default=12.0, metavar="INCHES",
+                          help="figure width (default 12)")
+    timeline.add_argument("--title", help="figure title (default: the file name)")
+
+    convert = commands.add_parser(
+        "convert",
+        help="convert between Parquet and Chrome JSON",
+        description="Convert a trace by the output's suffix: .parquet/.pq or .json/.json.gz. "
+        "Inputs may be recfn traces or Chrome/Perfetto JSON traces (torch.profiler's too).",
+        allow_abbrev=False,
+    )
+    convert.add_argument("input", help="the trace to read")
+    convert.add_argument("output", help="the file to write")
+
+    diff = commands.add_parser("diff", help="compare two traces per name", allow_abbrev=False)
+    diff.add_argument("a", help="the baseline trace")
+    diff.add_argument("b", help="the trace compared with it (changes are B minus A)")
+    diff.add_argument("--top", type=int, default=20, metavar="N", help="rows (default 20)")
+
+    demo = commands.add_parser(
+        "demo",
+        help="profile a bundled workload; writes demo.parquet and demo_timeline.png",
+        allow_abbrev=False,
+    )
+    demo.add_argument("--dir", default=".", help="where to write the files (default: here)")
+    demo.add_argument("-q", "--quiet", action="store_true", help="print no summary")
+
+    commands.add_parser("codegen", help="generate recfn instrumentation (recfn codegen --help)",
+                        add_help=False)
+    return parser
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _load(path: str) -> Any:
+    from notebook_ext.files import load_trace
+
+    return load_trace(path)
+
+
+def _check_image_path(path: str, what: str) -> str:
+    if not path.lower().endswith(IMAGE_SUFFIXES):
+        raise CLIError(f"{what}: {path!r} must end in {', '.join(IMAGE_SUFFIXES)}", EXIT_USAGE)
+    _check_folder(path, what)
+    return path
+
+
+def _check_folder(path: str, what: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CLIError(f"{what}: folder {folder!r} does not exist")
+    if os.path.isdir(path):
+        raise CLIError(f"{what}: {path!r} is a folder")
+
+
+def _check_trace_path(path: str, what: str) -> str:
+    from notebook_ext.capture import CaptureError, check_output_path
+
+    try:
+        return check_output_path(path, what)
+    except CaptureError as exc:
+        raise CLIError(str(exc), EXIT_USAGE) from None
+
+
+def _positive(value: Optional[int], what: str) -> None:
+    if value is not None and value <= 0:
+        raise CLIError(f"{what} must be a positive integer, got {value}", EXIT_USAGE)
+
+
+def _summary_text(trace: Any, top: int, **kwargs: Any) -> str:
+    from notebook_ext.display import table_text
+
+    return table_text(trace, top, **kwargs)
+
+
+def _write_timeline(trace: Any, path: str, width: float = 12.0, title: Optional[str] = None,
+                    max_depth: Optional[int] = None) -> None:
+    from notebook_ext.display import header_text, new_figure
+
+    fig = new_figure(trace.threads, width)
+    ax = fig.add_subplot()
+    kwargs: dict[str, Any] = {"title": title or header_text(trace)}
+    if max_depth is not None:
+        kwargs["max_depth"] = max_depth
+    trace.df.recfn.timeline(ax=ax, **kwargs)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+RUN_FLAGS = frozenset({"--shapes", "--memory", "--stack", "--flops", "-q", "--quiet"})
+RUN_VALUES = frozenset({"-o", "--output", "--sample", "--max-events", "--timeline", "--top"})
+
+
+def split_run_args(argv: Sequence[str]) -> tuple[list[str], Optional[str], list[str]]:
+    """Separate recfn's own options from the script and its arguments.
+
+    recfn's options are recognised before and after the script; everything else after the
+    script goes to it, and everything after ``--`` goes to it untouched.
+    """
+    own: list[str] = []
+    script: Optional[str] = None
+    script_args: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name = token.split("=", 1)[0]
+        if token == "--":
+            rest = list(argv[i + 1:])
+            if script is None and rest:
+                script, rest = rest[0], rest[1:]
+            script_args.extend(rest)
+            break
+        if token in ("-h", "--help") and script is None:
+            own.append(token)
+        elif name in RUN_FLAGS:
+            own.append(token)
+        elif name in RUN_VALUES:
+            own.append(token)
+            if "=" not in token:
+                if i + 1 >= len(argv):
+                    raise CLIError(f"run: option {token} needs a value", EXIT_USAGE)
+                own.append(argv[i + 1])
+                i += 1
+        elif script is None:
+            if token.startswith("-"):
+                raise CLIError(f"run: unknown option {token!r} (see recfn run --help)", EXIT_USAGE)
+            script = token
+        else:
+            script_args.append(token)
+        i += 1
+    return own, script, script_args
+
+
+def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
+    from notebook_ext.capture import Capture, CaptureError, ProfileOptions
+
+    own, script, script_args = split_run_args(argv)
+    run_parser = _subparser(parser, "run")
+    if any(token in ("-h", "--help") for token in own):
+        run_parser.print_help()
+        return EXIT_OK
+    if script is None:
+        raise CLIError("run: which script? usage: recfn run script.py [args...] -o trace.parquet",
+                       EXIT_USAGE)
+    args = run_parser.parse_args([*own, script])
+    if not os.path.exists(script):
+        raise CLIError(f"run: no such script: {script!r}")
+    if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
+        raise CLIError(f"run: {script!r} is a folder without __main__.py")
+    if args.output is not None:
+        _check_trace_path(args.output, "-o")
+    if args.timeline is not None:
+        _check_image_path(args.timeline, "--timeline")
+    _positive(args.top, "--top")
+    try:
+        options = ProfileOptions(
+            shapes=args.shapes, memory=args.memory, stack=args.stack, flops=args.flops,
+            sample=args.sample, max_events=args.max_events,
+        )
+    except CaptureError as exc:
+        raise CLIError(f"run: {exc}", EXIT_USAGE) from None
+
+    capture = Capture(os.path.basename(os.path.abspath(script)), options, range_name="__main__")
+    code = _run_script(capture, script, script_args)
+    trace = capture.trace
+    if trace is None:
+        return code
+    if not args.quiet:
+        sys.stdout.flush()
+        sys.stderr.write(_summary_text(trace, args.top) + "\n")
+    if args.output is not None:
+        trace.save(args.output)
+        sys.stderr.write(f"recfn: wrote {args.output}\n")
+    elif not args.quiet:
+        sys.stderr.write("recfn: trace not saved (use -o trace.parquet to keep it)\n")
+    if args.timeline is not None:
+        _write_timeline(trace, args.timeline)
+        sys.stderr.write(f"recfn: wrote {args.timeline}\n")
+    return code
+
+
+def _run_script(capture: Any, script: str, script_args: list[str]) -> int:
+    """Run ``script`` as ``__main__`` inside ``capture``; return the exit code Python would."""
+    path = os.path.abspath(script)
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [script, *script_args]
+    sys.path.insert(0, path if os.path.isdir(path) else os.path.dirname(path))
+    try:
+        with capture:
+            runpy.run_path(path, run_name="__main__")
+        return EXIT_OK
+    except SystemExit as exc:
+        return _exit_code(exc.code)
+    except KeyboardInterrupt:
+        sys.stderr.write("recfn: interrupted; keeping what was captured\n")
+        return EXIT_INTERRUPTED
+    except BaseException as exc:  # the script's own error: show it as Python would
+        _print_script_traceback(exc, path)
+        return EXIT_FAILURE
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return EXIT_OK
+    if isinstance(code, int):
+        return code
+    sys.stderr.write(f"{code}\n")
+    return EXIT_FAILURE
+
+
+def _print_script_traceback(exc: BaseException, script_path: str) -> None:
+    """The traceback from the script's first frame on (runpy's and recfn's frames dropped)."""
+    tb: Optional[TracebackType] = exc.__traceback__
+    here = os.path.dirname(os.path.abspath(__file__))
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        filename = filename if filename.startswith("<") else os.path.abspath(filename)
+        if filename == script_path or not (filename.startswith(here) or "runpy" in filename):
+            break
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb)
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    _positive(args.top, "--top")
+    trace = _load(args.trace)
+    if args.by not in trace.df.columns:
+        raise CLIError(f"summary: no column {args.by!r} in {args.trace!r}", EXIT_USAGE)
+    _out(_summary_text(trace, args.top, by=args.by, sort_by=SORT_KEYS[args.sort],
+                       group_by_input_shape=args.shapes))
+    return EXIT_OK
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    output = args.output or _default_image(args.trace)
+    _check_image_path(output, "-o")
+    if args.width <= 0:
+        raise CLIError(f"--width must be positive, got {args.width}", EXIT_USAGE)
+    _positive(args.max_depth if args.max_depth != 0 else None, "--max-depth")
+    trace = _load(args.trace)
+    _write_timeline(trace, output, width=args.width, title=args.title, max_depth=args.max_depth)
+    _out(f"recfn: wrote {output}")
+    return EXIT_OK
+
+
+def _default_image(trace_path: str) -> str:
+    base = os.path.basename(trace_path)
+    for suffix in (".json.gz", ".json", ".parquet", ".pq"):
+        if base.lower().endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    return f"{base}_timeline.png"
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    if os.path.abspath(args.input) == os.path.abspath(args.output):
+        raise CLIError("convert: the output would overwrite the input; choose another name",
+                       EXIT_USAGE)
+    _check_trace_path(args.output, "convert")
+    trace = _load(args.input)
+    trace.save(args.output)
+    _out(f"recfn: wrote {args.output} ({trace.events:,} events)")
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    _positive(args.top, "--top")
+    a, b = _load(args.a), _load(args.b)
+    table = b.diff(a)
+    if args.top is not None:
+        table = table.head(args.top)
+    from notebook_ext.display import summary_for_display
+
+    _out(f"A: {a.header()}\nB: {b.header()}")
+    if len(table) == 0:
+        _out("no ranges to compare")
+        return EXIT_OK
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        _out(summary_for_display(table).to_string(index=False))
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from notebook_ext.capture import Capture, ProfileOptions
+    from notebook_ext.demo import workload
+
+    if not os.path.isdir(args.dir):
+        raise CLIError(f"demo: folder {args.dir!r} does not exist")
+    trace_path = os.path.join(args.dir, "demo.parquet")
+    image_path = os.path.join(args.dir, "demo_timeline.png")
+    capture = Capture("demo", ProfileOptions(shapes=True, flops=True), range_name="__main__")
+    with capture:
+        workload()
+    trace = capture.trace
+    assert trace is not None
+    trace.save(trace_path)
+    _write_timeline(trace, image_path)
+    if not args.quiet:
+        _out(_summary_text(trace, 12))
+    _out(f"recfn: wrote {trace_path} and {image_path}")
+    _out(f"next: recfn summary {trace_path} | recfn timeline {trace_path} -o t.png | "
+         f"recfn convert {trace_path} demo.json")
+    return EXIT_OK
+
+
+def cmd_codegen(argv: Sequence[str]) -> int:
+    """``recfn codegen ...``: handed to ``recfn.codegen.main`` (imported only when asked for)."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("recfn.codegen") is None:
+        raise CLIError("codegen is not available in this recfn install (recfn.codegen is missing)")
+    codegen = importlib.import_module("recfn.codegen")
+    try:
+        result = codegen.main(list(argv))
+    except SystemExit as exc:  # argparse's --help and usage errors inside codegen
+        return _exit_code(exc.code)
+    return int(result or 0)
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> _Parser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            sub: _Parser = action.choices[name]
+            return sub
+    raise KeyError(name)
+
+
+# -- entry point -----------------------------------------------------------------------------
+
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    TraceFormatError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError,
+    json.JSONDecodeError,
+)  # fmt: skip
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``recfn`` command line; returns the exit code (the console script exits with it)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(args_list)
+    except CLIError as exc:
+        _error(str(exc))
+        return exc.code
+    except USER_ERRORS as exc:
+        _error(_describe(exc))
+        return EXIT_FAILURE
+    except BrokenPipeError:  # `recfn summary t.parquet | head`
+        _silence_stdout()
+        return EXIT_OK
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _dispatch(argv: list[str]) -> int:
+    parser = build_parser()
+    if argv and argv[0] == "codegen":
+        return cmd_codegen(argv[1:])
+    if argv and argv[0] == "run":
+        return cmd_run(parser, argv[1:])
+    if not argv:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help
+        return _exit_code(exc.code)
+    if args.version:
+        from recfn import __version__
+
+        _out(f"recfn {__version__}")
+        return EXIT_OK
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "summary": cmd_summary,
+        "timeline": cmd_timeline,
+        "convert": cmd_convert,
+        "diff": cmd_diff,
+        "demo": cmd_demo,
+    }
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    return handlers[args.command](args)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.strerror}: {exc.filename!r}"
+    return str(exc) or type(exc).__name__
+
+
+def _error(message: str) -> None:
+    message = " ".join(message.split())  # one line, whatever the exception said
+    sys.stderr.write(f"{PROG}: error: {message}\n")
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,216 @@
+"""How a trace looks: the header line, the summary as HTML or text, the timeline as a PNG.
+
+Plain HTML and a PNG (matplotlib's Agg canvas, no pyplot state) only: no widgets and no server,
+so the output renders the same in JupyterLab, VS Code, nbviewer and exported HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import numbers
+import sys
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from notebook_ext.trace import Trace
+
+TIMELINE_WIDTH_IN = 10.0
+TIMELINE_DPI = 96
+
+_STYLE = (
+    "<style>"
+    ".recfn-header{font-family:monospace;margin:0 0 4px 0}"
+    ".recfn-interrupted{color:#b00020}"
+    "table.recfn-summary td,table.recfn-summary th{text-align:right;padding:1px 8px}"
+    "table.recfn-summary td:first-child,table.recfn-summary th:first-child{text-align:left}"
+    "</style>"
+)
+
+
+def _number(value: Any) -> float:
+    """``value`` as a float, NaN for anything missing (None, pd.NA, NaN, non-numbers)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return number
+
+
+def format_ns(ns: Any) -> str:
+    """A duration with a unit, as analysis' text tables write it (``12.345us``); ``-`` if missing."""
+    from analysis.units import format_ns as fmt
+
+    return fmt(_number(ns))
+
+
+def format_bytes(count: Any) -> str:
+    from analysis.units import format_bytes as fmt
+
+    return fmt(_number(count))
+
+
+def format_count(count: Any) -> str:
+    from analysis.units import format_count as fmt
+
+    return fmt(_number(count))
+
+
+def header_text(trace: "Trace") -> str:
+    """One line: name, wall time, events, threads, dropped, and how the cell ended."""
+    parts = [
+        f"recfn · {trace.name}",
+        f"{format_ns(trace.wall_ns)} wall",
+        f"{trace.events:,} events",
+        f"{trace.threads} thread{'s' if trace.threads != 1 else ''}",
+        f"{trace.dropped:,} dropped",
+    ]
+    sample = trace.options.get("sample", trace.config().get("sampling_prob", 1.0))
+    if isinstance(sample, (int, float)) and sample < 1.0:
+        parts.append(f"ranges sampled at {sample:.0%}")
+    if len(trace.cells) > 1:
+        parts.append(f"{len(trace.cells)} cells")
+    if trace.error:
+        parts.append(f"interrupted by {trace.error}")
+    return " · ".join(parts)
+
+
+def summary_for_display(frame: "pd.DataFrame") -> "pd.DataFrame":
+    """A summary or diff frame of the accessor as strings with units: ``*_ns`` columns as times,
+    ``*_pct`` as percents, ``*_ratio`` as factors, bytes and FLOPs scaled."""
+    import pandas as pd
+
+    out = pd.DataFrame(index=frame.index)
+    for column in frame.columns:
+        values = frame[column]
+        label = str(column)
+        if "_ns" in label:
+            out[label.replace("_ns", "")] = [format_ns(v) for v in values]
+        elif label.endswith("_ratio"):
+            out[label[:-6] + " ratio"] = [_ratio(v) for v in values]
+        elif label.endswith("_pct"):
+            out[label[:-4] + " %"] = [
+                "" if pd.isna(v) else f"{float(v):.1f}%" for v in values
+            ]
+        elif "bytes" in label:
+            out[label] = [format_bytes(v) for v in values]
+        elif label == "flops":
+            out[label] = [format_count(v) for v in values]
+        else:
+            out[label] = ["" if _is_missing(v) else _plain(v) for v in values]
+    return out
+
+
+def _ratio(value: Any) -> str:
+    number = _number(value)
+    if math.isnan(number):
+        return "-"
+    return "new" if math.isinf(number) else f"{number:.2f}x"
+
+
+def _is_missing(value: Any) -> bool:
+    import pandas as pd
+
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _plain(value: Any) -> str:
+    """Counts with thousands separators; anything else as ``str``."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return f"{int(value):,}"
+    if isinstance(value, float) and value.is_integer():
+        return f"{int(value):,}"
+    return str(value)
+
+
+def _summary_or_note(trace: "Trace", top: int) -> tuple[Optional["pd.DataFrame"], str]:
+    try:
+        summary = trace.summary(top=top)
+    except (ValueError, AttributeError) as exc:  # e.g. no ranges at all
+        return None, f"no summary: {exc}"
+    if summary is None or len(summary) == 0:
+        return None, "no ranges recorded"
+    return summary_for_display(summary), ""
+
+
+def trace_html(trace: "Trace", top: int = 15) -> str:
+    """Header line and the top ``top`` summary rows as an HTML table."""
+    header_class = "recfn-header recfn-interrupted" if trace.error else "recfn-header"
+    parts = [_STYLE, f'<div class="{header_class}"><b>{html.escape(header_text(trace))}</b></div>']
+    table, note = _summary_or_note(trace, top)
+    if table is None:
+        parts.append(f"<p>{html.escape(note)}</p>")
+    else:
+        parts.append(table.to_html(index=False, border=0, classes="recfn-summary", escape=True))
+    return "".join(parts)
+
+
+def trace_text(trace: "Trace", top: int = 15) -> str:
+    """Header line and the same top ``top`` rows as the HTML, as aligned text (terminals).
+
+    Shares the cached summary with the HTML, so a notebook computes it once per trace.
+    """
+    table, note = _summary_or_note(trace, top)
+    body = note if table is None else table.to_string(index=False)
+    return f"{header_text(trace)}\n{body}"
+
+
+def table_text(trace: "Trace", top: int = 15, **summary_kwargs: Any) -> str:
+    """Header line and ``df.recfn.table`` (torch-style text table) for the command line."""
+    try:
+        body = trace.df.recfn.table(top=top, **summary_kwargs)
+    except (ValueError, AttributeError) as exc:  # AttributeError: the accessor's missing columns
+        body = f"no summary: {exc}"
+    return f"{header_text(trace)}\n{body}"
+
+
+def render_timeline_png(trace: "Trace", width_in: float = TIMELINE_WIDTH_IN) -> bytes:
+    """Draw ``df.recfn.timeline`` on an off-screen Agg figure and return the PNG bytes."""
+    fig = new_figure(trace.threads, width_in)
+    ax = fig.add_subplot()
+    trace.timeline(ax=ax, title=header_text(trace))
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=TIMELINE_DPI, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def new_figure(threads: int, width_in: float = TIMELINE_WIDTH_IN) -> Any:
+    """A pyplot-free Agg figure sized for ``threads`` bands (never shown by an inline backend)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    height = min(1.5 + 0.9 * max(threads, 1), 9.0)
+    fig = Figure(figsize=(width_in, height), dpi=TIMELINE_DPI)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def wants_png(shell: Any) -> bool:
+    """Whether the frontend shows images (terminal IPython only takes text/plain)."""
+    formatter = getattr(shell, "display_formatter", None)
+    active = getattr(formatter, "active_types", None)
+    return active is None or "image/png" in active
+
+
+def show(trace: "Trace", *, shell: Any, timeline: bool = True) -> None:
+    """Publish the trace (HTML + text) and, when wanted, its timeline as a separate PNG output."""
+    from IPython.display import display
+
+    display(trace)  # type: ignore[no-untyped-call]
+    if not (timeline and wants_png(shell)):
+        return
+    try:
+        png = trace.timeline_png()
+    except Exception as exc:  # a drawing problem must not hide the captured result
+        print(f"recfn: timeline not drawn: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return
+    display(  # type: ignore[no-untyped-call]
+        {"image/png": png, "text/plain": f"<recfn timeline of {trace.name}>"},
+        raw=True,
+    )

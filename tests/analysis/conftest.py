@@ -1,0 +1,82 @@
+"""Fixtures for the analysis tests: matplotlib's Agg backend and hand-built event tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+import analysis  # noqa: E402,F401  (registers df.recfn)
+
+T0 = 1_700_000_000_000_000_000
+
+
+def make_frame(rows: list[tuple[Any, ...]], **extra: list[Any]) -> pd.DataFrame:
+    """A schema-v1 frame with ``prof.to_pandas()`` dtypes from rows of
+    ``(id, parent_id, name, kind, start, end, thread_id)``; times are ns after `T0`, None for
+    a null parent or an open range. `extra` adds optional columns."""
+    ids, parents, names, kinds, starts, ends, threads = map(list, zip(*rows))
+    n = len(rows)
+    frame = pd.DataFrame(
+        {
+            "id": np.array(ids, dtype=np.int64),
+            "parent_id": pd.array(parents, dtype="Int64"),
+            "name": pd.Categorical(names),
+            "kind": pd.Categorical(kinds, categories=["range", "mark", "memory"]),
+            "scope": pd.Categorical(["function"] * n),
+            "start_ns": np.array(starts, dtype=np.int64) + T0,
+            "end_ns": pd.array([None if e is None else e + T0 for e in ends], dtype="Int64"),
+            "thread_id": np.array(threads, dtype=np.int64),
+            "thread_name": pd.Categorical(["MainThread" if t == 1 else f"Thread-{t}" for t in threads]),
+            "depth": np.zeros(n, dtype=np.int32),
+            "sequence_nr": np.full(n, -1, dtype=np.int64),
+            "fwd_thread_id": np.zeros(n, dtype=np.int64),
+            "is_async": np.zeros(n, dtype=bool),
+            "node_id": np.full(n, -1, dtype=np.int32),
+            "pid": np.full(n, 100, dtype=np.int64),
+        }
+    )
+    for column, values in extra.items():
+        frame[column] = values
+    frame["depth"] = frame.recfn.tree().sort_index()["depth"].to_numpy(dtype=np.int32)
+    return frame
+
+
+KNOWN_ROWS = [
+    # id, parent, name, kind, start, end, thread
+    (1, None, "step", "range", 0, 100, 1),
+    (2, 1, "fwd", "range", 10, 30, 1),
+    (6, 1, "ckpt", "mark", 35, 35, 1),
+    (3, 1, "bwd", "range", 40, 90, 1),
+    (4, 3, "mm", "range", 50, 60, 1),
+    (5, 3, "mm", "range", 60, 75, 1),
+    (7, None, "step", "range", 20, 70, 2),
+    (8, 7, "mm", "range", 30, 40, 2),
+    (9, None, "load", "range", 80, None, 2),
+]
+"""Self times: step 30 + 40, fwd 20, bwd 50 - 25, mm 10 + 15 + 10; "load" is still open."""
+
+
+@pytest.fixture
+def known() -> pd.DataFrame:
+    return make_frame(KNOWN_ROWS)
+
+
+@pytest.fixture(autouse=True)
+def close_figures() -> Iterator[None]:
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="session")
+def million() -> pd.DataFrame:
+    """1M nested ranges over 8 threads, with marks and memory events; built once."""
+    return analysis.make_synthetic_trace(1_000_000, 8, n_marks=2_000, n_memory_events=2_000, seed=7)

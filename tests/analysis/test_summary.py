@@ -1,0 +1,162 @@
+"""summary() and table(): exact numbers on hand-built tables, column dtypes, bad input."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import KNOWN_ROWS, T0, make_frame
+
+import analysis
+from analysis.summary import STAT_COLUMNS
+
+EXPECTED = {
+    # name: count, total, self, min, max
+    "step": (2, 150, 70, 50, 100),
+    "bwd": (1, 50, 25, 50, 50),
+    "mm": (3, 35, 35, 10, 15),
+    "fwd": (1, 20, 20, 20, 20),
+}
+
+
+def check_known(summary: pd.DataFrame) -> None:
+    assert summary["name"].astype(str).tolist() == ["step", "bwd", "mm", "fwd"]
+    for row in summary.itertuples():
+        count, total, own, low, high = EXPECTED[str(row.name)]
+        assert (row.count, row.total_ns, row.self_ns) == (count, total, own)
+        assert (row.min_ns, row.max_ns) == (low, high)
+        assert row.mean_ns == pytest.approx(total / count)
+        assert row.total_pct == pytest.approx(100 * total / 150)
+        assert row.self_pct == pytest.approx(100 * own / 150)
+
+
+def test_exact_self_and_totals(known: pd.DataFrame) -> None:
+    summary = known.recfn.summary()
+    assert list(summary.columns) == ["name", *STAT_COLUMNS]
+    check_known(summary)
+    assert summary["self_pct"].sum() == pytest.approx(100)
+    for column in ("count", "total_ns", "self_ns", "min_ns", "max_ns"):
+        assert summary[column].dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [
+        pytest.param(lambda df: df, id="Int64+category"),
+        pytest.param(
+            # float64 holds epoch nanoseconds only to ~256 ns; these times are small
+            lambda df: df.assign(start_ns=df["start_ns"] - T0, end_ns=df["end_ns"] - T0).astype(
+                {"parent_id": "float64", "end_ns": "float64", "name": "str", "kind": "str"}
+            ),
+            id="float64-NaN+str",
+        ),
+        pytest.param(lambda df: df.astype({"name": object, "kind": object}), id="object"),
+        pytest.param(lambda df: df.drop(columns=["parent_id"]), id="no-parent_id"),
+    ],
+)
+def test_accepts_the_column_variants(
+    known: pd.DataFrame, convert: Callable[[pd.DataFrame], pd.DataFrame]
+) -> None:
+    check_known(convert(known).recfn.summary())
+
+
+def test_int64_parent_ids_with_a_sentinel_and_read_parquet(tmp_path: Path, known: pd.DataFrame) -> None:
+    closed = known[known["end_ns"].notna()].astype({"end_ns": "int64"})
+    sentinel = closed.assign(parent_id=closed["parent_id"].fillna(-1).astype("int64"))
+    check_known(sentinel.recfn.summary())
+    known.to_parquet(tmp_path / "t.parquet")
+    check_known(pd.read_parquet(tmp_path / "t.parquet").recfn.summary())
+
+
+def test_group_sort_and_top(known: pd.DataFrame) -> None:
+    by_thread = known.recfn.summary(by="thread_id", sort_by="thread_id")
+    assert by_thread["thread_id"].tolist() == [1, 2]
+    assert by_thread["total_ns"].tolist() == [100 + 20 + 50 + 10 + 15, 50 + 10]
+    both = known.recfn.summary(by=["name", "thread_id"], sort_by="self_ns", top=2)
+    assert both[["name", "thread_id"]].astype(str).values.tolist() == [["step", "2"], ["step", "1"]]
+    assert known.recfn.summary(sort_by="count")["name"].iloc[0] == "mm"
+
+
+def test_group_by_input_shape_and_stack() -> None:
+    shapes = [[[2, 3], [3]], [[2, 3], [3]], None, [[4]], [[4]], [], None, [[2, 3], [3]], None]
+    stacks = [["a.py:1(main)", "b.py:2(f)"], ["a.py:1(main)", "c.py:3(g)"], None, ["x.py:9(h)"],
+              ["a.py:1(main)", "b.py:2(f)"], [], [], ["z.py:1(q)", "b.py:2(f)"], None]
+    df = make_frame(KNOWN_ROWS, input_shapes=shapes, stack=stacks)
+    by_shape = df.recfn.summary(group_by_input_shape=True, sort_by="name")
+    keys = set(zip(by_shape["name"].astype(str), by_shape["input_shapes"]))
+    assert ("step", "[[2, 3], [3]]") in keys and ("mm", "[[4]]") in keys and ("mm", "[[2, 3], [3]]") in keys
+    assert ("mm", "[]") in keys and ("bwd", "[[4]]") in keys
+    assert by_shape.loc[by_shape["input_shapes"] == "[[2, 3], [3]]", "count"].sum() == 3
+    by_stack = df.recfn.summary(group_by_stack_n=1)
+    pairs = set(zip(by_stack["name"].astype(str), by_stack["stack"]))
+    expected = {("step", "b.py:2(f)"), ("step", ""), ("fwd", "c.py:3(g)"), ("bwd", "x.py:9(h)"), ("mm", "")}
+    assert expected <= pairs
+    assert by_stack.loc[by_stack["stack"] == "b.py:2(f)", "count"].sum() == 3
+    two = df.recfn.summary(group_by_stack_n=2)
+    assert "a.py:1(main); b.py:2(f)" in set(two["stack"])
+
+
+def test_memory_and_flops_columns() -> None:
+    rows = [*KNOWN_ROWS, (10, 4, "[memory]", "memory", 55, 55, 1), (11, 3, "[memory]", "memory", 45, 45, 1),
+            (12, 7, "[memory]", "memory", 25, 25, 2)]
+    memory = [None] * len(KNOWN_ROWS) + [100, -30, 7]
+    flops = [None, None, None, None, 1000, 500, None, 250, None, None, None, None]
+    df = make_frame(rows, memory_bytes=pd.array(memory, dtype="Int64"), flops=pd.array(flops, dtype="Int64"))
+    summary = df.recfn.summary().set_index("name")
+    assert summary.loc["mm", "self_memory_bytes"] == 100
+    assert summary.loc["bwd", ["self_memory_bytes", "memory_bytes"]].tolist() == [-30, 70]
+    assert summary.loc["step", ["self_memory_bytes", "memory_bytes"]].tolist() == [7, 77]
+    assert summary.loc["mm", "flops"] == 1750
+    assert summary.loc["mm", "count"] == 3  # memory rows are not ranges
+    text = df.recfn.table()
+    assert "Self Mem" in text and "FLOPs" in text and "1.75K" in text
+
+
+def test_table_text(known: pd.DataFrame) -> None:
+    text = known.recfn.table(top=2)
+    lines = text.splitlines()
+    header = ["Name", "Self", "%", "Self", "Total", "%", "Total", "Mean", "Min", "Max", "Calls"]
+    assert lines[1].split() == header
+    assert lines[3].split()[:3] == ["step", "46.67%", "70ns"]
+    assert len(lines) == 2 + 2 + 2 + 1  # rules, header, 2 rows, footer
+    assert lines[-1] == "Self time total: 150ns"
+    assert known.recfn.table(max_name_width=3).splitlines()[3].startswith("...")
+
+
+def test_human_units() -> None:
+    from analysis.units import format_bytes, format_count, format_ns
+
+    assert [format_ns(v) for v in (812, 12_345, 3_210_000, 1.5e9, float("nan"))] == [
+        "812ns", "12.345us", "3.210ms", "1.500s", "-"]
+    assert [format_bytes(v) for v in (512, -1.5 * 2**20, 3 * 2**30)] == ["512 B", "-1.50 MiB", "3.00 GiB"]
+    assert [format_count(v) for v in (950, 12_300, 4e9)] == ["950", "12.30K", "4.00G"]
+
+
+def test_empty_frame_gives_an_empty_summary(known: pd.DataFrame) -> None:
+    empty = known.iloc[:0]
+    summary = empty.recfn.summary()
+    assert summary.empty and list(summary.columns) == ["name", *STAT_COLUMNS]
+    assert "Self time total: 0ns" in empty.recfn.table()
+
+
+def test_bad_input(known: pd.DataFrame) -> None:
+    with pytest.raises(analysis.MissingColumnsError, match="'kind', 'end_ns'"):
+        known.drop(columns=["kind", "end_ns"]).recfn.summary()
+    with pytest.raises(AttributeError, match="'flavour'"):
+        known.recfn.summary(by="flavour")
+    with pytest.raises(ValueError, match="sort_by='speed'"):
+        known.recfn.summary(sort_by="speed")
+    with pytest.raises(ValueError, match="input_shapes"):
+        known.recfn.summary(group_by_input_shape=True)
+
+
+def test_summary_bounded_on_a_million_rows(million: pd.DataFrame) -> None:
+    summary = million.recfn.summary()
+    ranges = million[million["kind"] == "range"]
+    assert summary["count"].sum() == len(ranges)
+    assert summary["total_ns"].sum() == (ranges["end_ns"] - ranges["start_ns"]).sum()
+    roots = ranges[ranges["parent_id"].isna()]
+    assert summary["self_ns"].sum() == (roots["end_ns"] - roots["start_ns"]).sum()

@@ -1,0 +1,140 @@
+"""Parent reconstruction from interval nesting, depths, self times and tree navigation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import analysis
+from analysis.tree import call_tree, depths, parents_from_nesting, self_durations, subtree_sums
+
+
+def stack_parents(group: np.ndarray, start: np.ndarray, end: np.ndarray, container: np.ndarray) -> np.ndarray:
+    """Reference: a stack walk over rows sorted by (group, start, -end), half-open intervals."""
+    order = np.lexsort((~container, -end, start, group))
+    parent = np.full(len(start), -1)
+    stack: list[int] = []
+    for i in order:
+        while stack:
+            top = stack[-1]
+            if group[top] == group[i] and end[top] > start[i] and end[top] >= end[i]:
+                break
+            stack.pop()
+        parent[i] = stack[-1] if stack else -1
+        if container[i] and end[i] > start[i]:
+            stack.append(i)
+    return parent
+
+
+def test_nesting_rules() -> None:
+    # Touching siblings, zero-length ranges at a range's start (inside) and end (not inside:
+    # intervals are half-open), identical intervals (the earlier row is the parent), marks.
+    start = np.array([0, 0, 5, 5, 5, 10, 10, 20, 0, 3, 0, 10])
+    end = np.array([10, 5, 10, 10, 5, 10, 20, 20, 30, 3, 10, 10])
+    container = np.array([1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1], dtype=bool)
+    group = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 2])
+    parent = parents_from_nesting(group, start, end, container)
+    assert parent.tolist() == [-1, 0, 0, 2, 3, 6, -1, -1, -1, 8, -1, -1]
+    assert parent.tolist() == stack_parents(group, start, end, container).tolist()
+
+
+def test_open_ranges_contain_everything_after_them() -> None:
+    big = np.iinfo(np.int64).max
+    parent = parents_from_nesting(np.zeros(3, dtype=np.int64), np.array([0, 5, 50]), np.array([big, 10, 60]),
+                                  np.ones(3, dtype=bool))
+    assert parent.tolist() == [-1, 0, 0]
+
+
+def test_matches_the_generator_and_a_stack_walk() -> None:
+    df = analysis.make_synthetic_trace(20_000, 3, n_marks=200, seed=5)
+    group, start = df["thread_id"].to_numpy(), df["start_ns"].to_numpy()
+    end = df["end_ns"].to_numpy(dtype=np.int64)
+    container = (df["kind"] == "range").to_numpy()
+    parent = parents_from_nesting(group, start, end, container)
+    expected = df["parent_id"].fillna(-1).to_numpy(dtype=np.int64)  # ids are positions here
+    assert np.array_equal(parent, expected)
+    assert np.array_equal(parent, stack_parents(group, start, end, container))
+    assert np.array_equal(depths(parent), df["depth"].to_numpy())
+
+
+def test_random_overlaps_follow_the_stack_walk() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        n = int(rng.integers(1, 60))
+        start = rng.integers(0, 30, n)
+        end = start + rng.integers(0, 12, n)
+        container = rng.random(n) < 0.8
+        end[~container] = start[~container]
+        group = rng.integers(0, 3, n)
+        got = parents_from_nesting(group, start, end, container)
+        # The rule in force: the nearest earlier row (in start order) that reaches past both
+        # this row's end and its start, which is what a stack walk gives for nested input.
+        order = np.lexsort((~container, -end, start, group))
+        for k, i in enumerate(order):
+            candidates = [j for j in order[:k][::-1] if group[j] == group[i] and container[j]
+                          and end[j] > start[j] and end[j] >= max(end[i], start[i] + 1)]
+            assert got[i] == (candidates[0] if candidates else -1)
+
+
+def test_depths_self_and_subtree_sums() -> None:
+    parent = np.array([-1, 0, 0, 2, 2, -1, 5])
+    assert depths(parent).tolist() == [0, 1, 1, 2, 2, 0, 1]
+    duration = np.array([100, 20, 50, 10, 15, 50, 10])
+    counted = np.ones(7, dtype=bool)
+    assert self_durations(parent, duration, counted).tolist() == [30, 20, 25, 10, 15, 40, 10]
+    counted[3] = False
+    assert self_durations(parent, duration, counted)[2] == 35
+    assert subtree_sums(parent, np.array([1, 2, 3, 4, 5, 6, 7])).tolist() == [15, 2, 12, 4, 5, 13, 7]
+    with pytest.raises(ValueError, match="cycle"):
+        depths(np.array([1, 0]))
+
+
+def test_reconstructed_tree_equals_recorded_one(known: pd.DataFrame) -> None:
+    recorded = known.recfn.tree()
+    rebuilt = known.drop(columns=["parent_id", "depth"]).recfn.tree()
+    for column in ("parent_id", "depth", "duration_ns", "self_ns", "tree"):
+        assert recorded[column].tolist() == rebuilt[column].tolist()
+
+
+def test_tree_children_roots(known: pd.DataFrame) -> None:
+    tree = known.recfn.tree()
+    assert tree["id"].tolist() == [1, 2, 6, 3, 4, 5, 7, 8, 9]
+    assert tree["tree"].tolist()[:5] == ["step", "  fwd", "  ckpt", "  bwd", "    mm"]
+    assert tree["self_ns"].tolist()[:6] == [30, 20, 0, 25, 10, 15]
+    assert tree["self_ns"].isna().tolist() == [False] * 8 + [True]
+    assert tree["duration_ns"].iloc[-1] is pd.NA
+    assert known.recfn.children(3)["id"].tolist() == [4, 5]
+    assert known.recfn.children(1)["id"].tolist() == [2, 6, 3]
+    assert known.recfn.children(9).empty
+    assert known.recfn.roots()["id"].tolist() == [1, 7, 9]
+    assert known.drop(columns="parent_id").recfn.children(7)["id"].tolist() == [8]
+    with pytest.raises(KeyError, match="42"):
+        known.recfn.children(42)
+    with pytest.raises(ValueError, match="cycle"):
+        known.assign(parent_id=pd.array([2, 1, 1, 1, 3, 3, None, 7, None], dtype="Int64")).recfn.tree()
+    with pytest.raises(ValueError, match="duplicate"):
+        known.assign(id=[1, 1, 2, 3, 4, 5, 6, 7, 8]).recfn.summary()
+
+
+def test_call_tree_merges_paths(known: pd.DataFrame) -> None:
+    tree = call_tree(known)
+    paths = {}
+    for p in range(tree.total.size):
+        names, q = [], p
+        while q >= 0:
+            names.append(str(tree.names[tree.name[q]]))
+            q = tree.parent[q]
+        paths[";".join(reversed(names))] = (int(tree.total[p]), int(tree.self[p]))
+    assert paths == {
+        "step": (150, 70),
+        "step;fwd": (20, 20),
+        "step;bwd": (50, 25),
+        "step;bwd;mm": (25, 25),
+        "step;mm": (10, 10),
+    }
+
+
+def test_start_order_is_not_needed(known: pd.DataFrame) -> None:
+    shuffled = known.sample(frac=1, random_state=3).drop(columns="parent_id")
+    assert shuffled.recfn.tree()["id"].tolist() == [1, 2, 6, 3, 4, 5, 7, 8, 9]
+    assert shuffled.recfn.summary().set_index("name").loc["step", "self_ns"] == 70

@@ -1,0 +1,237 @@
+"""Context: asyncio tasks, propagation into threads, many threads at once, futures ending ranges."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+
+import recfn
+from recfn import RecordFunctionCallback
+
+
+def _parents() -> dict[str, str]:
+    """Register a callback recording each range's parent name (by range name)."""
+    parents: dict[str, str] = {}
+
+    def start(rf: recfn.RecordFunction) -> None:
+        parents[rf.name] = rf.parent.name if rf.parent is not None else ""
+
+    recfn.add_global_callback(RecordFunctionCallback(start))
+    return parents
+
+
+def test_interleaving_asyncio_tasks_keep_their_own_parents() -> None:
+    parents = _parents()
+    order: list[str] = []
+
+    async def task(tag: str, first: asyncio.Event, second: asyncio.Event) -> None:
+        with recfn.record_function(f"{tag}-outer"):
+            order.append(f"{tag}-outer")
+            first.set()
+            await second.wait()  # the other task opens its ranges meanwhile
+            with recfn.record_function(f"{tag}-inner"):
+                order.append(f"{tag}-inner")
+                await asyncio.sleep(0)
+
+    async def main() -> None:
+        a_ready, b_ready = asyncio.Event(), asyncio.Event()
+        with recfn.record_function("main"):
+            await asyncio.gather(task("a", a_ready, b_ready), task("b", b_ready, a_ready))
+
+    asyncio.run(main())
+    assert parents == {
+        "main": "",
+        "a-outer": "main",
+        "b-outer": "main",
+        "a-inner": "a-outer",
+        "b-inner": "b-outer",
+    }
+    assert order.index("b-outer") < order.index("a-inner")  # they really interleaved
+
+
+def test_range_outside_the_loop_parents_ranges_inside_it() -> None:
+    parents = _parents()
+
+    async def inside() -> None:
+        with recfn.record_function("inside"):
+            await asyncio.sleep(0)
+
+    with recfn.record_function("outside"):
+        asyncio.run(inside())
+    assert parents == {"outside": "", "inside": "outside"}
+
+
+def test_thread_local_callbacks_follow_tasks_but_not_siblings() -> None:
+    seen: list[str] = []
+
+    async def with_callback() -> None:
+        recfn.add_thread_local_callback(RecordFunctionCallback(lambda rf: seen.append(rf.name)))
+        with recfn.record_function("in-task"):
+            await asyncio.sleep(0)
+
+    async def without_callback() -> None:
+        await asyncio.sleep(0)
+        with recfn.record_function("in-sibling"):
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        await asyncio.gather(with_callback(), without_callback())
+
+    asyncio.run(main())
+    assert seen == ["in-task"]
+
+
+def test_propagate_carries_thread_local_callbacks_into_threads() -> None:
+    seen: list[str] = []
+    recfn.add_thread_local_callback(RecordFunctionCallback(lambda rf: seen.append(rf.name)))
+
+    def work(name: str) -> str:
+        with recfn.record_function(name):
+            return name
+
+    plain = threading.Thread(target=work, args=("plain-thread",))
+    plain.start()
+    plain.join()
+    wrapped = recfn.propagate(work)
+    thread = threading.Thread(target=wrapped, args=("propagated",))
+    thread.start()
+    thread.join()
+    with recfn.PropagatingExecutor(concurrent.futures.ThreadPoolExecutor(2)) as pool:
+        assert list(pool.map(work, ["pool-1", "pool-2"])) == ["pool-1", "pool-2"]
+    assert sorted(seen) == ["pool-1", "pool-2", "propagated"]
+    assert wrapped.__name__ == "work"
+
+
+def test_ranges_in_worker_threads_are_roots_there() -> None:
+    parents = _parents()
+
+    def work() -> None:
+        with recfn.record_function("worker"):
+            pass
+
+    with recfn.record_function("main"):
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(recfn.propagate(work)).result()
+    assert parents == {"main": "", "worker": ""}
+
+
+def test_bad_propagate_input() -> None:
+    with pytest.raises(TypeError, match="callable"):
+        recfn.propagate(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Executor"):
+        recfn.PropagatingExecutor(object())  # type: ignore[arg-type]
+
+
+def test_eight_threads_nested_ranges_counted_exactly() -> None:
+    threads_n, per_thread, depth = 8, 20_000, 4
+    counts: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def start(rf: recfn.RecordFunction) -> None:
+        with lock:
+            counts["start"] += 1
+
+    def end(rf: recfn.RecordFunction, ctx: object) -> None:
+        with lock:
+            counts["end"] += 1
+
+    recfn.add_global_callback(RecordFunctionCallback(start, end))
+    barrier = threading.Barrier(threads_n)
+
+    def work() -> None:
+        barrier.wait()
+        record_function = recfn.record_function
+        for _ in range(per_thread // depth):
+            with record_function("a"):
+                with record_function("b"):
+                    with record_function("c"):
+                        with record_function("d"):
+                            pass
+
+    threads = [threading.Thread(target=work) for _ in range(threads_n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert counts == {"start": threads_n * per_thread, "end": threads_n * per_thread}
+
+
+# -- futures ---------------------------------------------------------------------------------
+
+
+def _ended() -> list[tuple[str, bool]]:
+    ended: list[tuple[str, bool]] = []
+    recfn.add_global_callback(RecordFunctionCallback(None, lambda rf, ctx: ended.append((rf.name, rf.is_async))))
+    return ended
+
+
+def test_end_on_concurrent_future_value_and_exception() -> None:
+    ended = _ended()
+    release = threading.Event()
+
+    def slow(value: Any) -> Any:
+        release.wait()
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        with recfn.record_function("ok") as rf:
+            chained_ok = rf.end_on_future(pool.submit(slow, 5))
+        with recfn.record_function("bad") as rf:
+            chained_bad = rf.end_on_future(pool.submit(slow, ValueError("nope")))
+        assert ended == []  # the with-blocks exited, the ranges did not end
+        assert recfn.current_range() is None
+        release.set()
+        assert chained_ok.result() == 5
+        with pytest.raises(ValueError, match="nope"):
+            chained_bad.result()
+    assert sorted(ended) == [("bad", True), ("ok", True)]
+
+
+def test_end_on_asyncio_future_value_and_exception() -> None:
+    ended = _ended()
+
+    async def job(value: Any) -> Any:
+        await asyncio.sleep(0)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    async def main() -> tuple[Any, BaseException]:
+        with recfn.record_function("task-ok") as rf:
+            ok = rf.end_on_future(asyncio.ensure_future(job(1)))
+        with recfn.record_function("task-bad") as rf:
+            bad = rf.end_on_future(asyncio.ensure_future(job(KeyError("k"))))
+        results = await asyncio.gather(ok, bad, return_exceptions=True)
+        return results[0], results[1]
+
+    value, error = asyncio.run(main())
+    assert value == 1 and isinstance(error, KeyError)
+    assert sorted(ended) == [("task-bad", True), ("task-ok", True)]
+
+
+def test_end_on_future_twice_or_with_bad_input_raises() -> None:
+    _ended()
+    future: concurrent.futures.Future[int] = concurrent.futures.Future()
+    with recfn.record_function("once") as rf:
+        rf.end_on_future(future)
+        with pytest.raises(RuntimeError, match="already called"):
+            rf.end_on_future(future)
+    with recfn.record_function("bad") as rf:
+        with pytest.raises(TypeError, match="future"):
+            rf.end_on_future(42)
+    future.set_result(1)
+
+
+def test_end_on_future_when_nothing_listens_still_chains() -> None:
+    future: concurrent.futures.Future[int] = concurrent.futures.Future()
+    with recfn.record_function("idle") as rf:
+        chained = rf.end_on_future(future)
+    future.set_result(3)
+    assert chained.result() == 3

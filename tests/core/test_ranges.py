@@ -1,0 +1,247 @@
+"""Ranges: record_function (context manager, decorator), RecordFunction, fast ranges, guards."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from typing import Any
+
+import pytest
+
+import recfn
+from recfn import RecordFunctionCallback, RecordScope
+
+
+class Seen:
+    """Collects (name, scope, depth, parent name, is_async) at end of each range."""
+
+    def __init__(self) -> None:
+        self.ranges: list[tuple[str, RecordScope, int, str, bool]] = []
+        recfn.add_global_callback(RecordFunctionCallback(None, self.end, needs_ids=True))
+
+    def end(self, rf: recfn.RecordFunction, ctx: object) -> None:
+        parent = rf.parent.name if rf.parent is not None else ""
+        self.ranges.append((rf.name, rf.scope, rf.depth, parent, rf.is_async))
+
+
+def test_context_manager_nests_and_sets_scope() -> None:
+    seen = Seen()
+    with recfn.record_function("outer") as outer:
+        assert recfn.current_range() is outer
+        with recfn.record_function("inner"):
+            pass
+        assert recfn.current_range() is outer
+    assert recfn.current_range() is None
+    assert seen.ranges == [
+        ("inner", RecordScope.USER_SCOPE, 1, "outer", False),
+        ("outer", RecordScope.USER_SCOPE, 0, "", False),
+    ]
+
+
+def test_exception_ends_range_and_propagates_unchanged() -> None:
+    seen = Seen()
+    error = ValueError("original")
+    with pytest.raises(ValueError) as info:
+        with recfn.record_function("failing"):
+            raise error
+    assert info.value is error
+    assert [r[0] for r in seen.ranges] == ["failing"]
+    assert recfn.current_range() is None
+
+
+def test_decorator_plain_function_keeps_metadata() -> None:
+    seen = Seen()
+
+    @recfn.record_function("decorated")
+    def add(a: int, b: int = 2) -> int:
+        """Adds."""
+        return a + b
+
+    assert add(1) == 3 and add(1, b=5) == 6
+    assert add.__name__ == "add" and add.__doc__ == "Adds."
+    assert inspect.signature(add) == inspect.signature(add.__wrapped__)  # type: ignore[attr-defined]
+    assert [r[0] for r in seen.ranges] == ["decorated", "decorated"]
+
+
+def test_decorator_async_function() -> None:
+    seen = Seen()
+
+    @recfn.record_function("coro")
+    async def work(x: int) -> int:
+        await asyncio.sleep(0)
+        return x * 2
+
+    assert inspect.iscoroutinefunction(work)
+    assert asyncio.run(work(21)) == 42
+    assert [r[0] for r in seen.ranges] == ["coro"]
+
+
+def test_decorator_propagates_exceptions() -> None:
+    seen = Seen()
+
+    @recfn.record_function("raises")
+    def boom() -> None:
+        raise KeyError("k")
+
+    with pytest.raises(KeyError):
+        boom()
+    assert [r[0] for r in seen.ranges] == ["raises"]
+
+
+def test_async_with() -> None:
+    seen = Seen()
+
+    async def main() -> None:
+        async with recfn.record_function("async-with"):
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert [r[0] for r in seen.ranges] == ["async-with"]
+
+
+def test_nothing_active_means_inactive_range() -> None:
+    with recfn.record_function("idle") as rf:
+        assert not rf.is_active
+        assert recfn.current_range() is None
+
+
+def test_record_function_bad_input() -> None:
+    with pytest.raises(TypeError, match="name must be a str"):
+        recfn.record_function(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="args must be a str"):
+        recfn.record_function("x", args=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a decorator"):
+        recfn.RecordFunction()(lambda: None)
+
+
+def test_record_function_args_reach_callbacks() -> None:
+    seen: list[object] = []
+    recfn.add_global_callback(RecordFunctionCallback(lambda rf: seen.append((rf.args, rf.inputs)), needs_inputs=True))
+    with recfn.record_function("with-args", args="lr=0.1"):
+        pass
+    assert seen == [("lr=0.1", "lr=0.1")]
+
+
+def test_record_function_fast_validation() -> None:
+    with pytest.raises(TypeError, match="name"):
+        recfn.record_function_fast(b"x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="input_values"):
+        recfn.record_function_fast("x", input_values={"a": 1})
+    with pytest.raises(TypeError, match="keyword_values"):
+        recfn.record_function_fast("x", keyword_values=[1])
+    with recfn.record_function_fast("x", (1,), {"a": 1}) as rf:
+        assert not rf.is_active  # nothing listens: does nothing
+
+
+def test_manual_record_function_lifecycle() -> None:
+    seen = Seen()
+    rf = recfn.RecordFunction(RecordScope.BACKWARD_FUNCTION)
+    assert rf.is_active and rf.scope is RecordScope.BACKWARD_FUNCTION
+    rf.forward_thread_id = 7
+    rf.before("backward", sequence_nr=3)
+    assert rf.seq_nr == 3 and rf.handle != 0 and rf.thread_id == recfn.current_thread_id()
+    with pytest.raises(RuntimeError, match="already started"):
+        rf.before("again")
+    rf.end()
+    with pytest.raises(RuntimeError, match="already ended"):
+        rf.end()
+    assert seen.ranges == [("backward", RecordScope.BACKWARD_FUNCTION, 0, "", False)]
+
+
+def test_manual_record_function_bad_input() -> None:
+    with pytest.raises(ValueError, match="RecordScope"):
+        recfn.RecordFunction(99)
+    rf = recfn.RecordFunction()
+    with pytest.raises(TypeError, match="name must be a str"):
+        rf.before(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sequence_nr"):
+        rf.before("x", sequence_nr="1")  # type: ignore[arg-type]
+
+
+def test_entering_the_same_range_twice_raises_but_reuse_works() -> None:
+    seen = Seen()
+    rf = recfn.record_function("reused")
+    with rf:
+        with pytest.raises(RuntimeError, match="already entered"):
+            rf.__enter__()
+    for _ in range(2):
+        with rf:
+            pass
+    assert [r[0] for r in seen.ranges] == ["reused"] * 3
+
+
+def test_thread_ids_are_logical_and_distinct() -> None:
+    ids: list[int] = []
+
+    def record() -> None:
+        ids.append(recfn.current_thread_id())
+
+    threads = [threading.Thread(target=record) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ids.append(recfn.current_thread_id())
+    assert len(set(ids)) == 5 and all(i > 0 for i in ids)
+
+
+def test_ranges_ended_on_another_thread_are_async() -> None:
+    seen = Seen()
+    rf = recfn.record_function("cross-thread").__enter__()
+    thread = threading.Thread(target=rf.end)
+    thread.start()
+    thread.join()
+    assert seen.ranges == [("cross-thread", RecordScope.USER_SCOPE, 0, "", True)]
+    assert recfn.current_range() is rf  # its own thread's stack is left alone
+
+
+def test_guards_nest_and_restore() -> None:
+    seen = Seen()
+    assert recfn.is_record_function_enabled()
+    with recfn.DisableRecordFunctionGuard():
+        assert not recfn.is_record_function_enabled()
+        with recfn.record_function("off"):
+            pass
+        with recfn.RecordFunctionGuard(True):
+            assert recfn.is_record_function_enabled()
+            with recfn.record_function("on"):
+                pass
+        assert not recfn.is_record_function_enabled()
+    assert recfn.is_record_function_enabled()
+    recfn.enable_record_function(False)
+    with recfn.record_function("disabled"):
+        pass
+    recfn.enable_record_function(True)
+    assert [r[0] for r in seen.ranges] == ["on"]
+
+
+def test_enabled_flag_is_per_thread() -> None:
+    recfn.enable_record_function(False)
+    flags: list[bool] = []
+    thread = threading.Thread(target=lambda: flags.append(recfn.is_record_function_enabled()))
+    thread.start()
+    thread.join()
+    assert flags == [True] and not recfn.is_record_function_enabled()
+
+
+def test_callback_list_changes_during_a_range_are_safe() -> None:
+    log: list[str] = []
+    handle = recfn.add_global_callback(RecordFunctionCallback(lambda rf: log.append("s"), lambda rf, c: log.append("e")))
+    with recfn.record_function("x"):
+        recfn.remove_callback(handle)  # the range started with it: it still sees the end
+    with recfn.record_function("y"):
+        pass
+    assert log == ["s", "e"]
+
+
+def test_repr_mentions_name_and_state() -> None:
+    Seen()
+    with recfn.record_function("shown") as rf:
+        assert "shown" in repr(rf) and "started" in repr(rf)
+
+
+@pytest.mark.parametrize("value", [None, "x", 1.5])
+def test_handle_functions_reject_non_ints(value: Any) -> None:
+    with pytest.raises(TypeError, match="handle must be an int"):
+        recfn.remove_callback(value)

@@ -1,0 +1,74 @@
+"""Fixtures for the notebook extension: a real InteractiveShell with the extension loaded, and a
+helper that runs a cell and returns what it displayed."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+pytest.importorskip("IPython")
+
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from IPython.utils.capture import capture_output  # noqa: E402
+
+from notebook_ext.session import current_session  # noqa: E402
+
+
+@dataclasses.dataclass
+class CellRun:
+    """What one cell did: its ExecutionResult, printed text and display outputs (mime bundles)."""
+
+    result: Any
+    stdout: str
+    stderr: str
+    outputs: list[dict[str, Any]]
+
+    @property
+    def error(self) -> Any:
+        return self.result.error_in_exec or self.result.error_before_exec
+
+    def mime(self, kind: str) -> list[Any]:
+        return [data[kind] for data in self.outputs if kind in data]
+
+
+class Shell:
+    def __init__(self, ip: InteractiveShell) -> None:
+        self.ip = ip
+
+    def run(self, source: str) -> CellRun:
+        with capture_output() as captured:
+            result = self.ip.run_cell(source, store_history=True)
+        return CellRun(result, captured.stdout, captured.stderr, [o.data for o in captured.outputs])
+
+    @property
+    def ns(self) -> dict[str, Any]:
+        return self.ip.user_ns
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def checkout_env() -> dict[str, str]:
+    """Environment for subprocesses and kernels: this checkout first on the path (whatever an
+    older install registered), matplotlib on Agg, no warnings on stderr."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, PYTHONPATH=path, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
+
+
+@pytest.fixture(scope="session")
+def _interactive_shell() -> InteractiveShell:
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "recfn")
+    return ip
+
+
+@pytest.fixture
+def shell(_interactive_shell: InteractiveShell) -> Iterator[Shell]:
+    current_session().reset()
+    yield Shell(_interactive_shell)
+    current_session().reset()
