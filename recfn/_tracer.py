@@ -409,6 +409,8 @@ class _ThreadTracer:
     traced_ends: vec[i64]  # the buffer's row count when it returned (NOT_ENDED while open)
     last_code: object
     last_nid: i32
+    call_event: object  # the str objects CPython passes as "call" and "return" events
+    return_event: object
 
     def __init__(self, owner: Tracer, td: _ThreadData) -> None:
         self.owner = owner
@@ -427,6 +429,8 @@ class _ThreadTracer:
         self.traced_ends = vec[i64]()
         self.last_code = None
         self.last_nid = EXCLUDED
+        self.call_event = None
+        self.return_event = None
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
         """``sys.setprofile`` events of this thread (3.10-3.11)."""
@@ -434,12 +438,15 @@ class _ThreadTracer:
             sys.setprofile(None)
             return
         try:
-            if event == "call":
+            # CPython passes the same event str objects every time: compare identities first.
+            if event is self.call_event:
                 nid = self.code_nid(frame.f_code, frame)
                 if nid >= 0:
                     self.enter(frame, nid)
-            elif event == "return":
+            elif event is self.return_event:
                 self.leave(frame)
+            elif event == "call" or event == "return":
+                self.learn_event(frame, event)
             elif self.c_calls:
                 if event == "c_call":
                     # only C calls made by traced code (never recfn's own, which may hold its locks)
@@ -451,6 +458,14 @@ class _ThreadTracer:
                     self.leave(arg)
         except Exception:
             self.owner.report()
+
+    def learn_event(self, frame: types.FrameType, event: str) -> None:
+        """First "call"/"return" event: remember the str object CPython uses, then handle it."""
+        if event == "call":
+            self.call_event = event
+        else:
+            self.return_event = event
+        self(frame, event, None)
 
     def code_nid(self, code: types.CodeType, frame: Optional[types.FrameType]) -> i32:
         if code is self.last_code:
