@@ -139,7 +139,19 @@ class Tracer:
         self.started = False
         self.errors = 0
         self._lock = threading.Lock()
-        if not USES_MONITORING and sys.getprofile() is not None:
+        self._check_free()
+
+    def _check_free(self) -> None:
+        """Refuse before anything starts when another tool holds what tracing needs."""
+        if sys.version_info >= (3, 12):
+            mon: Any = getattr(sys, "monitoring")
+            holder = mon.get_tool(mon.PROFILER_ID)
+            if holder is not None:
+                raise RuntimeError(
+                    f"trace_calls needs sys.monitoring tool id {mon.PROFILER_ID}, which {holder!r} "
+                    "holds; stop that profiler first"
+                )
+        elif sys.getprofile() is not None:
             raise RuntimeError(
                 "trace_calls uses sys.setprofile, but another profiler is installed in this "
                 f"thread ({sys.getprofile()!r}); stop it first"
@@ -264,13 +276,7 @@ class Tracer:
         if sys.version_info >= (3, 12):
             mon: Any = getattr(sys, "monitoring")  # mypyc would look it up as module sys._monitoring
             tool = mon.PROFILER_ID
-            try:
-                mon.use_tool_id(tool, "recfn")
-            except ValueError:
-                raise RuntimeError(
-                    f"trace_calls needs sys.monitoring tool id {tool}, which {mon.get_tool(tool)!r} "
-                    "holds; stop that profiler first"
-                ) from None
+            mon.use_tool_id(tool, "recfn")  # free: checked in __init__
             self.disable = mon.DISABLE
             ev = mon.events
             mon.register_callback(tool, ev.PY_START, self.on_py_start)

@@ -169,14 +169,22 @@ def test_profile_functions_removed_after_stop(graph) -> None:
     assert [r["name"] for r in prof.table().to_pylist() if r["kind"] == "range"] == []
 
 
-@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12+ uses sys.monitoring")
-def test_refuses_when_another_setprofile_is_installed() -> None:
-    sys.setprofile(lambda *a: None)
+def test_refuses_when_another_profiler_holds_the_hook() -> None:
+    if sys.version_info >= (3, 12):
+        sys.monitoring.use_tool_id(sys.monitoring.PROFILER_ID, "other")
+        release = lambda: sys.monitoring.free_tool_id(sys.monitoring.PROFILER_ID)  # noqa: E731
+    else:
+        sys.setprofile(lambda *a: None)
+        release = lambda: sys.setprofile(None)  # noqa: E731
     try:
-        with pytest.raises(RuntimeError, match="another profiler"):
-            recfn.profile(trace_calls=True).start()
+        prof = recfn.profile(trace_calls=True)
+        with pytest.raises(RuntimeError, match="other|another profiler"):
+            prof.start()
+        assert not prof.running
+        with recfn.profile():  # nothing was left half-started
+            pass
     finally:
-        sys.setprofile(None)
+        release()
 
 
 def test_options_validated() -> None:
