@@ -63,7 +63,7 @@ def {fn}(*args: Any, **kwargs: Any) -> Any:
     if rf is None:
         return {target}(*args, **kwargs)
     try:
-        out = {target}(*args, **kwargs)
+        out: Any = {target}(*args, **kwargs)
         if rf.needs_outputs:
             rf.set_outputs(out)
         return out
@@ -79,7 +79,7 @@ async def {fn}(*args: Any, **kwargs: Any) -> Any:
     if rf is None:
         return await {target}(*args, **kwargs)
     try:
-        out = await {target}(*args, **kwargs)
+        out: Any = await {target}(*args, **kwargs)
         if rf.needs_outputs:
             rf.set_outputs(out)
         return out

@@ -3,7 +3,9 @@
 The generated module imports MODULE, re-exports its public names unchanged and replaces each
 public function with a wrapper rendered from the same templates ``recfn.instrument`` compiles
 (``recfn._wrappers``), so the code that runs can be reviewed, diffed, imported instead of
-MODULE, or compiled with mypyc. Selection, skip list and renames are those of ``instrument``.
+MODULE, or compiled with mypyc (``mypycify(["--follow-imports=silent", "traced_module.py"])``;
+compiled wrappers record the same ranges but take no ``__wrapped__``). Selection, skip list and
+renames are those of ``instrument``; modules MODULE imported are not re-exported.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import importlib
 import keyword
 import sys
+import types
 from typing import Any, Mapping, Optional
 
 from recfn._instrument import Patterns, plan
@@ -54,7 +57,11 @@ def generate(
     names = chosen.wrapped
 
     out = [HEADER.format(module=module_name, version=__version__, scope=rf_scope.name)]
-    public = sorted(n for n in vars(target) if not n.startswith("_") and n.isidentifier())
+    public = sorted(
+        n
+        for n, value in vars(target).items()
+        if not n.startswith("_") and n.isidentifier() and not isinstance(value, types.ModuleType)
+    )  # modules it imported (json.codecs, json.decoder) are not re-exported
     declared = getattr(target, "__all__", None)
     exported = list(declared) if isinstance(declared, (list, tuple)) else sorted(set(public) | set(names))
     out.append("__all__ = [\n" + "".join(f"    {n!r},\n" for n in exported) + "]\n")
