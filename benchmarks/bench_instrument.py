@@ -71,8 +71,12 @@ def wrapper_overhead() -> list[tuple[str, float, float, Optional[float]]]:
         return time.perf_counter() - start
 
     def wrapped_profiled() -> float:
-        with recfn.profile():
+        with recfn.profile(max_events=2 * n):
             return wrapped_call()
+
+    def plus_range_profiled() -> float:
+        with recfn.profile(max_events=2 * n):
+            return unwrapped_plus_range()
 
     t = best_of(
         {
@@ -80,6 +84,7 @@ def wrapper_overhead() -> list[tuple[str, float, float, Optional[float]]]:
             "wrapped": wrapped_call,
             "plain": unwrapped_call,
             "profiled": wrapped_profiled,
+            "plus_range_profiled": plus_range_profiled,
         }
     )
     handle.undo()
@@ -87,7 +92,12 @@ def wrapper_overhead() -> list[tuple[str, float, float, Optional[float]]]:
     return [
         ("wrapped call, no profiler / (unwrapped call + `with record_function`)", ns["wrapped"], ns["plus_range"], 1.5),
         ("wrapped call, no profiler / unwrapped call", ns["wrapped"], ns["plain"], None),
-        ("wrapped call under `recfn.profile()` / (unwrapped call + `with record_function`)", ns["profiled"], ns["plus_range"], None),
+        (
+            "both under `recfn.profile()`: wrapped call / (unwrapped call + `with record_function`)",
+            ns["profiled"],
+            ns["plus_range_profiled"],
+            None,
+        ),
     ]
 
 
