@@ -54,6 +54,29 @@ from recfn.profiler import (
 from recfn.scope import RecordScope
 
 
+# Automatic instrumentation, loaded on first use to keep `import recfn` fast.
+_LAZY = {
+    "InstrumentHandle": "recfn._instrument",
+    "add_to_skip_list": "recfn._instrument",
+    "instrument": "recfn._instrument",
+    "remove_from_skip_list": "recfn._instrument",
+    "skip_list": "recfn._instrument",
+    "ModuleHooks": "recfn.torch_modules",
+    "instrument_module": "recfn.torch_modules",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'recfn' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 def load(path: Any, as_pandas: bool = False) -> Any:
     """Read a trace saved by ``profile.save`` as a ``pyarrow.Table`` (or a DataFrame)."""
     from recfn.io import load as load_trace
@@ -92,6 +115,8 @@ def unload_ipython_extension(ipython: Any) -> None:
 __all__ = [
     "COMPILED",
     "DisableRecordFunctionGuard",
+    "InstrumentHandle",
+    "ModuleHooks",
     "ProfilerConfig",
     "PropagatingExecutor",
     "RecordFunction",
@@ -102,6 +127,7 @@ __all__ = [
     "TraceFormatError",
     "add_global_callback",
     "add_thread_local_callback",
+    "add_to_skip_list",
     "clear_callbacks",
     "clear_global_callbacks",
     "clear_thread_local_callbacks",
@@ -114,6 +140,8 @@ __all__ = [
     "has_callbacks",
     "has_global_callbacks",
     "has_thread_local_callbacks",
+    "instrument",
+    "instrument_module",
     "is_record_function_enabled",
     "load",
     "mark",
@@ -124,9 +152,11 @@ __all__ = [
     "record_function_fast",
     "register_flops",
     "remove_callback",
+    "remove_from_skip_list",
     "report_memory_usage",
     "set_default_node_id",
     "session",
     "set_record_function_seed_for_testing",
+    "skip_list",
     "unregister_flops",
 ]

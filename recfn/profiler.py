@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from recfn import _engine
 from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder, default_stack
+from recfn._tracer import Tracer, check_options as check_trace_options
 from recfn.flops import flop_formulas
 from recfn.scope import RecordScope, as_scope
 
@@ -60,6 +61,14 @@ class ProfilerConfig:
     max_events: int = DEFAULT_MAX_EVENTS
     record_scopes: Optional[tuple[RecordScope, ...]] = None
     sampling_prob: float = 1.0
+    # trace_calls (recfn._tracer): a FUNCTION-scope range per Python call (and C call) of the
+    # profiled threads, every one (sampling_prob samples the other ranges); include/exclude
+    # are fnmatch patterns on "module.qualname" or "module".
+    trace_calls: bool = False
+    trace_c_calls: bool = False
+    trace_include: Optional[tuple[str, ...]] = None
+    trace_exclude: Optional[tuple[str, ...]] = None
+    trace_max_depth: Optional[int] = None
 
     def __post_init__(self) -> None:
         for field in ("report_input_shapes", "profile_memory", "with_stack", "with_flops"):
@@ -80,6 +89,16 @@ class ProfilerConfig:
             if not scopes:
                 raise ValueError("ProfilerConfig.record_scopes is empty: nothing would be recorded")
             object.__setattr__(self, "record_scopes", scopes)
+        include, exclude = check_trace_options(
+            self.trace_calls,
+            self.trace_c_calls,
+            self.trace_include,
+            self.trace_exclude,
+            self.trace_max_depth,
+            self.record_scopes,
+        )
+        object.__setattr__(self, "trace_include", include)
+        object.__setattr__(self, "trace_exclude", exclude)
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -122,6 +141,11 @@ class profile:
         sampling_prob: float = 1.0,
         *,
         config: Optional[ProfilerConfig] = None,
+        trace_calls: bool = False,
+        trace_c_calls: bool = False,
+        trace_include: Optional[Iterable[str]] = None,
+        trace_exclude: Optional[Iterable[str]] = None,
+        trace_max_depth: Optional[int] = None,
     ) -> None:
         if config is None:
             config = ProfilerConfig(
@@ -132,11 +156,17 @@ class profile:
                 max_events=max_events,
                 record_scopes=None if record_scopes is None else tuple(record_scopes),
                 sampling_prob=sampling_prob,
+                trace_calls=trace_calls,
+                trace_c_calls=trace_c_calls,
+                trace_include=_as_tuple(trace_include),
+                trace_exclude=_as_tuple(trace_exclude),
+                trace_max_depth=trace_max_depth,
             )
         elif not isinstance(config, ProfilerConfig):
             raise TypeError(f"config must be a ProfilerConfig, got {type(config).__name__}")
         self.config = config
         self._recorder: Optional[Recorder] = None
+        self._tracer: Optional[Tracer] = None
         self._handle = 0
         self._token: Optional[contextvars.Token[Optional[profile]]] = None
         self._started_tracemalloc = False
@@ -171,6 +201,11 @@ class profile:
             default_stack,
         )
         recorder.node_id = _node_id
+        tracer = None
+        if cfg.trace_calls:  # raises before anything starts if sys.setprofile is taken
+            tracer = Tracer(
+                recorder, cfg.trace_include, cfg.trace_exclude, cfg.trace_max_depth, cfg.trace_c_calls
+            )
         if cfg.profile_memory and not tracemalloc.is_tracing():
             tracemalloc.start()
             self._started_tracemalloc = True
@@ -182,6 +217,9 @@ class profile:
             _active.append(self)
         recorder.record_instant("__start_profile", KIND_MARK, 0, "")
         self._handle = _engine.add_global_callback(recorder)
+        if tracer is not None:
+            self._tracer = tracer
+            tracer.start()
         return self
 
     def stop(self) -> "profile":
@@ -192,6 +230,8 @@ class profile:
         _engine.remove_callback(self._handle)
         recorder.record_instant("__stop_profile", KIND_MARK, 0, "")
         recorder.stopped = True
+        if self._tracer is not None:
+            self._tracer.stop()  # uninstalls, then re-parents user ranges among traced calls
         with _active_lock:
             _active.remove(self)
         if self._token is not None:
@@ -295,6 +335,12 @@ class profile:
             f"<recfn.profile {table.num_rows} events, {threads} threads, "
             f"{self._wall_ns / 1e6:.1f} ms, {self.dropped_events} dropped>"
         )
+
+
+def _as_tuple(patterns: Optional[Iterable[str]]) -> Optional[tuple[str, ...]]:
+    if patterns is None:
+        return None
+    return (patterns,) if isinstance(patterns, str) else tuple(patterns)
 
 
 def enable_profiler(config: Optional[ProfilerConfig] = None) -> profile:

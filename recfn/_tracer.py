@@ -1,0 +1,583 @@
+"""trace_calls: one FUNCTION-scope range per Python call, written straight into the profiler's buffers.
+
+Compiled with mypyc. Each traced thread has a ``_ThreadTracer``: on 3.10-3.11 it is that thread's
+``sys.setprofile`` callable (threads started while profiling install theirs on their first event,
+through ``threading.setprofile``); on 3.12+ the ``sys.monitoring`` callbacks (process-wide, so
+every thread is traced) find it by thread ident. A call appends one row to the thread's
+recorder buffer and pushes the frame on a small stack of parallel vecs; the matching return
+writes the end time. No RecordFunction object, no callback dispatch, no change to the engine's
+current range per call: only the profiler sees traced calls.
+
+Nesting: a traced call's parent is the innermost of the tracer's stack top and the current user
+range (the engine's: the task's inside an event loop, else the thread's); handles grow
+monotonically per thread, so "innermost" is "largest handle". User ranges,
+marks and memory events do not know about traced calls when they start, so ``fix_nesting``
+re-parents them when the profiler stops: walking a thread's rows in start order, the traced calls
+open at a row's start form a stack (a traced call encloses the rows appended before it
+returned), and the row's parent becomes that stack's top when it is more inner than the parent
+the engine gave it. Depths are recomputed along the way.
+"""
+
+from __future__ import annotations
+
+import _thread
+import fnmatch
+import logging
+import sys
+import threading
+import time
+import types
+from typing import Any, Final, Optional
+
+from librt.vecs import append, vec
+from mypy_extensions import i32, i64
+
+from recfn._engine import _ThreadData, _current_var, _thread_data
+from recfn._recorder import DEPTH_SHIFT, OPEN_END, Recorder, _Chunk, _ThreadBuffer
+
+SCOPE_FUNCTION: Final[i32] = 0
+TRACED_BIT: Final[i32] = 1 << 7  # marks traced rows until fix_nesting clears it (bit unused by the table)
+TRACED_META: Final[i32] = SCOPE_FUNCTION | TRACED_BIT
+LOW_META: Final[i32] = (1 << 7) - 1  # scope, kind and async bits
+NOT_ENDED: Final[i64] = 1 << 62
+EXCLUDED: Final[i32] = -1
+NOT_NOW: Final[i32] = -2  # the recorder's name lock is held (maybe by this thread): skip this event
+NO_LIMIT: Final[i64] = 1 << 62
+ALWAYS_EXCLUDED: Final = ("recfn", "recfn.*", "mypy_extensions")  # recfn, and its pure-mode helpers
+USES_MONITORING: Final = sys.version_info >= (3, 12)
+
+_log: Final = logging.getLogger("recfn")
+_clock: Final = time.perf_counter_ns
+_task_range: Final = _current_var.get  # a bound method: no attribute lookup per call
+_get_ident: Final = _thread.get_ident
+
+
+def check_options(
+    trace_calls: object,
+    trace_c_calls: object,
+    include: object,
+    exclude: object,
+    max_depth: object,
+    record_scopes: object,
+) -> tuple[Optional[tuple[str, ...]], Optional[tuple[str, ...]]]:
+    """Validate the ``trace_*`` profiler options; returns include/exclude as tuples."""
+    for field, value in (("trace_calls", trace_calls), ("trace_c_calls", trace_c_calls)):
+        if not isinstance(value, bool):
+            raise TypeError(f"ProfilerConfig.{field} must be a bool, got {value!r}")
+    if max_depth is not None:
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int):
+            raise TypeError(f"ProfilerConfig.trace_max_depth must be an int or None, got {max_depth!r}")
+        if max_depth < 1:
+            raise ValueError(f"ProfilerConfig.trace_max_depth must be at least 1, got {max_depth}")
+    if trace_c_calls and not trace_calls:
+        raise ValueError("ProfilerConfig.trace_c_calls needs trace_calls=True")
+    if trace_calls and isinstance(record_scopes, tuple) and 0 not in [int(s) for s in record_scopes]:
+        raise ValueError("trace_calls records FUNCTION-scope ranges, but record_scopes leaves FUNCTION out")
+    return _pattern_tuple(include, "trace_include"), _pattern_tuple(exclude, "trace_exclude")
+
+
+def _pattern_tuple(value: object, field: str) -> Optional[tuple[str, ...]]:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = (value,)
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise TypeError(f"ProfilerConfig.{field} must be a pattern or a collection of patterns, got {value!r}")
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise TypeError(f"ProfilerConfig.{field} holds fnmatch patterns (non-empty str), got {item!r}")
+        out.append(item)
+    return tuple(out)
+
+
+class Tracer:
+    """Trace every call of the profiled threads into ``recorder`` until ``stop()``.
+
+    ``include``/``exclude`` are fnmatch patterns matched against ``module.qualname`` and against
+    the module name alone; ``max_depth`` bounds how many traced calls nest.
+    """
+
+    recorder: Recorder
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    max_depth: i64
+    c_calls: bool
+    names: dict[int, i32]  # id(code or C function) -> name id, or EXCLUDED
+    method_names: dict[tuple[type, str], i32]  # bound C methods, by (type of self, name)
+    keep: list[object]  # what `names` holds ids of, kept alive so ids stay unique
+    threads: list[_ThreadTracer]
+    local: threading.local
+    last_thread: Optional[_ThreadTracer]  # the last thread seen by a sys.monitoring callback
+    prev_thread_hook: object
+    disable: object  # sys.monitoring.DISABLE on 3.12+
+    started: bool
+    errors: i64
+    _lock: threading.Lock
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        include: Optional[tuple[str, ...]],
+        exclude: Optional[tuple[str, ...]],
+        max_depth: Optional[int],
+        c_calls: bool,
+    ) -> None:
+        self.recorder = recorder
+        self.include = include or ()
+        self.exclude = exclude or ()
+        self.max_depth = NO_LIMIT if max_depth is None else max_depth
+        self.c_calls = c_calls
+        self.names = {}
+        self.method_names = {}
+        self.keep = []
+        self.threads = []
+        self.local = threading.local()
+        self.last_thread = None
+        self.prev_thread_hook = None
+        self.disable = None
+        self.started = False
+        self.errors = 0
+        self._lock = threading.Lock()
+        self._check_free()
+
+    def _check_free(self) -> None:
+        """Refuse before anything starts when another tool holds what tracing needs."""
+        if sys.version_info >= (3, 12):
+            mon: Any = getattr(sys, "monitoring")
+            holder = mon.get_tool(mon.PROFILER_ID)
+            if holder is not None:
+                raise RuntimeError(
+                    f"trace_calls needs sys.monitoring tool id {mon.PROFILER_ID}, which {holder!r} "
+                    "holds; stop that profiler first"
+                )
+        elif sys.getprofile() is not None:
+            raise RuntimeError(
+                "trace_calls uses sys.setprofile, but another profiler is installed in this "
+                f"thread ({sys.getprofile()!r}); stop it first"
+            )
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if USES_MONITORING:
+            self._start_monitoring()
+        else:
+            self.prev_thread_hook = threading.getprofile()
+            threading.setprofile(self.thread_hook)
+            sys.setprofile(self.attach())
+        self.started = True
+
+    def stop(self) -> None:
+        """Stop tracing (the recorder must be stopped already) and fix nesting in the buffers."""
+        if not self.started:
+            return
+        self.started = False
+        if USES_MONITORING:
+            self._stop_monitoring()
+        else:
+            if isinstance(sys.getprofile(), _ThreadTracer):
+                sys.setprofile(None)
+            threading.setprofile(self.prev_thread_hook)  # type: ignore[arg-type]
+        # Other threads drop their profile function at their next event (recorder.stopped).
+        with self._lock:
+            threads = list(self.threads)
+        for tt in threads:
+            tt.fix_nesting()
+            tt.release()
+
+    def attach(self) -> _ThreadTracer:
+        """The calling thread's tracer, created on first use."""
+        tt: Optional[_ThreadTracer] = getattr(self.local, "tracer", None)
+        if tt is None:
+            tt = _ThreadTracer(self, _thread_data())
+            self.local.tracer = tt
+            with self._lock:
+                self.threads.append(tt)
+        return tt
+
+    def thread_hook(self, frame: types.FrameType, event: str, arg: object) -> None:
+        """First profile event of a thread started while profiling: install its own tracer."""
+        if self.recorder.stopped:
+            sys.setprofile(None)
+            return
+        tt = self.attach()
+        sys.setprofile(tt)
+        tt(frame, event, arg)
+
+    def report(self) -> None:
+        """A tracer error: logged once, never raised into the traced program."""
+        self.errors += 1
+        if self.errors == 1:
+            _log.warning("recfn trace_calls failed on an event; tracing goes on", exc_info=True)
+
+    # -- names --------------------------------------------------------------------------------
+
+    def code_name(self, code: types.CodeType, frame: Optional[types.FrameType]) -> i32:
+        """Name id for a Python function's code (EXCLUDED when filtered out), cached by identity."""
+        key = id(code)
+        nid = self.names.get(key)
+        if nid is None:
+            module = _module_of(code, frame)
+            qualname = str(getattr(code, "co_qualname", code.co_name))
+            nid = self.classify(module, qualname)
+            if nid != NOT_NOW:
+                self.names[key] = nid
+                self.keep.append(code)
+        return nid
+
+    def c_name(self, fn: object) -> i32:
+        """Name id for a C function or method; bound methods are cached by (type, name)."""
+        owner = getattr(fn, "__self__", None)
+        if owner is None or isinstance(owner, (types.ModuleType, type)):
+            key = id(fn)
+            nid = self.names.get(key)
+            if nid is None:
+                nid = self.classify_c(fn, owner)
+                if nid != NOT_NOW:
+                    self.names[key] = nid
+                    self.keep.append(fn)
+            return nid
+        mkey = (type(owner), str(getattr(fn, "__name__", "?")))
+        mid = self.method_names.get(mkey)
+        if mid is None:
+            mid = self.classify_c(fn, owner)
+            if mid != NOT_NOW:
+                self.method_names[mkey] = mid
+        return mid
+
+    def classify_c(self, fn: object, owner: object) -> i32:
+        module = getattr(fn, "__module__", None)
+        if module is None:
+            objclass = getattr(fn, "__objclass__", None)
+            source = objclass if objclass is not None else owner if isinstance(owner, type) else type(owner)
+            module = getattr(source, "__module__", None)
+        qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "?")
+        return self.classify(str(module or "builtins"), str(qualname))
+
+    def classify(self, module: str, qualname: str) -> i32:
+        for pattern in ALWAYS_EXCLUDED:
+            if fnmatch.fnmatchcase(module, pattern):
+                return EXCLUDED
+        full = f"{module}.{qualname}"
+        if self.include and not _matches(self.include, module, full):
+            return EXCLUDED
+        if _matches(self.exclude, module, full):
+            return EXCLUDED
+        if self.recorder._lock.locked():
+            # Taking it could deadlock: this event may come from inside the recorder (pure Python
+            # mode). Skip the event; the next call of this function is named and recorded.
+            return NOT_NOW
+        return self.recorder._name_id(f"{module}::{qualname}")
+
+    # -- sys.monitoring (3.12+) ---------------------------------------------------------------
+
+    def _start_monitoring(self) -> None:
+        if sys.version_info >= (3, 12):
+            mon: Any = getattr(sys, "monitoring")  # mypyc would look it up as module sys._monitoring
+            tool = mon.PROFILER_ID
+            mon.use_tool_id(tool, "recfn")  # free: checked in __init__
+            self.disable = mon.DISABLE
+            ev = mon.events
+            mon.register_callback(tool, ev.PY_START, self.on_py_start)
+            mon.register_callback(tool, ev.PY_RESUME, self.on_py_start)
+            mon.register_callback(tool, ev.PY_THROW, self.on_py_throw)
+            mon.register_callback(tool, ev.PY_RETURN, self.on_py_exit)
+            mon.register_callback(tool, ev.PY_YIELD, self.on_py_exit)
+            mon.register_callback(tool, ev.PY_UNWIND, self.on_py_exit)
+            events = ev.PY_START | ev.PY_RESUME | ev.PY_THROW | ev.PY_RETURN | ev.PY_YIELD | ev.PY_UNWIND
+            if self.c_calls:
+                mon.register_callback(tool, ev.CALL, self.on_call)
+                mon.register_callback(tool, ev.C_RETURN, self.on_c_exit)
+                mon.register_callback(tool, ev.C_RAISE, self.on_c_exit)
+                events |= ev.CALL | ev.C_RETURN | ev.C_RAISE
+            mon.restart_events()
+            mon.set_events(tool, events)
+
+    def _stop_monitoring(self) -> None:
+        if sys.version_info >= (3, 12):
+            mon: Any = getattr(sys, "monitoring")  # mypyc would look it up as module sys._monitoring
+            tool = mon.PROFILER_ID
+            mon.set_events(tool, 0)
+            for event in (
+                mon.events.PY_START,
+                mon.events.PY_RESUME,
+                mon.events.PY_THROW,
+                mon.events.PY_RETURN,
+                mon.events.PY_YIELD,
+                mon.events.PY_UNWIND,
+                mon.events.CALL,
+                mon.events.C_RETURN,
+                mon.events.C_RAISE,
+            ):
+                mon.register_callback(tool, event, None)
+            mon.free_tool_id(tool)
+            mon.restart_events()  # re-enable locations this run DISABLEd
+
+    def _thread(self) -> _ThreadTracer:
+        """The calling thread's tracer: the last one seen when the thread is the same (cheap)."""
+        tt = self.last_thread
+        if tt is not None and tt.ident == _get_ident():
+            return tt
+        tt = self.attach()
+        self.last_thread = tt
+        return tt
+
+    def on_py_start(self, code: types.CodeType, offset: int) -> object:
+        if self.recorder.stopped:
+            return None
+        try:
+            tt = self._thread()
+            nid = tt.code_nid(code, None)
+            if nid >= 0:
+                tt.enter(code, nid)
+            elif nid == EXCLUDED:
+                return self.disable
+        except Exception:
+            self.report()
+        return None
+
+    def on_py_throw(self, code: types.CodeType, offset: int, exc: object) -> object:
+        return self.on_py_start(code, offset)
+
+    def on_py_exit(self, code: types.CodeType, offset: int, value: object) -> object:
+        if self.recorder.stopped:
+            return None
+        try:
+            tt = self._thread()
+            if not tt.leave(code) and self.names.get(id(code)) == EXCLUDED:
+                return self.disable
+        except Exception:
+            self.report()
+        return None
+
+    def on_call(self, code: types.CodeType, offset: int, fn: object, arg0: object) -> object:
+        if self.recorder.stopped or isinstance(fn, (types.FunctionType, types.MethodType, type)):
+            return None
+        try:
+            tt = self._thread()
+            caller = tt.code_nid(code, None)  # only C calls made by traced code
+            if caller < 0:
+                return self.disable if caller == EXCLUDED else None
+            nid = self.c_name(fn)
+            if nid >= 0:
+                tt.enter(fn, nid)
+        except Exception:
+            self.report()
+        return None
+
+    def on_c_exit(self, code: types.CodeType, offset: int, fn: object, arg0: object) -> object:
+        if not self.recorder.stopped:
+            try:
+                self._thread().leave(fn)
+            except Exception:
+                self.report()
+        return None
+
+
+def _module_of(code: types.CodeType, frame: Optional[types.FrameType]) -> str:
+    """The module a code object runs in: its frame's globals, else the nearest frame running it."""
+    if frame is None:
+        frame = sys._getframe(0)  # sys.monitoring gives no frame; the code runs a few frames up
+        while frame is not None and frame.f_code is not code:
+            frame = frame.f_back
+    if frame is None:
+        return "?"
+    name = frame.f_globals.get("__name__")
+    return name if isinstance(name, str) and name else "?"
+
+
+def _matches(patterns: tuple[str, ...], module: str, full: str) -> bool:
+    for pattern in patterns:
+        if fnmatch.fnmatchcase(full, pattern) or fnmatch.fnmatchcase(module, pattern):
+            return True
+    return False
+
+
+class _ThreadTracer:
+    """One thread's traced-call stack and the rows it wrote (its ``sys.setprofile`` callable)."""
+
+    owner: Tracer
+    recorder: Recorder
+    td: _ThreadData
+    ident: i64  # threading.get_ident() of the thread
+    buf: _ThreadBuffer
+    max_depth: i64
+    c_calls: bool
+    # the stack of open traced calls, as parallel arrays (sp entries in use)
+    keys: list[object]  # the frame (3.11) / code (3.12) / C function of each open call
+    chunks: list[_Chunk]
+    ids: vec[i64]
+    rows: vec[i64]
+    slots: vec[i64]
+    sp: i64
+    # every traced call of this thread, in start order, for fix_nesting
+    traced_ends: vec[i64]  # the buffer's row count when it returned (NOT_ENDED while open)
+    last_code: object
+    last_nid: i32
+    call_event: object  # the str objects CPython passes as "call" and "return" events
+    return_event: object
+
+    def __init__(self, owner: Tracer, td: _ThreadData) -> None:
+        self.owner = owner
+        self.recorder = owner.recorder
+        self.td = td
+        self.ident = _get_ident()  # attach() runs on the thread itself
+        self.buf = owner.recorder._buffer(td)
+        self.max_depth = owner.max_depth
+        self.c_calls = owner.c_calls
+        self.keys = []
+        self.chunks = []
+        self.ids = vec[i64]()
+        self.rows = vec[i64]()
+        self.slots = vec[i64]()
+        self.sp = 0
+        self.traced_ends = vec[i64]()
+        self.last_code = None
+        self.last_nid = EXCLUDED
+        self.call_event = None
+        self.return_event = None
+
+    def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
+        """``sys.setprofile`` events of this thread (3.10-3.11)."""
+        if self.recorder.stopped:
+            sys.setprofile(None)
+            return
+        try:
+            # CPython passes the same event str objects every time: compare identities first.
+            if event is self.call_event:
+                nid = self.code_nid(frame.f_code, frame)
+                if nid >= 0:
+                    self.enter(frame, nid)
+            elif event is self.return_event:
+                self.leave(frame)
+            elif event == "call" or event == "return":
+                self.learn_event(frame, event)
+            elif self.c_calls:
+                if event == "c_call":
+                    # only C calls made by traced code (never recfn's own, which may hold its locks)
+                    if self.code_nid(frame.f_code, frame) >= 0:
+                        nid = self.owner.c_name(arg)
+                        if nid >= 0:
+                            self.enter(arg, nid)
+                else:  # c_return, c_exception
+                    self.leave(arg)
+        except Exception:
+            self.owner.report()
+
+    def learn_event(self, frame: types.FrameType, event: str) -> None:
+        """First "call"/"return" event: remember the str object CPython uses, then handle it."""
+        if event == "call":
+            self.call_event = event
+        else:
+            self.return_event = event
+        self(frame, event, None)
+
+    def code_nid(self, code: types.CodeType, frame: Optional[types.FrameType]) -> i32:
+        if code is self.last_code:
+            return self.last_nid
+        nid = self.owner.code_name(code, frame)
+        if nid != NOT_NOW:
+            self.last_code = code
+            self.last_nid = nid
+        return nid
+
+    def enter(self, key: object, nid: i32) -> None:
+        """A traced call starts: one row, pushed on the stack."""
+        sp = self.sp
+        if sp >= self.max_depth or not self.recorder._admit():
+            return
+        td = self.td
+        td.next_seq += 1
+        rid: i64 = (td.tid << 32) | td.next_seq
+        parent: i64 = self.ids[sp - 1] if sp > 0 else 0
+        cur = _task_range()  # set only inside an event loop; the thread's range otherwise
+        if cur is None:
+            cur = td.current
+        if cur is not None and cur._td is td and cur.handle > parent and cur._state == 1:
+            parent = cur.handle
+        buf = self.buf
+        row = buf.add_row(rid, parent, _clock() + self.recorder.clock_offset, OPEN_END, nid, TRACED_META)
+        slot: i64 = len(self.traced_ends)
+        self.traced_ends = append(self.traced_ends, NOT_ENDED)
+        if sp < len(self.keys):
+            self.keys[sp] = key
+            self.chunks[sp] = buf.cur
+            self.ids[sp] = rid
+            self.rows[sp] = row
+            self.slots[sp] = slot
+        else:
+            self.keys.append(key)
+            self.chunks.append(buf.cur)
+            self.ids = append(self.ids, rid)
+            self.rows = append(self.rows, row)
+            self.slots = append(self.slots, slot)
+        self.sp = sp + 1
+
+    def leave(self, key: object) -> bool:
+        """A call returns: if it is the open traced call on top, write its end; else ignore it."""
+        sp = self.sp - 1
+        if sp < 0 or self.keys[sp] is not key:
+            return False
+        now = _clock() + self.recorder.clock_offset
+        chunk = self.chunks[sp]
+        chunk.ends[self.rows[sp]] = now
+        self.traced_ends[self.slots[sp]] = self.buf.rows
+        self.keys[sp] = None
+        self.sp = sp
+        return True
+
+    def release(self) -> None:
+        """Drop the frames of calls still open at stop (they would keep their locals alive)."""
+        self.sp = 0
+        self.keys = []
+        self.chunks = []
+        self.last_code = None
+
+    def fix_nesting(self) -> None:
+        """Re-parent this thread's user ranges, marks and memory events among its traced calls."""
+        if len(self.traced_ends) == 0:
+            return
+        depth_of: dict[i64, i64] = {}  # non-traced rows: id -> depth
+        st_ids = vec[i64]()
+        st_ends = vec[i64]()
+        st_depths = vec[i64]()
+        top: i64 = 0
+        ti: i64 = 0
+        r: i64 = 0
+        for chunk in self.buf.chunks:
+            n: i64 = len(chunk.ids)
+            for k in range(n):
+                while top > 0 and st_ends[top - 1] <= r:
+                    top -= 1
+                rid = chunk.ids[k]
+                parent = chunk.parents[k]
+                meta = chunk.meta[k]
+                d: i64 = 0
+                if meta & TRACED_BIT:
+                    if top > 0 and st_ids[top - 1] == parent:
+                        d = st_depths[top - 1] + 1
+                    elif parent != 0:
+                        d = depth_of.get(parent, -1) + 1
+                    end = self.traced_ends[ti]
+                    ti += 1
+                    if top < len(st_ids):
+                        st_ids[top] = rid
+                        st_ends[top] = end
+                        st_depths[top] = d
+                    else:
+                        st_ids = append(st_ids, rid)
+                        st_ends = append(st_ends, end)
+                        st_depths = append(st_depths, d)
+                    top += 1
+                else:
+                    if top > 0 and (parent == 0 or st_ids[top - 1] > parent):
+                        parent = st_ids[top - 1]
+                        chunk.parents[k] = parent
+                        d = st_depths[top - 1] + 1
+                    elif parent != 0:
+                        known = depth_of.get(parent)
+                        d = known + 1 if known is not None else i64(meta >> DEPTH_SHIFT)
+                    depth_of[rid] = d
+                chunk.meta[k] = (meta & LOW_META) | i32(d << DEPTH_SHIFT)
+                r += 1
