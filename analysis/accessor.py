@@ -42,9 +42,10 @@ class RecfnAccessor:
         still open when the profiler stopped are left out.
 
         Columns: the `by` column(s) (plus ``input_shapes`` / ``stack`` when grouping by them),
-        ``count``, ``total_ns``, ``self_ns`` (total minus direct children), ``mean_ns``,
-        ``min_ns``, ``max_ns``, ``total_pct`` and ``self_pct`` (shares of the summed self time,
-        i.e. of the time covered by ranges), then ``self_memory_bytes`` / ``memory_bytes``
+        ``count``, ``total_ns``, ``self_ns`` (total minus the time its direct children cover;
+        concurrent children, such as gathered asyncio tasks, count once), ``mean_ns``,
+        ``min_ns``, ``max_ns``, ``total_pct`` and ``self_pct`` (shares of the summed self time
+        of all ranges), then ``self_memory_bytes`` / ``memory_bytes``
         (allocated by the range's own memory events / including its children's) when the frame
         has memory events and ``flops`` when it has a flops column. Sorted by `sort_by`,
         descending (ascending for a group column); `top` keeps the first rows. An empty frame
@@ -84,7 +85,8 @@ class RecfnAccessor:
         require(df, ("id", "name", "kind", "start_ns", "end_ns", "thread_id"), "tree")
         parent = parent_positions(df)
         is_range = equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
-        duration = np.where(is_range, ints(df["end_ns"], 0) - ints(df["start_ns"], 0), 0)
+        start, end = ints(df["start_ns"], 0), ints(df["end_ns"], 0)
+        duration = np.where(is_range, end - start, 0)
         level = depths(parent)
         ids = ints(df["id"], -1)
         still_open = equals(df["kind"], RANGE) & nulls(df["end_ns"])
@@ -92,11 +94,11 @@ class RecfnAccessor:
             parent_id=pd.arrays.IntegerArray(np.where(parent >= 0, ids[parent], 0), parent < 0),
             depth=level.astype(np.int32),
             duration_ns=pd.arrays.IntegerArray(duration, still_open),
-            self_ns=pd.arrays.IntegerArray(self_durations(parent, duration, is_range), still_open),
+            self_ns=pd.arrays.IntegerArray(self_durations(parent, start, end, is_range), still_open),
             tree=["  " * d + str(n) for d, n in zip(level.tolist(), df["name"].astype(object).tolist())],
         )
-        end = ints(df["end_ns"], INT64_MAX)
-        return out.iloc[np.lexsort((-end, ints(df["start_ns"], 0), ints(df["thread_id"], 0)))]
+        nest_end = ints(df["end_ns"], INT64_MAX)
+        return out.iloc[np.lexsort((-nest_end, start, ints(df["thread_id"], 0)))]
 
     def roots(self) -> pd.DataFrame:
         """Rows without a parent (in the frame), by start time."""

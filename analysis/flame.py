@@ -1,7 +1,10 @@
 """Flame views of the call tree: a time-weighted icicle plot and collapsed stacks.
 
 Ranges are merged by call path (see `tree.call_tree`), as flamegraph.pl does; siblings are
-ordered by name, and a path's width is the summed duration of its ranges.
+ordered by name. A path's width is its self time plus its children's widths, which is how
+flamegraph.pl draws the collapsed stacks: the summed duration of its ranges, unless children
+overlap (concurrent asyncio tasks), whose time then widens the parent rather than spilling
+out of it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from .drawing import MAX_BARS, add_labels, add_rectangles
-from .tree import CallTree, call_tree
+from .tree import CallTree, call_tree, subtree_sums
 from .units import format_ns
 
 MIN_BAR_PX = 1.0
@@ -29,18 +32,19 @@ def flame(
     tree = call_tree(df)
     if tree.total.size == 0:
         raise ValueError("flame: the frame has no closed ranges")
-    x0 = _offsets(tree)
+    width = subtree_sums(tree.parent, tree.self)
+    x0 = _offsets(tree, width)
     shown = np.ones(tree.total.size, dtype=bool) if max_depth is None else tree.depth <= max_depth
     levels = int(tree.depth[shown].max()) + 1
     if ax is None:
         _, ax = plt.subplots(figsize=(12, float(np.clip(1.0 + 0.25 * levels, 3, 16))), layout="constrained")
-    span = int(tree.total[tree.parent < 0].sum())
+    span = int(width[tree.parent < 0].sum())
     ns_per_px = max(span, 1) / max(ax.get_window_extent().width, 50)
 
-    pixels = tree.total / ns_per_px
+    pixels = width / ns_per_px
     drawn = np.flatnonzero(shown & (pixels >= MIN_BAR_PX))
     drawn = drawn[np.argsort(-pixels[drawn], kind="stable")[:MAX_BARS]]
-    left, right, y = x0[drawn] / 1e6, (x0[drawn] + tree.total[drawn]) / 1e6, tree.depth[drawn]
+    left, right, y = x0[drawn] / 1e6, (x0[drawn] + width[drawn]) / 1e6, tree.depth[drawn]
     add_rectangles(ax, left, right, y, 0.45, _colors(tree)[drawn], pixels[drawn])
     names = np.array([*map(str, tree.names), ""], dtype=object)[tree.name[drawn]]  # "" for code -1
     add_labels(ax, names, left, y, pixels[drawn], ns_per_px / 1e6)
@@ -50,7 +54,7 @@ def flame(
     ax.set_yticks(np.arange(levels))
     ax.set_ylabel("depth")
     ax.set_xlabel("time (ms), all threads, merged by call path")
-    default = f"flame graph: {format_ns(span)} in {tree.total.size:,} call paths"
+    default = f"flame graph: {format_ns(span)} in {width.size:,} call paths"
     ax.set_title(title if title is not None else default)
     return ax
 
@@ -72,7 +76,7 @@ def to_collapsed_stacks(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
         out.writelines(lines)
 
 
-def _offsets(tree: CallTree) -> np.ndarray:
+def _offsets(tree: CallTree, width: np.ndarray) -> np.ndarray:
     """Left edge (ns) of each path: siblings side by side in name order under their parent."""
     x0 = np.zeros(tree.total.size, dtype=np.int64)
     rank = np.empty(len(tree.names) + 1, dtype=np.int64)
@@ -81,8 +85,7 @@ def _offsets(tree: CallTree) -> np.ndarray:
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         paths = np.arange(lo, hi)
         order = paths[np.lexsort((rank[tree.name[paths] + 1], tree.parent[paths]))]
-        width = tree.total[order]
-        before = np.cumsum(width) - width
+        before = np.cumsum(width[order]) - width[order]
         parent = tree.parent[order]
         group_start = np.r_[True, parent[1:] != parent[:-1]]
         base = np.maximum.accumulate(np.where(group_start, np.arange(order.size), 0))

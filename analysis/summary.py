@@ -45,8 +45,9 @@ def summarize(
 
     is_range = equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
     parent = parent_positions(df)
-    duration = np.where(is_range, ints(df["end_ns"], 0) - ints(df["start_ns"], 0), 0)
-    own = self_durations(parent, duration, is_range)
+    start, end = ints(df["start_ns"], 0), ints(df["end_ns"], 0)
+    duration = np.where(is_range, end - start, 0)
+    own = self_durations(parent, start, end, is_range)
     rows = np.flatnonzero(is_range)
 
     work: dict[str, object] = {key: df[key].array.take(rows) for key in keys}

@@ -123,12 +123,34 @@ def depths(parent: np.ndarray) -> np.ndarray:
     raise ValueError("parent_id contains a cycle")
 
 
-def self_durations(parent: np.ndarray, duration: np.ndarray, counted: np.ndarray) -> np.ndarray:
-    """`duration` minus the summed durations of each row's direct children in `counted`."""
-    child = counted & (parent >= 0)
-    sums = np.bincount(parent[child], weights=duration[child], minlength=len(parent))
-    # float64 sums of int64 nanoseconds are exact below 2**53 ns (104 days).
-    return duration - np.rint(sums).astype(np.int64)
+def self_durations(parent: np.ndarray, start: np.ndarray, end: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """Self time of the rows in `counted` (closed ranges), 0 for the others: the duration minus
+    the time that the row's direct children in `counted` cover, i.e. the length of the union of
+    their intervals clipped to the row's own.
+
+    Children can overlap: asyncio tasks gathered inside a range run concurrently, and a task can
+    outlive the range that started it. Summing their durations would count time twice and make
+    self time negative; the union never exceeds the row's duration.
+    """
+    duration = np.where(counted, end - start, 0)
+    child = np.flatnonzero(counted & (parent >= 0))
+    child = child[counted[parent[child]]]
+    if child.size == 0:
+        return duration
+    child = child[np.lexsort((start[child], parent[child]))]
+    up = parent[child]
+    low = np.maximum(start[child], start[up])
+    high = np.maximum(np.minimum(end[child], end[up]), low)
+    # Sorted by start within each parent, a child adds what lies past the furthest end of the
+    # children before it: the union's length, without a loop over children.
+    first = np.r_[True, up[1:] != up[:-1]]
+    reach = pd.Series(high).groupby(up).cummax().to_numpy()
+    covered_before = np.r_[INT64_MIN, reach[:-1]]
+    covered_before[first] = INT64_MIN
+    added = np.maximum(high - np.maximum(low, covered_before), 0)
+    covered = np.zeros(len(parent), dtype=np.int64)
+    covered[up[first]] = np.add.reduceat(added, np.flatnonzero(first))
+    return duration - covered
 
 
 def subtree_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -184,8 +206,9 @@ def call_tree(df: pd.DataFrame) -> CallTree:
     linked = in_tree & (parent >= 0)
     linked[linked] = in_tree[parent[linked]]
     parent = np.where(linked, parent, -1)
-    duration = np.where(in_tree, ints(df["end_ns"], 0) - ints(df["start_ns"], 0), 0)
-    row_self = self_durations(parent, duration, in_tree)
+    start, end = ints(df["start_ns"], 0), ints(df["end_ns"], 0)
+    duration = np.where(in_tree, end - start, 0)
+    row_self = self_durations(parent, start, end, in_tree)
     name_code, names = codes(df["name"])
 
     tree_rows = np.flatnonzero(in_tree)

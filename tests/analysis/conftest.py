@@ -65,9 +65,28 @@ KNOWN_ROWS = [
 """Self times: step 30 + 40, fwd 20, bwd 50 - 25, mm 10 + 15 + 10; "load" is still open."""
 
 
+OVERLAPPING_ROWS = [
+    # id, parent, name, kind, start, end, thread: asyncio tasks gathered inside "fetch_all"
+    (1, None, "fetch_all", "range", 0, 100, 1),
+    (2, 1, "fetch", "range", 10, 60, 1),
+    (3, 1, "fetch", "range", 20, 80, 1),
+    (4, 1, "fetch", "range", 70, 90, 1),
+    (5, 1, "parse", "range", 95, 130, 1),
+    (6, 2, "decode", "range", 40, 50, 1),
+]
+"""The children of fetch_all overlap and "parse" outlives it: they cover [10, 90] and
+[95, 100] of it, so its self time is 100 - 85 = 15 (summing their durations would give -65).
+Self times: fetch 40 + 60 + 20, parse 35, decode 10."""
+
+
 @pytest.fixture
 def known() -> pd.DataFrame:
     return make_frame(KNOWN_ROWS)
+
+
+@pytest.fixture
+def overlapping() -> pd.DataFrame:
+    return make_frame(OVERLAPPING_ROWS)
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from conftest import KNOWN_ROWS, make_frame
+from conftest import KNOWN_ROWS, OVERLAPPING_ROWS, make_frame
 
 
 def test_diff_of_two_known_runs(known: pd.DataFrame) -> None:
@@ -39,3 +39,15 @@ def test_diff_with_itself_and_empty(known: pd.DataFrame) -> None:
     gone = known.iloc[:0].recfn.diff(known)
     assert (gone["count_new"] == 0).all() and len(gone) == 4
     assert known.iloc[:0].recfn.diff(known.iloc[:0]).empty
+
+
+def test_diff_of_gathered_and_sequential_tasks(overlapping: pd.DataFrame) -> None:
+    # The base awaited the same fetches one by one, each as long as before, so fetch_all took
+    # 140 ns; gathered, they overlap and fetch_all's self time shrinks but stays >= 0.
+    sequential = {2: (10, 60), 3: (60, 120), 4: (120, 140), 5: (140, 175), 6: (40, 50)}
+    base = make_frame([(*r[:4], *sequential.get(r[0], (0, 140)), r[6]) for r in OVERLAPPING_ROWS])
+    table = overlapping.recfn.diff(base).set_index("name")
+    assert table.loc["fetch_all", ["total_ns_base", "total_ns_new"]].tolist() == [140, 100]
+    assert table.loc["fetch_all", ["self_ns_base", "self_ns_new", "self_change_ns"]].tolist() == [10, 15, 5]
+    assert table.loc["fetch", ["self_ns_base", "self_ns_new", "self_change_ns"]].tolist() == [120, 120, 0]
+    assert table.index.tolist()[0] == "fetch_all"

@@ -106,6 +106,19 @@ def test_flame_small(known: pd.DataFrame) -> None:
         known[known["kind"] == "mark"].recfn.flame()
 
 
+def test_flame_and_collapsed_stacks_with_overlapping_children(tmp_path: Path, overlapping: pd.DataFrame) -> None:
+    # Widths are self time plus the children's widths, as flamegraph.pl draws the stacks: the
+    # overlapping fetches (130 ns of work in 80 ns) widen fetch_all instead of spilling out.
+    (collection,) = bars(overlapping.recfn.flame())
+    boxes = sorted((round(p.vertices[:, 0].min() * 1e6), round(p.vertices[:, 0].max() * 1e6),
+                    round(p.vertices[:, 1].mean())) for p in collection.get_paths())
+    assert boxes == [(0, 10, 2), (0, 130, 1), (0, 180, 0), (130, 165, 1)]
+    overlapping.recfn.to_collapsed_stacks(tmp_path / "stacks.txt")
+    assert (tmp_path / "stacks.txt").read_text().splitlines() == [
+        "fetch_all 15", "fetch_all;fetch 120", "fetch_all;fetch;decode 10", "fetch_all;parse 35"
+    ]
+
+
 def test_collapsed_stacks(tmp_path: Path, known: pd.DataFrame) -> None:
     path = tmp_path / "stacks.txt"
     known.recfn.to_collapsed_stacks(path)

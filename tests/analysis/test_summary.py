@@ -42,6 +42,18 @@ def test_exact_self_and_totals(known: pd.DataFrame) -> None:
         assert summary[column].dtype == np.int64
 
 
+def test_overlapping_children_count_once(overlapping: pd.DataFrame) -> None:
+    summary = overlapping.recfn.summary().set_index("name")
+    assert summary.index.tolist() == ["fetch", "fetch_all", "parse", "decode"]
+    assert summary["count"].tolist() == [3, 1, 1, 1]
+    assert summary["total_ns"].tolist() == [130, 100, 35, 10]
+    assert summary["self_ns"].tolist() == [120, 15, 35, 10]
+    assert summary["self_pct"].tolist() == pytest.approx([100 * s / 180 for s in (120, 15, 35, 10)])
+    assert summary.loc["fetch_all", "total_pct"] == pytest.approx(100 * 100 / 180)
+    lines = overlapping.recfn.table().splitlines()
+    assert lines[4].split()[:3] == ["fetch_all", "8.33%", "15ns"] and lines[-1] == "Self time total: 180ns"
+
+
 @pytest.mark.parametrize(
     "convert",
     [

@@ -79,14 +79,51 @@ def test_random_overlaps_follow_the_stack_walk() -> None:
 def test_depths_self_and_subtree_sums() -> None:
     parent = np.array([-1, 0, 0, 2, 2, -1, 5])
     assert depths(parent).tolist() == [0, 1, 1, 2, 2, 0, 1]
-    duration = np.array([100, 20, 50, 10, 15, 50, 10])
+    start = np.array([0, 10, 40, 50, 60, 200, 210])
+    end = np.array([100, 30, 90, 60, 75, 250, 220])
     counted = np.ones(7, dtype=bool)
-    assert self_durations(parent, duration, counted).tolist() == [30, 20, 25, 10, 15, 40, 10]
+    assert self_durations(parent, start, end, counted).tolist() == [30, 20, 25, 10, 15, 40, 10]
     counted[3] = False
-    assert self_durations(parent, duration, counted)[2] == 35
+    assert self_durations(parent, start, end, counted).tolist() == [30, 20, 35, 0, 15, 40, 10]
     assert subtree_sums(parent, np.array([1, 2, 3, 4, 5, 6, 7])).tolist() == [15, 2, 12, 4, 5, 13, 7]
     with pytest.raises(ValueError, match="cycle"):
         depths(np.array([1, 0]))
+
+
+def test_self_time_counts_overlapping_children_once() -> None:
+    # P [0, 100] has children A [10, 60], B [20, 80], C [70, 90] (concurrent, as gathered asyncio
+    # tasks) and D [95, 130], which outlives P and counts up to P's end: they cover [10, 90] and
+    # [95, 100], 85 ns. E is A's child. Q has two identical children, a mark and an open range.
+    parent = np.array([-1, 0, 0, 0, 0, 1, -1, 6, 6, 6, 6])
+    start = np.array([0, 10, 20, 70, 95, 40, 200, 210, 210, 220, 230])
+    end = np.array([100, 60, 80, 90, 130, 50, 300, 250, 250, 220, 0])
+    counted = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0], dtype=bool)
+    own = self_durations(parent, start, end, counted)
+    assert own.tolist() == [15, 40, 60, 20, 35, 10, 60, 40, 40, 0, 0]
+
+
+def test_self_time_matches_merging_intervals_one_by_one() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        n = int(rng.integers(1, 80))
+        parent = np.where(rng.random(n) < 0.8, rng.integers(0, n, n), -1)
+        parent[parent >= np.arange(n)] = -1  # parents come first: no cycles
+        start = rng.integers(0, 100, n)
+        end = start + rng.integers(0, 40, n)
+        counted = rng.random(n) < 0.9
+        expected = []
+        for row in range(n):
+            if not counted[row]:
+                expected.append(0)
+                continue
+            spans = sorted((max(start[c], start[row]), min(end[c], end[row]))
+                           for c in np.flatnonzero((parent == row) & counted))
+            covered, reach = 0, start[row]
+            for low, high in spans:
+                covered += max(high - max(low, reach), 0)
+                reach = max(reach, high)
+            expected.append(end[row] - start[row] - covered)
+        assert self_durations(parent, start, end, counted).tolist() == expected
 
 
 def test_reconstructed_tree_equals_recorded_one(known: pd.DataFrame) -> None:
@@ -114,6 +151,13 @@ def test_tree_children_roots(known: pd.DataFrame) -> None:
         known.assign(parent_id=pd.array([2, 1, 1, 1, 3, 3, None, 7, None], dtype="Int64")).recfn.tree()
     with pytest.raises(ValueError, match="duplicate"):
         known.assign(id=[1, 1, 2, 3, 4, 5, 6, 7, 8]).recfn.summary()
+
+
+def test_tree_self_time_with_overlapping_children(overlapping: pd.DataFrame) -> None:
+    tree = overlapping.recfn.tree().set_index("id")
+    assert tree.loc[[1, 2, 3, 4, 5, 6], "self_ns"].tolist() == [15, 40, 60, 20, 35, 10]
+    paths = call_tree(overlapping)
+    assert sorted(zip(paths.total.tolist(), paths.self.tolist())) == [(10, 10), (35, 35), (100, 15), (130, 120)]
 
 
 def test_call_tree_merges_paths(known: pd.DataFrame) -> None:
