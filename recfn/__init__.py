@@ -13,7 +13,6 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-from recfn import _engine, _recorder
 from recfn._context import PropagatingExecutor, propagate
 from recfn._engine import (
     DisableRecordFunctionGuard,
@@ -91,12 +90,18 @@ def session() -> Any:
     return importlib.import_module("notebook_ext").session()
 
 
-def _is_extension(module: Any) -> bool:
-    return str(getattr(module, "__file__", "")).endswith((".so", ".pyd"))
+COMPILED_MODULES = ("recfn._engine", "recfn._recorder", "recfn._tracer")
 
 
-COMPILED: bool = _is_extension(_engine) and _is_extension(_recorder)
-"""True when the mypyc-compiled engine and recorder are loaded (not their .py sources)."""
+def _is_extension(name: str) -> bool:
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)  # what `import` loads, without importing it
+    return spec is not None and str(spec.origin).endswith((".so", ".pyd"))
+
+
+COMPILED: bool = all(_is_extension(name) for name in COMPILED_MODULES)
+"""True when the mypyc-compiled core modules are loaded (not their .py sources)."""
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -8,8 +8,11 @@ import sys
 
 import pytest
 
+import importlib
+
 import recfn
-from recfn import _engine, _recorder
+
+CORE = [importlib.import_module(name) for name in recfn.COMPILED_MODULES]
 
 EXPECT = os.environ.get("RECFN_EXPECT", "")
 
@@ -17,19 +20,19 @@ EXPECT = os.environ.get("RECFN_EXPECT", "")
 @pytest.mark.skipif(EXPECT != "compiled", reason="RECFN_EXPECT=compiled not set")
 def test_core_modules_are_compiled_extensions() -> None:
     assert recfn.COMPILED
-    for module in (_engine, _recorder):
+    for module in CORE:
         assert module.__file__ is not None and module.__file__.endswith(".so"), module.__file__
 
 
 @pytest.mark.skipif(EXPECT != "pure", reason="RECFN_EXPECT=pure not set")
 def test_core_modules_are_pure_python() -> None:
     assert not recfn.COMPILED
-    for module in (_engine, _recorder):
+    for module in CORE:
         assert module.__file__ is not None and module.__file__.endswith(".py"), module.__file__
 
 
 def test_compiled_flag_matches_loaded_modules() -> None:
-    loaded_so = all(str(m.__file__).endswith(".so") for m in (_engine, _recorder))
+    loaded_so = all(str(m.__file__).endswith(".so") for m in CORE)
     assert recfn.COMPILED is loaded_so
 
 
