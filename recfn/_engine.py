@@ -291,6 +291,8 @@ class RecordFunction:
     _kwinputs: object = None
     _outputs: object = None
     _args: object = None
+    _pending_inputs: object = None  # what a with-block hands to start callbacks at each entry
+    _pending_kwinputs: object = None
     _parent: Optional[RecordFunction] = None
     _td: Optional[_ThreadData] = None
     _e0: Optional[_Entry] = None
@@ -571,6 +573,7 @@ class record_function(RecordFunction):
         self._scope = SCOPE_USER
         self.name = name
         self._args = args
+        self._pending_inputs = args
 
     def __enter__(self) -> record_function:
         if _reg.n_callbacks != 0:
@@ -578,7 +581,7 @@ class record_function(RecordFunction):
                 self._recycle()
             self._select()
             if self._state == 0:
-                self._begin(self._args, None)
+                self._begin(self._pending_inputs, self._pending_kwinputs)
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -667,17 +670,8 @@ class record_function_fast(record_function):
             )
         self._scope = SCOPE_USER
         self.name = name
-        self._inputs = input_values
-        self._kwinputs = keyword_values
-
-    def __enter__(self) -> record_function_fast:
-        if _reg.n_callbacks != 0:
-            if self._state != -1 or self._e0 is not None:
-                self._recycle()
-            self._select()
-            if self._state == 0:
-                self._begin(self._inputs, self._kwinputs)
-        return self
+        self._pending_inputs = input_values
+        self._pending_kwinputs = keyword_values
 
 
 def begin_range(name: str, args: Optional[str], scope: i32) -> Optional[RecordFunction]:

@@ -245,3 +245,13 @@ def test_repr_mentions_name_and_state() -> None:
 def test_handle_functions_reject_non_ints(value: Any) -> None:
     with pytest.raises(TypeError, match="handle must be an int"):
         recfn.remove_callback(value)
+
+
+def test_reused_fast_range_hands_its_inputs_at_every_entry() -> None:
+    seen: list[object] = []
+    recfn.add_global_callback(RecordFunctionCallback(lambda rf: seen.append(rf.inputs), needs_inputs=True))
+    rf = recfn.record_function_fast("op", [1, 2])
+    for _ in range(2):
+        with rf:
+            pass
+    assert seen == [[1, 2], [1, 2]]
