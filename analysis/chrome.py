@@ -56,7 +56,11 @@ def read_chrome_trace(path: PathLike) -> pd.DataFrame:
             events, base_ns = document, 0
         if not isinstance(events, list):
             raise ValueError(f"{path}: expected a list of events or an object with a traceEvents list")
-        return events_frame(events, base_ns, str(path))
+        frame = events_frame(events, base_ns, str(path))
+        # Free the parsed trace while the collector is paused: once resumed, it would first
+        # walk every one of its containers (about 0.1 s per 300k events).
+        del document, events
+    return frame
 
 
 def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:

@@ -5,8 +5,9 @@ Columns are built from plain lists and numpy arrays; nothing here touches pandas
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -30,64 +31,83 @@ NO_DEVICE = "bytes"
 
 def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
     """The event table of trace `events`; `source` names the file in error messages."""
-    phase, fields = _columns(events, source)
+    phases, fields = _columns(events, source)
     ts = _floats(fields["ts"], source)
     dur = np.nan_to_num(_floats(fields["dur"], source))
     name, pid, tid = _objects(fields["name"]), _ids(fields["pid"]), _ids(fields["tid"])
-    args = list(fields["args"])
+    args = fields["args"]
 
     rows = _Rows(base_ns, ts, source)
-    complete = np.flatnonzero(phase == "X")
+    complete = phases.where("X")
     rows.add(complete, RANGE, end_us=ts[complete] + dur[complete])
-    _add_begin_end(rows, phase, pid, tid, args)
-    _add_instants(rows, phase, name, args)
-    _add_counters(rows, phase, name, pid, args)
+    _add_begin_end(rows, phases, pid, tid, args)
+    _add_instants(rows, phases, name, args)
+    _add_counters(rows, phases, name, pid, args)
     if rows.count() == 0:
         return _empty_frame()
     try:
-        return _frame(rows, phase, name, _objects(fields["cat"]), pid, tid, args)
+        return _frame(rows, phases, name, _objects(fields["cat"]), pid, tid, args)
     except TypeError as error:  # unhashable names, pids, ...
         raise ValueError(f"{source}: malformed event fields: {error}") from error
 
 
-def _columns(events: list[Any], source: str) -> tuple[np.ndarray, dict[str, Sequence[Any]]]:
-    """Phase and `CONSUMED` fields (None where absent) of every event, complete ("X") events
+class _Phases:
+    """The ``ph`` of every event, as codes: comparing codes is much faster than strings."""
+
+    def __init__(self, n_complete: int, others: list[Any]) -> None:
+        """`n_complete` "X" events, then events with phases `others`."""
+        codes, self._values = pd.factorize(_objects(["X", *others]), use_na_sentinel=False)
+        self._codes = np.concatenate([np.full(n_complete, codes[0]), codes[1:]])
+
+    def mask(self, *phases: str) -> np.ndarray:
+        """Which events have one of `phases`."""
+        known = [i for i, value in enumerate(self._values) if value in phases]
+        return np.isin(self._codes, known)
+
+    def where(self, *phases: str) -> np.ndarray:
+        """Indices of the events that have one of `phases`."""
+        return np.flatnonzero(self.mask(*phases))
+
+
+def _columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[Any]]]:
+    """Phases and `CONSUMED` fields (None where absent) of every event, complete ("X") events
     first; fields outside `CONSUMED` are merged into ``args``.
 
-    Complete events, usually nearly all, go through ``itemgetter``: several times faster than
-    ``dict.get`` per field.
+    Complete events, usually nearly all, go through ``itemgetter``, one field at a time:
+    faster than ``dict.get``, and than one ``itemgetter`` of all fields and a transposition.
     """
     try:
         try:
-            phases = np.array(list(map(itemgetter("ph"), events)), dtype=object)
+            phases = list(map(itemgetter("ph"), events))
         except KeyError:
-            phases = _objects([e.get("ph") for e in events])
+            phases = [e.get("ph") for e in events]
     except (AttributeError, TypeError) as error:
         raise ValueError(f"{source}: every trace event must be a JSON object") from error
-    is_complete = phases == "X"
+    is_complete = np.fromiter(map(operator.eq, phases, repeat("X")), dtype=bool, count=len(phases))
     complete = _pick(events, np.flatnonzero(is_complete))
     others = _pick(events, np.flatnonzero(~is_complete))
-    keys = [key for key in CONSUMED if key != "ph"]
-    try:
-        values = list(zip(*map(itemgetter(*keys), complete))) or [() for _ in keys]
-        exact = sum(map(len, complete)) == len(CONSUMED) * len(complete)
-    except KeyError:
-        values = [tuple(e.get(key) for e in complete) for key in keys]
-        exact = False
-    if others:
-        values = [v + tuple(e.get(key) for e in others) for key, v in zip(keys, values)]
-    fields: dict[str, Sequence[Any]] = dict(zip(keys, values))
+    fields: dict[str, list[Any]] = {}
+    exact = True  # whether every complete event has every consumed field
+    for key in CONSUMED:
+        if key != "ph":
+            try:
+                fields[key] = list(map(itemgetter(key), complete))
+            except KeyError:
+                fields[key] = [e.get(key) for e in complete]
+                exact = False
+            fields[key] += [e.get(key) for e in others]
+    exact = exact and sum(map(len, complete)) == len(CONSUMED) * len(complete)
     # With exactly the consumed fields in every complete event, only the others can have more.
     start = len(complete) if exact else 0
     ordered = complete + others
     extra = set(chain.from_iterable(ordered[start:])).difference(CONSUMED)
     if extra:
-        args = fields["args"] = list(fields["args"])
+        args = fields["args"]
         for i, event in enumerate(ordered[start:], start):
             if not extra.isdisjoint(event):
                 kept = {k: event[k] for k in sorted(extra) if k in event}
                 args[i] = {**kept, **(args[i] if isinstance(args[i], dict) else {})}
-    return np.concatenate([phases[is_complete], phases[~is_complete]]), fields
+    return _Phases(len(complete), [e.get("ph") for e in others]), fields
 
 
 def _pick(items: list[Any], index: np.ndarray) -> list[Any]:
@@ -103,18 +123,19 @@ def _objects(values: Sequence[Any]) -> np.ndarray:
     return array if array.ndim == 1 else np.fromiter(values, dtype=object, count=len(values))
 
 
-def _ids(values: Sequence[Any]) -> np.ndarray:
+def _ids(values: list[Any]) -> np.ndarray:
     """pid or tid values (absent ones count as 0): int64 when all are integers (fast to
     factorize), else objects."""
-    if None in values:
-        values = [0 if v is None else v for v in values]
     array = np.array(values) if len(values) else np.empty(0, dtype=np.int64)
-    return array if array.dtype == np.int64 else _objects(values)
+    if array.dtype == np.int64:
+        return array
+    return _objects([0 if v is None else v for v in values])
 
 
-def _floats(values: Sequence[Any], source: str) -> np.ndarray:
+def _floats(values: list[Any], source: str) -> np.ndarray:
+    """Numbers as float64, NaN for None."""
     try:
-        return np.array(values, dtype=np.float64)
+        return np.fromiter(values, dtype=np.float64, count=len(values))
     except (TypeError, ValueError) as error:
         raise ValueError(f"{source}: event timestamps (ts, dur) must be numbers") from error
 
@@ -165,18 +186,18 @@ class _Rows:
         return np.concatenate([part[key] for part in self.parts])
 
 
-def _add_begin_end(rows: _Rows, phase: np.ndarray, pid: np.ndarray, tid: np.ndarray, args: list[Any]) -> None:
+def _add_begin_end(rows: _Rows, phases: _Phases, pid: np.ndarray, tid: np.ndarray, args: list[Any]) -> None:
     """Pair "B" with "E" events per thread by nesting level; unpaired B are open ranges.
 
     An E's args are merged into its B's, as Chrome does.
     """
-    index = np.flatnonzero((phase == "B") | (phase == "E"))
+    index = phases.where("B", "E")
     if index.size == 0:
         return
     thread = _pair_codes(pid[index], tid[index])
     order = np.lexsort((index, rows.ts_us[index], thread))
     index, thread = index[order], thread[order]
-    begin = phase[index] == "B"
+    begin = phases.mask("B")[index]
     # A B opens the level it raises the count to; an E closes the level it lowers it from.
     level = pd.Series(np.where(begin, 1, -1)).groupby(thread).cumsum().to_numpy()
     level = np.where(begin, level, level + 1)
@@ -195,9 +216,9 @@ def _add_begin_end(rows: _Rows, phase: np.ndarray, pid: np.ndarray, tid: np.ndar
     rows.add(index[opened], RANGE, end_us=end_us[opened], closed=closed[opened])
 
 
-def _add_instants(rows: _Rows, phase: np.ndarray, name: np.ndarray, args: list[Any]) -> None:
+def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: list[Any]) -> None:
     """Instants become marks; torch's "[memory]" instants become memory events."""
-    index = np.flatnonzero(np.logical_or.reduce([phase == p for p in INSTANT_PHASES]))
+    index = phases.where(*INSTANT_PHASES)
     memory = name[index] == TORCH_MEMORY
     memory[memory] = [isinstance(args[i], dict) and "Bytes" in args[i] for i in index[memory]]
     rows.add(index[~memory], MARK)
@@ -213,14 +234,14 @@ def _torch_device(args: dict[str, Any]) -> str:
     return kind if kind == "cpu" else f"{kind}:{args.get('Device Id', 0)}"
 
 
-def _add_counters(rows: _Rows, phase: np.ndarray, name: np.ndarray, pid: np.ndarray, args: list[Any]) -> None:
+def _add_counters(rows: _Rows, phases: _Phases, name: np.ndarray, pid: np.ndarray, args: list[Any]) -> None:
     """One memory row per numeric counter value.
 
     ``memory_bytes`` is the change since the series' previous value, so that a cumulative sum
     gives the counter back. The series key goes to ``device``; `NO_DEVICE` means none.
     """
     event, key, value = [], [], []
-    for i in np.flatnonzero(phase == "C").tolist():
+    for i in phases.where("C").tolist():
         if isinstance(args[i], dict):
             for k, v in args[i].items():
                 if isinstance(v, int | float) and not isinstance(v, bool):
@@ -249,7 +270,7 @@ def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 
 def _frame(
-    rows: _Rows, phase: np.ndarray, name: np.ndarray, cat: np.ndarray, pid: np.ndarray, tid: np.ndarray,
+    rows: _Rows, phases: _Phases, name: np.ndarray, cat: np.ndarray, pid: np.ndarray, tid: np.ndarray,
     args: list[Any],
 ) -> pd.DataFrame:
     """Sort the rows by start (parents first), nest them per thread and build the columns."""
@@ -263,10 +284,10 @@ def _frame(
     n = len(event)
 
     first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
-    named = _thread_names(phase, name, pid, tid, args)
+    named = _thread_names(phases, name, pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
-    strings, text = json_strings(args)
+    strings, text = json_strings(args, event)
     torch_ints = _arg_ints(args, text, {"Sequence number": -1, "Fwd thread id": 0})
     frame = pd.DataFrame(
         {
@@ -285,7 +306,7 @@ def _frame(
             "is_async": np.zeros(n, dtype=bool),
             "node_id": np.full(n, -1, dtype=np.int32),
             "pid": _pids(pid[first])[thread],
-            "args": strings.take(pa.array(event)).to_pandas(),  # the string dtype table.to_pandas() gives
+            "args": strings.to_pandas(),  # the string dtype table.to_pandas() gives
         },
         columns=[*COLUMNS, "args"],
     )
@@ -294,16 +315,17 @@ def _frame(
         frame["memory_bytes"] = pd.arrays.IntegerArray(rows.column("memory_bytes")[order], ~has_memory)
         frame["device"] = _category(rows.column("device"), order, missing=None)
     if b'"Input Dims"' in text:
-        _add_shapes(frame, [args[e] for e in event.tolist()])
+        _add_shapes(frame, args, event)
     return frame
 
 
 def _thread_names(
-    phase: np.ndarray, name: np.ndarray, pid: np.ndarray, tid: np.ndarray, args: list[Any]
+    phases: _Phases, name: np.ndarray, pid: np.ndarray, tid: np.ndarray, args: list[Any]
 ) -> dict[tuple[Any, Any], str]:
     """Names from "thread_name" metadata events, by (pid, tid)."""
     names = {}
-    for i in np.flatnonzero((phase == "M") & (name == "thread_name")).tolist():
+    metadata = phases.where("M")
+    for i in metadata[name[metadata] == "thread_name"].tolist():
         value = args[i].get("name") if isinstance(args[i], dict) else None
         if value is not None:
             names[(pid[i], tid[i])] = str(value)
@@ -336,14 +358,18 @@ def _empty_frame() -> pd.DataFrame:
 
 
 def _category(values: np.ndarray, rows: np.ndarray, missing: str | None = "") -> pd.Categorical:
-    """``values[rows]`` as a categorical of strings (absent ones become `missing`),
-    factorizing `values` once rather than the rows."""
-    codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    labels = _objects([missing if pd.isna(u) else str(u) for u in uniques])
+    """``values[rows]`` as a categorical of strings (absent ones become `missing`), in order of
+    first appearance in `values`; factorizes `values` once rather than the rows."""
+    codes, uniques = pd.factorize(values)
+    codes = codes[rows]
+    codes[codes < 0] = len(uniques)  # absent values: the slot after the last value
+    used = np.flatnonzero(np.bincount(codes, minlength=len(uniques) + 1))
+    labels = _objects([missing if u == len(uniques) else str(uniques[u]) for u in used.tolist()])
     # Distinct values can share a label (1 and "1"); factorize the labels again.
     label_codes, categories = pd.factorize(labels)
-    result = pd.Categorical.from_codes(label_codes[codes[rows]], categories=categories)
-    return result.remove_unused_categories()
+    lookup = np.zeros(len(uniques) + 1, dtype=np.int64)
+    lookup[used] = label_codes
+    return pd.Categorical.from_codes(lookup[codes], categories=categories)
 
 
 def _pids(values: np.ndarray) -> np.ndarray:
@@ -362,29 +388,40 @@ def _pids(values: np.ndarray) -> np.ndarray:
 
 def _arg_ints(args: list[Any], text: bytes, defaults: dict[str, int]) -> dict[str, np.ndarray]:
     """Integer fields of each event's args (torch's "Sequence number", ...), `defaults` where
-    absent. `text`, all args as JSON, tells cheaply which fields occur at all."""
-    columns = {}
-    for key, default in defaults.items():
-        if f'"{key}"'.encode() not in text:
-            columns[key] = np.full(len(args), default, dtype=np.int64)
-            continue
-        values = [a.get(key, default) if a.__class__ is dict else default for a in args]
-        try:
-            columns[key] = np.array(values, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            columns[key] = np.array([v if isinstance(v, int) else default for v in values], dtype=np.int64)
+    absent. `text`, all args as JSON, tells cheaply which fields occur at all.
+
+    pyarrow reads the fields out of the dicts in one pass; args that are not objects, or
+    values that are not integers, take the slower path of a list per field.
+    """
+    columns = {key: np.full(len(args), default, dtype=np.int64) for key, default in defaults.items()}
+    present = [key for key in defaults if f'"{key}"'.encode() in text]
+    if not present:
+        return columns
+    try:
+        fields = pa.array(args, type=pa.struct([(key, pa.int64()) for key in present])).flatten()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        for key in present:
+            default = defaults[key]
+            values = [a.get(key, default) if a.__class__ is dict else default for a in args]
+            try:
+                columns[key] = np.array(values, dtype=np.int64)
+            except (TypeError, ValueError, OverflowError):
+                columns[key] = np.array([v if isinstance(v, int) else default for v in values], dtype=np.int64)
+        return columns
+    for key, values in zip(present, fields):
+        columns[key] = values.fill_null(defaults[key]).to_numpy()
     return columns
 
 
-def _add_shapes(frame: pd.DataFrame, args: list[Any]) -> None:
-    """torch's "Input Dims" / "Input type" args as ``input_shapes`` / ``input_dtypes``, when
-    they have the schema's types (nested tensor lists, for one, do not)."""
-    dims = [a.get("Input Dims") if isinstance(a, dict) else None for a in args]
-    dtypes = [a.get("Input type") if isinstance(a, dict) else None for a in args]
+def _add_shapes(frame: pd.DataFrame, args: list[Any], rows: np.ndarray) -> None:
+    """torch's "Input Dims" / "Input type" args of the events at `rows` as ``input_shapes`` /
+    ``input_dtypes``, when they have the schema's types (nested tensor lists, for one, do not)."""
+    shape_fields = [("Input Dims", pa.list_(pa.list_(pa.int64()))), ("Input type", pa.list_(pa.string()))]
+    dicts = [a if a.__class__ is dict else None for a in args]
     try:
-        shapes = pa.array(dims, type=pa.list_(pa.list_(pa.int64())))
-        types = pa.array(dtypes, type=pa.list_(pa.string()))
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        shapes, types = pa.array(dicts, type=pa.struct(shape_fields)).flatten()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return
-    frame["input_shapes"] = shapes.to_pandas()
-    frame["input_dtypes"] = types.to_pandas()
+    take = pa.array(rows)
+    frame["input_shapes"] = shapes.take(take).to_pandas()
+    frame["input_dtypes"] = types.take(take).to_pandas()

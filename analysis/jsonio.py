@@ -32,57 +32,59 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def json_strings(values: list[Any]) -> tuple[pa.LargeStringArray, bytes]:
-    """Each value as a JSON string (null for None and empty containers), built in one buffer,
-    and that buffer.
+def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArray, bytes]:
+    """``values[rows]`` as compact JSON strings (null for None and empty containers), and the
+    encoded bytes of all `values`, which tell cheaply whether a key occurs anywhere.
 
-    orjson serialises value by value (about 0.3 us each). The json module is slower per call,
-    so it serialises the whole list once and the elements are cut out at its top-level commas,
-    found with numpy.
+    Values are usually all objects or None (event args). Then one `dumps` of the whole list
+    encodes them, several times faster than one call per value, and the list is cut at its
+    separators: ``},{``, ``},n``, ``l,{`` or ``l,n`` (``null``). When there are exactly as many
+    of those as values less one, none lies inside a value. Otherwise each value is encoded alone.
     """
-    encode = orjson.dumps if orjson else dumps
-    text = b"" if orjson else encode(values)
-    if orjson or b"\\" in text:  # escaped quotes would break the quote parity of the split
-        blobs = [b"" if v is None else encode(v) for v in values]
-        lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
-        text = b"".join(blobs)
-        data = np.frombuffer(text, dtype=np.uint8)
-    else:
-        data, lengths = _split_list(text, len(values))
-    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    n = len(values)
+    if n > 1 and set(map(type, values)) <= {dict, type(None)}:
+        text = dumps(values)
+        cuts = _separators(text)
+        if len(cuts) == n - 1:
+            # Values and the commas between them alternate: value k is entry 2k, a null comma
+            # entry 2k+1, so that the offsets stay contiguous and `take` skips the commas.
+            bounds = np.empty(2 * n, dtype=np.int64)
+            bounds[0], bounds[-1] = 1, len(text) - 1
+            bounds[1:-1:2], bounds[2:-1:2] = cuts, cuts + 1
+            present = np.zeros(2 * n - 1, dtype=bool)
+            present[0::2] = _present(text, bounds[0::2], np.diff(bounds)[0::2])
+            data = pa.py_buffer(text)
+            return _strings(2 * n - 1, bounds, data, present).take(pa.array(2 * rows)), text
+    blobs = [b"" if v is None else dumps(v) for v in values]
+    lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=n)
+    text = b"".join(blobs)
+    offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    first = data[np.minimum(offsets[:-1], max(len(data) - 1, 0))] if len(data) else np.zeros(len(values))
-    empty = ((lengths == 2) & (first == ord("{"))) | ((lengths == 2) & (first == ord("[")))
-    null = (lengths == 4) & (first == ord("n"))
-    present = (lengths > 0) & ~empty & ~null
-    strings = pa.LargeStringArray.from_buffers(
-        len(values),
-        pa.py_buffer(offsets),
-        pa.py_buffer(data),
-        pa.py_buffer(np.packbits(present, bitorder="little")),
-    )
-    return strings, text
+    strings = _strings(n, offsets, pa.py_buffer(text), _present(text, offsets[:-1], lengths))
+    return strings.take(pa.array(rows)), text
 
 
-_STRUCTURAL = np.zeros(256, dtype=bool)
-_STRUCTURAL[[ord(c) for c in "{}[],"]] = True
-_NESTING = np.zeros(256, dtype=np.int64)
-_NESTING[[ord("{"), ord("[")]] = 1
-_NESTING[[ord("}"), ord("]")]] = -1
-
-
-def _split_list(text: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The bytes of the `n` elements of the compact JSON list `text` (which has no
-    backslashes, so every quote delimits a string), concatenated, and their lengths."""
-    if n == 0:
-        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64)
+def _separators(text: bytes) -> np.ndarray:
+    """Positions of the commas of the JSON list `text` that sit between two objects or nulls."""
     chars = np.frombuffer(text, dtype=np.uint8)
-    structural = np.flatnonzero(_STRUCTURAL[chars])
-    quotes = np.flatnonzero(chars == ord('"'))
-    structural = structural[np.searchsorted(quotes, structural) % 2 == 0]  # outside strings
-    symbol = chars[structural]
-    depth = np.cumsum(_NESTING[symbol])
-    cuts = structural[((symbol == ord(",")) & (depth == 1)) | (depth == 0) | (structural == 0)]
-    keep = np.ones(len(chars), dtype=bool)
-    keep[cuts] = False
-    return chars[keep], np.diff(cuts) - 1
+    commas = np.flatnonzero(chars == ord(","))
+    before, after = chars[commas - 1], chars[commas + 1]
+    ends = (before == ord("}")) | (before == ord("l"))
+    starts = (after == ord("{")) | (after == ord("n"))
+    return np.asarray(commas[ends & starts])
+
+
+def _present(text: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Which of the JSON values at `starts` are neither empty, ``null``, ``{}`` nor ``[]``."""
+    if len(text) == 0:
+        return np.zeros(len(starts), dtype=bool)
+    first = np.frombuffer(text, dtype=np.uint8)[np.minimum(starts, len(text) - 1)]
+    empty = (lengths == 2) & ((first == ord("{")) | (first == ord("[")))
+    null = (lengths == 4) & (first == ord("n"))
+    return np.asarray((lengths > 0) & ~empty & ~null)
+
+
+def _strings(n: int, offsets: np.ndarray, data: pa.Buffer, present: np.ndarray) -> pa.LargeStringArray:
+    """A string array over `data` without copying it; `present` is the validity."""
+    validity = pa.py_buffer(np.packbits(present, bitorder="little"))
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), data, validity)

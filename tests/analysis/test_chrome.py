@@ -79,14 +79,29 @@ def test_hand_written_events(tmp_path: Path, backend: str) -> None:
     assert (df["pid"] == 1).all() and (df["id"] == np.arange(len(df))).all()
 
 
-def test_json_strings_cut_nested_values(backend: str) -> None:
-    values = [{"a": [1, {"b": "x,}]"}], "c": "[{,"}, None, {}, [], {"k": "naïve"}, 7, "s", [[1], [2]],
-              {"e": []}]
-    strings, _ = jsonio.json_strings(values)
-    compact = [json.dumps(v, separators=(",", ":"), ensure_ascii=False) for v in values]
-    assert strings.to_pylist() == [None if v in (None, {}, []) else text for v, text in zip(values, compact)]
-    escaped = [{"path": "C:\\dir", "quote": 'say "hi"'}, {"n": 1}]
-    assert [json.loads(s) for s in jsonio.json_strings(escaped)[0].to_pylist()] == escaped
+def compact(value: Any) -> str | None:
+    """What json_strings gives for `value`: compact JSON, None for None and empty containers."""
+    return None if value in (None, {}, []) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        # Objects and nulls: one encoding of the whole list, cut at its separators.
+        [{"a": 1}, None, {}, {"k": "naïve", "n": None}, None, {"e": [], "q": 'say "hi"', "p": "C:\\dir"}],
+        # Separators inside values: each value is encoded alone.
+        [{"a": [{"b": 1}, {"c": "},{"}]}, None, {"l": [None, None]}, {"s": "all,none"}],
+        # Not only objects.
+        [{"a": [1, {"b": "x,}]"}], "c": "[{,"}, None, {}, [], {"k": "naïve"}, 7, "s", [[1], [2]], {"e": []}],
+        [{"only": 1}],
+        [],
+    ],
+)
+def test_json_strings(values: list[Any], backend: str) -> None:
+    rows = np.arange(len(values))[::-1]
+    strings, text = jsonio.json_strings(values, rows)
+    assert strings.to_pylist() == [compact(values[i]) for i in rows.tolist()]
+    assert all(f'"{key}"'.encode() in text for value in values if isinstance(value, dict) for key in value)
 
 
 def test_torch_shaped_fixture(backend: str) -> None:
@@ -113,6 +128,24 @@ def test_torch_shaped_fixture(backend: str) -> None:
     assert summary.loc["aten::linear", "self_ns"] == 400_125 - 10_000 - 350_000
     assert summary.loc["aten::addmm", "self_memory_bytes"] == 8192
     assert df.recfn.summary(group_by_input_shape=True)["input_shapes"].str.startswith("[[").sum() == 4
+
+
+def test_args_that_are_not_plain_objects(tmp_path: Path, backend: str) -> None:
+    # Args that are not objects, torch fields that are not integers and lists of objects in
+    # args take the slower paths; the results are the same.
+    common = {"ph": "X", "dur": 1, "pid": 1, "tid": 1}
+    events = [
+        {**common, "name": "a", "ts": 0, "args": "text"},
+        {**common, "name": "b", "ts": 1, "args": {"Sequence number": "7", "Fwd thread id": 3}},
+        {**common, "name": "c", "ts": 2, "args": {"Sequence number": 8, "k": [{"x": 1}, {"y": "},{"}]}},
+        {**common, "name": "d", "ts": 3},
+    ]
+    df = read_chrome_trace(write(tmp_path / "t.json", events))
+    assert df["args"].tolist()[:3] == [
+        '"text"', '{"Sequence number":"7","Fwd thread id":3}', '{"Sequence number":8,"k":[{"x":1},{"y":"},{"}]}'
+    ]
+    assert pd.isna(df["args"].iloc[3])
+    assert df["sequence_nr"].tolist() == [-1, 7, 8, -1] and df["fwd_thread_id"].tolist() == [0, 3, 0, 0]
 
 
 def test_gzip_dict_form_and_truncated_array(tmp_path: Path, backend: str) -> None:
