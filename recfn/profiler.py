@@ -183,7 +183,8 @@ class profile:
 
     def start(self) -> "profile":
         """Begin capturing. Raises if a profiler is already enabled in this thread/context."""
-        if _context_profiler.get() is not None:
+        current = _context_profiler.get()
+        if current is not None and current.running:
             raise RuntimeError("profiler is already enabled on this thread")
         if self._recorder is not None:
             raise RuntimeError("this profile was already started; create a new recfn.profile()")
@@ -351,7 +352,7 @@ def enable_profiler(config: Optional[ProfilerConfig] = None) -> profile:
 def disable_profiler() -> profile:
     """Stop the profiler enabled in this thread/context and return it (its table is ready)."""
     prof = _context_profiler.get()
-    if prof is None:
+    if prof is None or not prof.running:
         raise RuntimeError("profiler is not enabled on this thread: call recfn.enable_profiler() first")
     return prof.stop()
 

@@ -421,3 +421,14 @@ def test_two_profilers_at_once_each_get_complete_ranges() -> None:
     for prof in (first, other[0]):
         row = by_name(prof.table())["seen-by-both"]
         assert row["end_ns"] is not None and row["end_ns"] >= row["start_ns"]
+
+
+def test_profiler_stopped_from_another_thread_frees_this_one() -> None:
+    prof = recfn.profile().start()
+    thread = threading.Thread(target=prof.stop)
+    thread.start()
+    thread.join()
+    with recfn.profile() as again:  # not "already enabled": the first one is stopped
+        with recfn.record_function("after"):
+            pass
+    assert "after" in by_name(again.table())
