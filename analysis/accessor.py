@@ -14,7 +14,7 @@ from . import chrome, flame, timeline
 from .diff import diff
 from .schema import INT64_MAX, RANGE, codes, equals, ints, isin, nulls, require, thread_mask
 from .summary import render_table, summarize
-from .tree import depths, parent_positions, self_durations
+from .tree import depths, parent_positions, preorder, self_durations
 
 
 class RecfnAccessor:
@@ -77,7 +77,8 @@ class RecfnAccessor:
     # --- call tree ------------------------------------------------------------------------
 
     def tree(self) -> pd.DataFrame:
-        """All rows in depth-first order (per thread, by start), with ``parent_id`` and
+        """All rows in depth-first order, each row followed by its subtree (roots and siblings by
+        thread, then start, longest first), even when children overlap in time; with ``parent_id`` and
         ``depth`` (reconstructed from nesting when the frame has no ``parent_id``),
         ``duration_ns`` and ``self_ns`` (null for open ranges, 0 for marks and memory) and
         ``tree``, the name indented by depth, for printing."""
@@ -98,7 +99,8 @@ class RecfnAccessor:
             tree=["  " * d + str(n) for d, n in zip(level.tolist(), df["name"].astype(object).tolist())],
         )
         nest_end = ints(df["end_ns"], INT64_MAX)
-        return out.iloc[np.lexsort((-nest_end, start, ints(df["thread_id"], 0)))]
+        keys = (np.arange(len(df)), -nest_end, start, ints(df["thread_id"], 0))
+        return out.iloc[preorder(parent, keys)]
 
     def roots(self) -> pd.DataFrame:
         """Rows without a parent (in the frame), by start time."""

@@ -165,6 +165,32 @@ def subtree_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
     return total
 
 
+def preorder(parent: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Row positions in depth-first order: each row directly followed by its subtree. Roots, and
+    the children of each row, are ordered by `keys` (as for ``np.lexsort``: last key first).
+
+    Vectorised: a row's place is its parent's plus one plus the subtree sizes of the siblings
+    before it, resolved level by level; no walk over the rows.
+    """
+    n = len(parent)
+    depth = depths(parent)
+    size = subtree_sums(parent, np.ones(n, dtype=np.int64))
+    order = np.lexsort((*keys, parent))  # grouped by parent, siblings in key order
+    group, sizes = parent[order], size[order]
+    first = np.r_[True, group[1:] != group[:-1]] if n else np.zeros(0, dtype=bool)
+    before = np.cumsum(sizes) - sizes  # nondecreasing: the group's first value is its start
+    place = np.empty(n, dtype=np.int64)
+    place[order] = before - np.maximum.accumulate(np.where(first, before, 0))
+    rows_by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[rows_by_depth], np.arange(1, depth.max(initial=0) + 2))
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        rows = rows_by_depth[lo:hi]
+        place[rows] += place[parent[rows]] + 1
+    positions = np.empty(n, dtype=np.int64)
+    positions[place] = np.arange(n)
+    return positions
+
+
 def parent_positions(df: pd.DataFrame) -> np.ndarray:
     """Parent positions from ``parent_id``, or from nesting per thread when the frame has none."""
     if "parent_id" in df.columns:

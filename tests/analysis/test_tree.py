@@ -182,3 +182,25 @@ def test_start_order_is_not_needed(known: pd.DataFrame) -> None:
     shuffled = known.sample(frac=1, random_state=3).drop(columns="parent_id")
     assert shuffled.recfn.tree()["id"].tolist() == [1, 2, 6, 3, 4, 5, 7, 8, 9]
     assert shuffled.recfn.summary().set_index("name").loc["step", "self_ns"] == 70
+
+
+def test_tree_is_depth_first_when_children_overlap(overlapping: pd.DataFrame) -> None:
+    # By start alone, "decode" (child of the first fetch, at 40) would follow the second fetch (20).
+    tree = overlapping.sample(frac=1, random_state=3).recfn.tree()
+    assert tree["id"].tolist() == [1, 2, 6, 3, 4, 5]
+    assert tree["tree"].tolist() == ["fetch_all", "  fetch", "    decode", "  fetch", "  fetch", "  parse"]
+
+
+def test_tree_order_is_a_preorder_on_a_large_trace() -> None:
+    df = analysis.make_synthetic_trace(20_000, 4, n_marks=50, seed=5)
+    tree = df.recfn.tree()
+    parent = tree["parent_id"].fillna(-1).to_numpy(dtype=np.int64)
+    ids = tree["id"].to_numpy()
+    seen = {-1}
+    stack: list[int] = []  # ids of the open ancestors: a row's parent must be on it
+    for row_id, parent_id in zip(ids.tolist(), parent.tolist()):
+        while stack and stack[-1] != parent_id:
+            stack.pop()
+        assert parent_id in seen and (parent_id == -1 or stack), row_id
+        seen.add(row_id)
+        stack.append(row_id)
