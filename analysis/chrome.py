@@ -6,8 +6,9 @@ instants ("i", "I", "R") marks, counters ("C") memory events, and "thread_name" 
 the threads. Parents come from interval nesting per thread. Other phases (flows, async,
 objects, samples) are skipped. Event fields without a column are kept in ``args`` as JSON.
 
-A torch trace can hold millions of events, so the file is parsed once (with orjson when it is
-installed) and columns are built from plain lists, without pandas work per event.
+A torch trace can hold millions of events, so the file is parsed once, by msgspec into typed
+structs whose args stay unparsed JSON text (traces with other event fields into plain dicts and
+lists), and columns are built from plain lists, without pandas work per event.
 """
 
 from __future__ import annotations
@@ -15,17 +16,18 @@ from __future__ import annotations
 import gc
 import gzip
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pandas as pd
 import pyarrow as pa
 
 from . import jsonio
 from .chrome_export import trace_events
-from .chrome_import import events_frame
+from .chrome_import import TRACE, Document, events_frame
 from .schema import ints, require
 
 PathLike = str | os.PathLike[str]
@@ -46,8 +48,13 @@ def read_chrome_trace(path: PathLike) -> pd.DataFrame:
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     with _gc_paused():
-        document = _parse(raw, str(path))
-        if isinstance(document, dict):
+        try:
+            document = _parse(raw, str(path), TRACE.decode)
+        except msgspec.ValidationError:  # fields of other types, or other fields: plain values
+            document = _parse(raw, str(path), jsonio.loads)
+        if isinstance(document, Document):
+            events, base_ns = document.traceEvents, document.baseTimeNanoseconds
+        elif isinstance(document, dict):
             events = document.get("traceEvents")
             base_ns = document.get("baseTimeNanoseconds", 0)
             if not isinstance(base_ns, int):
@@ -106,15 +113,21 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _parse(raw: bytes, source: str) -> Any:
-    """Parse a trace file's bytes, closing a JSON list that lacks its final bracket."""
+def _parse(raw: bytes, source: str, decode: Callable[[bytes], Any]) -> Any:
+    """Decode a trace file's bytes, closing a JSON list that lacks its final bracket. Raises
+    ValueError for bytes that are not JSON; lets msgspec.ValidationError (JSON of other types
+    than `decode` asks for) through."""
     try:
-        return jsonio.loads(raw)
+        return decode(raw)
+    except msgspec.ValidationError:
+        raise
     except (ValueError, UnicodeDecodeError) as error:
         stripped = raw.rstrip()
         if raw.lstrip().startswith(b"[") and not stripped.endswith(b"]"):
             try:
-                return jsonio.loads(stripped.rstrip(b",") + b"]")
+                return decode(stripped.rstrip(b",") + b"]")
+            except msgspec.ValidationError:
+                raise
             except (ValueError, UnicodeDecodeError):
                 pass
         raise ValueError(f"{source}: not a JSON trace: {error}") from error

@@ -1,6 +1,9 @@
 """Chrome trace events (parsed JSON) to a recfn event table; see `chrome.read_chrome_trace`.
 
-Columns are built from plain lists and numpy arrays; nothing here touches pandas per event.
+Traces are decoded by msgspec into `Event` structs, whose ``args`` stay JSON text
+(``msgspec.Raw``) unless an event's args are needed as values; traces that do not fit them
+(unknown event fields, fields of other types) into plain dicts and lists. Columns are built
+from plain lists and numpy arrays; nothing here touches pandas per event.
 """
 
 from __future__ import annotations
@@ -8,14 +11,15 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from itertools import chain, repeat
-from operator import itemgetter
-from typing import Any
+from operator import attrgetter, itemgetter
+from typing import Any, Union
 
+import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .jsonio import json_strings
+from .jsonio import json_strings, loads
 from .schema import COLUMNS, INT64_MAX, MARK, MEMORY, RANGE
 from .tree import depths, parents_from_nesting
 
@@ -26,7 +30,55 @@ TORCH_MEMORY = "[memory]"
 """Name of torch's memory instants (args: Bytes, Device Type, Device Id, totals)."""
 TORCH_DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 NO_DEVICE = "bytes"
+TORCH_INTS = {"sequence_nr": -1, "fwd_thread_id": 0}
+"""Columns from torch's integer args, and their values where absent."""
+TORCH_KEYS = ("Sequence number", "Fwd thread id", "Input Dims", "Input type")
 """Counter series key that recfn writes for memory events without a device."""
+
+
+class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A trace event with only the fields torch, Chrome and recfn write; ``args`` as JSON text
+    (empty when absent). ``s`` (instant scope), ``id`` and ``bp`` (flows) have no column and
+    are kept in ``args``."""
+
+    ph: Any = None
+    name: Any = None
+    cat: Any = None
+    ts: Union[float, None] = None
+    dur: Union[float, None] = None
+    pid: Any = None
+    tid: Any = None
+    s: Any = msgspec.UNSET
+    id: Any = msgspec.UNSET
+    bp: Any = msgspec.UNSET
+    args: msgspec.Raw = msgspec.Raw()
+
+
+KEPT = ("bp", "id", "s")
+"""`Event` fields without a column, in the order they go into ``args``."""
+
+
+class Document(msgspec.Struct, gc=False):
+    """A trace as an object; other members are ignored."""
+
+    traceEvents: list[Event]
+    baseTimeNanoseconds: int = 0
+
+
+TRACE = msgspec.json.Decoder(Union[Document, list[Event]])
+"""Decodes a trace that fits `Event`; raises msgspec.ValidationError for one that does not."""
+
+
+class _TorchArgs(msgspec.Struct, gc=False):
+    """The args that torch's events map to columns; the other args are skipped unparsed."""
+
+    sequence_nr: Any = msgspec.field(default=None, name="Sequence number")
+    fwd_thread_id: Any = msgspec.field(default=None, name="Fwd thread id")
+    input_shapes: Any = msgspec.field(default=None, name="Input Dims")
+    input_dtypes: Any = msgspec.field(default=None, name="Input type")
+
+
+_TORCH_ARGS = msgspec.json.Decoder(list[Union[_TorchArgs, list, str, int, float, bool, None]])
 
 
 def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
@@ -70,6 +122,46 @@ class _Phases:
 
 
 def _columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[Any]]]:
+    """Phases and `CONSUMED` fields of every event, complete ("X") events first; ``args`` are
+    values, or ``msgspec.Raw`` JSON text for complete `Event` structs without kept fields."""
+    if events and events[0].__class__ is Event:  # `TRACE` decodes all events or none
+        return _event_columns(events)
+    return _dict_columns(events, source)
+
+
+def _event_columns(events: list[Event]) -> tuple[_Phases, dict[str, list[Any]]]:
+    """`_columns` of `Event` structs. The args of complete events stay JSON text; those of the
+    others (few: instants, counters, B/E, metadata, flows) are decoded, in one call."""
+    phases = list(map(attrgetter("ph"), events))
+    is_complete = np.fromiter(map(operator.eq, phases, repeat("X")), dtype=bool, count=len(phases))
+    complete = _pick(events, np.flatnonzero(is_complete))
+    others = _pick(events, np.flatnonzero(~is_complete))
+    ordered = complete + others
+    fields = {key: list(map(attrgetter(key), ordered)) for key in CONSUMED if key != "ph"}
+    args: list[Any] = fields["args"]
+    lengths = np.fromiter(map(len, args), dtype=np.int64, count=len(args))
+    for i in np.flatnonzero(lengths == 0).tolist():  # absent
+        args[i] = None
+    if others:
+        tail = [b"null" if a is None else a for a in args[len(complete):]]
+        args[len(complete):] = loads(b"[" + b",".join(tail) + b"]")
+    kept: dict[str, list[Any]] = {}
+    for key in KEPT:
+        values = list(map(attrgetter(key), ordered))
+        if values.count(msgspec.UNSET) != len(values):
+            kept[key] = values
+    if kept:
+        has_kept = np.zeros(len(ordered), dtype=bool)
+        for values in kept.values():
+            has_kept |= np.fromiter(map(operator.is_not, values, repeat(msgspec.UNSET)), dtype=bool, count=len(values))
+        for i in np.flatnonzero(has_kept).tolist():
+            own = loads(args[i]) if args[i].__class__ is msgspec.Raw else args[i]
+            fields_kept = {k: v[i] for k, v in kept.items() if v[i] is not msgspec.UNSET}
+            args[i] = {**fields_kept, **(own if isinstance(own, dict) else {})}
+    return _Phases(len(complete), [e.ph for e in others]), fields
+
+
+def _dict_columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[Any]]]:
     """Phases and `CONSUMED` fields (None where absent) of every event, complete ("X") events
     first; fields outside `CONSUMED` are merged into ``args``.
 
@@ -288,7 +380,8 @@ def _frame(
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
     strings, text = json_strings(args, event)
-    torch_ints = _arg_ints(args, text, {"Sequence number": -1, "Fwd thread id": 0})
+    torch_args = _torch_args(text)
+    torch_ints = {key: _arg_ints(torch_args, key, default, len(args)) for key, default in TORCH_INTS.items()}
     frame = pd.DataFrame(
         {
             "id": np.arange(n, dtype=np.int64),
@@ -301,8 +394,8 @@ def _frame(
             "thread_id": thread + 1,
             "thread_name": pd.Categorical.from_codes(label_codes[thread], categories=label_values),
             "depth": depths(parent).astype(np.int32),
-            "sequence_nr": torch_ints["Sequence number"][event],
-            "fwd_thread_id": torch_ints["Fwd thread id"][event],
+            "sequence_nr": torch_ints["sequence_nr"][event],
+            "fwd_thread_id": torch_ints["fwd_thread_id"][event],
             "is_async": np.zeros(n, dtype=bool),
             "node_id": np.full(n, -1, dtype=np.int32),
             "pid": _pids(pid[first])[thread],
@@ -314,8 +407,8 @@ def _frame(
     if has_memory.any():
         frame["memory_bytes"] = pd.arrays.IntegerArray(rows.column("memory_bytes")[order], ~has_memory)
         frame["device"] = _category(rows.column("device"), order, missing=None)
-    if b'"Input Dims"' in text:
-        _add_shapes(frame, args, event)
+    if torch_args is not None and b'"Input Dims"' in text:
+        _add_shapes(frame, torch_args, event)
     return frame
 
 
@@ -386,42 +479,40 @@ def _pids(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _arg_ints(args: list[Any], text: bytes, defaults: dict[str, int]) -> dict[str, np.ndarray]:
-    """Integer fields of each event's args (torch's "Sequence number", ...), `defaults` where
-    absent. `text`, all args as JSON, tells cheaply which fields occur at all.
+def _torch_args(text: bytes) -> list[Any] | None:
+    """Each event's args (`text`: all of them, a JSON list) with only the fields that torch maps
+    to columns, as `_TorchArgs` (other values as they are); None when none occurs anywhere."""
+    if not any(f'"{key}"'.encode() in text for key in TORCH_KEYS):
+        return None
+    return _TORCH_ARGS.decode(text)
 
-    pyarrow reads the fields out of the dicts in one pass; args that are not objects, or
-    values that are not integers, take the slower path of a list per field.
-    """
-    columns = {key: np.full(len(args), default, dtype=np.int64) for key, default in defaults.items()}
-    present = [key for key in defaults if f'"{key}"'.encode() in text]
-    if not present:
-        return columns
+
+def _arg_ints(torch_args: list[Any] | None, field: str, default: int, n: int) -> np.ndarray:
+    """Integer `field` (``sequence_nr``, ...) of each event's `_TorchArgs`, `default` where
+    absent. Values that are not integers take a slower path: digit strings count, others not."""
+    if torch_args is None:
+        return np.full(n, default, dtype=np.int64)
+    values = list(map(getattr, torch_args, repeat(field), repeat(None)))
     try:
-        fields = pa.array(args, type=pa.struct([(key, pa.int64()) for key in present])).flatten()
+        return np.asarray(pa.array(values, type=pa.int64()).fill_null(default).to_numpy(), dtype=np.int64)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        for key in present:
-            default = defaults[key]
-            values = [a.get(key, default) if a.__class__ is dict else default for a in args]
-            try:
-                columns[key] = np.array(values, dtype=np.int64)
-            except (TypeError, ValueError, OverflowError):
-                columns[key] = np.array([v if isinstance(v, int) else default for v in values], dtype=np.int64)
-        return columns
-    for key, values in zip(present, fields):
-        columns[key] = values.fill_null(defaults[key]).to_numpy()
-    return columns
+        values = [default if v is None else v for v in values]
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([v if isinstance(v, int) else default for v in values], dtype=np.int64)
 
 
-def _add_shapes(frame: pd.DataFrame, args: list[Any], rows: np.ndarray) -> None:
+def _add_shapes(frame: pd.DataFrame, torch_args: list[Any], rows: np.ndarray) -> None:
     """torch's "Input Dims" / "Input type" args of the events at `rows` as ``input_shapes`` /
     ``input_dtypes``, when they have the schema's types (nested tensor lists, for one, do not)."""
-    shape_fields = [("Input Dims", pa.list_(pa.list_(pa.int64()))), ("Input type", pa.list_(pa.string()))]
-    dicts = [a if a.__class__ is dict else None for a in args]
+    take = pa.array(rows)
     try:
-        shapes, types = pa.array(dicts, type=pa.struct(shape_fields)).flatten()
+        shapes = pa.array(list(map(getattr, torch_args, repeat("input_shapes"), repeat(None))),
+                          type=pa.list_(pa.list_(pa.int64())))
+        types = pa.array(list(map(getattr, torch_args, repeat("input_dtypes"), repeat(None))),
+                         type=pa.list_(pa.string()))
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return
-    take = pa.array(rows)
     frame["input_shapes"] = shapes.take(take).to_pandas()
     frame["input_dtypes"] = types.take(take).to_pandas()

@@ -1,40 +1,31 @@
-"""JSON encoding and decoding for trace files: orjson when installed, else the json module.
-
-orjson is an optional accelerator (about twice as fast to parse, several times faster to
-encode); results are the same with either backend.
-"""
+"""JSON encoding and decoding for trace files, with msgspec."""
 
 from __future__ import annotations
 
-import json
-from typing import Any, cast
+from typing import Any
 
+import msgspec
 import numpy as np
 import pyarrow as pa
 
-# The orjson module, or None for the json module; tests and benchmarks set it to compare.
-orjson: Any
-try:
-    import orjson
-except ImportError:  # pragma: no cover - depends on the environment
-    orjson = None
-
-
-def loads(raw: bytes) -> Any:
-    """Parse JSON; raises ValueError (or UnicodeDecodeError) for malformed input."""
-    return orjson.loads(raw) if orjson else json.loads(raw)
+loads = msgspec.json.decode
+"""Parse JSON; raises ValueError (msgspec.DecodeError) for malformed input."""
 
 
 def dumps(value: Any) -> bytes:
     """Compact UTF-8 JSON."""
-    if orjson:
-        return cast(bytes, orjson.dumps(value))
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return msgspec.json.encode(value)
+
+
+def compact(text: bytes) -> bytes:
+    """JSON text without whitespace between tokens (``msgspec.Raw`` values keep the file's)."""
+    return msgspec.json.format(text, indent=-1)
 
 
 def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArray, bytes]:
-    """``values[rows]`` as compact JSON strings (null for None and empty containers), and the
-    encoded bytes of all `values`, which tell cheaply whether a key occurs anywhere.
+    """``values[rows]`` as compact JSON strings (null for None and empty containers), and all
+    `values` as one compact JSON list, which tells cheaply whether a key occurs anywhere and
+    decodes back to `values`. Values can be ``msgspec.Raw`` (JSON text, copied as it is).
 
     Values are usually all objects or None (event args). Then one `dumps` of the whole list
     encodes them, several times faster than one call per value, and the list is cut at its
@@ -42,8 +33,8 @@ def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArr
     of those as values less one, none lies inside a value. Otherwise each value is encoded alone.
     """
     n = len(values)
-    if n > 1 and set(map(type, values)) <= {dict, type(None)}:
-        text = dumps(values)
+    if n > 1 and set(map(type, values)) <= {dict, msgspec.Raw, type(None)}:
+        text = compact(dumps(values))
         cuts = _separators(text)
         if len(cuts) == n - 1:
             # Values and the commas between them alternate: value k is entry 2k, a null comma
@@ -55,13 +46,21 @@ def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArr
             present[0::2] = _present(text, bounds[0::2], np.diff(bounds)[0::2])
             data = pa.py_buffer(text)
             return _strings(2 * n - 1, bounds, data, present).take(pa.array(2 * rows)), text
-    blobs = [b"" if v is None else dumps(v) for v in values]
+    blobs = [compact(dumps(v)) for v in values]
     lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=n)
-    text = b"".join(blobs)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    strings = _strings(n, offsets, pa.py_buffer(text), _present(text, offsets[:-1], lengths))
-    return strings.take(pa.array(rows)), text
+    text = b"[" + b",".join(blobs) + b"]"
+    # Value k starts after the bracket and k values and commas: entry 2k; the commas, entries
+    # 2k+1, are null.
+    steps = np.ones(2 * n, dtype=np.int64)
+    steps[0::2] = lengths
+    bounds = np.ones(2 * n, dtype=np.int64)
+    np.cumsum(steps[:-1], out=bounds[1:])
+    bounds[1:] += 1
+    present = np.zeros(max(2 * n - 1, 0), dtype=bool)
+    present[0::2] = _present(text, bounds[0::2], lengths)
+    bounds = bounds if n else np.zeros(1, dtype=np.int64)
+    strings = _strings(max(2 * n - 1, 0), bounds, pa.py_buffer(text), present)
+    return strings.take(pa.array(2 * rows)), text
 
 
 def _separators(text: bytes) -> np.ndarray:

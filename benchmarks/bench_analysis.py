@@ -4,8 +4,8 @@ Run: ``python benchmarks/bench_analysis.py`` (``--ranges N``, ``--events N`` to 
 The trace is ``make_synthetic_trace(N, 8)``: N properly nested ranges over 8 threads. Each
 operation runs a few times and the best time is kept, so numbers hold on a noisy machine.
 ``read_chrome_trace`` reads a torch-shaped trace (complete "X" cpu_op events with torch's args,
-"[memory]" instants, flow and metadata events) written to a temporary directory; the JSON parse
-alone (``orjson.loads`` or ``json.loads``, no columns) is shown as the floor it cannot beat.
+"[memory]" instants, flow and metadata events) written to a temporary directory; the typed
+msgspec decode alone (no columns) is shown as the floor it cannot beat.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pandas as pd  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import analysis  # noqa: E402
-from analysis import jsonio  # noqa: E402
+from analysis.chrome_import import TRACE  # noqa: E402
 
 
 def best_of(repeat: int, run: Callable[[], Any]) -> float:
@@ -47,10 +47,10 @@ def best_of(repeat: int, run: Callable[[], Any]) -> float:
 
 
 def parse_alone(raw: bytes) -> None:
-    """Only the JSON parse, with the cyclic GC paused as read_chrome_trace does."""
+    """Only the decode (and freeing), with the cyclic GC paused as read_chrome_trace does."""
     gc.disable()
     try:
-        jsonio.loads(raw)
+        TRACE.decode(raw)
     finally:
         gc.enable()
 
@@ -131,16 +131,10 @@ def main() -> None:
         n_events = torch_shaped_trace(args.events, path)
         size = f"{n_events:,} events, {path.stat().st_size / 2**20:.0f} MiB"
         raw = path.read_bytes()
-        installed = jsonio.orjson
-        for label, module in [("orjson", installed)] * (installed is not None) + [("json", None)]:
-            jsonio.orjson = module
-            parse = best_of(3, lambda: parse_alone(raw))
-            read = best_of(3, lambda: analysis.read_chrome_trace(path))
-            rows.append((f"JSON parse alone ({label})", size, parse, f"{n_events / parse:,.0f} events/s", ""))
-            target = ">= 500k events/s" if module else ""
-            rate = f"{n_events / read:,.0f} events/s"
-            rows.append((f"read_chrome_trace ({label})", size, read, rate, target))
-        jsonio.orjson = installed
+        parse = best_of(3, lambda: parse_alone(raw))
+        read = best_of(3, lambda: analysis.read_chrome_trace(path))
+        rows.append(("JSON decode alone (msgspec)", size, parse, f"{n_events / parse:,.0f} events/s", ""))
+        rows.append(("read_chrome_trace", size, read, f"{n_events / read:,.0f} events/s", ">= 500k events/s"))
 
     print("| operation | size | seconds | rate | target |")
     print("|---|---|---:|---:|---|")

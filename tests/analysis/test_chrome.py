@@ -20,16 +20,6 @@ DATA = Path(__file__).parent.parent / "data"
 BASE = 1_700_000_000_000_000_000
 
 
-@pytest.fixture(params=["orjson", "json"])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test with orjson (when installed) and with the standard library's json."""
-    if request.param == "json":
-        monkeypatch.setattr(jsonio, "orjson", None)
-    elif jsonio.orjson is None:
-        pytest.skip("orjson is not installed")
-    return str(request.param)
-
-
 def write(path: Path, document: Any) -> Path:
     path.write_text(json.dumps(document))
     return path
@@ -51,7 +41,7 @@ HAND_WRITTEN = [
 ]
 
 
-def test_hand_written_events(tmp_path: Path, backend: str) -> None:
+def test_hand_written_events(tmp_path: Path) -> None:
     df = read_chrome_trace(write(tmp_path / "t.json", HAND_WRITTEN))
     assert list(df.columns) == [*COLUMNS, "args", "memory_bytes", "device"]
     got = df.assign(start=df["start_ns"], end=df["end_ns"])[["name", "kind", "start", "end"]]
@@ -97,14 +87,14 @@ def compact(value: Any) -> str | None:
         [],
     ],
 )
-def test_json_strings(values: list[Any], backend: str) -> None:
+def test_json_strings(values: list[Any]) -> None:
     rows = np.arange(len(values))[::-1]
     strings, text = jsonio.json_strings(values, rows)
     assert strings.to_pylist() == [compact(values[i]) for i in rows.tolist()]
     assert all(f'"{key}"'.encode() in text for value in values if isinstance(value, dict) for key in value)
 
 
-def test_torch_shaped_fixture(backend: str) -> None:
+def test_torch_shaped_fixture() -> None:
     df = read_chrome_trace(DATA / "torch_trace.json")
     assert len(df) == 15 and (df["kind"] == "range").sum() == 10
     row = df.set_index("name")
@@ -130,7 +120,7 @@ def test_torch_shaped_fixture(backend: str) -> None:
     assert df.recfn.summary(group_by_input_shape=True)["input_shapes"].str.startswith("[[").sum() == 4
 
 
-def test_args_that_are_not_plain_objects(tmp_path: Path, backend: str) -> None:
+def test_args_that_are_not_plain_objects(tmp_path: Path) -> None:
     # Args that are not objects, torch fields that are not integers and lists of objects in
     # args take the slower paths; the results are the same.
     common = {"ph": "X", "dur": 1, "pid": 1, "tid": 1}
@@ -148,7 +138,7 @@ def test_args_that_are_not_plain_objects(tmp_path: Path, backend: str) -> None:
     assert df["sequence_nr"].tolist() == [-1, 7, 8, -1] and df["fwd_thread_id"].tolist() == [0, 3, 0, 0]
 
 
-def test_gzip_dict_form_and_truncated_array(tmp_path: Path, backend: str) -> None:
+def test_gzip_dict_form_and_truncated_array(tmp_path: Path) -> None:
     document = {"traceEvents": HAND_WRITTEN, "baseTimeNanoseconds": BASE, "otherData": {"k": 1}}
     (tmp_path / "t.json.gz").write_bytes(gzip.compress(json.dumps(document).encode()))
     zipped = read_chrome_trace(tmp_path / "t.json.gz")
@@ -158,7 +148,7 @@ def test_gzip_dict_form_and_truncated_array(tmp_path: Path, backend: str) -> Non
     assert len(read_chrome_trace(tmp_path / "cut.json")) == 8
 
 
-def test_round_trip_through_chrome(tmp_path: Path, backend: str) -> None:
+def test_round_trip_through_chrome(tmp_path: Path) -> None:
     df = analysis.make_synthetic_trace(3_000, 3, n_marks=30, n_memory_events=40, seed=2)
     every_fifth_range = (np.arange(len(df)) % 5 == 0) & (df["kind"] == "range")
     df["sequence_nr"] = np.where(every_fifth_range, np.arange(len(df)), -1)
@@ -197,7 +187,7 @@ def test_write_accepts_an_arrow_table(tmp_path: Path) -> None:
     assert back["end_ns"].astype(str).tolist() == df["end_ns"].astype(str).tolist()
 
 
-def test_empty_traces(tmp_path: Path, backend: str) -> None:
+def test_empty_traces(tmp_path: Path) -> None:
     for document in ([], {"traceEvents": []}, [HAND_WRITTEN[0], HAND_WRITTEN[-1]]):
         df = read_chrome_trace(write(tmp_path / "e.json", document))
         assert df.empty and list(df.columns) == [*COLUMNS, "args"]
@@ -219,7 +209,7 @@ def test_empty_traces(tmp_path: Path, backend: str) -> None:
         ('{"traceEvents": [], "baseTimeNanoseconds": "1"}', "baseTimeNanoseconds"),
     ],
 )
-def test_malformed_input(tmp_path: Path, backend: str, content: str, message: str) -> None:
+def test_malformed_input(tmp_path: Path, content: str, message: str) -> None:
     (tmp_path / "bad.json").write_text(content)
     with pytest.raises(ValueError, match=message):
         read_chrome_trace(tmp_path / "bad.json")
@@ -245,3 +235,16 @@ def test_trace_written_by_torch(tmp_path: Path) -> None:
     children = df[df["parent_id"] == outer["id"].iloc[0]]
     assert "aten::matmul" in set(children["name"].astype(str))
     assert df.recfn.summary()["count"].sum() == (df["kind"] == "range").sum()
+
+
+def test_typed_and_plain_decoding_agree(tmp_path: Path) -> None:
+    # Without unknown fields the events decode into structs (args kept as JSON text); one
+    # unknown field sends the whole trace through plain dicts. The tables are the same.
+    events = [{k: v for k, v in e.items() if k != "extra"} for e in HAND_WRITTEN]
+    events += [{"ph": "X", "name": "t", "pid": 1, "tid": 1, "ts": 20, "dur": 1, "id": 4, "s": "p",
+                "args": {"Sequence number": 3, "Input Dims": [[2, 3]], "Input type": ["float"]}}]
+    typed = read_chrome_trace(write(tmp_path / "typed.json", events))
+    plain = read_chrome_trace(write(tmp_path / "plain.json", [*events, {"ph": "s", "unknown": 1}]))
+    pd.testing.assert_frame_equal(typed, plain)
+    row = typed.set_index("name").loc["t"]
+    assert row["sequence_nr"] == 3 and json.loads(row["args"])["id"] == 4 and list(row["input_shapes"][0]) == [2, 3]
