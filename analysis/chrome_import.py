@@ -38,7 +38,7 @@ TORCH_KEYS = ("Sequence number", "Fwd thread id", "Input Dims", "Input type")
 
 class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A trace event with only the fields torch, Chrome and recfn write; ``args`` as JSON text
-    (empty when absent). ``s`` (instant scope), ``id`` and ``bp`` (flows) have no column and
+    (``null`` when absent). ``s`` (instant scope), ``id`` and ``bp`` (flows) have no column and
     are kept in ``args``."""
 
     ph: Any = None
@@ -51,7 +51,7 @@ class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     s: Any = msgspec.UNSET
     id: Any = msgspec.UNSET
     bp: Any = msgspec.UNSET
-    args: msgspec.Raw = msgspec.Raw()
+    args: msgspec.Raw = msgspec.Raw(b"null")
 
 
 KEPT = ("bp", "id", "s")
@@ -130,35 +130,41 @@ def _columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[An
 
 
 def _event_columns(events: list[Event]) -> tuple[_Phases, dict[str, list[Any]]]:
-    """`_columns` of `Event` structs. The args of complete events stay JSON text; those of the
-    others (few: instants, counters, B/E, metadata, flows) are decoded, in one call."""
+    """`_columns` of `Event` structs. The args of complete events stay JSON text (``null``
+    when absent); those of the others (few: instants, counters, B/E, metadata, flows) are
+    decoded, in one call.
+
+    One pass per field: kept fields (`KEPT`) are rare on complete events, so those are only
+    scanned for any, and only the others' are listed."""
     phases = list(map(attrgetter("ph"), events))
     is_complete = np.fromiter(map(operator.eq, phases, repeat("X")), dtype=bool, count=len(phases))
-    complete = _pick(events, np.flatnonzero(is_complete))
-    others = _pick(events, np.flatnonzero(~is_complete))
-    ordered = complete + others
+    n_complete = int(np.count_nonzero(is_complete))
+    if n_complete == len(events):
+        complete, others = events, []
+    else:
+        complete = _pick(events, np.flatnonzero(is_complete))
+        others = _pick(events, np.flatnonzero(~is_complete))
+    ordered = complete + others if others else complete
     fields = {key: list(map(attrgetter(key), ordered)) for key in CONSUMED if key != "ph"}
     args: list[Any] = fields["args"]
-    lengths = np.fromiter(map(len, args), dtype=np.int64, count=len(args))
-    for i in np.flatnonzero(lengths == 0).tolist():  # absent
-        args[i] = None
     if others:
-        tail = [b"null" if a is None else a for a in args[len(complete):]]
-        args[len(complete):] = loads(b"[" + b",".join(tail) + b"]")
-    kept: dict[str, list[Any]] = {}
-    for key in KEPT:
-        values = list(map(attrgetter(key), ordered))
-        if values.count(msgspec.UNSET) != len(values):
-            kept[key] = values
+        args[n_complete:] = loads(b"[" + b",".join(args[n_complete:]) + b"]")
+    unset = repeat(msgspec.UNSET)
+    in_complete = any(any(map(operator.is_not, map(attrgetter(key), complete), unset)) for key in KEPT)
+    start = 0 if in_complete else n_complete
+    tail = ordered[start:]
+    kept = {key: list(map(attrgetter(key), tail)) for key in KEPT}
+    kept = {key: values for key, values in kept.items() if values.count(msgspec.UNSET) != len(values)}
     if kept:
-        has_kept = np.zeros(len(ordered), dtype=bool)
+        has_kept = np.zeros(len(tail), dtype=bool)
         for values in kept.values():
-            has_kept |= np.fromiter(map(operator.is_not, values, repeat(msgspec.UNSET)), dtype=bool, count=len(values))
-        for i in np.flatnonzero(has_kept).tolist():
+            has_kept |= np.fromiter(map(operator.is_not, values, unset), dtype=bool, count=len(values))
+        for j in np.flatnonzero(has_kept).tolist():
+            i = start + j
             own = loads(args[i]) if args[i].__class__ is msgspec.Raw else args[i]
-            fields_kept = {k: v[i] for k, v in kept.items() if v[i] is not msgspec.UNSET}
+            fields_kept = {k: v[j] for k, v in kept.items() if v[j] is not msgspec.UNSET}
             args[i] = {**fields_kept, **(own if isinstance(own, dict) else {})}
-    return _Phases(len(complete), [e.ph for e in others]), fields
+    return _Phases(n_complete, [e.ph for e in others]), fields
 
 
 def _dict_columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[Any]]]:
