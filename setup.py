@@ -6,6 +6,7 @@ from setuptools import setup
 
 COMPILED_MODULES = [
     "recfn/_engine.py",
+    "recfn/_registry.py",
     "recfn/_recorder.py",
     "recfn/_tracer.py",
 ]

@@ -3,7 +3,8 @@
 Named ranges (``with recfn.record_function("step"):``), start/end callbacks filtered by scope and
 sampled, guards, context that follows threads and asyncio tasks, and a profiler that records into
 columnar buffers and hands back one ``pyarrow.Table``. This module stays small and uncompiled; the
-engine (``recfn._engine``) and the capture buffers (``recfn._recorder``) are compiled with mypyc.
+engine (``recfn._engine``, ``recfn._registry``), the capture buffers (``recfn._recorder``) and the
+call tracer (``recfn._tracer``) are compiled with mypyc.
 Importing recfn imports no pandas, matplotlib or IPython.
 """
 
@@ -15,17 +16,21 @@ __version__ = "0.1.0"
 
 from recfn._context import PropagatingExecutor, propagate
 from recfn._engine import (
-    DisableRecordFunctionGuard,
     RecordFunction,
     RecordFunctionCallback,
+    current_range,
+    current_thread_id,
+    record_function,
+    record_function_fast,
+)
+from recfn._registry import (
+    DisableRecordFunctionGuard,
     RecordFunctionGuard,
     add_global_callback,
     add_thread_local_callback,
     clear_callbacks,
     clear_global_callbacks,
     clear_thread_local_callbacks,
-    current_range,
-    current_thread_id,
     disable_callback,
     enable_record_function,
     has_callbacks,
@@ -33,8 +38,6 @@ from recfn._engine import (
     has_thread_local_callbacks,
     is_record_function_enabled,
     reenable_callback,
-    record_function,
-    record_function_fast,
     remove_callback,
     set_record_function_seed_for_testing,
 )
@@ -90,7 +93,7 @@ def session() -> Any:
     return importlib.import_module("notebook_ext").session()
 
 
-COMPILED_MODULES = ("recfn._engine", "recfn._recorder", "recfn._tracer")
+COMPILED_MODULES = ("recfn._engine", "recfn._registry", "recfn._recorder", "recfn._tracer")
 
 
 def _is_extension(name: str) -> bool:

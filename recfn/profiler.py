@@ -16,7 +16,7 @@ import tracemalloc
 import warnings
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from recfn import _engine
+from recfn import _registry
 from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder, default_stack
 from recfn._tracer import Tracer, check_options as check_trace_options
 from recfn.flops import flop_formulas
@@ -217,7 +217,7 @@ class profile:
         with _active_lock:
             _active.append(self)
         recorder.record_instant("__start_profile", KIND_MARK, 0, "")
-        self._handle = _engine.add_global_callback(recorder)
+        self._handle = _registry.add_global_callback(recorder)
         if tracer is not None:
             self._tracer = tracer
             tracer.start()
@@ -228,7 +228,7 @@ class profile:
         recorder = self._recorder
         if recorder is None or recorder.stopped:
             raise RuntimeError("profiler is not running: call start() (or use it as a context manager) first")
-        _engine.remove_callback(self._handle)
+        _registry.remove_callback(self._handle)
         recorder.record_instant("__stop_profile", KIND_MARK, 0, "")
         recorder.stopped = True
         if self._tracer is not None:

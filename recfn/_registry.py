@@ -1,0 +1,196 @@
+"""The callback registry and the enabled flag: adding, removing and switching callbacks, guards.
+
+Compiled with mypyc. Writers build new lists under the engine's lock and publish them whole, so
+``recfn._engine`` can iterate them without locking on the hot path.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+from mypy_extensions import i64
+
+from recfn._engine import (
+    RecordFunctionCallback,
+    _draw_countdown,
+    _Entry,
+    _lock,
+    _reg,
+    _rng,
+    _state_var,
+    _ThreadState,
+)
+
+def _new_handle() -> i64:
+    _reg.next_callback_handle += 1
+    return _reg.next_callback_handle
+
+
+def _check_callback(cb: object) -> RecordFunctionCallback:
+    if not isinstance(cb, RecordFunctionCallback):
+        raise TypeError(f"expected a RecordFunctionCallback, got {type(cb).__name__}")
+    return cb
+
+
+def add_global_callback(cb: object) -> int:
+    """Register ``cb`` for every thread; returns its handle (monotonic, never 0)."""
+    callback = _check_callback(cb)
+    with _lock:
+        entry = _Entry(_new_handle(), callback, True)
+        _reg.global_entries = _reg.global_entries + [entry]
+        _reg.n_callbacks += 1
+    return entry.handle
+
+
+def add_thread_local_callback(cb: object) -> int:
+    """Register ``cb`` for this thread (and the asyncio tasks and propagated work it starts)."""
+    callback = _check_callback(cb)
+    with _lock:
+        entry = _Entry(_new_handle(), callback, False)
+        _reg.n_callbacks += 1
+        _reg.state_touched = True
+    ts = _state_var.get()
+    _state_var.set(_ThreadState(ts.entries + [entry], ts.enabled))
+    return entry.handle
+
+
+def _check_handle(handle: object) -> int:
+    if isinstance(handle, bool) or not isinstance(handle, int):
+        raise TypeError(f"callback handle must be an int, got {type(handle).__name__}")
+    return handle
+
+
+def _find(handle: int) -> Optional[_Entry]:
+    for e in _state_var.get().entries:
+        if e.handle == handle:
+            return e
+    for e in _reg.global_entries:
+        if e.handle == handle:
+            return e
+    return None
+
+
+def _unknown_handle(handle: object, action: str) -> None:
+    warnings.warn(f"recfn: cannot {action} callback handle {handle}: no such callback", stacklevel=3)
+
+
+def remove_callback(handle: object) -> None:
+    """Remove a callback by handle (thread-local ones only from this context)."""
+    handle = _check_handle(handle)
+    ts = _state_var.get()
+    kept = [e for e in ts.entries if e.handle != handle]
+    if len(kept) != len(ts.entries):
+        _state_var.set(_ThreadState(kept, ts.enabled))
+        with _lock:
+            _reg.n_callbacks -= 1
+        return
+    with _lock:
+        kept = [e for e in _reg.global_entries if e.handle != handle]
+        if len(kept) != len(_reg.global_entries):
+            _reg.global_entries = kept
+            _reg.n_callbacks -= 1
+            return
+    _unknown_handle(handle, "remove")
+
+
+def disable_callback(handle: object) -> None:
+    """Stop a callback from running without removing it."""
+    e = _find(_check_handle(handle))
+    if e is None:
+        _unknown_handle(handle, "disable")
+    else:
+        e.enabled = False
+
+
+def reenable_callback(handle: object) -> None:
+    """Let a disabled callback run again."""
+    e = _find(_check_handle(handle))
+    if e is None:
+        _unknown_handle(handle, "re-enable")
+    else:
+        e.enabled = True
+
+
+def has_global_callbacks() -> bool:
+    return len(_reg.global_entries) > 0
+
+
+def has_thread_local_callbacks() -> bool:
+    return len(_state_var.get().entries) > 0
+
+
+def has_callbacks() -> bool:
+    return has_global_callbacks() or has_thread_local_callbacks()
+
+
+def clear_global_callbacks() -> None:
+    """Remove every global callback."""
+    with _lock:
+        _reg.n_callbacks -= len(_reg.global_entries)
+        _reg.global_entries = []
+
+
+def clear_thread_local_callbacks() -> None:
+    """Remove this context's thread-local callbacks."""
+    ts = _state_var.get()
+    if ts.entries:
+        with _lock:
+            _reg.n_callbacks -= len(ts.entries)
+        _state_var.set(_ThreadState([], ts.enabled))
+
+
+def clear_callbacks() -> None:
+    """Remove global callbacks and this context's thread-local ones."""
+    clear_global_callbacks()
+    clear_thread_local_callbacks()
+
+
+def set_record_function_seed_for_testing(seed: object) -> None:
+    """Make sampling reproducible: reseed and redraw every registered countdown."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    _rng.seed(seed)
+    for e in _reg.global_entries + _state_var.get().entries:
+        e.countdown = _draw_countdown(e.cb.sampling_prob)
+
+
+# -- enabled flag and guards --------------------------------------------------------------------
+
+
+def enable_record_function(enable: object = True) -> None:
+    """Turn ranges on or off for this thread / task context."""
+    _reg.state_touched = True
+    ts = _state_var.get()
+    if ts.enabled != bool(enable):
+        _state_var.set(_ThreadState(ts.entries, bool(enable)))
+
+
+def is_record_function_enabled() -> bool:
+    return _state_var.get().enabled
+
+
+class RecordFunctionGuard:
+    """Set the enabled flag for a block and restore the previous value on exit."""
+
+    enabled: bool
+    _previous: list[bool]
+
+    def __init__(self, enabled: object = True) -> None:
+        self.enabled = bool(enabled)
+        self._previous = []
+
+    def __enter__(self) -> RecordFunctionGuard:
+        self._previous.append(is_record_function_enabled())
+        enable_record_function(self.enabled)
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        enable_record_function(self._previous.pop())
+
+
+class DisableRecordFunctionGuard(RecordFunctionGuard):
+    """Turn ranges off for a block."""
+
+    def __init__(self) -> None:
+        super().__init__(False)
