@@ -9,7 +9,6 @@ swallows the exception: the caller decides how to show it.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 from typing import Any, Optional
 
@@ -44,6 +43,7 @@ class ProfileOptions:
             "profile_memory": self.memory,
             "with_stack": self.stack,
             "with_flops": self.flops,
+            "sampling_prob": self.sample,
         }
         if self.max_events is not None:
             kwargs["max_events"] = self.max_events
@@ -54,20 +54,9 @@ class ProfileOptions:
         return dataclasses.asdict(self)
 
 
-def _profile_takes_sampling() -> bool:
-    try:
-        return "sampling_prob" in inspect.signature(recfn.profile).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def start_profile(options: ProfileOptions) -> "recfn.profile":
     """Start a ``recfn.profile`` for ``options``; CaptureError if one already runs here."""
-    kwargs = options.profile_kwargs()
-    native_sampling = options.sample < 1.0 and _profile_takes_sampling()
-    if native_sampling:
-        kwargs["sampling_prob"] = options.sample
-    prof = recfn.profile(**kwargs)
+    prof = recfn.profile(**options.profile_kwargs())
     try:
         prof.start()
     except RuntimeError as exc:
@@ -77,15 +66,6 @@ def start_profile(options: ProfileOptions) -> "recfn.profile":
                 "(recfn.disable_profiler() or leave its `with recfn.profile()` block)"
             ) from None
         raise
-    if options.sample < 1.0 and not native_sampling:
-        # Stopgap until recfn.profile(sampling_prob=...) exists: the profiler's Recorder is the
-        # engine callback, and the engine reads sampling_prob on every new range. Its countdown
-        # was drawn at probability 1, so the very next range (the cell's own) is still kept.
-        recorder = getattr(prof, "_recorder", None)
-        if recorder is None or not hasattr(recorder, "sampling_prob"):
-            prof.stop()
-            raise CaptureError("--sample needs a recfn whose profiler supports sampling")
-        recorder.sampling_prob = float(options.sample)
     return prof
 
 
