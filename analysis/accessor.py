@@ -95,8 +95,13 @@ class RecfnAccessor:
             parent_id=pd.arrays.IntegerArray(np.where(parent >= 0, ids[parent], 0), parent < 0),
             depth=level.astype(np.int32),
             duration_ns=pd.arrays.IntegerArray(duration, still_open),
-            self_ns=pd.arrays.IntegerArray(self_durations(parent, start, end, is_range), still_open),
-            tree=["  " * d + str(n) for d, n in zip(level.tolist(), df["name"].astype(object).tolist())],
+            self_ns=pd.arrays.IntegerArray(
+                self_durations(parent, start, end, is_range), still_open
+            ),
+            tree=[
+                "  " * d + str(n)
+                for d, n in zip(level.tolist(), df["name"].astype(object).tolist())
+            ],
         )
         nest_end = ints(df["end_ns"], INT64_MAX)
         keys = (np.arange(len(df)), -nest_end, start, ints(df["thread_id"], 0))

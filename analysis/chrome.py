@@ -62,7 +62,9 @@ def read_chrome_trace(path: PathLike) -> pd.DataFrame:
         else:
             events, base_ns = document, 0
         if not isinstance(events, list):
-            raise ValueError(f"{path}: expected a list of events or an object with a traceEvents list")
+            raise ValueError(
+                f"{path}: expected a list of events or an object with a traceEvents list"
+            )
         frame = events_frame(events, base_ns, str(path))
         # Free the parsed trace while the collector is paused: once resumed, it would first
         # walk every one of its containers (about 0.1 s per 300k events).
@@ -82,7 +84,9 @@ def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:
     metadata = {}
     if isinstance(data, pa.Table):
         raw_metadata = data.schema.metadata or {}
-        metadata = {k.decode(): v.decode() for k, v in raw_metadata.items() if k.startswith(b"recfn.")}
+        metadata = {
+            k.decode(): v.decode() for k, v in raw_metadata.items() if k.startswith(b"recfn.")
+        }
         # Nullable int64 as Int64, not float64, which would round epoch nanoseconds.
         data = data.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
     require(data, ("name", "kind", "start_ns", "end_ns", "thread_id"), "write_chrome_trace")

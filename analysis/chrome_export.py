@@ -39,23 +39,55 @@ def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
     open_range = nulls(df["end_ns"])
     events = _thread_metadata(df)
     events += [
-        {"ph": "X", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i], "dur": dur[i],
-         "args": args[i]}
+        {
+            "ph": "X",
+            "cat": cat[i],
+            "name": name[i],
+            "pid": pid[i],
+            "tid": tid[i],
+            "ts": ts[i],
+            "dur": dur[i],
+            "args": args[i],
+        }
         for i in np.flatnonzero(ranges & ~open_range).tolist()
     ]
     events += [
-        {"ph": "B", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i],
-         "args": args[i]}
+        {
+            "ph": "B",
+            "cat": cat[i],
+            "name": name[i],
+            "pid": pid[i],
+            "tid": tid[i],
+            "ts": ts[i],
+            "args": args[i],
+        }
         for i in np.flatnonzero(ranges & open_range).tolist()
     ]
     events += [
-        {"ph": "i", "s": "t", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i],
-         "args": args[i]}
+        {
+            "ph": "i",
+            "s": "t",
+            "cat": cat[i],
+            "name": name[i],
+            "pid": pid[i],
+            "tid": tid[i],
+            "ts": ts[i],
+            "args": args[i],
+        }
         for i in np.flatnonzero(equals(df["kind"], MARK)).tolist()
     ]
     for i, key, total in _running_totals(df):
-        events.append({"ph": "C", "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i], "ts": ts[i],
-                       "args": {key: total}})
+        events.append(
+            {
+                "ph": "C",
+                "cat": cat[i],
+                "name": name[i],
+                "pid": pid[i],
+                "tid": tid[i],
+                "ts": ts[i],
+                "args": {key: total},
+            }
+        )
     return events
 
 
@@ -109,8 +141,13 @@ def _thread_metadata(df: pd.DataFrame) -> list[dict[str, Any]]:
     keys = ["pid", "thread_id"] if "pid" in df.columns else ["thread_id"]
     threads = df[[*keys, "thread_name"]].dropna().drop_duplicates(keys)
     return [
-        {"ph": "M", "name": "thread_name", "pid": int(row.get("pid", 0)), "tid": int(row["thread_id"]),
-         "args": {"name": str(row["thread_name"])}}
+        {
+            "ph": "M",
+            "name": "thread_name",
+            "pid": int(row.get("pid", 0)),
+            "tid": int(row["thread_id"]),
+            "args": {"name": str(row["thread_name"])},
+        }
         for row in threads.to_dict("records")
     ]
 
@@ -136,7 +173,9 @@ def _running_totals(df: pd.DataFrame) -> list[tuple[int, str, int]]:
     )
     order = np.argsort(ints(df["start_ns"], 0)[rows], kind="stable")
     running = np.empty(rows.size, dtype=np.int64)
-    running[order] = series.iloc[order].groupby(["pid", "name", "device"], sort=False, dropna=False)[
-        "change"
-    ].cumsum()
+    running[order] = (
+        series.iloc[order]
+        .groupby(["pid", "name", "device"], sort=False, dropna=False)["change"]
+        .cumsum()
+    )
     return list(zip(rows.tolist(), device.tolist(), running.tolist()))

@@ -150,15 +150,21 @@ def _event_columns(events: list[Event]) -> tuple[_Phases, dict[str, list[Any]]]:
     if others:
         args[n_complete:] = loads(b"[" + b",".join(args[n_complete:]) + b"]")
     unset = repeat(msgspec.UNSET)
-    in_complete = any(any(map(operator.is_not, map(attrgetter(key), complete), unset)) for key in KEPT)
+    in_complete = any(
+        any(map(operator.is_not, map(attrgetter(key), complete), unset)) for key in KEPT
+    )
     start = 0 if in_complete else n_complete
     tail = ordered[start:]
     kept = {key: list(map(attrgetter(key), tail)) for key in KEPT}
-    kept = {key: values for key, values in kept.items() if values.count(msgspec.UNSET) != len(values)}
+    kept = {
+        key: values for key, values in kept.items() if values.count(msgspec.UNSET) != len(values)
+    }
     if kept:
         has_kept = np.zeros(len(tail), dtype=bool)
         for values in kept.values():
-            has_kept |= np.fromiter(map(operator.is_not, values, unset), dtype=bool, count=len(values))
+            has_kept |= np.fromiter(
+                map(operator.is_not, values, unset), dtype=bool, count=len(values)
+            )
         for j in np.flatnonzero(has_kept).tolist():
             i = start + j
             own = loads(args[i]) if args[i].__class__ is msgspec.Raw else args[i]
@@ -271,7 +277,9 @@ class _Rows:
                 "end": start if end_us is None else self.ns(end_us),
                 "closed": np.ones(n, dtype=bool) if closed is None else closed,
                 "kind": np.full(n, (RANGE, MARK, MEMORY).index(kind), dtype=np.int8),
-                "memory_bytes": np.zeros(n, dtype=np.int64) if memory_bytes is None else memory_bytes,
+                "memory_bytes": np.zeros(n, dtype=np.int64)
+                if memory_bytes is None
+                else memory_bytes,
                 "has_memory": np.full(n, memory_bytes is not None),
                 "device": np.full(n, None, dtype=object) if device is None else device,
             }
@@ -284,7 +292,9 @@ class _Rows:
         return np.concatenate([part[key] for part in self.parts])
 
 
-def _add_begin_end(rows: _Rows, phases: _Phases, pid: np.ndarray, tid: np.ndarray, args: list[Any]) -> None:
+def _add_begin_end(
+    rows: _Rows, phases: _Phases, pid: np.ndarray, tid: np.ndarray, args: list[Any]
+) -> None:
     """Pair "B" with "E" events per thread by nesting level; unpaired B are open ranges.
 
     An E's args are merged into its B's, as Chrome does.
@@ -332,7 +342,9 @@ def _torch_device(args: dict[str, Any]) -> str:
     return kind if kind == "cpu" else f"{kind}:{args.get('Device Id', 0)}"
 
 
-def _add_counters(rows: _Rows, phases: _Phases, name: np.ndarray, pid: np.ndarray, args: list[Any]) -> None:
+def _add_counters(
+    rows: _Rows, phases: _Phases, name: np.ndarray, pid: np.ndarray, args: list[Any]
+) -> None:
     """One memory row per numeric counter value.
 
     ``memory_bytes`` is the change since the series' previous value, so that a cumulative sum
@@ -368,7 +380,12 @@ def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 
 def _frame(
-    rows: _Rows, phases: _Phases, name: np.ndarray, cat: np.ndarray, pid: np.ndarray, tid: np.ndarray,
+    rows: _Rows,
+    phases: _Phases,
+    name: np.ndarray,
+    cat: np.ndarray,
+    pid: np.ndarray,
+    tid: np.ndarray,
     args: list[Any],
 ) -> pd.DataFrame:
     """Sort the rows by start (parents first), nest them per thread and build the columns."""
@@ -387,7 +404,9 @@ def _frame(
     label_codes, label_values = pd.factorize(labels)
     strings, text = json_strings(args, event)
     torch_args = _torch_args(text)
-    torch_ints = {key: _arg_ints(torch_args, key, default, len(args)) for key, default in TORCH_INTS.items()}
+    torch_ints = {
+        key: _arg_ints(torch_args, key, default, len(args)) for key, default in TORCH_INTS.items()
+    }
     frame = pd.DataFrame(
         {
             "id": np.arange(n, dtype=np.int64),
@@ -411,7 +430,9 @@ def _frame(
     )
     has_memory = rows.column("has_memory")[order]
     if has_memory.any():
-        frame["memory_bytes"] = pd.arrays.IntegerArray(rows.column("memory_bytes")[order], ~has_memory)
+        frame["memory_bytes"] = pd.arrays.IntegerArray(
+            rows.column("memory_bytes")[order], ~has_memory
+        )
         frame["device"] = _category(rows.column("device"), order, missing=None)
     if torch_args is not None and b'"Input Dims"' in text:
         _add_shapes(frame, torch_args, event)
@@ -500,7 +521,9 @@ def _arg_ints(torch_args: list[Any] | None, field: str, default: int, n: int) ->
         return np.full(n, default, dtype=np.int64)
     values = list(map(getattr, torch_args, repeat(field), repeat(None)))
     try:
-        return np.asarray(pa.array(values, type=pa.int64()).fill_null(default).to_numpy(), dtype=np.int64)
+        return np.asarray(
+            pa.array(values, type=pa.int64()).fill_null(default).to_numpy(), dtype=np.int64
+        )
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         values = [default if v is None else v for v in values]
     try:
@@ -514,10 +537,14 @@ def _add_shapes(frame: pd.DataFrame, torch_args: list[Any], rows: np.ndarray) ->
     ``input_dtypes``, when they have the schema's types (nested tensor lists, for one, do not)."""
     take = pa.array(rows)
     try:
-        shapes = pa.array(list(map(getattr, torch_args, repeat("input_shapes"), repeat(None))),
-                          type=pa.list_(pa.list_(pa.int64())))
-        types = pa.array(list(map(getattr, torch_args, repeat("input_dtypes"), repeat(None))),
-                         type=pa.list_(pa.string()))
+        shapes = pa.array(
+            list(map(getattr, torch_args, repeat("input_shapes"), repeat(None))),
+            type=pa.list_(pa.list_(pa.int64())),
+        )
+        types = pa.array(
+            list(map(getattr, torch_args, repeat("input_dtypes"), repeat(None))),
+            type=pa.list_(pa.string()),
+        )
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return
     frame["input_shapes"] = shapes.take(take).to_pandas()

@@ -29,7 +29,9 @@ def diff(new: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
         result[f"{column}_base"] = old
         result[f"{column}_new"] = now
         result[f"{stem}_change{unit}"] = now - old
-        result[f"{stem}_ratio"] = (now / old.replace(0, np.nan)).mask((old == 0) & (now > 0), np.inf)
+        result[f"{stem}_ratio"] = (now / old.replace(0, np.nan)).mask(
+            (old == 0) & (now > 0), np.inf
+        )
     return result.sort_values(
         ["self_change_ns", "total_change_ns", "name"], ascending=[False, False, True], kind="stable"
     ).reset_index(drop=True)

@@ -17,8 +17,15 @@ CHAR_PX = 5.5
 """Approximate width of one label character at `FONT_SIZE` and 100 dpi."""
 
 
-def add_rectangles(ax: Axes, x0: np.ndarray, x1: np.ndarray, y: np.ndarray, half_height: float,
-                   colors: np.ndarray, pixels: np.ndarray) -> None:
+def add_rectangles(
+    ax: Axes,
+    x0: np.ndarray,
+    x1: np.ndarray,
+    y: np.ndarray,
+    half_height: float,
+    colors: np.ndarray,
+    pixels: np.ndarray,
+) -> None:
     """One PolyCollection of rectangles centred on `y`; white edges on those at least 4 px wide."""
     if x0.size == 0:
         return
@@ -30,16 +37,29 @@ def add_rectangles(ax: Axes, x0: np.ndarray, x1: np.ndarray, y: np.ndarray, half
     ax.add_collection(bars)
 
 
-def add_labels(ax: Axes, names: np.ndarray, x0: np.ndarray, y: np.ndarray, pixels: np.ndarray,
-               units_per_px: float) -> None:
+def add_labels(
+    ax: Axes,
+    names: np.ndarray,
+    x0: np.ndarray,
+    y: np.ndarray,
+    pixels: np.ndarray,
+    units_per_px: float,
+) -> None:
     """Names on the widest rectangles (at most `MAX_LABELS`), cut to what fits."""
     chosen = np.flatnonzero(pixels >= LABEL_MIN_PX)
     chosen = chosen[np.argsort(-pixels[chosen], kind="stable")[:MAX_LABELS]]
     for i in chosen.tolist():
         label = fit_label(str(names[i]), pixels[i])
         if label:
-            ax.text(x0[i] + 3 * units_per_px, y[i], label, fontsize=FONT_SIZE, va="center", ha="left",
-                    clip_on=True)
+            ax.text(
+                x0[i] + 3 * units_per_px,
+                y[i],
+                label,
+                fontsize=FONT_SIZE,
+                va="center",
+                ha="left",
+                clip_on=True,
+            )
 
 
 def fit_label(label: str, pixels: float) -> str:

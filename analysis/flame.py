@@ -26,7 +26,11 @@ MIN_BAR_PX = 1.0
 
 
 def flame(
-    df: pd.DataFrame, ax: Axes | None = None, *, max_depth: int | None = None, title: str | None = None
+    df: pd.DataFrame,
+    ax: Axes | None = None,
+    *,
+    max_depth: int | None = None,
+    title: str | None = None,
 ) -> Axes:
     """Draw the call tree of `df` as an icicle (roots on top); see `RecfnAccessor.flame`."""
     tree = call_tree(df)
@@ -37,7 +41,9 @@ def flame(
     shown = np.ones(tree.total.size, dtype=bool) if max_depth is None else tree.depth <= max_depth
     levels = int(tree.depth[shown].max()) + 1
     if ax is None:
-        _, ax = plt.subplots(figsize=(12, float(np.clip(1.0 + 0.25 * levels, 3, 16))), layout="constrained")
+        _, ax = plt.subplots(
+            figsize=(12, float(np.clip(1.0 + 0.25 * levels, 3, 16))), layout="constrained"
+        )
     span = int(width[tree.parent < 0].sum())
     ns_per_px = max(span, 1) / max(ax.get_window_extent().width, 50)
 
@@ -80,7 +86,9 @@ def _offsets(tree: CallTree, width: np.ndarray) -> np.ndarray:
     """Left edge (ns) of each path: siblings side by side in name order under their parent."""
     x0 = np.zeros(tree.total.size, dtype=np.int64)
     rank = np.empty(len(tree.names) + 1, dtype=np.int64)
-    rank[np.argsort(np.array([""] + [str(n) for n in tree.names]), kind="stable")] = np.arange(len(rank))
+    rank[np.argsort(np.array([""] + [str(n) for n in tree.names]), kind="stable")] = np.arange(
+        len(rank)
+    )
     bounds = np.searchsorted(tree.depth, np.arange(tree.depth.max() + 2))
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         paths = np.arange(lo, hi)

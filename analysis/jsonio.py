@@ -83,7 +83,9 @@ def _present(text: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray
     return np.asarray((lengths > 0) & ~empty & ~null)
 
 
-def _strings(n: int, offsets: np.ndarray, data: pa.Buffer, present: np.ndarray) -> pa.LargeStringArray:
+def _strings(
+    n: int, offsets: np.ndarray, data: pa.Buffer, present: np.ndarray
+) -> pa.LargeStringArray:
     """A string array over `data` without copying it; `present` is the validity."""
     validity = pa.py_buffer(np.packbits(present, bitorder="little"))
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), data, validity)

@@ -93,7 +93,9 @@ def summarize(
     return result.reset_index(drop=True)
 
 
-def _memory_columns(df: pd.DataFrame, parent: np.ndarray, is_range: np.ndarray) -> dict[str, np.ndarray]:
+def _memory_columns(
+    df: pd.DataFrame, parent: np.ndarray, is_range: np.ndarray
+) -> dict[str, np.ndarray]:
     """Bytes allocated by each range's own memory events, and by its whole subtree."""
     if "memory_bytes" not in df.columns:
         return {}

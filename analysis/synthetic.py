@@ -99,7 +99,9 @@ def make_synthetic_trace(
         "parent_id": pd.arrays.IntegerArray(np.maximum(parent, 0), parent < 0),
         "name": category(name, [*NAMES, "checkpoint", "[memory]"]),
         "kind": category(kind, [RANGE, MARK, MEMORY]),
-        "scope": category(np.where(kind == 0, (depth > 0).astype(int), 0), ["user_scope", "function"]),
+        "scope": category(
+            np.where(kind == 0, (depth > 0).astype(int), 0), ["user_scope", "function"]
+        ),
         "start_ns": start[order],
         "end_ns": pd.arrays.IntegerArray(end[order], np.zeros(n, dtype=bool)),
         "thread_id": thread.astype(np.int64),

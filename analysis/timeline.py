@@ -94,10 +94,17 @@ def timeline(
     ax.set_ylim(layout.n_rows - 0.5, -0.5)
     ax.set_xlim(0, scale.ms(hi))
     ax.set_xlabel(f"ms since {lo} ns")
-    ax.set_title(title if title is not None else f"{rows.size:,} ranges on {len(layout.threads)} thread(s)")
+    ax.set_title(
+        title if title is not None else f"{rows.size:,} ranges on {len(layout.threads)} thread(s)"
+    )
     if own_figure:
-        ax.figure.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 7),
-                         fontsize=FONT_SIZE, frameon=False)
+        ax.figure.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncol=min(len(handles), 7),
+            fontsize=FONT_SIZE,
+            frameon=False,
+        )
     else:
         ax.legend(handles=handles, loc="upper right", fontsize=FONT_SIZE, framealpha=0.8)
     return ax
@@ -114,7 +121,9 @@ class _Layout:
     n_rows: int
 
     @classmethod
-    def of(cls, thread: np.ndarray, depth: np.ndarray, bars: np.ndarray, marks: np.ndarray) -> _Layout:
+    def of(
+        cls, thread: np.ndarray, depth: np.ndarray, bars: np.ndarray, marks: np.ndarray
+    ) -> _Layout:
         threads = np.unique(thread[bars | marks])
         band_rows = np.ones(len(threads), dtype=np.int64)
         np.maximum.at(band_rows, np.searchsorted(threads, thread[bars]), depth[bars] + 1)
@@ -145,8 +154,16 @@ class _Scale:
 
 
 def _draw_ranges(
-    ax: Axes, df: pd.DataFrame, rows: np.ndarray, begin: np.ndarray, finish: np.ndarray, depth: np.ndarray,
-    thread: np.ndarray, layout: _Layout, scale: _Scale, color_by: str,
+    ax: Axes,
+    df: pd.DataFrame,
+    rows: np.ndarray,
+    begin: np.ndarray,
+    finish: np.ndarray,
+    depth: np.ndarray,
+    thread: np.ndarray,
+    layout: _Layout,
+    scale: _Scale,
+    color_by: str,
 ) -> list[Artist]:
     """Wide bars as rectangles with labels, narrow ones rasterised; returns legend handles."""
     x0, x1 = np.maximum(begin[rows], scale.lo), np.minimum(finish[rows], scale.hi)
@@ -160,18 +177,32 @@ def _draw_ranges(
     if wide.sum() > MAX_BARS:
         wide &= pixels >= np.sort(pixels[wide])[-MAX_BARS]
     narrow = ~wide
-    _draw_raster(ax, y[narrow], scale.column(x0[narrow]), (x1 - x0)[narrow], colors[narrow], layout, scale)
-    add_rectangles(ax, scale.ms(x0[wide]), scale.ms(x1[wide]), y[wide], 0.4, colors[wide], pixels[wide])
-    add_labels(ax, df["name"].to_numpy(dtype=object)[rows[wide]], scale.ms(x0[wide]), y[wide], pixels[wide],
-               scale.ns_per_px / 1e6)
+    _draw_raster(
+        ax, y[narrow], scale.column(x0[narrow]), (x1 - x0)[narrow], colors[narrow], layout, scale
+    )
+    add_rectangles(
+        ax, scale.ms(x0[wide]), scale.ms(x1[wide]), y[wide], 0.4, colors[wide], pixels[wide]
+    )
+    add_labels(
+        ax,
+        df["name"].to_numpy(dtype=object)[rows[wide]],
+        scale.ms(x0[wide]),
+        y[wide],
+        pixels[wide],
+        scale.ns_per_px / 1e6,
+    )
 
-    handles: list[Artist] = [Patch(facecolor=palette[code + 1], label=str(values[code])) for code in ranked]
+    handles: list[Artist] = [
+        Patch(facecolor=palette[code + 1], label=str(values[code])) for code in ranked
+    ]
     if len(ranked) < len(np.unique(value_codes[rows])):
         handles.append(Patch(facecolor=OTHER_COLOR, label="other"))
     return handles
 
 
-def _palette(value_codes: np.ndarray, duration: np.ndarray, n_values: int) -> tuple[np.ndarray, np.ndarray]:
+def _palette(
+    value_codes: np.ndarray, duration: np.ndarray, n_values: int
+) -> tuple[np.ndarray, np.ndarray]:
     """RGBA per value code + 1 (so that null, -1, maps to row 0): the top values by time get
     tab10 colours, the rest grey. Also returns the top codes, most time first."""
     weight = np.bincount(value_codes + 1, weights=duration, minlength=n_values + 1)[1:]
@@ -182,8 +213,15 @@ def _palette(value_codes: np.ndarray, duration: np.ndarray, n_values: int) -> tu
     return palette, ranked
 
 
-def _draw_raster(ax: Axes, y: np.ndarray, column: np.ndarray, duration: np.ndarray, colors: np.ndarray,
-                 layout: _Layout, scale: _Scale) -> None:
+def _draw_raster(
+    ax: Axes,
+    y: np.ndarray,
+    column: np.ndarray,
+    duration: np.ndarray,
+    colors: np.ndarray,
+    layout: _Layout,
+    scale: _Scale,
+) -> None:
     """Paint narrow bars into one image: per (row, pixel column), the longest bar's colour."""
     if y.size == 0:
         return
@@ -194,18 +232,31 @@ def _draw_raster(ax: Axes, y: np.ndarray, column: np.ndarray, duration: np.ndarr
     image[cell[first]] = colors[first]
     image = image.reshape(layout.n_rows, 1, scale.width_px, 4).repeat(SUBROWS, axis=1)
     image[:, [0, -1]] = 0.0  # transparent top and bottom tenth, as bars are 0.8 tall
-    ax.imshow(image.reshape(layout.n_rows * SUBROWS, scale.width_px, 4), aspect="auto", origin="upper",
-              interpolation="nearest", extent=(0, scale.ms(scale.hi), layout.n_rows - 0.5, -0.5))
+    ax.imshow(
+        image.reshape(layout.n_rows * SUBROWS, scale.width_px, 4),
+        aspect="auto",
+        origin="upper",
+        interpolation="nearest",
+        extent=(0, scale.ms(scale.hi), layout.n_rows - 0.5, -0.5),
+    )
 
 
-def _draw_marks(ax: Axes, rows: np.ndarray, begin: np.ndarray, thread: np.ndarray, layout: _Layout,
-                scale: _Scale) -> None:
+def _draw_marks(
+    ax: Axes,
+    rows: np.ndarray,
+    begin: np.ndarray,
+    thread: np.ndarray,
+    layout: _Layout,
+    scale: _Scale,
+) -> None:
     """One tick per mark in the row above its thread's band, at most one per pixel column."""
     band = layout.band(thread[rows])
     _, first = np.unique(band * scale.width_px + scale.column(begin[rows]), return_index=True)
     x = scale.ms(begin[rows[first]])
     bottom = layout.band_top[band[first]] - 0.55
-    segments = np.stack([np.stack([x, bottom - 0.8], axis=1), np.stack([x, bottom], axis=1)], axis=1)
+    segments = np.stack(
+        [np.stack([x, bottom - 0.8], axis=1), np.stack([x, bottom], axis=1)], axis=1
+    )
     ax.add_collection(LineCollection(list(segments), colors="black", linewidths=0.8, alpha=0.7))
 
 
@@ -232,10 +283,16 @@ def _draw_memory(
         inside = time >= scale.lo
         before = running[~inside][-1] if (~inside).any() else 0.0
         peak = pd.Series(running[inside]).groupby(scale.column(time[inside])).max()
-        x = np.concatenate([[0.0], peak.index.to_numpy() * scale.ns_per_px / 1e6, [scale.ms(scale.hi)]])
-        y = np.concatenate([[before], peak.to_numpy(), [running[inside][-1] if inside.any() else before]])
+        x = np.concatenate(
+            [[0.0], peak.index.to_numpy() * scale.ns_per_px / 1e6, [scale.ms(scale.hi)]]
+        )
+        y = np.concatenate(
+            [[before], peak.to_numpy(), [running[inside][-1] if inside.any() else before]]
+        )
         label = "memory" if pd.isna(name) else f"memory ({name})"
-        (line,) = twin.step(x, y, where="post", color=plt.get_cmap("Dark2")(k % 8), lw=1.0, label=label)
+        (line,) = twin.step(
+            x, y, where="post", color=plt.get_cmap("Dark2")(k % 8), lw=1.0, label=label
+        )
         handles.append(line)
     return handles
 
@@ -243,5 +300,9 @@ def _draw_memory(
 def _thread_names(df: pd.DataFrame, threads: np.ndarray) -> list[str]:
     if "thread_name" not in df.columns:
         return ["thread"] * len(threads)
-    first = pd.Series(df["thread_name"].astype(object).to_numpy()).groupby(ints(df["thread_id"], 0)).first()
+    first = (
+        pd.Series(df["thread_name"].astype(object).to_numpy())
+        .groupby(ints(df["thread_id"], 0))
+        .first()
+    )
     return [str(first.get(t, "thread")) for t in threads.tolist()]

@@ -30,7 +30,9 @@ def parents_from_ids(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.nda
     else:
         index = pd.Index(ids)
         if not index.is_unique:
-            raise ValueError("the id column has duplicate values; ids must be unique within a trace")
+            raise ValueError(
+                "the id column has duplicate values; ids must be unique within a trace"
+            )
         parent[wanted] = index.get_indexer(parent_ids[wanted])
     return parent
 
@@ -99,7 +101,9 @@ def _previous_at_least(values: np.ndarray, needs: np.ndarray, rows: np.ndarray) 
     return low - 1
 
 
-def _jump(level: np.ndarray, low: np.ndarray, rows: np.ndarray, needs: np.ndarray, step: int) -> np.ndarray:
+def _jump(
+    level: np.ndarray, low: np.ndarray, rows: np.ndarray, needs: np.ndarray, step: int
+) -> np.ndarray:
     """Move ``low[rows]`` back by `step` where that window stays below the need; which moved."""
     candidate = low[rows] - step
     moved = candidate >= 0
@@ -123,7 +127,9 @@ def depths(parent: np.ndarray) -> np.ndarray:
     raise ValueError("parent_id contains a cycle")
 
 
-def self_durations(parent: np.ndarray, start: np.ndarray, end: np.ndarray, counted: np.ndarray) -> np.ndarray:
+def self_durations(
+    parent: np.ndarray, start: np.ndarray, end: np.ndarray, counted: np.ndarray
+) -> np.ndarray:
     """Self time of the rows in `counted` (closed ranges), 0 for the others: the duration minus
     the time that the row's direct children in `counted` cover, i.e. the length of the union of
     their intervals clipped to the row's own.

@@ -25,14 +25,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import analysis  # noqa: E402
-from analysis.chrome_import import TRACE  # noqa: E402
+import recfn.analysis as analysis
+from recfn.analysis.chrome_import import TRACE
 
 
 def best_of(repeat: int, run: Callable[[], Any]) -> float:
@@ -77,8 +77,14 @@ def torch_shaped_trace(n_events: int, path: Path) -> int:
     tid = (df["thread_id"].to_numpy() + pid - 1).tolist()
     names = df["name"].astype(str).tolist()
     events: list[dict[str, Any]] = [
-        {"ph": "M", "name": "thread_name", "ts": ts[0], "pid": pid, "tid": t,
-         "args": {"name": f"thread {t} (python)"}}
+        {
+            "ph": "M",
+            "name": "thread_name",
+            "ts": ts[0],
+            "pid": pid,
+            "tid": t,
+            "args": {"name": f"thread {t} (python)"},
+        }
         for t in sorted(set(tid))
     ]
     for i, (name, start, length, thread) in enumerate(zip(names, ts, dur, tid)):
@@ -86,25 +92,70 @@ def torch_shaped_trace(n_events: int, path: Path) -> int:
         if i % 3 == 0:
             args["Sequence number"] = i
             args["Fwd thread id"] = 0
-        events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": pid, "tid": thread,
-                       "ts": start, "dur": length, "args": args})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": name,
+                "pid": pid,
+                "tid": thread,
+                "ts": start,
+                "dur": length,
+                "args": args,
+            }
+        )
         if i % 50 == 0:
-            events.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": pid,
-                           "tid": thread, "ts": start, "args": {"Total Reserved": 0, "Total Allocated": 4096,
-                           "Bytes": 4096, "Addr": 9397924688 + i, "Device Type": 0, "Device Id": -1}})
+            events.append(
+                {
+                    "ph": "i",
+                    "cat": "cpu_instant_event",
+                    "s": "t",
+                    "name": "[memory]",
+                    "pid": pid,
+                    "tid": thread,
+                    "ts": start,
+                    "args": {
+                        "Total Reserved": 0,
+                        "Total Allocated": 4096,
+                        "Bytes": 4096,
+                        "Addr": 9397924688 + i,
+                        "Device Type": 0,
+                        "Device Id": -1,
+                    },
+                }
+            )
         if i % 100 == 0:
-            events.append({"ph": "s", "id": i, "pid": pid, "tid": thread, "ts": start, "cat": "ac2g",
-                           "name": "ac2g"})
-    document = {"schemaVersion": 1, "deviceProperties": [], "displayTimeUnit": "ms",
-                "baseTimeNanoseconds": base, "traceEvents": events, "traceName": str(path)}
+            events.append(
+                {
+                    "ph": "s",
+                    "id": i,
+                    "pid": pid,
+                    "tid": thread,
+                    "ts": start,
+                    "cat": "ac2g",
+                    "name": "ac2g",
+                }
+            )
+    document = {
+        "schemaVersion": 1,
+        "deviceProperties": [],
+        "displayTimeUnit": "ms",
+        "baseTimeNanoseconds": base,
+        "traceEvents": events,
+        "traceName": str(path),
+    }
     path.write_text(json.dumps(document, separators=(", ", ": ")))
     return len(events)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ranges", type=int, default=1_000_000, help="ranges in the generated trace")
-    parser.add_argument("--events", type=int, default=300_000, help="events in the torch-shaped trace")
+    parser.add_argument(
+        "--ranges", type=int, default=1_000_000, help="ranges in the generated trace"
+    )
+    parser.add_argument(
+        "--events", type=int, default=300_000, help="events in the torch-shaped trace"
+    )
     args = parser.parse_args()
 
     rows: list[tuple[str, str, float, str, str]] = []
@@ -133,8 +184,18 @@ def main() -> None:
         raw = path.read_bytes()
         parse = best_of(3, lambda: parse_alone(raw))
         read = best_of(3, lambda: analysis.read_chrome_trace(path))
-        rows.append(("JSON decode alone (msgspec)", size, parse, f"{n_events / parse:,.0f} events/s", ""))
-        rows.append(("read_chrome_trace", size, read, f"{n_events / read:,.0f} events/s", ">= 500k events/s"))
+        rows.append(
+            ("JSON decode alone (msgspec)", size, parse, f"{n_events / parse:,.0f} events/s", "")
+        )
+        rows.append(
+            (
+                "read_chrome_trace",
+                size,
+                read,
+                f"{n_events / read:,.0f} events/s",
+                ">= 500k events/s",
+            )
+        )
 
     print("| operation | size | seconds | rate | target |")
     print("|---|---|---:|---:|---|")

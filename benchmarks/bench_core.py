@@ -12,7 +12,8 @@ import contextlib
 import gc
 import sys
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import recfn
 
@@ -84,7 +85,9 @@ def measure(cases: dict[str, Loop], n: int, rounds: int) -> dict[str, float]:
     return results
 
 
-def torch_loops() -> dict[str, tuple[Loop, Callable[[], contextlib.AbstractContextManager[object]]]]:
+def torch_loops() -> dict[
+    str, tuple[Loop, Callable[[], contextlib.AbstractContextManager[object]]]
+]:
     try:
         import torch
         from torch._C._profiler import _RecordFunctionFast
@@ -146,10 +149,17 @@ def run(n: int, rounds: int) -> list[tuple[str, float, float, Optional[str]]]:
     handle = recfn.add_thread_local_callback(
         recfn.RecordFunctionCallback(on_start, sampling_prob=0.001)
     )
-    r = measure({"empty": loop_empty, "null": loop_nullcontext, "rf": loop_record_function}, n, rounds)
+    r = measure(
+        {"empty": loop_empty, "null": loop_nullcontext, "rf": loop_record_function}, n, rounds
+    )
     recfn.remove_callback(handle)
     null = r["null"] - r["empty"]
-    add("record_function, 1 thread-local callback sampled at 0.001", r["rf"] - r["empty"], null, "<= 1.2x")
+    add(
+        "record_function, 1 thread-local callback sampled at 0.001",
+        r["rf"] - r["empty"],
+        null,
+        "<= 1.2x",
+    )
 
     # 3. profiler on
     with recfn.profile(max_events=50_000_000):
@@ -170,7 +180,9 @@ def run(n: int, rounds: int) -> list[tuple[str, float, float, Optional[str]]]:
     # 4. torch, under an active torch.profiler.profile
     for label, (loop, make_profiler) in torch_loops().items():
         with make_profiler():
-            r = measure({"empty": loop_empty, "null": loop_nullcontext, "torch": loop}, n // 4, rounds)
+            r = measure(
+                {"empty": loop_empty, "null": loop_nullcontext, "torch": loop}, n // 4, rounds
+            )
         null = r["null"] - r["empty"]
         add(f"{label}, torch.profiler on", r["torch"] - r["empty"], null, "recfn is cheaper")
     return rows

@@ -19,7 +19,8 @@ import contextlib
 import sys
 import time
 import types
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import recfn
 
@@ -30,7 +31,10 @@ TRACED_CALLS = 100_000
 
 def _module() -> types.ModuleType:
     module = types.ModuleType("bench_target")
-    exec("def leaf(x):\n    return x\n\ndef loop(n):\n    for i in range(n):\n        leaf(i)\n", vars(module))
+    exec(
+        "def leaf(x):\n    return x\n\ndef loop(n):\n    for i in range(n):\n        leaf(i)\n",
+        vars(module),
+    )
     return module
 
 
@@ -90,7 +94,12 @@ def wrapper_overhead() -> list[tuple[str, float, float, Optional[float]]]:
     handle.undo()
     ns = {k: v / n * 1e9 for k, v in t.items()}
     return [
-        ("wrapped call, no profiler / (unwrapped call + `with record_function`)", ns["wrapped"], ns["plus_range"], 1.5),
+        (
+            "wrapped call, no profiler / (unwrapped call + `with record_function`)",
+            ns["wrapped"],
+            ns["plus_range"],
+            1.5,
+        ),
         ("wrapped call, no profiler / unwrapped call", ns["wrapped"], ns["plain"], None),
         (
             "both under `recfn.profile()`: wrapped call / (unwrapped call + `with record_function`)",
@@ -139,7 +148,14 @@ def trace_overhead() -> list[tuple[str, float, float, Optional[float]]]:
     per_call = {k: (v - t["base"]) / n * 1e9 for k, v in t.items() if k != "base"}
     rows = [("trace_calls: added ns per traced call (recfn alone)", per_call["recfn"], 1.0, None)]
     if "viztracer" in per_call:
-        rows = [("trace_calls / VizTracer: added ns per traced call", per_call["recfn"], per_call["viztracer"], 1.5)]
+        rows = [
+            (
+                "trace_calls / VizTracer: added ns per traced call",
+                per_call["recfn"],
+                per_call["viztracer"],
+                1.5,
+            )
+        ]
     return rows
 
 
@@ -148,7 +164,9 @@ def main() -> int:
     rows = wrapper_overhead() + trace_overhead()
     version = ".".join(map(str, sys.version_info[:3]))
     mode = "compiled" if recfn.COMPILED else "pure Python"
-    print(f"recfn instrumentation overhead (Python {version}, recfn {mode}, best of {ROUNDS} interleaved rounds)\n")
+    print(
+        f"recfn instrumentation overhead (Python {version}, recfn {mode}, best of {ROUNDS} interleaved rounds)\n"
+    )
     print("| measurement | ns | baseline ns | ratio | target |")
     print("|---|---:|---:|---:|---:|")
     for label, value, baseline, target in rows:

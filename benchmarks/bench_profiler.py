@@ -16,7 +16,8 @@ import os
 import sys
 import tempfile
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import recfn
 from recfn._table import build_table
@@ -30,17 +31,15 @@ def rss_bytes() -> int:
 def workload(n: int) -> None:
     record_function = recfn.record_function
     for _ in range(n // 2):
-        with record_function("step"):
-            with record_function("forward"):
-                pass
+        with record_function("step"), record_function("forward"):
+            pass
 
 
 def loop_nullcontext(n: int) -> None:
     nullcontext = contextlib.nullcontext
     for _ in range(n // 2):
-        with nullcontext():
-            with nullcontext():
-                pass
+        with nullcontext(), nullcontext():
+            pass
 
 
 def per_event_ns(loop: Callable[[int], None], n: int) -> float:
@@ -60,9 +59,8 @@ def viztracer_loop() -> Optional[Callable[[int], None]]:
         tracer.start()
         log_event = tracer.log_event
         for _ in range(n // 2):
-            with log_event("step"):
-                with log_event("forward"):
-                    pass
+            with log_event("step"), log_event("forward"):
+                pass
         tracer.stop()
         tracer.clear()
 
@@ -83,9 +81,8 @@ def otel_loop() -> Optional[Callable[[int], None]]:
         tracer = provider.get_tracer("bench")
         start = tracer.start_as_current_span
         for _ in range(n // 2):
-            with start("step"):
-                with start("forward"):
-                    pass
+            with start("step"), start("forward"):
+                pass
 
     return loop
 
@@ -110,16 +107,34 @@ def main(argv: Optional[list[str]] = None) -> int:
     prof.stop()
     stop_s = time.perf_counter() - start
     start = time.perf_counter()
-    table = build_table(
-        recorder, start_ns=0, node_id=-1, config=prof.config.to_dict()
-    )
+    table = build_table(recorder, start_ns=0, node_id=-1, config=prof.config.to_dict())
     consolidate_s = time.perf_counter() - start
     events = table.num_rows
     null_ns = per_event_ns(loop_nullcontext, n)
-    rows.append(("capture, ns per range (profiler on)", f"{capture_ns:.0f}", f"{capture_ns / null_ns:.2f}x nullcontext"))
-    rows.append(("memory held while capturing, bytes per event", f"{held / events:.1f}", "target <= 48"))
-    rows.append(("consolidate into one pyarrow.Table, ms", f"{consolidate_s * 1e3:.0f}", f"{events:,} events; target <= 100 ms"))
-    rows.append(("profile.stop() including consolidation, ms", f"{stop_s * 1e3:.0f}", "first stop also imports pyarrow"))
+    rows.append(
+        (
+            "capture, ns per range (profiler on)",
+            f"{capture_ns:.0f}",
+            f"{capture_ns / null_ns:.2f}x nullcontext",
+        )
+    )
+    rows.append(
+        ("memory held while capturing, bytes per event", f"{held / events:.1f}", "target <= 48")
+    )
+    rows.append(
+        (
+            "consolidate into one pyarrow.Table, ms",
+            f"{consolidate_s * 1e3:.0f}",
+            f"{events:,} events; target <= 100 ms",
+        )
+    )
+    rows.append(
+        (
+            "profile.stop() including consolidation, ms",
+            f"{stop_s * 1e3:.0f}",
+            "first stop also imports pyarrow",
+        )
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench.parquet")
@@ -137,14 +152,25 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     peer_n = min(n, 200_000)
     recfn_ns = per_event_ns(lambda k: _profiled(workload, k), peer_n)
-    for label, loop in (("VizTracer log_event", viztracer_loop()), ("OpenTelemetry in-memory spans", otel_loop())):
+    for label, loop in (
+        ("VizTracer log_event", viztracer_loop()),
+        ("OpenTelemetry in-memory spans", otel_loop()),
+    ):
         if loop is None:
             rows.append((f"{label} (not installed)", "-", ""))
             continue
         peer_ns = per_event_ns(loop, peer_n)
-        rows.append((f"{label}, ns per range", f"{peer_ns:.0f}", f"recfn is {peer_ns / recfn_ns:.1f}x faster"))
+        rows.append(
+            (
+                f"{label}, ns per range",
+                f"{peer_ns:.0f}",
+                f"recfn is {peer_ns / recfn_ns:.1f}x faster",
+            )
+        )
 
-    print(f"recfn {recfn.__version__}, compiled={recfn.COMPILED}, Python {sys.version.split()[0]}, {n:,} ranges")
+    print(
+        f"recfn {recfn.__version__}, compiled={recfn.COMPILED}, Python {sys.version.split()[0]}, {n:,} ranges"
+    )
     print()
     print("| measure | value | note |")
     print("|---|---:|---|")

@@ -10,21 +10,21 @@ from typing import Any
 
 # Import the submodule first: importing ``notebook_ext.session`` later would otherwise replace
 # the ``session()`` function below with the module of the same name (it only loads trace.py).
-from notebook_ext.session import Session, current_session
+from recfn.notebook_ext.session import Session, current_session
 
 __all__ = ["Session", "load_ipython_extension", "session", "unload_ipython_extension"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register ``%%record_function`` / ``%record_function`` (and the ``df.recfn`` accessor)."""
-    from notebook_ext.magics import register
+    from recfn.notebook_ext.magics import register
 
     register(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Remove the magics again (the session and its traces are kept)."""
-    from notebook_ext.magics import unregister
+    from recfn.notebook_ext.magics import unregister
 
     unregister(ipython)
 

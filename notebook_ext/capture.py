@@ -13,7 +13,7 @@ import os
 from typing import Any, Optional
 
 import recfn
-from notebook_ext.trace import Trace
+from recfn.notebook_ext.trace import Trace
 
 
 class CaptureError(Exception):
@@ -54,7 +54,7 @@ class ProfileOptions:
         return dataclasses.asdict(self)
 
 
-def start_profile(options: ProfileOptions) -> "recfn.profile":
+def start_profile(options: ProfileOptions) -> recfn.profile:
     """Start a ``recfn.profile`` for ``options``; CaptureError if one already runs here."""
     prof = recfn.profile(**options.profile_kwargs())
     try:
@@ -104,14 +104,14 @@ class Capture:
         self._prof: Optional[recfn.profile] = None
         self._range: Optional[recfn.record_function] = None
 
-    def __enter__(self) -> "Capture":
+    def __enter__(self) -> Capture:
         self._prof = start_profile(self.options)
         self._range = recfn.record_function(self.range_name)
         self._range.__enter__()
         return self
 
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
-        __tracebackhide__ = True  # noqa: F841  (IPython hides this frame in tracebacks)
+        __tracebackhide__ = True
         prof, rng = self._prof, self._range
         assert prof is not None and rng is not None
         try:

@@ -19,8 +19,9 @@ import os
 import runpy
 import sys
 import traceback
+from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
 from recfn.errors import TraceFormatError
 
@@ -44,7 +45,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so main() owns every exit."""
 
     def error(self, message: str) -> Any:
-        command = self.prog[len(PROG):].strip()
+        command = self.prog[len(PROG) :].strip()
         where = f"{command}: " if command else ""
         raise CLIError(f"{where}{message} (see {self.prog} --help)", EXIT_USAGE)
 
@@ -53,17 +54,32 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_capture_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", metavar="TRACE",
-                        help="write the trace (.parquet, or Chrome .json/.json.gz)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="TRACE",
+        help="write the trace (.parquet, or Chrome .json/.json.gz)",
+    )
     parser.add_argument("--shapes", action="store_true", help="record input shapes and dtypes")
     parser.add_argument("--memory", action="store_true", help="record memory events (tracemalloc)")
-    parser.add_argument("--stack", action="store_true", help="record the Python stack of each range")
+    parser.add_argument(
+        "--stack", action="store_true", help="record the Python stack of each range"
+    )
     parser.add_argument("--flops", action="store_true", help="estimate FLOPs of known ranges")
-    parser.add_argument("--sample", type=float, default=1.0, metavar="P",
-                        help="record each range with probability P (0 < P <= 1)")
+    parser.add_argument(
+        "--sample",
+        type=float,
+        default=1.0,
+        metavar="P",
+        help="record each range with probability P (0 < P <= 1)",
+    )
     parser.add_argument("--max-events", type=int, metavar="N", help="bound the events kept")
-    parser.add_argument("--timeline", metavar="IMAGE", help="also render the timeline (.png/.svg/.pdf)")
-    parser.add_argument("--top", type=int, default=15, metavar="N", help="summary rows (default 15)")
+    parser.add_argument(
+        "--timeline", metavar="IMAGE", help="also render the timeline (.png/.svg/.pdf)"
+    )
+    parser.add_argument(
+        "--top", type=int, default=15, metavar="N", help="summary rows (default 15)"
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="print no summary")
 
 
@@ -89,23 +105,31 @@ def build_parser() -> _Parser:
     run.add_argument("script", help="the Python file to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
 
-    summary = commands.add_parser("summary", help="print the summary table of a trace",
-                                  allow_abbrev=False)
+    summary = commands.add_parser(
+        "summary", help="print the summary table of a trace", allow_abbrev=False
+    )
     summary.add_argument("trace", help="a recfn Parquet trace or a Chrome JSON trace")
     summary.add_argument("--top", type=int, default=20, metavar="N", help="rows (default 20)")
     summary.add_argument("--by", default="name", metavar="COLUMN", help="group by (default name)")
-    summary.add_argument("--sort", default="total", choices=sorted(SORT_KEYS),
-                         help="sort key (default total)")
+    summary.add_argument(
+        "--sort", default="total", choices=sorted(SORT_KEYS), help="sort key (default total)"
+    )
     summary.add_argument("--shapes", action="store_true", help="group by input shape too")
 
-    timeline = commands.add_parser("timeline", help="render the timeline of a trace",
-                                   allow_abbrev=False)
+    timeline = commands.add_parser(
+        "timeline", help="render the timeline of a trace", allow_abbrev=False
+    )
     timeline.add_argument("trace", help="a recfn Parquet trace or a Chrome JSON trace")
-    timeline.add_argument("-o", "--output", metavar="IMAGE",
-                          help="image to write (.png/.svg/.pdf; default <trace>_timeline.png)")
+    timeline.add_argument(
+        "-o",
+        "--output",
+        metavar="IMAGE",
+        help="image to write (.png/.svg/.pdf; default <trace>_timeline.png)",
+    )
     timeline.add_argument("--max-depth", type=int, metavar="N", help="deepest level drawn")
-    timeline.add_argument("--width", type=float, default=12.0, metavar="INCHES",
-                          help="figure width (default 12)")
+    timeline.add_argument(
+        "--width", type=float, default=12.0, metavar="INCHES", help="figure width (default 12)"
+    )
     timeline.add_argument("--title", help="figure title (default: the file name)")
 
     convert = commands.add_parser(
@@ -131,8 +155,9 @@ def build_parser() -> _Parser:
     demo.add_argument("--dir", default=".", help="where to write the files (default: here)")
     demo.add_argument("-q", "--quiet", action="store_true", help="print no summary")
 
-    commands.add_parser("codegen", help="generate recfn instrumentation (recfn codegen --help)",
-                        add_help=False)
+    commands.add_parser(
+        "codegen", help="generate recfn instrumentation (recfn codegen --help)", add_help=False
+    )
     return parser
 
 
@@ -144,7 +169,7 @@ def _out(text: str = "") -> None:
 
 
 def _load(path: str) -> Any:
-    from notebook_ext.files import load_trace
+    from recfn.notebook_ext.files import load_trace
 
     return load_trace(path)
 
@@ -165,7 +190,7 @@ def _check_folder(path: str, what: str) -> None:
 
 
 def _check_trace_path(path: str, what: str) -> str:
-    from notebook_ext.capture import CaptureError, check_output_path
+    from recfn.notebook_ext.capture import CaptureError, check_output_path
 
     try:
         return check_output_path(path, what)
@@ -179,14 +204,19 @@ def _positive(value: Optional[int], what: str) -> None:
 
 
 def _summary_text(trace: Any, top: int, **kwargs: Any) -> str:
-    from notebook_ext.display import table_text
+    from recfn.notebook_ext.display import table_text
 
     return table_text(trace, top, **kwargs)
 
 
-def _write_timeline(trace: Any, path: str, width: float = 12.0, title: Optional[str] = None,
-                    max_depth: Optional[int] = None) -> None:
-    from notebook_ext.display import header_text, new_figure
+def _write_timeline(
+    trace: Any,
+    path: str,
+    width: float = 12.0,
+    title: Optional[str] = None,
+    max_depth: Optional[int] = None,
+) -> None:
+    from recfn.notebook_ext.display import header_text, new_figure
 
     fig = new_figure(trace.threads, width)
     ax = fig.add_subplot()
@@ -218,14 +248,12 @@ def split_run_args(argv: Sequence[str]) -> tuple[list[str], Optional[str], list[
         token = argv[i]
         name = token.split("=", 1)[0]
         if token == "--":
-            rest = list(argv[i + 1:])
+            rest = list(argv[i + 1 :])
             if script is None and rest:
                 script, rest = rest[0], rest[1:]
             script_args.extend(rest)
             break
-        if token in ("-h", "--help") and script is None:
-            own.append(token)
-        elif name in RUN_FLAGS:
+        if (token in ("-h", "--help") and script is None) or name in RUN_FLAGS:
             own.append(token)
         elif name in RUN_VALUES:
             own.append(token)
@@ -245,7 +273,7 @@ def split_run_args(argv: Sequence[str]) -> tuple[list[str], Optional[str], list[
 
 
 def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
-    from notebook_ext.capture import Capture, CaptureError, ProfileOptions
+    from recfn.notebook_ext.capture import Capture, CaptureError, ProfileOptions
 
     own, script, script_args = split_run_args(argv)
     run_parser = _subparser(parser, "run")
@@ -253,8 +281,9 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
         run_parser.print_help()
         return EXIT_OK
     if script is None:
-        raise CLIError("run: which script? usage: recfn run script.py [args...] -o trace.parquet",
-                       EXIT_USAGE)
+        raise CLIError(
+            "run: which script? usage: recfn run script.py [args...] -o trace.parquet", EXIT_USAGE
+        )
     args = run_parser.parse_args([*own, script])
     if not os.path.exists(script):
         raise CLIError(f"run: no such script: {script!r}")
@@ -267,8 +296,12 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
     _positive(args.top, "--top")
     try:
         options = ProfileOptions(
-            shapes=args.shapes, memory=args.memory, stack=args.stack, flops=args.flops,
-            sample=args.sample, max_events=args.max_events,
+            shapes=args.shapes,
+            memory=args.memory,
+            stack=args.stack,
+            flops=args.flops,
+            sample=args.sample,
+            max_events=args.max_events,
         )
     except CaptureError as exc:
         raise CLIError(f"run: {exc}", EXIT_USAGE) from None
@@ -341,8 +374,15 @@ def cmd_summary(args: argparse.Namespace) -> int:
     trace = _load(args.trace)
     if args.by not in trace.df.columns:
         raise CLIError(f"summary: no column {args.by!r} in {args.trace!r}", EXIT_USAGE)
-    _out(_summary_text(trace, args.top, by=args.by, sort_by=SORT_KEYS[args.sort],
-                       group_by_input_shape=args.shapes))
+    _out(
+        _summary_text(
+            trace,
+            args.top,
+            by=args.by,
+            sort_by=SORT_KEYS[args.sort],
+            group_by_input_shape=args.shapes,
+        )
+    )
     return EXIT_OK
 
 
@@ -369,8 +409,9 @@ def _default_image(trace_path: str) -> str:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     if os.path.abspath(args.input) == os.path.abspath(args.output):
-        raise CLIError("convert: the output would overwrite the input; choose another name",
-                       EXIT_USAGE)
+        raise CLIError(
+            "convert: the output would overwrite the input; choose another name", EXIT_USAGE
+        )
     _check_trace_path(args.output, "convert")
     trace = _load(args.input)
     trace.save(args.output)
@@ -386,7 +427,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     table = b.diff(a)
     if args.top is not None:
         table = table.head(args.top)
-    from notebook_ext.display import summary_for_display
+    from recfn.notebook_ext.display import summary_for_display
 
     _out(f"A: {a.header()}\nB: {b.header()}")
     if len(table) == 0:
@@ -398,8 +439,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from notebook_ext.capture import Capture, ProfileOptions
-    from notebook_ext.demo import workload
+    from recfn.notebook_ext.capture import Capture, ProfileOptions
+    from recfn.notebook_ext.demo import workload
 
     if not os.path.isdir(args.dir):
         raise CLIError(f"demo: folder {args.dir!r} does not exist")
@@ -415,8 +456,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not args.quiet:
         _out(_summary_text(trace, 12))
     _out(f"recfn: wrote {trace_path} and {image_path}")
-    _out(f"next: recfn summary {trace_path} | recfn timeline {trace_path} -o t.png | "
-         f"recfn convert {trace_path} demo.json")
+    _out(
+        f"next: recfn summary {trace_path} | recfn timeline {trace_path} -o t.png | "
+        f"recfn convert {trace_path} demo.json"
+    )
     return EXIT_OK
 
 

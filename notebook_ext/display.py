@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 if TYPE_CHECKING:
     import pandas as pd
 
-    from notebook_ext.trace import Trace
+    from recfn.notebook_ext.trace import Trace
 
 TIMELINE_WIDTH_IN = 10.0
 TIMELINE_DPI = 96
@@ -42,24 +42,24 @@ def _number(value: Any) -> float:
 
 def format_ns(ns: Any) -> str:
     """A duration with a unit, as analysis' text tables write it (``12.345us``); ``-`` if missing."""
-    from analysis.units import format_ns as fmt
+    from recfn.analysis.units import format_ns as fmt
 
     return fmt(_number(ns))
 
 
 def format_bytes(count: Any) -> str:
-    from analysis.units import format_bytes as fmt
+    from recfn.analysis.units import format_bytes as fmt
 
     return fmt(_number(count))
 
 
 def format_count(count: Any) -> str:
-    from analysis.units import format_count as fmt
+    from recfn.analysis.units import format_count as fmt
 
     return fmt(_number(count))
 
 
-def header_text(trace: "Trace") -> str:
+def header_text(trace: Trace) -> str:
     """One line: name, wall time, events, threads, dropped, and how the cell ended."""
     parts = [
         f"recfn · {trace.name}",
@@ -78,7 +78,7 @@ def header_text(trace: "Trace") -> str:
     return " · ".join(parts)
 
 
-def summary_for_display(frame: "pd.DataFrame") -> "pd.DataFrame":
+def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:
     """A summary or diff frame of the accessor as strings with units: ``*_ns`` columns as times,
     ``*_pct`` as percents, ``*_ratio`` as factors, bytes and FLOPs scaled."""
     import pandas as pd
@@ -92,9 +92,7 @@ def summary_for_display(frame: "pd.DataFrame") -> "pd.DataFrame":
         elif label.endswith("_ratio"):
             out[label[:-6] + " ratio"] = [_ratio(v) for v in values]
         elif label.endswith("_pct"):
-            out[label[:-4] + " %"] = [
-                "" if pd.isna(v) else f"{float(v):.1f}%" for v in values
-            ]
+            out[label[:-4] + " %"] = ["" if pd.isna(v) else f"{float(v):.1f}%" for v in values]
         elif "bytes" in label:
             out[label] = [format_bytes(v) for v in values]
         elif label == "flops":
@@ -129,7 +127,7 @@ def _plain(value: Any) -> str:
     return str(value)
 
 
-def _summary_or_note(trace: "Trace", top: int) -> tuple[Optional["pd.DataFrame"], str]:
+def _summary_or_note(trace: Trace, top: int) -> tuple[Optional[pd.DataFrame], str]:
     try:
         summary = trace.summary(top=top)
     except (ValueError, AttributeError) as exc:  # e.g. no ranges at all
@@ -139,7 +137,7 @@ def _summary_or_note(trace: "Trace", top: int) -> tuple[Optional["pd.DataFrame"]
     return summary_for_display(summary), ""
 
 
-def trace_html(trace: "Trace", top: int = 15) -> str:
+def trace_html(trace: Trace, top: int = 15) -> str:
     """Header line and the top ``top`` summary rows as an HTML table."""
     header_class = "recfn-header recfn-interrupted" if trace.error else "recfn-header"
     parts = [_STYLE, f'<div class="{header_class}"><b>{html.escape(header_text(trace))}</b></div>']
@@ -151,7 +149,7 @@ def trace_html(trace: "Trace", top: int = 15) -> str:
     return "".join(parts)
 
 
-def trace_text(trace: "Trace", top: int = 15) -> str:
+def trace_text(trace: Trace, top: int = 15) -> str:
     """Header line and the same top ``top`` rows as the HTML, as aligned text (terminals).
 
     Shares the cached summary with the HTML, so a notebook computes it once per trace.
@@ -161,7 +159,7 @@ def trace_text(trace: "Trace", top: int = 15) -> str:
     return f"{header_text(trace)}\n{body}"
 
 
-def table_text(trace: "Trace", top: int = 15, **summary_kwargs: Any) -> str:
+def table_text(trace: Trace, top: int = 15, **summary_kwargs: Any) -> str:
     """Header line and ``df.recfn.table`` (torch-style text table) for the command line."""
     try:
         body = trace.df.recfn.table(top=top, **summary_kwargs)
@@ -170,7 +168,7 @@ def table_text(trace: "Trace", top: int = 15, **summary_kwargs: Any) -> str:
     return f"{header_text(trace)}\n{body}"
 
 
-def render_timeline_png(trace: "Trace", width_in: float = TIMELINE_WIDTH_IN) -> bytes:
+def render_timeline_png(trace: Trace, width_in: float = TIMELINE_WIDTH_IN) -> bytes:
     """Draw ``df.recfn.timeline`` on an off-screen Agg figure and return the PNG bytes."""
     fig = new_figure(trace.threads, width_in)
     ax = fig.add_subplot()
@@ -198,7 +196,7 @@ def wants_png(shell: Any) -> bool:
     return active is None or "image/png" in active
 
 
-def show(trace: "Trace", *, shell: Any, timeline: bool = True) -> None:
+def show(trace: Trace, *, shell: Any, timeline: bool = True) -> None:
     """Publish the trace (HTML + text) and, when wanted, its timeline as a separate PNG output."""
     from IPython.display import display
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from notebook_ext.trace import Trace
+    from recfn.notebook_ext.trace import Trace
 
 
 def sniff(path: str) -> str:
@@ -42,16 +42,16 @@ def sniff(path: str) -> str:
     )
 
 
-def load_trace(path: Any) -> "Trace":
+def load_trace(path: Any) -> Trace:
     """A ``Trace`` for a Parquet event table or a Chrome JSON trace (torch.profiler's too)."""
-    from notebook_ext.trace import Trace
+    from recfn.notebook_ext.trace import Trace
 
     name = os.fspath(path)
     kind = sniff(name)
     label = os.path.basename(name)
     if kind == "parquet":
         return Trace(_load_parquet(name), name=label)
-    import analysis
+    import recfn.analysis as analysis
 
     try:
         loaded = analysis.read_chrome_trace(name)
@@ -70,7 +70,7 @@ def _is_arrow_table(value: Any) -> bool:
     return isinstance(value, pa.Table)
 
 
-def _load_parquet(path: str) -> "pa.Table":
+def _load_parquet(path: str) -> pa.Table:
     """recfn's own Parquet, else any Parquet that has the event table's columns."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -100,7 +100,7 @@ def _load_parquet(path: str) -> "pa.Table":
     return frame_to_table(pd.DataFrame(table.to_pandas()))
 
 
-def save_trace(trace: "Trace", path: str) -> str:
+def save_trace(trace: Trace, path: str) -> str:
     """Parquet, or Chrome JSON for ``.json``/``.json.gz`` (ValueError for other suffixes)."""
     from recfn.io import export_chrome_trace, save, trace_format
 
@@ -129,7 +129,7 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 
-def frame_to_table(df: "pd.DataFrame") -> "pa.Table":
+def frame_to_table(df: pd.DataFrame) -> pa.Table:
     """An event-table DataFrame (imported or hand-made) as a schema-v1 ``pyarrow.Table``.
 
     Columns are cast to the documented Arrow types, a few bookkeeping columns get their documented
@@ -170,7 +170,7 @@ def frame_to_table(df: "pd.DataFrame") -> "pa.Table":
     return pa.table(columns).replace_schema_metadata(metadata)
 
 
-def _cast(column: str, values: "pa.Array", pa: Any, pc: Any) -> "pa.Array":
+def _cast(column: str, values: pa.Array, pa: Any, pc: Any) -> pa.Array:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     if column in _INT64:
@@ -183,5 +183,7 @@ def _cast(column: str, values: "pa.Array", pa: Any, pc: Any) -> "pa.Array":
         index = pa.int32() if column in _DICT32 else pa.int8()
         if pa.types.is_dictionary(values.type):
             values = values.cast(pa.string())
-        return pc.dictionary_encode(values.cast(pa.string())).cast(pa.dictionary(index, pa.string()))
+        return pc.dictionary_encode(values.cast(pa.string())).cast(
+            pa.dictionary(index, pa.string())
+        )
     return values

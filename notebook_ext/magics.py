@@ -14,16 +14,17 @@ import keyword
 import os
 import shlex
 import sys
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from notebook_ext.capture import Capture, CaptureError, ProfileOptions, check_output_path
-from notebook_ext.display import show
-from notebook_ext.session import current_session
-from notebook_ext.trace import Trace
+from recfn.notebook_ext.capture import Capture, CaptureError, ProfileOptions, check_output_path
+from recfn.notebook_ext.display import show
+from recfn.notebook_ext.session import current_session
+from recfn.notebook_ext.trace import Trace
 
 MAGIC_NAME = "record_function"
 
@@ -76,7 +77,9 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="add this cell to the session's combined trace (recfn.session().trace()); "
             "-o and --save then hold the combined trace",
         ),
-        argument("--quiet", action="store_true", help="show nothing (still stored, -o/--save apply)"),
+        argument(
+            "--quiet", action="store_true", help="show nothing (still stored, -o/--save apply)"
+        ),
         argument("--no-timeline", action="store_true", help="skip the timeline PNG"),
         argument("--max-events", type=_positive_int, metavar="N", help="bound the events kept"),
         argument(
@@ -189,7 +192,7 @@ class RecordFunctionMagics(Magics):
         line, the summary table and the timeline. ``%record_function --last`` shows the last
         result again; ``%record_function --reset`` clears the session (``recfn.session()``).
         """
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True
         if cell is None:
             option_text, statement = split_line(line)
         else:
@@ -208,7 +211,7 @@ class RecordFunctionMagics(Magics):
     # -- line magic -----------------------------------------------------------------------------
 
     def _line(self, args: Any, statement: str) -> Any:
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True
         session = current_session()
         if args.reset:
             if statement or args.last:
@@ -246,7 +249,7 @@ class RecordFunctionMagics(Magics):
         return f"cell[{self._cell_number()}]"
 
     def _profile(self, source: str, name: str, args: Any) -> Any:
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True
         if args.output is not None and (
             not args.output.isidentifier() or keyword.iskeyword(args.output)
         ):
@@ -333,7 +336,7 @@ class RecordFunctionMagics(Magics):
 
 def register(ipython: Any) -> None:
     """Register the magics on ``ipython`` and make sure ``df.recfn`` exists."""
-    import analysis  # noqa: F401  (registers the df.recfn accessor for -o frames)
+    import recfn.analysis as analysis  # noqa: F401  (registers the df.recfn accessor for -o frames)
 
     ipython.register_magics(RecordFunctionMagics)
 

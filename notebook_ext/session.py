@@ -8,9 +8,10 @@ Cells run with ``--append`` also build one combined trace, ``s.trace()``.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Union
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-from notebook_ext.trace import Trace
+from recfn.notebook_ext.trace import Trace
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,12 +105,12 @@ class Session:
             self._combined = combine(self._appended, name="session")
         return self._combined
 
-    def diff(self, before: Union[int, str], after: Union[int, str]) -> "pd.DataFrame":
+    def diff(self, before: Union[int, str], after: Union[int, str]) -> pd.DataFrame:
         """Per name, how cell ``after`` changed from cell ``before`` (``df.recfn.diff``)."""
         return self[after].diff(self[before])
 
     def _repr_html_(self) -> str:
-        from notebook_ext.display import format_ns
+        from recfn.notebook_ext.display import format_ns
 
         if not self._cells:
             return "<p><b>recfn session</b>: no profiled cells yet</p>"
@@ -152,7 +153,7 @@ def combine(traces: list[Trace], name: str) -> Trace:
     )
 
 
-def concat_tables(tables: list["pa.Table"]) -> "pa.Table":
+def concat_tables(tables: list[pa.Table]) -> pa.Table:
     """Concatenate event tables from one process (ids never collide there; if they do, the later
     tables are shifted), keeping the first table's metadata with summed dropped counts."""
     import pyarrow as pa

@@ -28,9 +28,9 @@ class Trace:
 
     def __init__(
         self,
-        table: Optional["pa.Table"] = None,
+        table: Optional[pa.Table] = None,
         *,
-        df: Optional["pd.DataFrame"] = None,
+        df: Optional[pd.DataFrame] = None,
         name: str = "trace",
         wall_ns: Optional[int] = None,
         dropped: Optional[int] = None,
@@ -50,28 +50,28 @@ class Trace:
         self.execution_count = execution_count
         self.options = dict(options or {})
         self.cells = cells or (name,)
-        self._summary: Optional["pd.DataFrame"] = None
+        self._summary: Optional[pd.DataFrame] = None
         self._png: Optional[bytes] = None
 
     @classmethod
-    def from_profile(cls, prof: Any, name: str = "profile") -> "Trace":
+    def from_profile(cls, prof: Any, name: str = "profile") -> Trace:
         """A Trace of a stopped ``recfn.profile`` (what its rich reprs can delegate to)."""
         return cls(prof.table(), name=name, wall_ns=prof.wall_ns, dropped=prof.dropped_events)
 
     # -- data -------------------------------------------------------------------------------
 
     @property
-    def table(self) -> "pa.Table":
+    def table(self) -> pa.Table:
         """The events as a ``pyarrow.Table`` (docs/schema.md)."""
         if self._table is None:
-            from notebook_ext.files import frame_to_table
+            from recfn.notebook_ext.files import frame_to_table
 
             assert self._df is not None
             self._table = frame_to_table(self._df)
         return self._table
 
     @property
-    def df(self) -> "pd.DataFrame":
+    def df(self) -> pd.DataFrame:
         """The events as a DataFrame carrying the ``df.recfn`` accessor (cached)."""
         if self._df is None:
             from recfn.io import table_to_pandas
@@ -82,7 +82,7 @@ class Trace:
             self._df = df
         return self._df
 
-    def to_pandas(self) -> "pd.DataFrame":
+    def to_pandas(self) -> pd.DataFrame:
         return self.df
 
     @property
@@ -139,7 +139,7 @@ class Trace:
 
     # -- analysis -----------------------------------------------------------------------------
 
-    def summary(self, top: Optional[int] = SUMMARY_TOP, **kwargs: Any) -> "pd.DataFrame":
+    def summary(self, top: Optional[int] = SUMMARY_TOP, **kwargs: Any) -> pd.DataFrame:
         """``df.recfn.summary(top=...)`` (the default call is cached)."""
         if kwargs or top != SUMMARY_TOP:
             return self.df.recfn.summary(top=top, **kwargs)
@@ -147,36 +147,36 @@ class Trace:
             self._summary = self.df.recfn.summary(top=top)
         return self._summary
 
-    def diff(self, baseline: "Trace | pd.DataFrame") -> "pd.DataFrame":
+    def diff(self, baseline: Trace | pd.DataFrame) -> pd.DataFrame:
         """``df.recfn.diff``: per name, how this trace changed from ``baseline``."""
         base_df = baseline.df if isinstance(baseline, Trace) else baseline
-        result: "pd.DataFrame" = self.df.recfn.diff(base_df)
+        result: pd.DataFrame = self.df.recfn.diff(base_df)
         return result
 
-    def timeline(self, ax: Optional["Axes"] = None, **kwargs: Any) -> "Axes":
+    def timeline(self, ax: Optional[Axes] = None, **kwargs: Any) -> Axes:
         """``df.recfn.timeline(ax=ax, ...)`` titled with this trace's header."""
         kwargs.setdefault("title", self.name)
-        drawn: "Axes" = self.df.recfn.timeline(ax=ax, **kwargs)
+        drawn: Axes = self.df.recfn.timeline(ax=ax, **kwargs)
         return drawn
 
     def timeline_png(self) -> bytes:
         """The timeline as PNG bytes (Agg, no pyplot state; cached)."""
         if self._png is None:
-            from notebook_ext.display import render_timeline_png
+            from recfn.notebook_ext.display import render_timeline_png
 
             self._png = render_timeline_png(self)
         return self._png
 
     def save(self, path: Any) -> str:
         """Write Parquet, or Chrome JSON for ``.json``/``.json.gz``; returns the path."""
-        from notebook_ext.files import save_trace
+        from recfn.notebook_ext.files import save_trace
 
         return save_trace(self, os.fspath(path))
 
     # -- reprs --------------------------------------------------------------------------------
 
     def header(self) -> str:
-        from notebook_ext.display import header_text
+        from recfn.notebook_ext.display import header_text
 
         return header_text(self)
 
@@ -184,12 +184,12 @@ class Trace:
         return f"<recfn.Trace {self.header()}>"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from notebook_ext.display import trace_text
+        from recfn.notebook_ext.display import trace_text
 
         printer.text(self.__repr__() if cycle else trace_text(self))
 
     def _repr_html_(self) -> str:
-        from notebook_ext.display import trace_html
+        from recfn.notebook_ext.display import trace_html
 
         return trace_html(self)
 

@@ -41,8 +41,8 @@ from recfn._registry import (
     remove_callback,
     set_record_function_seed_for_testing,
 )
-from recfn.flops import register_flops, unregister_flops
 from recfn.errors import TraceFormatError
+from recfn.flops import register_flops, unregister_flops
 from recfn.profiler import (
     ProfilerConfig,
     RecordProfile,
@@ -54,7 +54,6 @@ from recfn.profiler import (
     set_default_node_id,
 )
 from recfn.scope import RecordScope
-
 
 # Automatic instrumentation, loaded on first use to keep `import recfn` fast.
 _LAZY = {
@@ -90,7 +89,7 @@ def session() -> Any:
     """The notebook session: per-cell traces recorded by ``%%record_function``."""
     import importlib
 
-    return importlib.import_module("notebook_ext").session()
+    return importlib.import_module("recfn.notebook_ext").session()
 
 
 COMPILED_MODULES = ("recfn._engine", "recfn._registry", "recfn._recorder", "recfn._tracer")
@@ -111,13 +110,13 @@ def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext recfn``: register the ``%%record_function`` magics."""
     import importlib
 
-    importlib.import_module("notebook_ext").load_ipython_extension(ipython)
+    importlib.import_module("recfn.notebook_ext").load_ipython_extension(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     import importlib
 
-    importlib.import_module("notebook_ext").unload_ipython_extension(ipython)
+    importlib.import_module("recfn.notebook_ext").unload_ipython_extension(ipython)
 
 
 __all__ = [
@@ -155,15 +154,15 @@ __all__ = [
     "mark",
     "profile",
     "propagate",
-    "reenable_callback",
     "record_function",
     "record_function_fast",
+    "reenable_callback",
     "register_flops",
     "remove_callback",
     "remove_from_skip_list",
     "report_memory_usage",
-    "set_default_node_id",
     "session",
+    "set_default_node_id",
     "set_record_function_seed_for_testing",
     "skip_list",
     "unregister_flops",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import functools
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -36,7 +37,9 @@ class PropagatingExecutor(concurrent.futures.Executor):
             raise TypeError(f"PropagatingExecutor wraps an Executor, got {type(executor).__name__}")
         self._executor = executor
 
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+    def submit(
+        self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[T]:
         context = contextvars.copy_context()
         return self._executor.submit(context.run, fn, *args, **kwargs)
 

@@ -19,7 +19,8 @@ import math
 import random
 import sys
 import threading
-from typing import Any, Callable, Final, Optional
+from collections.abc import Callable
+from typing import Any, Final, Optional
 
 from mypy_extensions import i32, i64
 
@@ -218,7 +219,6 @@ _current_var: Final[contextvars.ContextVar[Optional[RecordFunction]]] = contextv
 )
 _thread_local: Final = threading.local()
 _lock: Final = threading.RLock()
-
 
 
 class _Registry:
@@ -568,7 +568,9 @@ class record_function(RecordFunction):
         if not isinstance(name, str):
             raise TypeError(f"record_function name must be a str, got {type(name).__name__}")
         if args is not None and not isinstance(args, str):
-            raise TypeError(f"record_function args must be a str or None, got {type(args).__name__}")
+            raise TypeError(
+                f"record_function args must be a str or None, got {type(args).__name__}"
+            )
         self._scope = SCOPE_USER
         self.name = name
         self._args = args

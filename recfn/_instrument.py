@@ -11,8 +11,9 @@ import fnmatch
 import threading
 import types
 import warnings
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Optional, Union
+from typing import Any, Optional, Union
 
 from recfn._wrappers import Kind, is_wrapper, make_wrapper
 from recfn.scope import RecordScope, as_scope
@@ -155,7 +156,9 @@ class InstrumentHandle:
     to the reason.
     """
 
-    def __init__(self, target: Any, wrapped: dict[str, str], skipped: dict[str, str], patches: list[_Patch]) -> None:
+    def __init__(
+        self, target: Any, wrapped: dict[str, str], skipped: dict[str, str], patches: list[_Patch]
+    ) -> None:
         self.target = target
         self.wrapped = wrapped
         self.skipped = skipped
@@ -320,7 +323,9 @@ def plan(
         default_prefix, in_vars = target.__name__, True
     elif isinstance(target, type):
         if target.__flags__ & _IMMUTABLE_TYPE_FLAG:
-            raise TypeError(f"cannot instrument {target.__qualname__}: it is a built-in (immutable) type")
+            raise TypeError(
+                f"cannot instrument {target.__qualname__}: it is a built-in (immutable) type"
+            )
         candidates = _class_candidates(target)
         default_prefix, in_vars = target.__module__, False
     elif isinstance(target, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
@@ -342,8 +347,10 @@ def plan(
     if missing:
         raise ValueError(f"include names {missing} are not callables of {_describe(target)}")
     range_prefix = prefix or default_prefix
-    owner_name = target.__name__ if isinstance(target, types.ModuleType) else _qualified_name(
-        target if isinstance(target, type) else type(target)
+    owner_name = (
+        target.__name__
+        if isinstance(target, types.ModuleType)
+        else _qualified_name(target if isinstance(target, type) else type(target))
     )
 
     wrapped: dict[str, str] = {}
@@ -366,7 +373,9 @@ def plan(
         qualified = _qualified_name(func)
         location = f"{owner_name}.{cand.attr}"  # where it is reached, e.g. warnings.warn for _warnings.warn
         if _is_skipped(qualified) or _is_skipped(location):
-            skipped[cand.attr] = f"on the skip list ({qualified if _is_skipped(qualified) else location})"
+            skipped[cand.attr] = (
+                f"on the skip list ({qualified if _is_skipped(qualified) else location})"
+            )
             continue
         qualname = str(getattr(func, "__qualname__", None) or cand.attr)
         for key in (cand.attr, qualname):
@@ -381,7 +390,9 @@ def plan(
         kinds[cand.attr] = cand.kind
     unused = sorted(set(renames) - used_renames)
     if unused:
-        raise ValueError(f"rename names {unused}, which are not instrumented callables of {_describe(target)}")
+        raise ValueError(
+            f"rename names {unused}, which are not instrumented callables of {_describe(target)}"
+        )
 
     return Plan(wrapped, kinds, skipped, patches)
 
@@ -397,7 +408,9 @@ def _build(cand: _Candidate, name: str, scope: int) -> Any:
         prop: property = cand.func
         accessors = []
         for suffix, fn in (("", prop.fget), (".setter", prop.fset), (".deleter", prop.fdel)):
-            accessors.append(None if fn is None else make_wrapper(fn, Kind.METHOD, name + suffix, scope))
+            accessors.append(
+                None if fn is None else make_wrapper(fn, Kind.METHOD, name + suffix, scope)
+            )
         return property(accessors[0], accessors[1], accessors[2], prop.__doc__)
     wrapper = make_wrapper(cand.func, kind, name, scope)
     if kind.decorator == "staticmethod":
@@ -414,6 +427,7 @@ def _function_kind(fn: Any, binding: Kind) -> tuple[Optional[Kind], Optional[str
     if not isinstance(fn, types.FunctionType):
         return None, f"not a function ({type(fn).__name__})"
     import inspect  # here, not at the top: keeps `import recfn` fast
+
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         return None, "generator function: a range would only cover creating the generator"
     if inspect.iscoroutinefunction(fn):
@@ -478,7 +492,9 @@ def _instance_candidates(obj: Any) -> list[_Candidate]:
             elif is_wrapper(value):
                 out.append(_Candidate(attr, _MISSING, None, value, "already instrumented"))
             elif isinstance(value, property):
-                out.append(_Candidate(attr, _MISSING, None, value, "property: instrument the class"))
+                out.append(
+                    _Candidate(attr, _MISSING, None, value, "property: instrument the class")
+                )
             elif isinstance(value, (staticmethod, classmethod, types.FunctionType)):
                 fn = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
                 kind, reason = _function_kind(fn, Kind.METHOD)

@@ -13,8 +13,9 @@ import sys
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from types import FrameType
-from typing import Callable, Final, Optional
+from typing import Final, Optional
 
 from librt.vecs import append, vec
 from mypy_extensions import i32, i64
@@ -22,8 +23,8 @@ from mypy_extensions import i32, i64
 from recfn._engine import (
     RecordFunction,
     RecordFunctionCallback,
-    _ThreadData,
     _thread_data,
+    _ThreadData,
     current_range,
 )
 
@@ -239,7 +240,12 @@ class Recorder(RecordFunctionCallback):
         parent_id: i64 = parent.handle if parent is not None else 0
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
         row = buf.add_row(
-            rf.handle, parent_id, _clock() + self.clock_offset, OPEN_END, self._name_id(rf.name), meta
+            rf.handle,
+            parent_id,
+            _clock() + self.clock_offset,
+            OPEN_END,
+            self._name_id(rf.name),
+            meta,
         )
         ref: object = None
         if rf.sink_row < 0:

@@ -22,6 +22,7 @@ from recfn._engine import (
     _ThreadState,
 )
 
+
 def _new_handle() -> i64:
     _reg.next_callback_handle += 1
     return _reg.next_callback_handle
@@ -72,7 +73,9 @@ def _find(handle: int) -> Optional[_Entry]:
 
 
 def _unknown_handle(handle: object, action: str) -> None:
-    warnings.warn(f"recfn: cannot {action} callback handle {handle}: no such callback", stacklevel=3)
+    warnings.warn(
+        f"recfn: cannot {action} callback handle {handle}: no such callback", stacklevel=3
+    )
 
 
 def remove_callback(handle: object) -> None:

@@ -10,13 +10,22 @@ from __future__ import annotations
 import json
 import os
 import socket
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recfn._recorder import ASYNC_BIT, DEPTH_SHIFT, KIND_SHIFT, OPEN_END, Recorder, _Chunk, _ThreadBuffer
+from recfn._recorder import (
+    ASYNC_BIT,
+    DEPTH_SHIFT,
+    KIND_SHIFT,
+    OPEN_END,
+    Recorder,
+    _Chunk,
+    _ThreadBuffer,
+)
 from recfn.scope import SCOPE_LABELS
 
 SCHEMA_VERSION = 1
@@ -155,9 +164,7 @@ def _optional_columns(
         out["input_dtypes"] = _scatter(n, rows, pa.array(gather("extra_dtypes"), _DTYPES_TYPE))
     if recorder.with_stack:
         out["stack"] = _scatter(n, rows, pa.array(gather("extra_stack"), _STACK_TYPE))
-    mem_rows = [
-        _view(buf.mem_rows, np.int64) + offset for buf, offset in zip(buffers, offsets)
-    ]
+    mem_rows = [_view(buf.mem_rows, np.int64) + offset for buf, offset in zip(buffers, offsets)]
     if recorder.profile_memory or any(len(r) for r in mem_rows):
         all_rows = np.concatenate(mem_rows) if mem_rows else np.empty(0, dtype=np.int64)
         nbytes = [_view(buf.mem_bytes, np.int64) for buf in buffers]
@@ -199,8 +206,8 @@ def merge_tables(local: pa.Table, remote: Sequence[pa.Table]) -> pa.Table:
     merged = pa.concat_tables(
         [t.replace_schema_metadata(None) for t in tables], promote_options="default"
     )
-    return merged.unify_dictionaries().combine_chunks().replace_schema_metadata(
-        local.schema.metadata
+    return (
+        merged.unify_dictionaries().combine_chunks().replace_schema_metadata(local.schema.metadata)
     )
 
 

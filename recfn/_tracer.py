@@ -32,11 +32,13 @@ from typing import Any, Final, Optional
 from librt.vecs import append, vec
 from mypy_extensions import i32, i64
 
-from recfn._engine import _ThreadData, _current_var, _thread_data
+from recfn._engine import _current_var, _thread_data, _ThreadData
 from recfn._recorder import DEPTH_SHIFT, OPEN_END, Recorder, _Chunk, _ThreadBuffer
 
 SCOPE_FUNCTION: Final[i32] = 0
-TRACED_BIT: Final[i32] = 1 << 7  # marks traced rows until fix_nesting clears it (bit unused by the table)
+TRACED_BIT: Final[i32] = (
+    1 << 7
+)  # marks traced rows until fix_nesting clears it (bit unused by the table)
 TRACED_META: Final[i32] = SCOPE_FUNCTION | TRACED_BIT
 LOW_META: Final[i32] = (1 << 7) - 1  # scope, kind and async bits
 NOT_ENDED: Final[i64] = 1 << 62
@@ -66,13 +68,21 @@ def check_options(
             raise TypeError(f"ProfilerConfig.{field} must be a bool, got {value!r}")
     if max_depth is not None:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int):
-            raise TypeError(f"ProfilerConfig.trace_max_depth must be an int or None, got {max_depth!r}")
+            raise TypeError(
+                f"ProfilerConfig.trace_max_depth must be an int or None, got {max_depth!r}"
+            )
         if max_depth < 1:
             raise ValueError(f"ProfilerConfig.trace_max_depth must be at least 1, got {max_depth}")
     if trace_c_calls and not trace_calls:
         raise ValueError("ProfilerConfig.trace_c_calls needs trace_calls=True")
-    if trace_calls and isinstance(record_scopes, tuple) and 0 not in [int(s) for s in record_scopes]:
-        raise ValueError("trace_calls records FUNCTION-scope ranges, but record_scopes leaves FUNCTION out")
+    if (
+        trace_calls
+        and isinstance(record_scopes, tuple)
+        and 0 not in [int(s) for s in record_scopes]
+    ):
+        raise ValueError(
+            "trace_calls records FUNCTION-scope ranges, but record_scopes leaves FUNCTION out"
+        )
     return _pattern_tuple(include, "trace_include"), _pattern_tuple(exclude, "trace_exclude")
 
 
@@ -82,11 +92,15 @@ def _pattern_tuple(value: object, field: str) -> Optional[tuple[str, ...]]:
     if isinstance(value, str):
         value = (value,)
     if not isinstance(value, (list, tuple, set, frozenset)):
-        raise TypeError(f"ProfilerConfig.{field} must be a pattern or a collection of patterns, got {value!r}")
+        raise TypeError(
+            f"ProfilerConfig.{field} must be a pattern or a collection of patterns, got {value!r}"
+        )
     out: list[str] = []
     for item in value:
         if not isinstance(item, str) or not item:
-            raise TypeError(f"ProfilerConfig.{field} holds fnmatch patterns (non-empty str), got {item!r}")
+            raise TypeError(
+                f"ProfilerConfig.{field} holds fnmatch patterns (non-empty str), got {item!r}"
+            )
         out.append(item)
     return tuple(out)
 
@@ -144,7 +158,7 @@ class Tracer:
     def _check_free(self) -> None:
         """Refuse before anything starts when another tool holds what tracing needs."""
         if sys.version_info >= (3, 12):
-            mon: Any = getattr(sys, "monitoring")
+            mon: Any = sys.monitoring
             holder = mon.get_tool(mon.PROFILER_ID)
             if holder is not None:
                 raise RuntimeError(
@@ -250,7 +264,13 @@ class Tracer:
         module = getattr(fn, "__module__", None)
         if module is None:
             objclass = getattr(fn, "__objclass__", None)
-            source = objclass if objclass is not None else owner if isinstance(owner, type) else type(owner)
+            source = (
+                objclass
+                if objclass is not None
+                else owner
+                if isinstance(owner, type)
+                else type(owner)
+            )
             module = getattr(source, "__module__", None)
         qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "?")
         return self.classify(str(module or "builtins"), str(qualname))
@@ -274,7 +294,7 @@ class Tracer:
 
     def _start_monitoring(self) -> None:
         if sys.version_info >= (3, 12):
-            mon: Any = getattr(sys, "monitoring")  # mypyc would look it up as module sys._monitoring
+            mon: Any = sys.monitoring  # mypyc would look it up as module sys._monitoring
             tool = mon.PROFILER_ID
             mon.use_tool_id(tool, "recfn")  # free: checked in __init__
             self.disable = mon.DISABLE
@@ -285,7 +305,9 @@ class Tracer:
             mon.register_callback(tool, ev.PY_RETURN, self.on_py_exit)
             mon.register_callback(tool, ev.PY_YIELD, self.on_py_exit)
             mon.register_callback(tool, ev.PY_UNWIND, self.on_py_exit)
-            events = ev.PY_START | ev.PY_RESUME | ev.PY_THROW | ev.PY_RETURN | ev.PY_YIELD | ev.PY_UNWIND
+            events = (
+                ev.PY_START | ev.PY_RESUME | ev.PY_THROW | ev.PY_RETURN | ev.PY_YIELD | ev.PY_UNWIND
+            )
             if self.c_calls:
                 mon.register_callback(tool, ev.CALL, self.on_call)
                 mon.register_callback(tool, ev.C_RETURN, self.on_c_exit)
@@ -296,7 +318,7 @@ class Tracer:
 
     def _stop_monitoring(self) -> None:
         if sys.version_info >= (3, 12):
-            mon: Any = getattr(sys, "monitoring")  # mypyc would look it up as module sys._monitoring
+            mon: Any = sys.monitoring  # mypyc would look it up as module sys._monitoring
             tool = mon.PROFILER_ID
             mon.set_events(tool, 0)
             for event in (
@@ -497,7 +519,9 @@ class _ThreadTracer:
         if cur is not None and cur._td is td and cur.handle > parent and cur._state == 1:
             parent = cur.handle
         buf = self.buf
-        row = buf.add_row(rid, parent, _clock() + self.recorder.clock_offset, OPEN_END, nid, TRACED_META)
+        row = buf.add_row(
+            rid, parent, _clock() + self.recorder.clock_offset, OPEN_END, nid, TRACED_META
+        )
         slot: i64 = len(self.traced_ends)
         self.traced_ends = append(self.traced_ends, NOT_ENDED)
         if sp < len(self.keys):

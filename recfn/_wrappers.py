@@ -18,9 +18,11 @@ from __future__ import annotations
 import enum
 import functools
 import linecache
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
-from recfn._engine import _reg as _registry, begin_call, end_range
+from recfn._engine import _reg as _registry
+from recfn._engine import begin_call, end_range
 
 WRAPPER_FLAG = "__recfn_wrapper__"
 """Attribute set on every wrapper, so instrumenting twice wraps once."""
@@ -87,6 +89,7 @@ async def {fn}(*args: Any, **kwargs: Any) -> Any:
         _end_range(rf)
 """
 
+
 def template_for(kind: Kind) -> str:
     return ASYNC_TEMPLATE if kind.is_async else SYNC_TEMPLATE
 
@@ -100,7 +103,9 @@ def _indent(text: str) -> str:
     return "".join("    " + line if line.strip() else line for line in text.splitlines(True))
 
 
-def _compile_factory(is_async: bool) -> Callable[[Callable[..., Any], str, int], Callable[..., Any]]:
+def _compile_factory(
+    is_async: bool,
+) -> Callable[[Callable[..., Any], str, int], Callable[..., Any]]:
     """Compile ``make(original, name, scope) -> wrapper`` from a template, once per template."""
     kind = Kind.ASYNC_FUNCTION if is_async else Kind.FUNCTION
     body = render(kind, fn="wrapper", target="original", name="name", scope="scope")
@@ -124,7 +129,9 @@ _make_sync = _compile_factory(False)
 _make_async = _compile_factory(True)
 
 
-def make_wrapper(original: Callable[..., Any], kind: Kind, name: str, scope: int) -> Callable[..., Any]:
+def make_wrapper(
+    original: Callable[..., Any], kind: Kind, name: str, scope: int
+) -> Callable[..., Any]:
     """A wrapper of ``original`` recording a range ``name`` per call.
 
     Returns the plain function; the caller applies ``staticmethod``/``classmethod`` for those

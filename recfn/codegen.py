@@ -15,7 +15,8 @@ import importlib
 import keyword
 import sys
 import types
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 from recfn._instrument import Patterns, plan
 from recfn._wrappers import Kind, render
@@ -63,7 +64,9 @@ def generate(
         if not n.startswith("_") and n.isidentifier() and not isinstance(value, types.ModuleType)
     )  # modules it imported (json.codecs, json.decoder) are not re-exported
     declared = getattr(target, "__all__", None)
-    exported = list(declared) if isinstance(declared, (list, tuple)) else sorted(set(public) | set(names))
+    exported = (
+        list(declared) if isinstance(declared, (list, tuple)) else sorted(set(public) | set(names))
+    )
     out.append("__all__ = [\n" + "".join(f"    {n!r},\n" for n in exported) + "]\n")
     reexports = [n for n in public if n not in names and not keyword.iskeyword(n)]
     if reexports:
@@ -72,7 +75,11 @@ def generate(
     for attr, name in names.items():
         kind = chosen.kinds[attr] or Kind.FUNCTION
         out.append(f"\n_{attr}_original = _target.{attr}\n\n\n")
-        out.append(render(kind, fn=attr, target=f"_{attr}_original", name=repr(name), scope=str(int(rf_scope))))
+        out.append(
+            render(
+                kind, fn=attr, target=f"_{attr}_original", name=repr(name), scope=str(int(rf_scope))
+            )
+        )
         out.append(f"\n\n_adopt({attr}, _{attr}_original)\n")
     return "".join(out)
 
@@ -88,9 +95,19 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("module", help="the module to wrap, e.g. json or mypkg.ops")
     parser.add_argument("-o", "--output", help="file to write (default: standard output)")
-    parser.add_argument("--include", action="append", help="attribute name or fnmatch pattern (repeatable)")
-    parser.add_argument("--exclude", action="append", help="attribute name or fnmatch pattern (repeatable)")
-    parser.add_argument("--rename", action="append", default=[], metavar="NAME=NEW", help="rename a range (repeatable)")
+    parser.add_argument(
+        "--include", action="append", help="attribute name or fnmatch pattern (repeatable)"
+    )
+    parser.add_argument(
+        "--exclude", action="append", help="attribute name or fnmatch pattern (repeatable)"
+    )
+    parser.add_argument(
+        "--rename",
+        action="append",
+        default=[],
+        metavar="NAME=NEW",
+        help="rename a range (repeatable)",
+    )
     parser.add_argument("--prefix", help="range name prefix (default: the module name)")
     parser.add_argument("--scope", default="function", help="RecordScope name (default: function)")
     args = parser.parse_args(argv)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 FlopFormula = Callable[[list[list[int]]], int]
 
@@ -60,7 +60,16 @@ def _elementwise(shapes: list[list[int]]) -> int:
     return max((math.prod(s) for s in shapes), default=0)
 
 
-for _name in ("matmul", "mm", "bmm", "aten::mm", "aten::bmm", "aten::matmul", "np.matmul", "numpy.matmul"):
+for _name in (
+    "matmul",
+    "mm",
+    "bmm",
+    "aten::mm",
+    "aten::bmm",
+    "aten::matmul",
+    "np.matmul",
+    "numpy.matmul",
+):
     register_flops(_name, _matmul)
 for _name in ("addmm", "aten::addmm"):
     register_flops(_name, _addmm)

@@ -86,7 +86,9 @@ def load(path: PathLike, as_pandas: bool = False) -> Any:
     try:
         metadata = pq.read_schema(name).metadata or {}
     except (pa.ArrowInvalid, OSError) as exc:
-        raise TraceFormatError(f"{name!r} is not a Parquet file (or it is truncated): {exc}") from None
+        raise TraceFormatError(
+            f"{name!r} is not a Parquet file (or it is truncated): {exc}"
+        ) from None
     if b"recfn.schema_version" not in metadata:
         raise TraceFormatError(f"{name!r} is a Parquet file but not a recfn trace")
     try:
@@ -97,9 +99,9 @@ def load(path: PathLike, as_pandas: bool = False) -> Any:
     return table_to_pandas(table) if as_pandas else table
 
 
-def table_to_pandas(table: pa.Table) -> "pd.DataFrame":
+def table_to_pandas(table: pa.Table) -> pd.DataFrame:
     """DataFrame with categoricals for dictionary columns and ``Int64`` for nullable ints."""
-    import analysis  # noqa: F401  (registers the df.recfn accessor)
+    import recfn.analysis as analysis  # noqa: F401  (registers the df.recfn accessor)
 
     df = table.to_pandas()
     for column in NULLABLE_INT_COLUMNS:
@@ -119,6 +121,6 @@ def export_chrome_trace(table: pa.Table, path: PathLike) -> None:
     """Write a Chrome/Perfetto JSON trace (``.json`` or ``.json.gz``)."""
     if trace_format(path) != "chrome":
         raise ValueError(f"Chrome traces are written as .json or .json.gz, not {os.fspath(path)!r}")
-    from analysis.chrome import write_chrome_trace
+    from recfn.analysis.chrome import write_chrome_trace
 
     write_chrome_trace(table, path)

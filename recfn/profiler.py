@@ -14,11 +14,13 @@ import threading
 import time
 import tracemalloc
 import warnings
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Optional
 
 from recfn import _registry
 from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder, default_stack
-from recfn._tracer import Tracer, check_options as check_trace_options
+from recfn._tracer import Tracer
+from recfn._tracer import check_options as check_trace_options
 from recfn.flops import flop_formulas
 from recfn.scope import RecordScope, as_scope
 
@@ -29,9 +31,9 @@ if TYPE_CHECKING:  # pyarrow and pandas load on first use, keeping `import recfn
 DEFAULT_MAX_EVENTS = 5_000_000  # 40 bytes a range: about 200 MB at most
 
 _node_id = -1
-_active: list["profile"] = []
+_active: list[profile] = []
 _active_lock = threading.Lock()
-_context_profiler: contextvars.ContextVar[Optional["profile"]] = contextvars.ContextVar(
+_context_profiler: contextvars.ContextVar[Optional[profile]] = contextvars.ContextVar(
     "recfn_profiler", default=None
 )
 
@@ -73,15 +75,21 @@ class ProfilerConfig:
     def __post_init__(self) -> None:
         for field in ("report_input_shapes", "profile_memory", "with_stack", "with_flops"):
             if not isinstance(getattr(self, field), bool):
-                raise TypeError(f"ProfilerConfig.{field} must be a bool, got {getattr(self, field)!r}")
+                raise TypeError(
+                    f"ProfilerConfig.{field} must be a bool, got {getattr(self, field)!r}"
+                )
         if isinstance(self.max_events, bool) or not isinstance(self.max_events, int):
             raise TypeError(f"ProfilerConfig.max_events must be an int, got {self.max_events!r}")
         if self.max_events <= 0:
             raise ValueError(f"ProfilerConfig.max_events must be positive, got {self.max_events}")
         if isinstance(self.sampling_prob, bool) or not isinstance(self.sampling_prob, (int, float)):
-            raise TypeError(f"ProfilerConfig.sampling_prob must be a number, got {self.sampling_prob!r}")
+            raise TypeError(
+                f"ProfilerConfig.sampling_prob must be a number, got {self.sampling_prob!r}"
+            )
         if not 0.0 <= self.sampling_prob <= 1.0:
-            raise ValueError(f"ProfilerConfig.sampling_prob must be in [0, 1], got {self.sampling_prob}")
+            raise ValueError(
+                f"ProfilerConfig.sampling_prob must be in [0, 1], got {self.sampling_prob}"
+            )
         if self.record_scopes is not None:
             if isinstance(self.record_scopes, (str, int)):
                 raise TypeError("ProfilerConfig.record_scopes must be a collection of RecordScope")
@@ -172,8 +180,8 @@ class profile:
         self._started_tracemalloc = False
         self._start_ns = 0
         self._wall_ns = 0
-        self._table: Optional["pa.Table"] = None
-        self._remote: list["pa.Table"] = []
+        self._table: Optional[pa.Table] = None
+        self._remote: list[pa.Table] = []
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -181,7 +189,7 @@ class profile:
     def running(self) -> bool:
         return self._recorder is not None and not self._recorder.stopped
 
-    def start(self) -> "profile":
+    def start(self) -> profile:
         """Begin capturing. Raises if a profiler is already enabled in this thread/context."""
         current = _context_profiler.get()
         if current is not None and current.running:
@@ -205,7 +213,11 @@ class profile:
         tracer = None
         if cfg.trace_calls:  # raises before anything starts if sys.setprofile is taken
             tracer = Tracer(
-                recorder, cfg.trace_include, cfg.trace_exclude, cfg.trace_max_depth, cfg.trace_c_calls
+                recorder,
+                cfg.trace_include,
+                cfg.trace_exclude,
+                cfg.trace_max_depth,
+                cfg.trace_c_calls,
             )
         if cfg.profile_memory and not tracemalloc.is_tracing():
             tracemalloc.start()
@@ -223,11 +235,13 @@ class profile:
             tracer.start()
         return self
 
-    def stop(self) -> "profile":
+    def stop(self) -> profile:
         """Stop capturing and consolidate the events into a table."""
         recorder = self._recorder
         if recorder is None or recorder.stopped:
-            raise RuntimeError("profiler is not running: call start() (or use it as a context manager) first")
+            raise RuntimeError(
+                "profiler is not running: call start() (or use it as a context manager) first"
+            )
         _registry.remove_callback(self._handle)
         recorder.record_instant("__stop_profile", KIND_MARK, 0, "")
         recorder.stopped = True
@@ -261,7 +275,7 @@ class profile:
             )
         return self
 
-    def __enter__(self) -> "profile":
+    def __enter__(self) -> profile:
         return self.start()
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -274,7 +288,7 @@ class profile:
         if recorder is not None:
             recorder.record_instant(name, kind, nbytes, device)
 
-    def add_events(self, table: "pa.Table") -> None:
+    def add_events(self, table: pa.Table) -> None:
         """Merge events captured in another process or node (their node_id and pid are kept)."""
         from recfn.io import check_trace_table
 
@@ -291,7 +305,7 @@ class profile:
     def wall_ns(self) -> int:
         return self._wall_ns
 
-    def table(self) -> "pa.Table":
+    def table(self) -> pa.Table:
         """The events as a ``pyarrow.Table`` (see docs/schema.md)."""
         if self._table is None:
             raise RuntimeError("no events yet: the profiler has not been stopped")
@@ -299,7 +313,7 @@ class profile:
 
         return merge_tables(self._table, self._remote)
 
-    def to_pandas(self) -> "pd.DataFrame":
+    def to_pandas(self) -> pd.DataFrame:
         """The events as a DataFrame (categoricals; nullable ints as ``Int64``) with ``df.recfn``."""
         from recfn.io import table_to_pandas
 
@@ -321,7 +335,7 @@ class profile:
         """Header and summary table in notebooks (drawn by notebook_ext)."""
         if self._table is None:
             return None
-        from notebook_ext.trace import Trace
+        from recfn.notebook_ext.trace import Trace
 
         html: str = Trace.from_profile(self)._repr_html_()
         return html
@@ -353,7 +367,9 @@ def disable_profiler() -> profile:
     """Stop the profiler enabled in this thread/context and return it (its table is ready)."""
     prof = _context_profiler.get()
     if prof is None or not prof.running:
-        raise RuntimeError("profiler is not enabled on this thread: call recfn.enable_profiler() first")
+        raise RuntimeError(
+            "profiler is not enabled on this thread: call recfn.enable_profiler() first"
+        )
     return prof.stop()
 
 

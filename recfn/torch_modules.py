@@ -12,7 +12,16 @@ import threading
 import weakref
 from typing import Any, Optional
 
-from recfn._engine import RecordFunction, _reg as _registry, begin_call, begin_range, current_thread_id, end_range
+from recfn._engine import (
+    RecordFunction,
+    begin_call,
+    begin_range,
+    current_thread_id,
+    end_range,
+)
+from recfn._engine import (
+    _reg as _registry,
+)
 from recfn.scope import RecordScope
 
 FUNCTION = int(RecordScope.FUNCTION)
@@ -84,7 +93,9 @@ class _ModuleRecorder:
         else:
             stack.append(begin_range(self.name, None, FUNCTION))
 
-    def forward_post(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+    def forward_post(
+        self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any
+    ) -> None:
         stack = self.stacks.forward
         rf = stack.pop() if stack else None
         if rf is not None:
@@ -140,7 +151,9 @@ def instrument_module(
             name = f"{root_name}.{path}" if path else root_name
             rec = _ModuleRecorder(name, input_shapes, stacks)
             hooks.append(module.register_forward_pre_hook(rec.forward_pre, with_kwargs=True))
-            hooks.append(module.register_forward_hook(rec.forward_post, with_kwargs=True, always_call=True))
+            hooks.append(
+                module.register_forward_hook(rec.forward_post, with_kwargs=True, always_call=True)
+            )
             if backward:
                 hooks.append(module.register_full_backward_pre_hook(rec.backward_pre))
                 hooks.append(module.register_full_backward_hook(rec.backward_post))

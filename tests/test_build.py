@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 
 import pytest
-
-import importlib
 
 import recfn
 

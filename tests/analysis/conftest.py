@@ -9,12 +9,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
 
-import analysis  # noqa: E402,F401  (registers df.recfn)
+import recfn.analysis as analysis
 
 T0 = 1_700_000_000_000_000_000
 
@@ -35,7 +35,9 @@ def make_frame(rows: list[tuple[Any, ...]], **extra: list[Any]) -> pd.DataFrame:
             "start_ns": np.array(starts, dtype=np.int64) + T0,
             "end_ns": pd.array([None if e is None else e + T0 for e in ends], dtype="Int64"),
             "thread_id": np.array(threads, dtype=np.int64),
-            "thread_name": pd.Categorical(["MainThread" if t == 1 else f"Thread-{t}" for t in threads]),
+            "thread_name": pd.Categorical(
+                ["MainThread" if t == 1 else f"Thread-{t}" for t in threads]
+            ),
             "depth": np.zeros(n, dtype=np.int32),
             "sequence_nr": np.full(n, -1, dtype=np.int64),
             "fwd_thread_id": np.zeros(n, dtype=np.int64),

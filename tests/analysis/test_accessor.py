@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from conftest import T0
 
-import analysis
+import recfn.analysis as analysis
 
 
 def test_registered_on_every_frame(known: pd.DataFrame) -> None:

@@ -12,9 +12,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-import analysis
-from analysis import jsonio, read_chrome_trace, write_chrome_trace
-from analysis.schema import COLUMNS
+import recfn.analysis as analysis
+from recfn.analysis import jsonio, read_chrome_trace, write_chrome_trace
+from recfn.analysis.schema import COLUMNS
 
 DATA = Path(__file__).parent.parent / "data"
 BASE = 1_700_000_000_000_000_000
@@ -71,18 +71,39 @@ def test_hand_written_events(tmp_path: Path) -> None:
 
 def compact(value: Any) -> str | None:
     """What json_strings gives for `value`: compact JSON, None for None and empty containers."""
-    return None if value in (None, {}, []) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return (
+        None
+        if value in (None, {}, [])
+        else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    )
 
 
 @pytest.mark.parametrize(
     "values",
     [
         # Objects and nulls: one encoding of the whole list, cut at its separators.
-        [{"a": 1}, None, {}, {"k": "naïve", "n": None}, None, {"e": [], "q": 'say "hi"', "p": "C:\\dir"}],
+        [
+            {"a": 1},
+            None,
+            {},
+            {"k": "naïve", "n": None},
+            None,
+            {"e": [], "q": 'say "hi"', "p": "C:\\dir"},
+        ],
         # Separators inside values: each value is encoded alone.
         [{"a": [{"b": 1}, {"c": "},{"}]}, None, {"l": [None, None]}, {"s": "all,none"}],
         # Not only objects.
-        [{"a": [1, {"b": "x,}]"}], "c": "[{,"}, None, {}, [], {"k": "naïve"}, 7, "s", [[1], [2]], {"e": []}],
+        [
+            {"a": [1, {"b": "x,}]"}], "c": "[{,"},
+            None,
+            {},
+            [],
+            {"k": "naïve"},
+            7,
+            "s",
+            [[1], [2]],
+            {"e": []},
+        ],
         [{"only": 1}],
         [],
     ],
@@ -91,7 +112,9 @@ def test_json_strings(values: list[Any]) -> None:
     rows = np.arange(len(values))[::-1]
     strings, text = jsonio.json_strings(values, rows)
     assert strings.to_pylist() == [compact(values[i]) for i in rows.tolist()]
-    assert all(f'"{key}"'.encode() in text for value in values if isinstance(value, dict) for key in value)
+    assert all(
+        f'"{key}"'.encode() in text for value in values if isinstance(value, dict) for key in value
+    )
 
 
 def test_torch_shaped_fixture() -> None:
@@ -102,7 +125,10 @@ def test_torch_shaped_fixture() -> None:
     assert linear["start_ns"] == BASE + 1_010_250 and linear["end_ns"] == BASE + 1_410_375
     assert linear["sequence_nr"] == 17 and linear["scope"] == "cpu_op"
     assert json.loads(linear["args"])["External id"] == 2
-    assert list(linear["input_shapes"][0]) == [32, 128] and list(linear["input_dtypes"]) == ["float"] * 3
+    assert (
+        list(linear["input_shapes"][0]) == [32, 128]
+        and list(linear["input_dtypes"]) == ["float"] * 3
+    )
     assert row.loc["aten::addmm", "parent_id"] == linear["id"]
     assert row.loc["cudaLaunchKernel", "parent_id"] == row.loc["aten::addmm", "id"]
     assert pd.isna(row.loc["ampere_sgemm_32x32_sliced1x4_tn", "parent_id"])
@@ -117,7 +143,9 @@ def test_torch_shaped_fixture() -> None:
     summary = df.recfn.summary().set_index("name")
     assert summary.loc["aten::linear", "self_ns"] == 400_125 - 10_000 - 350_000
     assert summary.loc["aten::addmm", "self_memory_bytes"] == 8192
-    assert df.recfn.summary(group_by_input_shape=True)["input_shapes"].str.startswith("[[").sum() == 4
+    assert (
+        df.recfn.summary(group_by_input_shape=True)["input_shapes"].str.startswith("[[").sum() == 4
+    )
 
 
 def test_args_that_are_not_plain_objects(tmp_path: Path) -> None:
@@ -127,15 +155,27 @@ def test_args_that_are_not_plain_objects(tmp_path: Path) -> None:
     events = [
         {**common, "name": "a", "ts": 0, "args": "text"},
         {**common, "name": "b", "ts": 1, "args": {"Sequence number": "7", "Fwd thread id": 3}},
-        {**common, "name": "c", "ts": 2, "args": {"Sequence number": 8, "k": [{"x": 1}, {"y": "},{"}]}},
+        {
+            **common,
+            "name": "c",
+            "ts": 2,
+            "args": {"Sequence number": 8, "k": [{"x": 1}, {"y": "},{"}]},
+        },
         {**common, "name": "d", "ts": 3},
     ]
     df = read_chrome_trace(write(tmp_path / "t.json", events))
     assert df["args"].tolist()[:3] == [
-        '"text"', '{"Sequence number":"7","Fwd thread id":3}', '{"Sequence number":8,"k":[{"x":1},{"y":"},{"}]}'
+        '"text"',
+        '{"Sequence number":"7","Fwd thread id":3}',
+        '{"Sequence number":8,"k":[{"x":1},{"y":"},{"}]}',
     ]
     assert pd.isna(df["args"].iloc[3])
-    assert df["sequence_nr"].tolist() == [-1, 7, 8, -1] and df["fwd_thread_id"].tolist() == [0, 3, 0, 0]
+    assert df["sequence_nr"].tolist() == [-1, 7, 8, -1] and df["fwd_thread_id"].tolist() == [
+        0,
+        3,
+        0,
+        0,
+    ]
 
 
 def test_gzip_dict_form_and_truncated_array(tmp_path: Path) -> None:
@@ -155,13 +195,27 @@ def test_round_trip_through_chrome(tmp_path: Path) -> None:
     df["args"] = pd.array([None if i % 3 else f'{{"i": {i}}}' for i in range(len(df))], dtype="str")
     df.loc[7, "args"] = "plain text"
     last_thread = df["thread_id"].iloc[-1]  # its last root is still open
-    df.loc[df.index[(df["thread_id"] == last_thread) & df["parent_id"].isna()][-1], "end_ns"] = pd.NA
+    df.loc[df.index[(df["thread_id"] == last_thread) & df["parent_id"].isna()][-1], "end_ns"] = (
+        pd.NA
+    )
     for suffix in ("json", "json.gz"):
         path = tmp_path / f"t.{suffix}"
         df.recfn.to_chrome_trace(path)
         back = read_chrome_trace(path)
-        for column in ("name", "kind", "scope", "start_ns", "end_ns", "thread_id", "thread_name",
-                       "depth", "sequence_nr", "pid", "memory_bytes", "device"):
+        for column in (
+            "name",
+            "kind",
+            "scope",
+            "start_ns",
+            "end_ns",
+            "thread_id",
+            "thread_name",
+            "depth",
+            "sequence_nr",
+            "pid",
+            "memory_bytes",
+            "device",
+        ):
             assert back[column].astype(str).tolist() == df[column].astype(str).tolist(), column
         assert back["parent_id"].equals(df["parent_id"])
         assert json.loads(back["args"].iloc[3]) == {"i": 3}
@@ -173,7 +227,9 @@ def test_write_accepts_an_arrow_table(tmp_path: Path) -> None:
     df = analysis.make_synthetic_trace(200, 2, n_marks=3, seed=1)
     df.loc[df.index[-1], "end_ns"] = pd.NA  # nullable int64 must not turn into (rounding) float64
     table = pa.Table.from_pandas(df, preserve_index=False)
-    table = table.replace_schema_metadata({b"recfn.version": b"0.1.0", b"other": b"x"})  # as the core writes
+    table = table.replace_schema_metadata(
+        {b"recfn.version": b"0.1.0", b"other": b"x"}
+    )  # as the core writes
     write_chrome_trace(table, tmp_path / "t.json")
     document = json.loads((tmp_path / "t.json").read_text())
     assert document["otherData"] == {"recfn.version": "0.1.0"}
@@ -241,10 +297,25 @@ def test_typed_and_plain_decoding_agree(tmp_path: Path) -> None:
     # Without unknown fields the events decode into structs (args kept as JSON text); one
     # unknown field sends the whole trace through plain dicts. The tables are the same.
     events = [{k: v for k, v in e.items() if k != "extra"} for e in HAND_WRITTEN]
-    events += [{"ph": "X", "name": "t", "pid": 1, "tid": 1, "ts": 20, "dur": 1, "id": 4, "s": "p",
-                "args": {"Sequence number": 3, "Input Dims": [[2, 3]], "Input type": ["float"]}}]
+    events += [
+        {
+            "ph": "X",
+            "name": "t",
+            "pid": 1,
+            "tid": 1,
+            "ts": 20,
+            "dur": 1,
+            "id": 4,
+            "s": "p",
+            "args": {"Sequence number": 3, "Input Dims": [[2, 3]], "Input type": ["float"]},
+        }
+    ]
     typed = read_chrome_trace(write(tmp_path / "typed.json", events))
     plain = read_chrome_trace(write(tmp_path / "plain.json", [*events, {"ph": "s", "unknown": 1}]))
     pd.testing.assert_frame_equal(typed, plain)
     row = typed.set_index("name").loc["t"]
-    assert row["sequence_nr"] == 3 and json.loads(row["args"])["id"] == 4 and list(row["input_shapes"][0]) == [2, 3]
+    assert (
+        row["sequence_nr"] == 3
+        and json.loads(row["args"])["id"] == 4
+        and list(row["input_shapes"][0]) == [2, 3]
+    )

@@ -19,17 +19,39 @@ def test_diff_of_two_known_runs(known: pd.DataFrame) -> None:
     assert result["name"].tolist() == ["mm", "step", "opt", "bwd", "fwd"]
     table = result.set_index("name")
     assert table.loc["mm", ["count_base", "count_new", "count_change"]].tolist() == [3, 3, 0]
-    assert table.loc["mm", ["self_ns_base", "self_ns_new", "self_change_ns"]].tolist() == [35, 75, 40]
+    assert table.loc["mm", ["self_ns_base", "self_ns_new", "self_change_ns"]].tolist() == [
+        35,
+        75,
+        40,
+    ]
     assert table.loc["mm", "self_ratio"] == 75 / 35
-    assert table.loc["step", ["total_ns_base", "total_ns_new", "total_change_ns"]].tolist() == [150, 190, 40]
+    assert table.loc["step", ["total_ns_base", "total_ns_new", "total_change_ns"]].tolist() == [
+        150,
+        190,
+        40,
+    ]
     assert table.loc["step", "self_change_ns"] == 20  # lost the fwd child: more self time
     assert table.loc["bwd", ["total_change_ns", "self_change_ns"]].tolist() == [40, 0]
     assert table.loc["opt", ["count_base", "count_new", "total_ratio"]].tolist() == [0, 1, np.inf]
-    assert table.loc["fwd", ["count_new", "total_ratio", "self_change_ns"]].tolist() == [0, 0.0, -20]
+    assert table.loc["fwd", ["count_new", "total_ratio", "self_change_ns"]].tolist() == [
+        0,
+        0.0,
+        -20,
+    ]
     assert list(result.columns) == [
-        "name", "count_base", "count_new", "count_change", "count_ratio",
-        "total_ns_base", "total_ns_new", "total_change_ns", "total_ratio",
-        "self_ns_base", "self_ns_new", "self_change_ns", "self_ratio",
+        "name",
+        "count_base",
+        "count_new",
+        "count_change",
+        "count_ratio",
+        "total_ns_base",
+        "total_ns_new",
+        "total_change_ns",
+        "total_ratio",
+        "self_ns_base",
+        "self_ns_new",
+        "self_change_ns",
+        "self_ratio",
     ]
 
 
@@ -48,6 +70,14 @@ def test_diff_of_gathered_and_sequential_tasks(overlapping: pd.DataFrame) -> Non
     base = make_frame([(*r[:4], *sequential.get(r[0], (0, 140)), r[6]) for r in OVERLAPPING_ROWS])
     table = overlapping.recfn.diff(base).set_index("name")
     assert table.loc["fetch_all", ["total_ns_base", "total_ns_new"]].tolist() == [140, 100]
-    assert table.loc["fetch_all", ["self_ns_base", "self_ns_new", "self_change_ns"]].tolist() == [10, 15, 5]
-    assert table.loc["fetch", ["self_ns_base", "self_ns_new", "self_change_ns"]].tolist() == [120, 120, 0]
+    assert table.loc["fetch_all", ["self_ns_base", "self_ns_new", "self_change_ns"]].tolist() == [
+        10,
+        15,
+        5,
+    ]
+    assert table.loc["fetch", ["self_ns_base", "self_ns_new", "self_change_ns"]].tolist() == [
+        120,
+        120,
+        0,
+    ]
     assert table.index.tolist()[0] == "fetch_all"

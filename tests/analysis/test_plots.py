@@ -12,7 +12,7 @@ from conftest import KNOWN_ROWS, T0, make_frame
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection, PolyCollection
 
-from analysis import MissingColumnsError, drawing
+from recfn.analysis import MissingColumnsError, drawing
 
 
 def bars(ax: Axes) -> list[PolyCollection]:
@@ -32,25 +32,49 @@ def test_timeline_draws_one_rectangle_per_range(known: pd.DataFrame) -> None:
     assert {t.get_text() for t in ax.texts} <= {"step", "fwd", "bwd", "mm", "load"}
     assert ax.get_xlim() == pytest.approx((0, 100 / 1e6))
     legend = ax.figure.legends[0]
-    assert [t.get_text() for t in legend.get_texts()] == ["step", "bwd", "mm", "fwd", "load", "mark"]
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "step",
+        "bwd",
+        "mm",
+        "fwd",
+        "load",
+        "mark",
+    ]
     ax.figure.savefig(io.BytesIO(), format="png")
 
 
 def test_timeline_options(known: pd.DataFrame) -> None:
     _, given = plt.subplots()
-    ax = known.recfn.timeline(ax=given, threads=["MainThread"], start=T0 + 45, end=T0 + 95, max_depth=1,
-                              color_by="scope", title="zoom")
+    ax = known.recfn.timeline(
+        ax=given,
+        threads=["MainThread"],
+        start=T0 + 45,
+        end=T0 + 95,
+        max_depth=1,
+        color_by="scope",
+        title="zoom",
+    )
     assert ax is given and ax.get_title() == "zoom"
     assert len(bars(ax)[0].get_paths()) == 2  # step and bwd; mm is deeper, fwd outside
     assert ax.get_legend() is not None
     # On thread 2 only step (50 ns) and the open load range (drawn to the window end) are long enough.
-    assert len(bars(known.recfn.timeline(threads=[2], end=T0 + 90, min_duration_ns=20))[0].get_paths()) == 2
+    assert (
+        len(bars(known.recfn.timeline(threads=[2], end=T0 + 90, min_duration_ns=20))[0].get_paths())
+        == 2
+    )
 
 
 def test_timeline_memory_line() -> None:
-    rows = [*KNOWN_ROWS, (10, 4, "[memory]", "memory", 55, 55, 1), (11, 3, "[memory]", "memory", 45, 45, 1)]
-    df = make_frame(rows, memory_bytes=pd.array([None] * len(KNOWN_ROWS) + [2**20, 2**20], dtype="Int64"),
-                    device=pd.Categorical([None] * len(KNOWN_ROWS) + ["cpu", "cpu"]))
+    rows = [
+        *KNOWN_ROWS,
+        (10, 4, "[memory]", "memory", 55, 55, 1),
+        (11, 3, "[memory]", "memory", 45, 45, 1),
+    ]
+    df = make_frame(
+        rows,
+        memory_bytes=pd.array([None] * len(KNOWN_ROWS) + [2**20, 2**20], dtype="Int64"),
+        device=pd.Categorical([None] * len(KNOWN_ROWS) + ["cpu", "cpu"]),
+    )
     ax = df.recfn.timeline()
     twin = [a for a in ax.figure.axes if a is not ax]
     assert len(twin) == 1 and len(twin[0].lines) == 1
@@ -96,8 +120,14 @@ def test_timeline_and_flame_bounded_on_a_million_rows(million: pd.DataFrame) -> 
 def test_flame_small(known: pd.DataFrame) -> None:
     ax = known.recfn.flame()
     (collection,) = bars(ax)
-    boxes = sorted((round(p.vertices[:, 0].min() * 1e6), round(p.vertices[:, 0].max() * 1e6),
-                    round(p.vertices[:, 1].mean())) for p in collection.get_paths())
+    boxes = sorted(
+        (
+            round(p.vertices[:, 0].min() * 1e6),
+            round(p.vertices[:, 0].max() * 1e6),
+            round(p.vertices[:, 1].mean()),
+        )
+        for p in collection.get_paths()
+    )
     # step (150 ns) at depth 0; under it bwd, fwd, mm side by side in name order.
     assert boxes == [(0, 25, 2), (0, 50, 1), (0, 150, 0), (50, 70, 1), (70, 80, 1)]
     assert {t.get_text() for t in ax.texts} <= {"step", "bwd", "fwd", "mm"}
@@ -106,16 +136,27 @@ def test_flame_small(known: pd.DataFrame) -> None:
         known[known["kind"] == "mark"].recfn.flame()
 
 
-def test_flame_and_collapsed_stacks_with_overlapping_children(tmp_path: Path, overlapping: pd.DataFrame) -> None:
+def test_flame_and_collapsed_stacks_with_overlapping_children(
+    tmp_path: Path, overlapping: pd.DataFrame
+) -> None:
     # Widths are self time plus the children's widths, as flamegraph.pl draws the stacks: the
     # overlapping fetches (130 ns of work in 80 ns) widen fetch_all instead of spilling out.
     (collection,) = bars(overlapping.recfn.flame())
-    boxes = sorted((round(p.vertices[:, 0].min() * 1e6), round(p.vertices[:, 0].max() * 1e6),
-                    round(p.vertices[:, 1].mean())) for p in collection.get_paths())
+    boxes = sorted(
+        (
+            round(p.vertices[:, 0].min() * 1e6),
+            round(p.vertices[:, 0].max() * 1e6),
+            round(p.vertices[:, 1].mean()),
+        )
+        for p in collection.get_paths()
+    )
     assert boxes == [(0, 10, 2), (0, 130, 1), (0, 180, 0), (130, 165, 1)]
     overlapping.recfn.to_collapsed_stacks(tmp_path / "stacks.txt")
     assert (tmp_path / "stacks.txt").read_text().splitlines() == [
-        "fetch_all 15", "fetch_all;fetch 120", "fetch_all;fetch;decode 10", "fetch_all;parse 35"
+        "fetch_all 15",
+        "fetch_all;fetch 120",
+        "fetch_all;fetch;decode 10",
+        "fetch_all;parse 35",
     ]
 
 
@@ -123,7 +164,11 @@ def test_collapsed_stacks(tmp_path: Path, known: pd.DataFrame) -> None:
     path = tmp_path / "stacks.txt"
     known.recfn.to_collapsed_stacks(path)
     assert path.read_text().splitlines() == [
-        "step 70", "step;bwd 25", "step;bwd;mm 25", "step;fwd 20", "step;mm 10"
+        "step 70",
+        "step;bwd 25",
+        "step;bwd;mm 25",
+        "step;fwd 20",
+        "step;mm 10",
     ]
     odd = known.assign(name=known["name"].cat.rename_categories({"mm": "a;b\nc"}))
     odd.recfn.to_collapsed_stacks(path)
@@ -133,5 +178,7 @@ def test_collapsed_stacks(tmp_path: Path, known: pd.DataFrame) -> None:
 def test_collapsed_stacks_sum_to_covered_time(tmp_path: Path, million: pd.DataFrame) -> None:
     part = million.iloc[:50_000]
     part.recfn.to_collapsed_stacks(tmp_path / "s.txt")
-    total = sum(int(line.rsplit(" ", 1)[1]) for line in (tmp_path / "s.txt").read_text().splitlines())
+    total = sum(
+        int(line.rsplit(" ", 1)[1]) for line in (tmp_path / "s.txt").read_text().splitlines()
+    )
     assert total == part.recfn.summary()["self_ns"].sum()

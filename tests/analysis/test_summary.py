@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from conftest import KNOWN_ROWS, T0, make_frame
 
-import analysis
-from analysis.summary import STAT_COLUMNS
+import recfn.analysis as analysis
+from recfn.analysis.summary import STAT_COLUMNS
 
 EXPECTED = {
     # name: count, total, self, min, max
@@ -51,7 +51,10 @@ def test_overlapping_children_count_once(overlapping: pd.DataFrame) -> None:
     assert summary["self_pct"].tolist() == pytest.approx([100 * s / 180 for s in (120, 15, 35, 10)])
     assert summary.loc["fetch_all", "total_pct"] == pytest.approx(100 * 100 / 180)
     lines = overlapping.recfn.table().splitlines()
-    assert lines[4].split()[:3] == ["fetch_all", "8.33%", "15ns"] and lines[-1] == "Self time total: 180ns"
+    assert (
+        lines[4].split()[:3] == ["fetch_all", "8.33%", "15ns"]
+        and lines[-1] == "Self time total: 180ns"
+    )
 
 
 @pytest.mark.parametrize(
@@ -75,7 +78,9 @@ def test_accepts_the_column_variants(
     check_known(convert(known).recfn.summary())
 
 
-def test_int64_parent_ids_with_a_sentinel_and_read_parquet(tmp_path: Path, known: pd.DataFrame) -> None:
+def test_int64_parent_ids_with_a_sentinel_and_read_parquet(
+    tmp_path: Path, known: pd.DataFrame
+) -> None:
     closed = known[known["end_ns"].notna()].astype({"end_ns": "int64"})
     sentinel = closed.assign(parent_id=closed["parent_id"].fillna(-1).astype("int64"))
     check_known(sentinel.recfn.summary())
@@ -94,17 +99,36 @@ def test_group_sort_and_top(known: pd.DataFrame) -> None:
 
 def test_group_by_input_shape_and_stack() -> None:
     shapes = [[[2, 3], [3]], [[2, 3], [3]], None, [[4]], [[4]], [], None, [[2, 3], [3]], None]
-    stacks = [["a.py:1(main)", "b.py:2(f)"], ["a.py:1(main)", "c.py:3(g)"], None, ["x.py:9(h)"],
-              ["a.py:1(main)", "b.py:2(f)"], [], [], ["z.py:1(q)", "b.py:2(f)"], None]
+    stacks = [
+        ["a.py:1(main)", "b.py:2(f)"],
+        ["a.py:1(main)", "c.py:3(g)"],
+        None,
+        ["x.py:9(h)"],
+        ["a.py:1(main)", "b.py:2(f)"],
+        [],
+        [],
+        ["z.py:1(q)", "b.py:2(f)"],
+        None,
+    ]
     df = make_frame(KNOWN_ROWS, input_shapes=shapes, stack=stacks)
     by_shape = df.recfn.summary(group_by_input_shape=True, sort_by="name")
     keys = set(zip(by_shape["name"].astype(str), by_shape["input_shapes"]))
-    assert ("step", "[[2, 3], [3]]") in keys and ("mm", "[[4]]") in keys and ("mm", "[[2, 3], [3]]") in keys
+    assert (
+        ("step", "[[2, 3], [3]]") in keys
+        and ("mm", "[[4]]") in keys
+        and ("mm", "[[2, 3], [3]]") in keys
+    )
     assert ("mm", "[]") in keys and ("bwd", "[[4]]") in keys
     assert by_shape.loc[by_shape["input_shapes"] == "[[2, 3], [3]]", "count"].sum() == 3
     by_stack = df.recfn.summary(group_by_stack_n=1)
     pairs = set(zip(by_stack["name"].astype(str), by_stack["stack"]))
-    expected = {("step", "b.py:2(f)"), ("step", ""), ("fwd", "c.py:3(g)"), ("bwd", "x.py:9(h)"), ("mm", "")}
+    expected = {
+        ("step", "b.py:2(f)"),
+        ("step", ""),
+        ("fwd", "c.py:3(g)"),
+        ("bwd", "x.py:9(h)"),
+        ("mm", ""),
+    }
     assert expected <= pairs
     assert by_stack.loc[by_stack["stack"] == "b.py:2(f)", "count"].sum() == 3
     two = df.recfn.summary(group_by_stack_n=2)
@@ -112,11 +136,17 @@ def test_group_by_input_shape_and_stack() -> None:
 
 
 def test_memory_and_flops_columns() -> None:
-    rows = [*KNOWN_ROWS, (10, 4, "[memory]", "memory", 55, 55, 1), (11, 3, "[memory]", "memory", 45, 45, 1),
-            (12, 7, "[memory]", "memory", 25, 25, 2)]
+    rows = [
+        *KNOWN_ROWS,
+        (10, 4, "[memory]", "memory", 55, 55, 1),
+        (11, 3, "[memory]", "memory", 45, 45, 1),
+        (12, 7, "[memory]", "memory", 25, 25, 2),
+    ]
     memory = [None] * len(KNOWN_ROWS) + [100, -30, 7]
     flops = [None, None, None, None, 1000, 500, None, 250, None, None, None, None]
-    df = make_frame(rows, memory_bytes=pd.array(memory, dtype="Int64"), flops=pd.array(flops, dtype="Int64"))
+    df = make_frame(
+        rows, memory_bytes=pd.array(memory, dtype="Int64"), flops=pd.array(flops, dtype="Int64")
+    )
     summary = df.recfn.summary().set_index("name")
     assert summary.loc["mm", "self_memory_bytes"] == 100
     assert summary.loc["bwd", ["self_memory_bytes", "memory_bytes"]].tolist() == [-30, 70]
@@ -139,11 +169,20 @@ def test_table_text(known: pd.DataFrame) -> None:
 
 
 def test_human_units() -> None:
-    from analysis.units import format_bytes, format_count, format_ns
+    from recfn.analysis.units import format_bytes, format_count, format_ns
 
     assert [format_ns(v) for v in (812, 12_345, 3_210_000, 1.5e9, float("nan"))] == [
-        "812ns", "12.345us", "3.210ms", "1.500s", "-"]
-    assert [format_bytes(v) for v in (512, -1.5 * 2**20, 3 * 2**30)] == ["512 B", "-1.50 MiB", "3.00 GiB"]
+        "812ns",
+        "12.345us",
+        "3.210ms",
+        "1.500s",
+        "-",
+    ]
+    assert [format_bytes(v) for v in (512, -1.5 * 2**20, 3 * 2**30)] == [
+        "512 B",
+        "-1.50 MiB",
+        "3.00 GiB",
+    ]
     assert [format_count(v) for v in (950, 12_300, 4e9)] == ["950", "12.30K", "4.00G"]
 
 

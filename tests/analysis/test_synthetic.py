@@ -6,22 +6,37 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import make_synthetic_trace
-from analysis.schema import COLUMNS
+from recfn.analysis import make_synthetic_trace
+from recfn.analysis.schema import COLUMNS
 
 
 def test_schema_and_determinism() -> None:
     df = make_synthetic_trace(5_000, 3, n_marks=10, n_memory_events=20, seed=4)
     assert list(df.columns) == [*COLUMNS, "memory_bytes", "device"]
     assert df.dtypes.astype(str).to_dict() == {
-        "id": "int64", "parent_id": "Int64", "name": "category", "kind": "category", "scope": "category",
-        "start_ns": "int64", "end_ns": "Int64", "thread_id": "int64", "thread_name": "category",
-        "depth": "int32", "sequence_nr": "int64", "fwd_thread_id": "int64", "is_async": "bool",
-        "node_id": "int32", "pid": "int64", "memory_bytes": "Int64", "device": "category",
+        "id": "int64",
+        "parent_id": "Int64",
+        "name": "category",
+        "kind": "category",
+        "scope": "category",
+        "start_ns": "int64",
+        "end_ns": "Int64",
+        "thread_id": "int64",
+        "thread_name": "category",
+        "depth": "int32",
+        "sequence_nr": "int64",
+        "fwd_thread_id": "int64",
+        "is_async": "bool",
+        "node_id": "int32",
+        "pid": "int64",
+        "memory_bytes": "Int64",
+        "device": "category",
     }
     assert df["kind"].value_counts().to_dict() == {"range": 5_000, "memory": 20, "mark": 10}
     assert sorted(df["thread_id"].unique()) == [1, 2, 3]
-    pd.testing.assert_frame_equal(df, make_synthetic_trace(5_000, 3, n_marks=10, n_memory_events=20, seed=4))
+    pd.testing.assert_frame_equal(
+        df, make_synthetic_trace(5_000, 3, n_marks=10, n_memory_events=20, seed=4)
+    )
     assert not df.equals(make_synthetic_trace(5_000, 3, n_marks=10, n_memory_events=20, seed=5))
     assert list(make_synthetic_trace(100, 2).columns) == list(COLUMNS)
 

@@ -5,11 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import analysis
-from analysis.tree import call_tree, depths, parents_from_nesting, self_durations, subtree_sums
+
+import recfn.analysis as analysis
+from recfn.analysis.tree import (
+    call_tree,
+    depths,
+    parents_from_nesting,
+    self_durations,
+    subtree_sums,
+)
 
 
-def stack_parents(group: np.ndarray, start: np.ndarray, end: np.ndarray, container: np.ndarray) -> np.ndarray:
+def stack_parents(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, container: np.ndarray
+) -> np.ndarray:
     """Reference: a stack walk over rows sorted by (group, start, -end), half-open intervals."""
     order = np.lexsort((~container, -end, start, group))
     parent = np.full(len(start), -1)
@@ -40,8 +49,12 @@ def test_nesting_rules() -> None:
 
 def test_open_ranges_contain_everything_after_them() -> None:
     big = np.iinfo(np.int64).max
-    parent = parents_from_nesting(np.zeros(3, dtype=np.int64), np.array([0, 5, 50]), np.array([big, 10, 60]),
-                                  np.ones(3, dtype=bool))
+    parent = parents_from_nesting(
+        np.zeros(3, dtype=np.int64),
+        np.array([0, 5, 50]),
+        np.array([big, 10, 60]),
+        np.ones(3, dtype=bool),
+    )
     assert parent.tolist() == [-1, 0, 0]
 
 
@@ -71,8 +84,14 @@ def test_random_overlaps_follow_the_stack_walk() -> None:
         # this row's end and its start, which is what a stack walk gives for nested input.
         order = np.lexsort((~container, -end, start, group))
         for k, i in enumerate(order):
-            candidates = [j for j in order[:k][::-1] if group[j] == group[i] and container[j]
-                          and end[j] > start[j] and end[j] >= max(end[i], start[i] + 1)]
+            candidates = [
+                j
+                for j in order[:k][::-1]
+                if group[j] == group[i]
+                and container[j]
+                and end[j] > start[j]
+                and end[j] >= max(end[i], start[i] + 1)
+            ]
             assert got[i] == (candidates[0] if candidates else -1)
 
 
@@ -85,7 +104,15 @@ def test_depths_self_and_subtree_sums() -> None:
     assert self_durations(parent, start, end, counted).tolist() == [30, 20, 25, 10, 15, 40, 10]
     counted[3] = False
     assert self_durations(parent, start, end, counted).tolist() == [30, 20, 35, 0, 15, 40, 10]
-    assert subtree_sums(parent, np.array([1, 2, 3, 4, 5, 6, 7])).tolist() == [15, 2, 12, 4, 5, 13, 7]
+    assert subtree_sums(parent, np.array([1, 2, 3, 4, 5, 6, 7])).tolist() == [
+        15,
+        2,
+        12,
+        4,
+        5,
+        13,
+        7,
+    ]
     with pytest.raises(ValueError, match="cycle"):
         depths(np.array([1, 0]))
 
@@ -116,8 +143,10 @@ def test_self_time_matches_merging_intervals_one_by_one() -> None:
             if not counted[row]:
                 expected.append(0)
                 continue
-            spans = sorted((max(start[c], start[row]), min(end[c], end[row]))
-                           for c in np.flatnonzero((parent == row) & counted))
+            spans = sorted(
+                (max(start[c], start[row]), min(end[c], end[row]))
+                for c in np.flatnonzero((parent == row) & counted)
+            )
             covered, reach = 0, start[row]
             for low, high in spans:
                 covered += max(high - max(low, reach), 0)
@@ -148,7 +177,9 @@ def test_tree_children_roots(known: pd.DataFrame) -> None:
     with pytest.raises(KeyError, match="42"):
         known.recfn.children(42)
     with pytest.raises(ValueError, match="cycle"):
-        known.assign(parent_id=pd.array([2, 1, 1, 1, 3, 3, None, 7, None], dtype="Int64")).recfn.tree()
+        known.assign(
+            parent_id=pd.array([2, 1, 1, 1, 3, 3, None, 7, None], dtype="Int64")
+        ).recfn.tree()
     with pytest.raises(ValueError, match="duplicate"):
         known.assign(id=[1, 1, 2, 3, 4, 5, 6, 7, 8]).recfn.summary()
 
@@ -157,7 +188,12 @@ def test_tree_self_time_with_overlapping_children(overlapping: pd.DataFrame) -> 
     tree = overlapping.recfn.tree().set_index("id")
     assert tree.loc[[1, 2, 3, 4, 5, 6], "self_ns"].tolist() == [15, 40, 60, 20, 35, 10]
     paths = call_tree(overlapping)
-    assert sorted(zip(paths.total.tolist(), paths.self.tolist())) == [(10, 10), (35, 35), (100, 15), (130, 120)]
+    assert sorted(zip(paths.total.tolist(), paths.self.tolist())) == [
+        (10, 10),
+        (35, 35),
+        (100, 15),
+        (130, 120),
+    ]
 
 
 def test_call_tree_merges_paths(known: pd.DataFrame) -> None:
@@ -188,7 +224,14 @@ def test_tree_is_depth_first_when_children_overlap(overlapping: pd.DataFrame) ->
     # By start alone, "decode" (child of the first fetch, at 40) would follow the second fetch (20).
     tree = overlapping.sample(frac=1, random_state=3).recfn.tree()
     assert tree["id"].tolist() == [1, 2, 6, 3, 4, 5]
-    assert tree["tree"].tolist() == ["fetch_all", "  fetch", "    decode", "  fetch", "  fetch", "  parse"]
+    assert tree["tree"].tolist() == [
+        "fetch_all",
+        "  fetch",
+        "    decode",
+        "  fetch",
+        "  fetch",
+        "  parse",
+    ]
 
 
 def test_tree_order_is_a_preorder_on_a_large_trace() -> None:

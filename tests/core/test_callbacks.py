@@ -32,15 +32,21 @@ class Log:
 def test_global_callback_sees_start_and_end_in_order() -> None:
     log = Log()
     recfn.add_global_callback(log.callback())
-    with recfn.record_function("outer"):
-        with recfn.record_function("inner"):
-            pass
-    assert log.events == [("start", "outer"), ("start", "inner"), ("end", "inner"), ("end", "outer")]
+    with recfn.record_function("outer"), recfn.record_function("inner"):
+        pass
+    assert log.events == [
+        ("start", "outer"),
+        ("start", "inner"),
+        ("end", "inner"),
+        ("end", "outer"),
+    ]
 
 
 def test_start_context_is_handed_to_end() -> None:
     seen: list[object] = []
-    recfn.add_global_callback(RecordFunctionCallback(lambda rf: {"token": rf.name}, lambda rf, ctx: seen.append(ctx)))
+    recfn.add_global_callback(
+        RecordFunctionCallback(lambda rf: {"token": rf.name}, lambda rf, ctx: seen.append(ctx))
+    )
     with recfn.record_function("x"):
         pass
     assert seen == [{"token": "x"}]
@@ -69,7 +75,9 @@ def test_remove_disable_reenable() -> None:
     assert not recfn.has_callbacks()
 
 
-@pytest.mark.parametrize("action", [recfn.remove_callback, recfn.disable_callback, recfn.reenable_callback])
+@pytest.mark.parametrize(
+    "action", [recfn.remove_callback, recfn.disable_callback, recfn.reenable_callback]
+)
 def test_unknown_handle_warns_and_does_nothing(action: Any) -> None:
     with pytest.warns(UserWarning, match="no such callback"):
         action(987654)
@@ -110,7 +118,10 @@ def test_thread_local_callback_does_not_run_on_other_threads() -> None:
 def test_global_callback_runs_on_every_thread() -> None:
     log = Log()
     recfn.add_global_callback(log.callback())
-    threads = [threading.Thread(target=lambda: recfn.record_function("t").__enter__().end()) for _ in range(3)]
+    threads = [
+        threading.Thread(target=lambda: recfn.record_function("t").__enter__().end())
+        for _ in range(3)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -214,7 +225,9 @@ def test_inputs_are_not_kept_when_no_callback_needs_them() -> None:
 
 def test_outputs_reach_end_callbacks_only_when_needed() -> None:
     seen: list[object] = []
-    recfn.add_global_callback(RecordFunctionCallback(None, lambda rf, ctx: seen.append(rf.outputs), needs_outputs=True))
+    recfn.add_global_callback(
+        RecordFunctionCallback(None, lambda rf, ctx: seen.append(rf.outputs), needs_outputs=True)
+    )
     with recfn.record_function("op") as rf:
         assert rf.needs_outputs
         rf.set_outputs((42,))
@@ -227,10 +240,13 @@ def test_outputs_reach_end_callbacks_only_when_needed() -> None:
 
 def test_ids_assigned_only_when_needed() -> None:
     handles: list[tuple[int, int]] = []
-    recfn.add_global_callback(RecordFunctionCallback(lambda rf: handles.append((rf.handle, rf.parent_handle)), needs_ids=True))
-    with recfn.record_function("a"):
-        with recfn.record_function("b"):
-            pass
+    recfn.add_global_callback(
+        RecordFunctionCallback(
+            lambda rf: handles.append((rf.handle, rf.parent_handle)), needs_ids=True
+        )
+    )
+    with recfn.record_function("a"), recfn.record_function("b"):
+        pass
     (a, a_parent), (b, b_parent) = handles
     assert a > 0 and b > a and a_parent == 0 and b_parent == a
     recfn.clear_callbacks()

@@ -114,9 +114,8 @@ def test_ranges_in_worker_threads_are_roots_there() -> None:
         with recfn.record_function("worker"):
             pass
 
-    with recfn.record_function("main"):
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            pool.submit(recfn.propagate(work)).result()
+    with recfn.record_function("main"), concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(recfn.propagate(work)).result()
     assert parents == {"main": "", "worker": ""}
 
 
@@ -147,11 +146,9 @@ def test_eight_threads_nested_ranges_counted_exactly() -> None:
         barrier.wait()
         record_function = recfn.record_function
         for _ in range(per_thread // depth):
-            with record_function("a"):
-                with record_function("b"):
-                    with record_function("c"):
-                        with record_function("d"):
-                            pass
+            with record_function("a"), record_function("b"), record_function("c"):
+                with record_function("d"):
+                    pass
 
     threads = [threading.Thread(target=work) for _ in range(threads_n)]
     for thread in threads:
@@ -166,7 +163,9 @@ def test_eight_threads_nested_ranges_counted_exactly() -> None:
 
 def _ended() -> list[tuple[str, bool]]:
     ended: list[tuple[str, bool]] = []
-    recfn.add_global_callback(RecordFunctionCallback(None, lambda rf, ctx: ended.append((rf.name, rf.is_async))))
+    recfn.add_global_callback(
+        RecordFunctionCallback(None, lambda rf, ctx: ended.append((rf.name, rf.is_async)))
+    )
     return ended
 
 
@@ -223,9 +222,8 @@ def test_end_on_future_twice_or_with_bad_input_raises() -> None:
         rf.end_on_future(future)
         with pytest.raises(RuntimeError, match="already called"):
             rf.end_on_future(future)
-    with recfn.record_function("bad") as rf:
-        with pytest.raises(TypeError, match="future"):
-            rf.end_on_future(42)
+    with recfn.record_function("bad") as rf, pytest.raises(TypeError, match="future"):
+        rf.end_on_future(42)
     future.set_result(1)
 
 

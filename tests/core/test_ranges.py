@@ -42,9 +42,8 @@ def test_context_manager_nests_and_sets_scope() -> None:
 def test_exception_ends_range_and_propagates_unchanged() -> None:
     seen = Seen()
     error = ValueError("original")
-    with pytest.raises(ValueError) as info:
-        with recfn.record_function("failing"):
-            raise error
+    with pytest.raises(ValueError) as info, recfn.record_function("failing"):
+        raise error
     assert info.value is error
     assert [r[0] for r in seen.ranges] == ["failing"]
     assert recfn.current_range() is None
@@ -117,7 +116,9 @@ def test_record_function_bad_input() -> None:
 
 def test_record_function_args_reach_callbacks() -> None:
     seen: list[object] = []
-    recfn.add_global_callback(RecordFunctionCallback(lambda rf: seen.append((rf.args, rf.inputs)), needs_inputs=True))
+    recfn.add_global_callback(
+        RecordFunctionCallback(lambda rf: seen.append((rf.args, rf.inputs)), needs_inputs=True)
+    )
     with recfn.record_function("with-args", args="lr=0.1"):
         pass
     assert seen == [("lr=0.1", "lr=0.1")]
@@ -162,9 +163,8 @@ def test_manual_record_function_bad_input() -> None:
 def test_entering_the_same_range_twice_raises_but_reuse_works() -> None:
     seen = Seen()
     rf = recfn.record_function("reused")
-    with rf:
-        with pytest.raises(RuntimeError, match="already entered"):
-            rf.__enter__()
+    with rf, pytest.raises(RuntimeError, match="already entered"):
+        rf.__enter__()
     for _ in range(2):
         with rf:
             pass
@@ -227,7 +227,9 @@ def test_enabled_flag_is_per_thread() -> None:
 
 def test_callback_list_changes_during_a_range_are_safe() -> None:
     log: list[str] = []
-    handle = recfn.add_global_callback(RecordFunctionCallback(lambda rf: log.append("s"), lambda rf, c: log.append("e")))
+    handle = recfn.add_global_callback(
+        RecordFunctionCallback(lambda rf: log.append("s"), lambda rf, c: log.append("e"))
+    )
     with recfn.record_function("x"):
         recfn.remove_callback(handle)  # the range started with it: it still sees the end
     with recfn.record_function("y"):
@@ -249,7 +251,9 @@ def test_handle_functions_reject_non_ints(value: Any) -> None:
 
 def test_reused_fast_range_hands_its_inputs_at_every_entry() -> None:
     seen: list[object] = []
-    recfn.add_global_callback(RecordFunctionCallback(lambda rf: seen.append(rf.inputs), needs_inputs=True))
+    recfn.add_global_callback(
+        RecordFunctionCallback(lambda rf: seen.append(rf.inputs), needs_inputs=True)
+    )
     rf = recfn.record_function_fast("op", [1, 2])
     for _ in range(2):
         with rf:

@@ -34,7 +34,7 @@ class Names:
         self.events.append(("end", rf.name))
         self.outputs.append(rf.outputs)
 
-    def __enter__(self) -> "Names":
+    def __enter__(self) -> Names:
         self.handle = recfn.add_global_callback(self.cb)
         return self
 

@@ -8,10 +8,9 @@ import json
 import sys
 
 import pytest
-
-import recfn
-from recfn.codegen import generate, main
 from instrument_helpers import Names
+
+from recfn.codegen import generate, main
 
 
 def load(path, name: str):
@@ -23,7 +22,10 @@ def load(path, name: str):
 
 def test_generated_json_module_records_and_keeps_signatures(tmp_path) -> None:
     out = tmp_path / "traced_json.py"
-    assert main(["json", "-o", str(out), "--rename", "loads=parse", "--exclude", "detect_encoding"]) == 0
+    assert (
+        main(["json", "-o", str(out), "--rename", "loads=parse", "--exclude", "detect_encoding"])
+        == 0
+    )
     source = out.read_text()
     compile(source, str(out), "exec")
     assert "def dumps(*args: Any, **kwargs: Any) -> Any:" in source

@@ -8,9 +8,9 @@ import json
 import warnings
 
 import pytest
+from instrument_helpers import Names, make_module
 
 import recfn
-from instrument_helpers import Names, make_module
 
 JSON_FUNCS = ("dump", "dumps", "load", "loads", "detect_encoding")
 
@@ -148,7 +148,7 @@ def test_undo_twice_and_replaced_attribute_warns() -> None:
     original = json.dumps
     handle = recfn.instrument(json, include=["dumps"])
     assert handle.active
-    json.dumps = replacement = lambda *a, **k: "x"  # noqa: E731
+    json.dumps = replacement = lambda *a, **k: "x"
     try:
         with pytest.warns(RuntimeWarning, match="json.dumps was replaced"):
             handle.undo()
@@ -160,7 +160,10 @@ def test_undo_twice_and_replaced_attribute_warns() -> None:
 
 
 def test_renames_by_attribute_qualname_and_full_name() -> None:
-    with recfn.instrument(json, rename={"loads": "parse", "dumps": "codec::encode"}) as handle, Names() as log:
+    with (
+        recfn.instrument(json, rename={"loads": "parse", "dumps": "codec::encode"}) as handle,
+        Names() as log,
+    ):
         json.loads(json.dumps(1))
     assert handle.wrapped["loads"] == "json::parse"
     assert handle.wrapped["dumps"] == "codec::encode"
@@ -203,7 +206,9 @@ def test_skip_list_add_remove_and_defaults() -> None:
 
 
 def test_recfn_itself_is_never_wrapped() -> None:
-    mod = make_module("uses_recfn", "from recfn import record_function, mark\ndef mine(): return 1\n")
+    mod = make_module(
+        "uses_recfn", "from recfn import record_function, mark\ndef mine(): return 1\n"
+    )
     with recfn.instrument(mod, include=["record_function", "mark", "mine"]) as handle:
         assert set(handle.wrapped) == {"mine"}
         assert "skip list" in handle.skipped["mark"]
@@ -236,7 +241,9 @@ def test_sample_class_kinds_names_and_undo(sample) -> None:
         assert inspect.signature(cls.add) == sig_add
         assert str(inspect.signature(obj.add)) == "(x, y=1, *, scale=2)"
         assert inspect.iscoroutinefunction(cls.fetch)
-        assert isinstance(vars(cls)["twice"], staticmethod) and isinstance(vars(cls)["make"], classmethod)
+        assert isinstance(vars(cls)["twice"], staticmethod) and isinstance(
+            vars(cls)["make"], classmethod
+        )
     assert log.events == [
         ("start", "sample_mod::Sample.make"),
         ("end", "sample_mod::Sample.make"),
@@ -282,7 +289,10 @@ def test_dunders_and_properties_only_when_named(sample) -> None:
 def test_instance_only_that_instance(sample) -> None:
     a, b = sample.Sample(1), sample.Sample(1)
     with recfn.instrument(a, include=["add", "twice"]) as handle, Names() as log:
-        assert handle.wrapped == {"add": "sample_mod::Sample.add", "twice": "sample_mod::Sample.twice"}
+        assert handle.wrapped == {
+            "add": "sample_mod::Sample.add",
+            "twice": "sample_mod::Sample.twice",
+        }
         a.add(1)
         b.add(1)
         a.twice(2)

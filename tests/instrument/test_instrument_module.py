@@ -33,7 +33,13 @@ def test_one_range_per_module_call_with_shapes_and_nesting() -> None:
     with recfn.instrument_module(net) as hooks, recfn.profile(report_input_shapes=True) as prof:
         net(torch.randn(5, 4))
         net(torch.randn(7, 4))
-    assert hooks.names == {"": "model", "0": "model.0", "0.lin": "model.0.lin", "0.act": "model.0.act", "1": "model.1"}
+    assert hooks.names == {
+        "": "model",
+        "0": "model.0",
+        "0.lin": "model.0.lin",
+        "0.act": "model.0.act",
+        "1": "model.1",
+    }
     rows = ranges(prof)
     assert [("  " * r["depth"]) + r["name"] for r in rows[:5]] == [
         "model",
@@ -42,7 +48,13 @@ def test_one_range_per_module_call_with_shapes_and_nesting() -> None:
         "    model.0.act",
         "  model.1",
     ]
-    assert [r["input_shapes"] for r in rows[:5]] == [[[5, 4]], [[5, 4]], [[5, 4]], [[5, 3]], [[5, 3]]]
+    assert [r["input_shapes"] for r in rows[:5]] == [
+        [[5, 4]],
+        [[5, 4]],
+        [[5, 4]],
+        [[5, 3]],
+        [[5, 3]],
+    ]
     assert [r["input_shapes"][0][0] for r in rows[5:]] == [7] * 5
     assert {r["scope"] for r in rows} == {"function"}
     by_id = {r["id"]: r for r in rows}
@@ -80,7 +92,13 @@ def test_backward_ranges_carry_forward_thread() -> None:
     forward_tid = rows[0]["thread_id"]
     backward = [r for r in rows if r["scope"] == "backward_function"]
     assert sorted(r["name"] for r in backward) == sorted(
-        ["net.backward", "net.0.backward", "net.0.lin.backward", "net.0.act.backward", "net.1.backward"]
+        [
+            "net.backward",
+            "net.0.backward",
+            "net.0.lin.backward",
+            "net.0.act.backward",
+            "net.1.backward",
+        ]
     )
     assert all(r["fwd_thread_id"] == forward_tid for r in backward)
 

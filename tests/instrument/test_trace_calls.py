@@ -6,11 +6,11 @@ import sys
 import threading
 
 import pytest
-
-import recfn
 from instrument_helpers import make_module
 
-GRAPH = '''
+import recfn
+
+GRAPH = """
 import recfn
 
 def leaf(x):
@@ -49,7 +49,7 @@ def counts(items):
 
 def deep(k):
     return deep(k - 1) if k else leaf(0)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -133,13 +133,17 @@ def test_max_depth_and_exclude(graph) -> None:
     with recfn.profile(trace_calls=True, trace_include=["callgraph"], trace_max_depth=2) as prof:
         graph.deep(3)
     assert tree(prof) == ["callgraph::deep", "  callgraph::deep"]
-    with recfn.profile(trace_calls=True, trace_include=["callgraph"], trace_exclude=["*.branch", "*.leaf"]) as prof:
+    with recfn.profile(
+        trace_calls=True, trace_include=["callgraph"], trace_exclude=["*.branch", "*.leaf"]
+    ) as prof:
         graph.root(1)
     assert tree(prof) == ["callgraph::root", "  user"]
 
 
 def test_c_calls_made_by_traced_code(graph) -> None:
-    with recfn.profile(trace_calls=True, trace_c_calls=True, trace_include=["callgraph", "builtins"]) as prof:
+    with recfn.profile(
+        trace_calls=True, trace_c_calls=True, trace_include=["callgraph", "builtins"]
+    ) as prof:
         graph.counts([1, 2])
     assert tree(prof) == ["callgraph::counts", "  builtins::len"]
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 pytest.importorskip("IPython")
 
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
-from IPython.utils.capture import capture_output  # noqa: E402
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
 
-from notebook_ext.session import current_session  # noqa: E402
+from recfn.notebook_ext.session import current_session
 
 
 @dataclasses.dataclass

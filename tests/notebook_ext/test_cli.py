@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import recfn
-from notebook_ext.cli import CLIError, main, split_run_args
+from recfn.notebook_ext.cli import CLIError, main, split_run_args
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -173,7 +173,7 @@ def test_run_failing_script_shows_its_traceback_and_keeps_the_trace(script: Path
     assert "ValueError: boom in script" in proc.stderr
     assert str(script) in proc.stderr and "notebook_ext" not in proc.stderr
     assert "interrupted by ValueError" in proc.stderr
-    import analysis
+    import recfn.analysis as analysis
 
     assert "work" in range_names(analysis.read_chrome_trace(tmp_path / "t.json"))
 
@@ -205,7 +205,9 @@ def test_summary_prints_header_and_table(demo_dir: Path):
     proc = recfn_cli("summary", "demo.parquet", "--top", "5", "--sort", "total", cwd=demo_dir)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("recfn · demo.parquet")
-    assert "__main__" in proc.stdout and "demo" in proc.stdout  # the two enclosing ranges lead by total
+    assert (
+        "__main__" in proc.stdout and "demo" in proc.stdout
+    )  # the two enclosing ranges lead by total
 
 
 def test_timeline_renders_png(demo_dir: Path, tmp_path: Path):

@@ -7,8 +7,8 @@ import pytest
 from IPython.core.error import UsageError
 
 import recfn
-from notebook_ext import session as get_session
-from notebook_ext.magics import split_line
+from recfn.notebook_ext import session as get_session
+from recfn.notebook_ext.magics import split_line
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -69,7 +69,7 @@ def test_save_writes_parquet_and_chrome_json(shell, tmp_path):
     assert shell.run(f"%%record_function --save '{chrome}' --quiet\n{NESTED_CELL}").error is None
     table = recfn.load(parquet)
     assert range_names(table.to_pandas()).count("inner") == 3
-    import analysis
+    import recfn.analysis as analysis
 
     imported = analysis.read_chrome_trace(chrome)
     assert range_names(imported).count("inner") == 3
@@ -115,14 +115,18 @@ with recfn.record_function_fast("matmul", (a, b)):
     matmul = df[df["name"] == "matmul"].iloc[0]
     assert [list(s) for s in matmul["input_shapes"]] == [[4, 5], [5, 6]]
     assert matmul["flops"] == 2 * 4 * 5 * 6
-    assert any("<ipython-input" in frame or "Cell" in frame or ".py" in frame for frame in matmul["stack"])
+    assert any(
+        "<ipython-input" in frame or "Cell" in frame or ".py" in frame for frame in matmul["stack"]
+    )
     config = get_session().last.config()
     assert config["report_input_shapes"] and config["profile_memory"] and config["with_stack"]
 
 
 def test_sample_keeps_a_fraction_of_the_ranges(shell):
     recfn.set_record_function_seed_for_testing(1234)
-    cell = 'import recfn\nfor _ in range(2000):\n    with recfn.record_function("tick"):\n        pass'
+    cell = (
+        'import recfn\nfor _ in range(2000):\n    with recfn.record_function("tick"):\n        pass'
+    )
     run = shell.run(f"%%record_function sampled -o df --sample 0.05 --quiet\n{cell}")
     assert run.error is None
     ticks = range_names(shell.ns["df"]).count("tick")
@@ -131,7 +135,9 @@ def test_sample_keeps_a_fraction_of_the_ranges(shell):
 
 
 def test_max_events_drops_and_says_so(shell):
-    cell = 'import recfn\nfor _ in range(50):\n    with recfn.record_function("tick"):\n        pass'
+    cell = (
+        'import recfn\nfor _ in range(50):\n    with recfn.record_function("tick"):\n        pass'
+    )
     with pytest.warns(RuntimeWarning, match="dropped"):
         run = shell.run(f"%%record_function --max-events 10 --no-timeline\n{cell}")
     assert run.error is None
@@ -236,7 +242,9 @@ def test_append_builds_one_trace_over_several_cells(shell, tmp_path):
     first = 'import recfn\nwith recfn.record_function("load"):\n    pass'
     second = 'import recfn\nwith recfn.record_function("train"):\n    pass'
     assert shell.run(f"%%record_function part1 --append --quiet\n{first}").error is None
-    run = shell.run(f"%%record_function part2 --append -o combined --save {path} --no-timeline\n{second}")
+    run = shell.run(
+        f"%%record_function part2 --append -o combined --save {path} --no-timeline\n{second}"
+    )
     assert run.error is None
     combined = shell.ns["combined"]
     assert {"part1", "part2", "load", "train"} <= set(range_names(combined))
@@ -263,8 +271,8 @@ def test_session_diff_between_two_cells_is_one_line(shell):
 
 
 def test_session_keeps_at_most_max_cells():
-    from notebook_ext.session import Session
-    from notebook_ext.trace import Trace
+    from recfn.notebook_ext.session import Session
+    from recfn.notebook_ext.trace import Trace
 
     s = Session(max_cells=2)
     traces = [Trace(recfn_table(), name=f"t{i}") for i in range(3)]
@@ -278,20 +286,18 @@ def test_session_keeps_at_most_max_cells():
 
 
 def recfn_table():
-    with recfn.profile() as prof:
-        with recfn.record_function("x"):
-            with recfn.record_function("y"):
-                pass
+    with recfn.profile() as prof, recfn.record_function("x"), recfn.record_function("y"):
+        pass
     return prof.table()
 
 
 def test_combining_tables_with_colliding_ids_renumbers_the_later_ones():
-    from notebook_ext.session import concat_tables
+    from recfn.notebook_ext.session import concat_tables
 
     table = recfn_table()
     merged = concat_tables([table, table]).to_pandas()
     assert merged["id"].is_unique and len(merged) == 2 * table.num_rows
-    second = merged.iloc[table.num_rows:]
+    second = merged.iloc[table.num_rows :]
     children = second[second["parent_id"].notna()]
     assert len(children) == 1
     assert set(children["parent_id"]) <= set(second["id"])  # parents shifted with their ids
@@ -299,7 +305,7 @@ def test_combining_tables_with_colliding_ids_renumbers_the_later_ones():
 
 @pytest.mark.skipif(not hasattr(recfn, "session"), reason="recfn.session is not exported yet")
 def test_recfn_session_is_the_notebook_session():
-    import notebook_ext
+    import recfn.notebook_ext as notebook_ext
 
     assert recfn.session() is notebook_ext.session()
 
@@ -367,11 +373,10 @@ def test_trace_reprs_in_a_terminal(shell):
 
 
 def test_a_plain_profile_gets_the_same_reprs():
-    from notebook_ext.trace import Trace
+    from recfn.notebook_ext.trace import Trace
 
-    with recfn.profile() as prof:
-        with recfn.record_function("step"):
-            pass
+    with recfn.profile() as prof, recfn.record_function("step"):
+        pass
     trace = Trace.from_profile(prof)
     assert trace.wall_ns == prof.wall_ns and trace.events == prof.table().num_rows
     assert "<table" in trace._repr_html_() and "step" in trace._repr_html_()
@@ -410,9 +415,9 @@ def test_unload_and_reload_extension(shell):
     try:
         assert "record_function" not in ip.magics_manager.magics["cell"]
         assert "record_function" not in ip.magics_manager.magics["line"]
-        ip.run_line_magic("load_ext", "notebook_ext")
+        ip.run_line_magic("load_ext", "recfn.notebook_ext")
         assert "record_function" in ip.magics_manager.magics["cell"]
-        ip.run_line_magic("unload_ext", "notebook_ext")
+        ip.run_line_magic("unload_ext", "recfn.notebook_ext")
     finally:
         ip.run_line_magic("load_ext", "recfn")
     assert shell.run(f"%%record_function --quiet\n{NESTED_CELL}").error is None

@@ -27,7 +27,9 @@ def execute(name: str, workdir: Path, env: dict[str, str]) -> Any:
         kernel_name="python3",
         resources={"metadata": {"path": str(workdir)}},
     )
-    client.execute(env=env)  # raises CellExecutionError, with the cell and its traceback, on any error
+    client.execute(
+        env=env
+    )  # raises CellExecutionError, with the cell and its traceback, on any error
     return notebook
 
 

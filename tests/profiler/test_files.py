@@ -108,12 +108,13 @@ def test_save_refuses_non_trace_tables(tmp_path: Path) -> None:
 def test_parquet_is_compact(tmp_path: Path) -> None:
     with recfn.profile() as p:
         for _ in range(20_000):
-            with recfn.record_function("step"):
-                with recfn.record_function("forward"):
-                    pass
+            with recfn.record_function("step"), recfn.record_function("forward"):
+                pass
     path = tmp_path / "compact.parquet"
     p.save(path)
-    assert path.stat().st_size / p.table().num_rows < 16  # bytes per event (benchmark tracks the exact figure)
+    assert (
+        path.stat().st_size / p.table().num_rows < 16
+    )  # bytes per event (benchmark tracks the exact figure)
 
 
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
@@ -132,8 +133,12 @@ def test_chrome_export_event_by_event(prof: recfn.profile, tmp_path: Path, suffi
     for row in table:
         if row["kind"] == "range" and row["end_ns"] is not None:
             event = complete[row["name"]]
-            assert event["ts"] - shift == pytest.approx((row["start_ns"] - origin_ns) / 1000, abs=1e-3)
-            assert event["dur"] == pytest.approx((row["end_ns"] - row["start_ns"]) / 1000, abs=1e-3), (row, event)
+            assert event["ts"] - shift == pytest.approx(
+                (row["start_ns"] - origin_ns) / 1000, abs=1e-3
+            )
+            assert event["dur"] == pytest.approx(
+                (row["end_ns"] - row["start_ns"]) / 1000, abs=1e-3
+            ), (row, event)
             assert event["tid"] == row["thread_id"] and event["pid"] == row["pid"]
     instants = {e["name"] for e in events if e.get("ph") in ("i", "I")}
     assert {"inside", "__start_profile", "__stop_profile"} <= instants
@@ -154,9 +159,8 @@ def test_record_profile_writes_by_suffix(tmp_path: Path, suffix: str) -> None:
     if suffix == ".json":
         pytest.importorskip("analysis.chrome")
     path = tmp_path / f"block{suffix}"
-    with recfn.RecordProfile(path):
-        with recfn.record_function("in-block"):
-            pass
+    with recfn.RecordProfile(path), recfn.record_function("in-block"):
+        pass
     assert path.exists()
     if suffix == ".parquet":
         assert "in-block" in recfn.load(path).column("name").to_pylist()

@@ -25,9 +25,8 @@ def by_name(table: pa.Table) -> dict[str, dict[str, Any]]:
 
 
 def test_table_has_the_documented_columns_and_types() -> None:
-    with recfn.profile() as prof:
-        with recfn.record_function("a"):
-            pass
+    with recfn.profile() as prof, recfn.record_function("a"):
+        pass
     table = prof.table()
     assert tuple(table.column_names) == BASE_COLUMNS
     schema = table.schema
@@ -41,25 +40,29 @@ def test_table_has_the_documented_columns_and_types() -> None:
 
 
 def test_nesting_parents_depth_and_times() -> None:
-    with recfn.profile() as prof:
-        with recfn.record_function("outer"):
-            with recfn.record_function("middle"):
-                with recfn.record_function("inner"):
-                    pass
+    with recfn.profile() as prof, recfn.record_function("outer"):
+        with recfn.record_function("middle"):
+            with recfn.record_function("inner"):
+                pass
     r = by_name(prof.table())
     assert r["outer"]["parent_id"] is None and r["outer"]["depth"] == 0
     assert r["middle"]["parent_id"] == r["outer"]["id"] and r["middle"]["depth"] == 1
     assert r["inner"]["parent_id"] == r["middle"]["id"] and r["inner"]["depth"] == 2
     assert r["outer"]["start_ns"] <= r["middle"]["start_ns"] <= r["inner"]["start_ns"]
     assert r["inner"]["end_ns"] <= r["middle"]["end_ns"] <= r["outer"]["end_ns"]
-    assert all(v["scope"] == "user_scope" and v["kind"] == "range" for k, v in r.items() if not k.startswith("__"))
-    assert 0 <= r["outer"]["start_ns"] - int(prof.table().schema.metadata[b"recfn.start_ns"]) < 10**10
+    assert all(
+        v["scope"] == "user_scope" and v["kind"] == "range"
+        for k, v in r.items()
+        if not k.startswith("__")
+    )
+    assert (
+        0 <= r["outer"]["start_ns"] - int(prof.table().schema.metadata[b"recfn.start_ns"]) < 10**10
+    )
 
 
 def test_start_and_stop_marks_and_user_marks() -> None:
-    with recfn.profile() as prof:
-        with recfn.record_function("r"):
-            recfn.mark("checkpoint")
+    with recfn.profile() as prof, recfn.record_function("r"):
+        recfn.mark("checkpoint")
     table = prof.table()
     marks = rows(table, "mark")
     assert [m["name"] for m in marks] == ["__start_profile", "checkpoint", "__stop_profile"]
@@ -88,22 +91,25 @@ def test_reported_memory_events() -> None:
 
 def test_profile_memory_attributes_python_allocations_to_innermost_range() -> None:
     assert not tracemalloc.is_tracing()
-    with recfn.profile(profile_memory=True) as prof:
-        with recfn.record_function("outer"):
-            with recfn.record_function("allocating"):
-                kept = [bytearray(1000) for _ in range(100)]
+    with recfn.profile(profile_memory=True) as prof, recfn.record_function("outer"):
+        with recfn.record_function("allocating"):
+            kept = [bytearray(1000) for _ in range(100)]
     assert not tracemalloc.is_tracing()  # we stop what we started
     table = prof.table()
     ids = by_name(table)
     allocated = sum(
-        m["memory_bytes"] for m in rows(table, "memory") if m["parent_id"] == ids["allocating"]["id"]
+        m["memory_bytes"]
+        for m in rows(table, "memory")
+        if m["parent_id"] == ids["allocating"]["id"]
     )
     assert allocated >= 100_000 and len(kept) == 100
 
 
 def test_input_shapes_and_dtypes() -> None:
     with recfn.profile(report_input_shapes=True) as prof:
-        with recfn.record_function_fast("matmul", [np.ones((2, 3), dtype=np.float32), np.ones((3, 4)), 5]):
+        with recfn.record_function_fast(
+            "matmul", [np.ones((2, 3), dtype=np.float32), np.ones((3, 4)), 5]
+        ):
             pass
         with recfn.record_function("no-inputs"):
             pass
@@ -166,11 +172,10 @@ def test_record_scopes_filter() -> None:
 
 
 def test_max_events_drops_and_counts() -> None:
-    with pytest.warns(RuntimeWarning, match="dropped"):
-        with recfn.profile(max_events=10) as prof:
-            for _ in range(20):
-                with recfn.record_function("r"):
-                    pass
+    with pytest.warns(RuntimeWarning, match="dropped"), recfn.profile(max_events=10) as prof:
+        for _ in range(20):
+            with recfn.record_function("r"):
+                pass
     table = prof.table()
     assert table.num_rows == 10
     dropped = 20 + 2 - 10  # 20 ranges + 2 marks
@@ -254,12 +259,10 @@ def test_eight_threads_fifty_thousand_nested_ranges() -> None:
         barrier.wait()
         record_function = recfn.record_function
         for _ in range(per_thread // 5):
-            with record_function("l0"):
-                with record_function("l1"):
-                    with record_function("l2"):
-                        with record_function("l3"):
-                            with record_function("l4"):
-                                pass
+            with record_function("l0"), record_function("l1"), record_function("l2"):
+                with record_function("l3"):
+                    with record_function("l4"):
+                        pass
 
     with recfn.profile() as prof:
         threads = [threading.Thread(target=work) for _ in range(threads_n)]
@@ -321,10 +324,8 @@ def test_open_range_kept_with_null_end_and_async_ranges_flagged() -> None:
 
 def test_keyboard_interrupt_keeps_events() -> None:
     prof = recfn.profile()
-    with pytest.raises(KeyboardInterrupt):
-        with prof:
-            with recfn.record_function("interrupted"):
-                raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), prof, recfn.record_function("interrupted"):
+        raise KeyboardInterrupt
     r = by_name(prof.table())
     assert r["interrupted"]["end_ns"] is not None
 
@@ -332,18 +333,16 @@ def test_keyboard_interrupt_keeps_events() -> None:
 def test_remote_events_merge_with_their_node_and_pid() -> None:
     recfn.set_default_node_id(3)
     try:
-        with recfn.profile() as remote:
-            with recfn.record_function("remote-work"):
-                pass
+        with recfn.profile() as remote, recfn.record_function("remote-work"):
+            pass
     finally:
         recfn.set_default_node_id(-1)
     remote_table = remote.table()
     remote_table = remote_table.set_column(
         remote_table.schema.get_field_index("pid"), "pid", pa.array([99999] * remote_table.num_rows)
     )
-    with recfn.profile() as prof:
-        with recfn.record_function("local-work"):
-            pass
+    with recfn.profile() as prof, recfn.record_function("local-work"):
+        pass
     prof.add_events(remote_table)
     merged = prof.table()
     r = by_name(merged)
@@ -360,9 +359,8 @@ def test_remote_events_merge_with_their_node_and_pid() -> None:
 
 def test_to_pandas_types() -> None:
     pd = pytest.importorskip("pandas")
-    with recfn.profile() as prof:
-        with recfn.record_function("a"):
-            pass
+    with recfn.profile() as prof, recfn.record_function("a"):
+        pass
     df = prof.to_pandas()
     assert isinstance(df["name"].dtype, pd.CategoricalDtype)
     assert df["parent_id"].dtype == "Int64" and df["end_ns"].dtype == "Int64"
@@ -393,9 +391,8 @@ def test_sampling_prob_records_a_fraction_of_ranges() -> None:
 def test_html_repr_after_stop() -> None:
     prof = recfn.profile()
     assert prof._repr_html_() is None
-    with prof:
-        with recfn.record_function("shown-in-html"):
-            pass
+    with prof, recfn.record_function("shown-in-html"):
+        pass
     html = prof._repr_html_()
     assert html is not None and "shown-in-html" in html
 
@@ -413,9 +410,8 @@ def test_two_profilers_at_once_each_get_complete_ranges() -> None:
     thread = threading.Thread(target=second_profiler)
     thread.start()
     ready.wait()
-    with recfn.profile() as first:
-        with recfn.record_function("seen-by-both"):
-            pass
+    with recfn.profile() as first, recfn.record_function("seen-by-both"):
+        pass
     done.set()
     thread.join()
     for prof in (first, other[0]):
