@@ -57,7 +57,8 @@ class ProfilerConfig:
     )
     record_scopes: Optional[tuple[RecordScope, ...]] = _option(
         None,
-        "record only ranges of these RecordScopes, by name (function, user_scope, ...); None: all",
+        "record only ranges of these RecordScopes, by name (function, user_scope, ...); "
+        "default: all",
         metavar="SCOPES",
         separator=",",
     )
