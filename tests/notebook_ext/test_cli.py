@@ -223,7 +223,7 @@ def test_convert_parquet_to_chrome_and_back(demo_dir: Path, tmp_path: Path):
     back = tmp_path / "back.parquet"
     assert recfn_cli("convert", demo_dir / "demo.parquet", chrome, cwd=tmp_path).returncode == 0
     assert json.loads(gzip.decompress(chrome.read_bytes()))["traceEvents"]
-    proc = recfn_cli("convert", chrome, back, cwd=tmp_path)
+    proc = recfn_cli("convert", chrome, "-o", back, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     original = recfn.load(demo_dir / "demo.parquet", as_pandas=True)
     again = recfn.load(back, as_pandas=True)
@@ -315,6 +315,9 @@ def test_bad_files_end_the_process_with_one_line(bad_files: Path):
         (("convert", "{demo}", "no/such/dir/x.json"), ("does not exist",)),
         (("convert", "{demo}", "out.csv"), ("out.csv",)),
         (("convert", "{demo}", "{demo}"), ("overwrite",)),
+        (("convert", "{demo}", "--output", "{demo}"), ("overwrite",)),
+        (("convert", "{demo}"), ("which file to write",)),
+        (("convert", "{demo}", "a.json", "-o", "b.json"), ("once",)),
         (("convert", "notes.txt", "out.parquet"), ("neither",)),
         (("diff", "{demo}", "foreign.parquet"), ("not a recfn trace",)),
         (("diff", "missing.parquet", "{demo}"), ("no such file",)),
