@@ -1,62 +1,28 @@
-"""Profiling one block of code for the magics and the CLI: options, the profiler, the outer range.
+"""Profiling one block of code for the magics and the CLI: the profiler and the outer range.
 
-``Capture`` is a context manager: it starts a ``recfn.profile`` with the chosen options, opens a
-USER_SCOPE range named after the cell or script, and on exit (normal, exception or
+``Capture`` is a context manager: it starts a ``recfn.profile`` with the given ``ProfilerConfig``,
+opens a USER_SCOPE range named after the cell or script, and on exit (normal, exception or
 KeyboardInterrupt alike) stops the profiler and keeps what was captured as a ``Trace``. It never
 swallows the exception: the caller decides how to show it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any, Optional
 
 import recfn
 from recfn.notebook_ext.trace import Trace
+from recfn.options import ProfilerConfig
 
 
 class CaptureError(Exception):
     """A capture could not start (bad option, a profiler already running): a user mistake."""
 
 
-@dataclasses.dataclass(frozen=True)
-class ProfileOptions:
-    """What to record: the ``recfn.profile`` options shared by the magics and ``recfn run``."""
-
-    shapes: bool = False
-    memory: bool = False
-    stack: bool = False
-    flops: bool = False
-    sample: float = 1.0
-    max_events: Optional[int] = None
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.sample <= 1.0:
-            raise CaptureError(f"--sample must be a probability in (0, 1], got {self.sample}")
-        if self.max_events is not None and self.max_events <= 0:
-            raise CaptureError(f"--max-events must be a positive integer, got {self.max_events}")
-
-    def profile_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "report_input_shapes": self.shapes,
-            "profile_memory": self.memory,
-            "with_stack": self.stack,
-            "with_flops": self.flops,
-            "sampling_prob": self.sample,
-        }
-        if self.max_events is not None:
-            kwargs["max_events"] = self.max_events
-        return kwargs
-
-    def describe(self) -> dict[str, Any]:
-        """The options as plain values (kept on the Trace, shown nowhere by default)."""
-        return dataclasses.asdict(self)
-
-
-def start_profile(options: ProfileOptions) -> recfn.profile:
-    """Start a ``recfn.profile`` for ``options``; CaptureError if one already runs here."""
-    prof = recfn.profile(**options.profile_kwargs())
+def start_profile(config: ProfilerConfig) -> recfn.profile:
+    """Start a ``recfn.profile`` for ``config``; CaptureError if one already runs here."""
+    prof = recfn.profile(config=config)
     try:
         prof.start()
     except RuntimeError as exc:
@@ -86,26 +52,26 @@ def check_output_path(path: str, what: str = "--save") -> str:
 
 
 class Capture:
-    """``with Capture(name, options) as cap: ...`` then ``cap.trace`` (also after an exception)."""
+    """``with Capture(name, config) as cap: ...`` then ``cap.trace`` (also after an exception)."""
 
     def __init__(
         self,
         name: str,
-        options: ProfileOptions,
+        config: Optional[ProfilerConfig] = None,
         *,
         execution_count: Optional[int] = None,
         range_name: Optional[str] = None,
     ) -> None:
         self.name = name
         self.range_name = range_name or name
-        self.options = options
+        self.config = config or ProfilerConfig()
         self.execution_count = execution_count
         self.trace: Optional[Trace] = None
         self._prof: Optional[recfn.profile] = None
         self._range: Optional[recfn.record_function] = None
 
     def __enter__(self) -> Capture:
-        self._prof = start_profile(self.options)
+        self._prof = start_profile(self.config)
         self._range = recfn.record_function(self.range_name)
         self._range.__enter__()
         return self
@@ -125,7 +91,6 @@ class Capture:
             dropped=prof.dropped_events,
             error=describe_error(exc),
             execution_count=self.execution_count,
-            options=self.options.describe(),
         )
 
 

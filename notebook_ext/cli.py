@@ -1,10 +1,13 @@
 """The ``recfn`` command line (also ``python -m recfn``).
 
-    recfn run script.py [args...] [-o trace.parquet] [--shapes --memory --stack --flops]
-                                   [--timeline out.png]
+    recfn run script.py [args...] [-o trace.parquet] [--timeline out.png] [capture options]
     recfn summary TRACE          recfn timeline TRACE -o out.png
-    recfn convert IN OUT         recfn diff A B
+    recfn convert IN -o OUT      recfn diff A B
     recfn demo                   recfn codegen ...
+
+The capture options (``--shapes``, ``--trace-calls``, ``--max-events N``, ...) are generated from
+``recfn.ProfilerConfig`` (notebook_ext/options.py), as for ``%%record_function``. ``-o/--output``
+always names a file to write.
 
 User mistakes (missing files, files that are not traces, bad options) end with one line on
 stderr and a non-zero exit, never a traceback. Exit codes: 0 success, 1 failure, 2 bad usage;
@@ -24,6 +27,13 @@ from types import TracebackType
 from typing import Any, Optional
 
 from recfn.errors import TraceFormatError
+from recfn.notebook_ext.options import (
+    OptionError,
+    add_capture_options,
+    config_from_args,
+    split_options,
+)
+from recfn.options import ProfilerConfig
 
 PROG = "recfn"
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -53,27 +63,13 @@ class _Parser(argparse.ArgumentParser):
 # -- parsers ---------------------------------------------------------------------------------
 
 
-def _add_capture_options(parser: argparse.ArgumentParser) -> None:
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o",
         "--output",
         metavar="TRACE",
         help="write the trace (.parquet, or Chrome .json/.json.gz)",
     )
-    parser.add_argument("--shapes", action="store_true", help="record input shapes and dtypes")
-    parser.add_argument("--memory", action="store_true", help="record memory events (tracemalloc)")
-    parser.add_argument(
-        "--stack", action="store_true", help="record the Python stack of each range"
-    )
-    parser.add_argument("--flops", action="store_true", help="estimate FLOPs of known ranges")
-    parser.add_argument(
-        "--sample",
-        type=float,
-        default=1.0,
-        metavar="P",
-        help="record each range with probability P (0 < P <= 1)",
-    )
-    parser.add_argument("--max-events", type=int, metavar="N", help="bound the events kept")
     parser.add_argument(
         "--timeline", metavar="IMAGE", help="also render the timeline (.png/.svg/.pdf)"
     )
@@ -101,7 +97,8 @@ def build_parser() -> _Parser:
         "script; put `--` before script arguments that collide with them.",
         allow_abbrev=False,
     )
-    _add_capture_options(run)
+    _add_run_options(run)
+    add_capture_options(run.add_argument_group("capture options (as recfn.profile's)"))
     run.add_argument("script", help="the Python file to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
 
@@ -140,7 +137,10 @@ def build_parser() -> _Parser:
         allow_abbrev=False,
     )
     convert.add_argument("input", help="the trace to read")
-    convert.add_argument("output", help="the file to write")
+    convert.add_argument("output", nargs="?", help="the file to write (or -o OUTPUT)")
+    convert.add_argument(
+        "-o", "--output", dest="output_option", metavar="OUTPUT", help="the file to write"
+    )
 
     diff = commands.add_parser("diff", help="compare two traces per name", allow_abbrev=False)
     diff.add_argument("a", help="the baseline trace")
@@ -230,60 +230,22 @@ def _write_timeline(
 # -- commands --------------------------------------------------------------------------------
 
 
-RUN_FLAGS = frozenset({"--shapes", "--memory", "--stack", "--flops", "-q", "--quiet"})
-RUN_VALUES = frozenset({"-o", "--output", "--sample", "--max-events", "--timeline", "--top"})
-
-
-def split_run_args(argv: Sequence[str]) -> tuple[list[str], Optional[str], list[str]]:
-    """Separate recfn's own options from the script and its arguments.
-
-    recfn's options are recognised before and after the script; everything else after the
-    script goes to it, and everything after ``--`` goes to it untouched.
-    """
-    own: list[str] = []
-    script: Optional[str] = None
-    script_args: list[str] = []
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        name = token.split("=", 1)[0]
-        if token == "--":
-            rest = list(argv[i + 1 :])
-            if script is None and rest:
-                script, rest = rest[0], rest[1:]
-            script_args.extend(rest)
-            break
-        if (token in ("-h", "--help") and script is None) or name in RUN_FLAGS:
-            own.append(token)
-        elif name in RUN_VALUES:
-            own.append(token)
-            if "=" not in token:
-                if i + 1 >= len(argv):
-                    raise CLIError(f"run: option {token} needs a value", EXIT_USAGE)
-                own.append(argv[i + 1])
-                i += 1
-        elif script is None:
-            if token.startswith("-"):
-                raise CLIError(f"run: unknown option {token!r} (see recfn run --help)", EXIT_USAGE)
-            script = token
-        else:
-            script_args.append(token)
-        i += 1
-    return own, script, script_args
-
-
 def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
-    from recfn.notebook_ext.capture import Capture, CaptureError, ProfileOptions
+    from recfn.notebook_ext.capture import Capture
 
-    own, script, script_args = split_run_args(argv)
     run_parser = _subparser(parser, "run")
+    try:
+        own, rest, _ = split_options(run_parser, argv, interleaved=True)
+    except ValueError as exc:
+        raise CLIError(f"run: {exc} (see recfn run --help)", EXIT_USAGE) from None
     if any(token in ("-h", "--help") for token in own):
         run_parser.print_help()
         return EXIT_OK
-    if script is None:
+    if not rest:
         raise CLIError(
             "run: which script? usage: recfn run script.py [args...] -o trace.parquet", EXIT_USAGE
         )
+    script, script_args = rest[0], rest[1:]
     args = run_parser.parse_args([*own, script])
     if not os.path.exists(script):
         raise CLIError(f"run: no such script: {script!r}")
@@ -295,18 +257,11 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
         _check_image_path(args.timeline, "--timeline")
     _positive(args.top, "--top")
     try:
-        options = ProfileOptions(
-            shapes=args.shapes,
-            memory=args.memory,
-            stack=args.stack,
-            flops=args.flops,
-            sample=args.sample,
-            max_events=args.max_events,
-        )
-    except CaptureError as exc:
+        config = config_from_args(args)
+    except OptionError as exc:
         raise CLIError(f"run: {exc}", EXIT_USAGE) from None
 
-    capture = Capture(os.path.basename(os.path.abspath(script)), options, range_name="__main__")
+    capture = Capture(os.path.basename(os.path.abspath(script)), config, range_name="__main__")
     code = _run_script(capture, script, script_args)
     trace = capture.trace
     if trace is None:
@@ -408,6 +363,11 @@ def _default_image(trace_path: str) -> str:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    if args.output is not None and args.output_option is not None:
+        raise CLIError("convert: give the output once, as OUTPUT or as -o OUTPUT", EXIT_USAGE)
+    args.output = args.output or args.output_option
+    if args.output is None:
+        raise CLIError("convert: which file to write? recfn convert IN -o OUT", EXIT_USAGE)
     if os.path.abspath(args.input) == os.path.abspath(args.output):
         raise CLIError(
             "convert: the output would overwrite the input; choose another name", EXIT_USAGE
@@ -439,14 +399,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from recfn.notebook_ext.capture import Capture, ProfileOptions
+    from recfn.notebook_ext.capture import Capture
     from recfn.notebook_ext.demo import workload
 
     if not os.path.isdir(args.dir):
         raise CLIError(f"demo: folder {args.dir!r} does not exist")
     trace_path = os.path.join(args.dir, "demo.parquet")
     image_path = os.path.join(args.dir, "demo_timeline.png")
-    capture = Capture("demo", ProfileOptions(shapes=True, flops=True), range_name="__main__")
+    config = ProfilerConfig(report_input_shapes=True, with_flops=True)
+    capture = Capture("demo", config, range_name="__main__")
     with capture:
         workload()
     trace = capture.trace
@@ -458,7 +419,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _out(f"recfn: wrote {trace_path} and {image_path}")
     _out(
         f"next: recfn summary {trace_path} | recfn timeline {trace_path} -o t.png | "
-        f"recfn convert {trace_path} demo.json"
+        f"recfn convert {trace_path} -o demo.json"
     )
     return EXIT_OK
 

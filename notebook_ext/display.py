@@ -13,6 +13,8 @@ import numbers
 import sys
 from typing import TYPE_CHECKING, Any, Optional
 
+from recfn.notebook_ext.options import config_flags
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -60,7 +62,8 @@ def format_count(count: Any) -> str:
 
 
 def header_text(trace: Trace) -> str:
-    """One line: name, wall time, events, threads, dropped, and how the cell ended."""
+    """One line: name, wall time, events, threads, dropped, the capture options that differ from
+    the defaults (as flags), and how the cell ended."""
     parts = [
         f"recfn · {trace.name}",
         f"{format_ns(trace.wall_ns)} wall",
@@ -68,9 +71,13 @@ def header_text(trace: Trace) -> str:
         f"{trace.threads} thread{'s' if trace.threads != 1 else ''}",
         f"{trace.dropped:,} dropped",
     ]
-    sample = trace.options.get("sample", trace.config().get("sampling_prob", 1.0))
+    config = trace.config()
+    sample = config.get("sampling_prob", 1.0)
     if isinstance(sample, (int, float)) and sample < 1.0:
         parts.append(f"ranges sampled at {sample:.0%}")
+    flags = config_flags(config, skip=("sampling_prob",))
+    if flags:
+        parts.append(" ".join(flags))
     if len(trace.cells) > 1:
         parts.append(f"{len(trace.cells)} cells")
     if trace.error:

@@ -21,52 +21,41 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from recfn.notebook_ext.capture import Capture, CaptureError, ProfileOptions, check_output_path
+from recfn.notebook_ext.capture import Capture, CaptureError, check_output_path
 from recfn.notebook_ext.display import show
+from recfn.notebook_ext.options import (
+    OptionError,
+    argument_specs,
+    config_from_args,
+    split_options,
+)
 from recfn.notebook_ext.session import current_session
 from recfn.notebook_ext.trace import Trace
 
 MAGIC_NAME = "record_function"
 
-# Options of the line magic that take a value: the statement starts after the last option.
-_VALUE_OPTIONS = frozenset({"-o", "--save", "--sample", "--max-events", "-n", "--name"})
-_FLAG_OPTIONS = frozenset(
-    {"--shapes", "--memory", "--stack", "--flops", "--no-timeline", "--quiet", "--append",
-     "--last", "--reset", "-h", "--help"}
-)  # fmt: skip
 
-
-def _parse_options(parser: Any, text: str) -> Any:
-    """Parse the magic's options with shell quoting (``--save "my trace.parquet"``)."""
+def _parse_options(parser: Any, argv: list[str]) -> Any:
+    """Parse the magic's options; the capture options become ``args.config``."""
+    args = parser.parse_args(argv)
     try:
-        argv = shlex.split(text)
+        args.config = config_from_args(args)
+    except OptionError as exc:
+        raise UsageError(f"%{MAGIC_NAME}: {exc}") from None
+    return args
+
+
+def _split_cell_line(line: str) -> list[str]:
+    """The cell magic's options with shell quoting (``--output "my trace.parquet"``)."""
+    try:
+        return shlex.split(line)
     except ValueError as exc:
-        raise UsageError(f"%{MAGIC_NAME}: {exc} in {text.strip()!r}") from None
-    return parser.parse_args(argv)
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"--sample expects a probability such as 0.1, got {text!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise UsageError(f"--sample must be in (0, 1], got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise UsageError(f"--max-events expects a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise UsageError(f"--max-events must be positive, got {value}")
-    return value
+        raise UsageError(f"%{MAGIC_NAME}: {exc} in {line.strip()!r}") from None
 
 
 def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options shared by the cell and the line form (applied bottom-up)."""
+    capture_options = [argument(*flags, **kwargs) for flags, kwargs in argument_specs()]
     decorators = [
         argument("-h", "--help", action="store_true", help="show this help and do nothing else"),
         argument("--reset", action="store_true", help="line magic: clear the session's traces"),
@@ -75,34 +64,22 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--append",
             action="store_true",
             help="add this cell to the session's combined trace (recfn.session().trace()); "
-            "-o and --save then hold the combined trace",
+            "--output and --var then hold the combined trace",
         ),
         argument(
-            "--quiet", action="store_true", help="show nothing (still stored, -o/--save apply)"
+            "--quiet", action="store_true", help="show nothing (still stored, --output applies)"
         ),
         argument("--no-timeline", action="store_true", help="skip the timeline PNG"),
-        argument("--max-events", type=_positive_int, metavar="N", help="bound the events kept"),
+        *reversed(capture_options),
+        argument("--var", metavar="NAME", help="store the events DataFrame in variable NAME"),
         argument(
-            "--sample",
-            type=_probability,
-            default=1.0,
-            metavar="P",
-            help="record each range with probability P (0 < P <= 1)",
-        ),
-        argument(
-            "--flops",
-            action="store_true",
-            help="count FLOPs of ranges with a formula (matmul, conv, ...; recfn.register_flops)",
-        ),
-        argument("--stack", action="store_true", help="record the Python stack of each range"),
-        argument("--memory", action="store_true", help="record memory events (tracemalloc)"),
-        argument("--shapes", action="store_true", help="record input shapes and dtypes"),
-        argument(
+            "-o",
+            "--output",
             "--save",
-            metavar="PATH",
-            help="write the trace: Parquet, or Chrome JSON for .json/.json.gz",
+            dest="output",
+            metavar="FILE",
+            help="write the trace to FILE: Parquet, or Chrome JSON for .json/.json.gz",
         ),
-        argument("-o", dest="output", metavar="VAR", help="store the events DataFrame in VAR"),
         argument("-n", "--name", dest="range_name", metavar="NAME", help="the range name"),
         argument(
             "name",
@@ -116,38 +93,34 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def split_line(line: str) -> tuple[str, str]:
-    """Split the line magic's text into (options, statement) at the first non-option token.
-
-    ``--`` ends the options explicitly. Tokens may be quoted (``--save "my trace.parquet"``).
+def split_line(parser: Any, line: str) -> tuple[list[str], str]:
+    """Split the line magic's text into (its options, the statement) at the first token that is
+    not one of ``parser``'s options. ``--`` ends the options explicitly. Tokens may be quoted
+    (``--output "my trace.parquet"``); the statement is kept as written.
     """
+    spans = _tokens(line)
+    try:
+        own, _, start = split_options(parser, [token for token, _ in spans])
+    except ValueError as exc:
+        raise UsageError(
+            f"%{MAGIC_NAME}: {exc} (put `--` before a statement that starts with '-'; "
+            "see %record_function --help)"
+        ) from None
+    return own, line[spans[start][1] :] if start < len(spans) else ""
+
+
+def _tokens(line: str) -> list[tuple[str, int]]:
+    """The whitespace-delimited, quote-aware tokens of ``line`` with where each starts."""
+    out: list[tuple[str, int]] = []
     pos = 0
-    n = len(line)
     while True:
-        while pos < n and line[pos].isspace():
+        while pos < len(line) and line[pos].isspace():
             pos += 1
-        if pos >= n:
-            return line, ""
+        if pos >= len(line):
+            return out
         token, end = _token_at(line, pos)
-        if not token.startswith("-") or token == "-":
-            return line[:pos], line[pos:]
-        if token == "--":
-            return line[:pos], line[end:]
-        name = token.split("=", 1)[0]
-        if name in _VALUE_OPTIONS:
-            pos = end
-            if "=" not in token:
-                while pos < n and line[pos].isspace():
-                    pos += 1
-                if pos < n:
-                    _, pos = _token_at(line, pos)
-        elif name in _FLAG_OPTIONS:
-            pos = end
-        else:
-            raise UsageError(
-                f"%{MAGIC_NAME}: unknown option {token!r} (put `--` before a statement that "
-                "starts with '-'; see %record_function --help)"
-            )
+        out.append((token, pos))
+        pos = end
 
 
 def _token_at(line: str, pos: int) -> tuple[str, int]:
@@ -193,13 +166,14 @@ class RecordFunctionMagics(Magics):
         result again; ``%record_function --reset`` clears the session (``recfn.session()``).
         """
         __tracebackhide__ = True
+        parser = self.record_function.parser
         if cell is None:
-            option_text, statement = split_line(line)
+            argv, statement = split_line(parser, line)
         else:
-            option_text, statement = line, ""
-        args = _parse_options(self.record_function.parser, option_text)
+            argv, statement = _split_cell_line(line), ""
+        args = _parse_options(parser, argv)
         if args.help:
-            print(self.record_function.parser.format_help())
+            print(parser.format_help())
             return None
         if cell is None:
             return self._line(args, statement)
@@ -250,26 +224,21 @@ class RecordFunctionMagics(Magics):
 
     def _profile(self, source: str, name: str, args: Any) -> Any:
         __tracebackhide__ = True
-        if args.output is not None and (
-            not args.output.isidentifier() or keyword.iskeyword(args.output)
-        ):
-            raise UsageError(f"-o expects a Python variable name, got {args.output!r}")
-        try:
-            if args.save is not None:
-                args.save = check_output_path(os.path.expanduser(args.save))
-            options = ProfileOptions(
-                shapes=args.shapes,
-                memory=args.memory,
-                stack=args.stack,
-                flops=args.flops,
-                sample=args.sample,
-                max_events=args.max_events,
-            )
-        except CaptureError as exc:
-            raise UsageError(str(exc)) from None
+        if args.var is not None and (not args.var.isidentifier() or keyword.iskeyword(args.var)):
+            raise UsageError(f"--var expects a Python variable name, got {args.var!r}")
+        if args.output is not None:
+            try:
+                args.output = check_output_path(os.path.expanduser(args.output), "--output")
+            except CaptureError as exc:
+                hint = (
+                    f" (to keep the events in a variable: --var {args.output})"
+                    if args.output.isidentifier()
+                    else ""
+                )
+                raise UsageError(f"{exc}{hint}") from None
         body, last_expr = self._compile(source)
 
-        capture = Capture(name, options, execution_count=self._cell_number())
+        capture = Capture(name, args.config, execution_count=self._cell_number())
         error: Optional[BaseException] = None
         result: Any = None
         user_ns = self.ip.user_ns
@@ -317,17 +286,17 @@ class RecordFunctionMagics(Magics):
         return body, last_expr
 
     def _keep(self, trace: Trace, args: Any) -> None:
-        """Store the trace in the session, -o and --save; then show it unless --quiet."""
+        """Store the trace in the session, --var and --output; then show it unless --quiet."""
         session = current_session()
         session.add(trace, append=args.append)
         kept = session.trace() if args.append else trace
+        if args.var is not None:
+            self.ip.user_ns[args.var] = kept.df
         if args.output is not None:
-            self.ip.user_ns[args.output] = kept.df
-        if args.save is not None:
             try:
-                kept.save(args.save)
+                kept.save(args.output)
             except (OSError, ValueError) as exc:
-                print(f"recfn: could not save the trace to {args.save!r}: {exc}", file=sys.stderr)
+                print(f"recfn: could not save the trace to {args.output!r}: {exc}", file=sys.stderr)
         if not args.quiet:
             show(trace, shell=self.ip, timeline=not args.no_timeline)
             if args.append:
@@ -336,7 +305,7 @@ class RecordFunctionMagics(Magics):
 
 def register(ipython: Any) -> None:
     """Register the magics on ``ipython`` and make sure ``df.recfn`` exists."""
-    import recfn.analysis as analysis  # noqa: F401  (registers the df.recfn accessor for -o frames)
+    import recfn.analysis as analysis  # noqa: F401  (registers the df.recfn accessor for --var frames)
 
     ipython.register_magics(RecordFunctionMagics)
 

@@ -43,8 +43,8 @@ from recfn._registry import (
 )
 from recfn.errors import TraceFormatError
 from recfn.flops import register_flops, unregister_flops
+from recfn.options import ProfilerConfig
 from recfn.profiler import (
-    ProfilerConfig,
     RecordProfile,
     disable_profiler,
     enable_profiler,

@@ -9,26 +9,22 @@ per thread/context at a time.
 from __future__ import annotations
 
 import contextvars
-import dataclasses
+import inspect
 import threading
 import time
 import tracemalloc
 import warnings
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Optional
 
 from recfn import _registry
 from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder, default_stack
 from recfn._tracer import Tracer
-from recfn._tracer import check_options as check_trace_options
 from recfn.flops import flop_formulas
-from recfn.scope import RecordScope, as_scope
+from recfn.options import ProfilerConfig, document_options
 
 if TYPE_CHECKING:  # pyarrow and pandas load on first use, keeping `import recfn` fast
     import pandas as pd
     import pyarrow as pa
-
-DEFAULT_MAX_EVENTS = 5_000_000  # 40 bytes a range: about 200 MB at most
 
 _node_id = -1
 _active: list[profile] = []
@@ -52,69 +48,6 @@ def get_default_node_id() -> int:
     return _node_id
 
 
-@dataclasses.dataclass(frozen=True)
-class ProfilerConfig:
-    """What a profile records. ``record_scopes`` (None: all) limits ranges to those scopes."""
-
-    report_input_shapes: bool = False
-    profile_memory: bool = False
-    with_stack: bool = False
-    with_flops: bool = False
-    max_events: int = DEFAULT_MAX_EVENTS
-    record_scopes: Optional[tuple[RecordScope, ...]] = None
-    sampling_prob: float = 1.0
-    # trace_calls (recfn._tracer): a FUNCTION-scope range per Python call (and C call) of the
-    # profiled threads, every one (sampling_prob samples the other ranges); include/exclude
-    # are fnmatch patterns on "module.qualname" or "module".
-    trace_calls: bool = False
-    trace_c_calls: bool = False
-    trace_include: Optional[tuple[str, ...]] = None
-    trace_exclude: Optional[tuple[str, ...]] = None
-    trace_max_depth: Optional[int] = None
-
-    def __post_init__(self) -> None:
-        for field in ("report_input_shapes", "profile_memory", "with_stack", "with_flops"):
-            if not isinstance(getattr(self, field), bool):
-                raise TypeError(
-                    f"ProfilerConfig.{field} must be a bool, got {getattr(self, field)!r}"
-                )
-        if isinstance(self.max_events, bool) or not isinstance(self.max_events, int):
-            raise TypeError(f"ProfilerConfig.max_events must be an int, got {self.max_events!r}")
-        if self.max_events <= 0:
-            raise ValueError(f"ProfilerConfig.max_events must be positive, got {self.max_events}")
-        if isinstance(self.sampling_prob, bool) or not isinstance(self.sampling_prob, (int, float)):
-            raise TypeError(
-                f"ProfilerConfig.sampling_prob must be a number, got {self.sampling_prob!r}"
-            )
-        if not 0.0 <= self.sampling_prob <= 1.0:
-            raise ValueError(
-                f"ProfilerConfig.sampling_prob must be in [0, 1], got {self.sampling_prob}"
-            )
-        if self.record_scopes is not None:
-            if isinstance(self.record_scopes, (str, int)):
-                raise TypeError("ProfilerConfig.record_scopes must be a collection of RecordScope")
-            scopes = tuple(as_scope(s) for s in self.record_scopes)
-            if not scopes:
-                raise ValueError("ProfilerConfig.record_scopes is empty: nothing would be recorded")
-            object.__setattr__(self, "record_scopes", scopes)
-        include, exclude = check_trace_options(
-            self.trace_calls,
-            self.trace_c_calls,
-            self.trace_include,
-            self.trace_exclude,
-            self.trace_max_depth,
-            self.record_scopes,
-        )
-        object.__setattr__(self, "trace_include", include)
-        object.__setattr__(self, "trace_exclude", exclude)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        if self.record_scopes is not None:
-            out["record_scopes"] = [s.label for s in self.record_scopes]
-        return out
-
-
 def shape_of(value: object) -> tuple[list[int], str]:
     """Shape and dtype of a NumPy/torch/pandas value, else ``([], type name)``."""
     shape = getattr(value, "shape", None)
@@ -131,47 +64,17 @@ def shape_of(value: object) -> tuple[list[int], str]:
 
 
 class profile:
-    """Profile a block: ``with recfn.profile() as prof: ...`` then ``prof.table()``.
+    """Profile a block: ``with recfn.profile(**options) as prof: ...`` then ``prof.table()``.
 
-    ``sampling_prob`` records that fraction of ranges (marks and memory events are always kept).
     Also ``start()``/``stop()``. Events from every thread are captured while it runs. An exception
     (KeyboardInterrupt included) inside the block still stops the profiler and keeps the events.
     """
 
-    def __init__(
-        self,
-        report_input_shapes: bool = False,
-        profile_memory: bool = False,
-        with_stack: bool = False,
-        with_flops: bool = False,
-        max_events: int = DEFAULT_MAX_EVENTS,
-        record_scopes: Optional[Iterable[Any]] = None,
-        sampling_prob: float = 1.0,
-        *,
-        config: Optional[ProfilerConfig] = None,
-        trace_calls: bool = False,
-        trace_c_calls: bool = False,
-        trace_include: Optional[Iterable[str]] = None,
-        trace_exclude: Optional[Iterable[str]] = None,
-        trace_max_depth: Optional[int] = None,
-    ) -> None:
-        if config is None:
-            config = ProfilerConfig(
-                report_input_shapes=report_input_shapes,
-                profile_memory=profile_memory,
-                with_stack=with_stack,
-                with_flops=with_flops,
-                max_events=max_events,
-                record_scopes=None if record_scopes is None else tuple(record_scopes),
-                sampling_prob=sampling_prob,
-                trace_calls=trace_calls,
-                trace_c_calls=trace_c_calls,
-                trace_include=_as_tuple(trace_include),
-                trace_exclude=_as_tuple(trace_exclude),
-                trace_max_depth=trace_max_depth,
-            )
-        elif not isinstance(config, ProfilerConfig):
+    def __init__(self, *, config: Optional[ProfilerConfig] = None, **options: Any) -> None:
+        if config is not None and not isinstance(config, ProfilerConfig):
             raise TypeError(f"config must be a ProfilerConfig, got {type(config).__name__}")
+        if options or config is None:
+            config = ProfilerConfig.from_options(options, base=config)
         self.config = config
         self._recorder: Optional[Recorder] = None
         self._tracer: Optional[Tracer] = None
@@ -352,10 +255,7 @@ class profile:
         )
 
 
-def _as_tuple(patterns: Optional[Iterable[str]]) -> Optional[tuple[str, ...]]:
-    if patterns is None:
-        return None
-    return (patterns,) if isinstance(patterns, str) else tuple(patterns)
+document_options(profile)
 
 
 def enable_profiler(config: Optional[ProfilerConfig] = None) -> profile:
@@ -394,12 +294,14 @@ def report_memory_usage(nbytes: int, device: str = "cpu") -> None:
 class RecordProfile:
     """Profile a block and write the trace on exit: Parquet, or Chrome JSON for ``.json``/``.json.gz``."""
 
-    def __init__(self, path: Any, **options: Any) -> None:
+    def __init__(
+        self, path: Any, *, config: Optional[ProfilerConfig] = None, **options: Any
+    ) -> None:
         from recfn.io import trace_format
 
         self.path = path
         self._format = trace_format(path)
-        self.profile = profile(**options)
+        self.profile = profile(config=config, **options)
 
     def __enter__(self) -> profile:
         return self.profile.start()
@@ -410,3 +312,6 @@ class RecordProfile:
             self.profile.export_chrome_trace(self.path)
         else:
             self.profile.save(self.path)
+
+
+document_options(RecordProfile, inspect.Parameter("path", inspect.Parameter.POSITIONAL_OR_KEYWORD))

@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 import recfn
-from recfn.notebook_ext.cli import CLIError, main, split_run_args
+from recfn.notebook_ext.cli import main
+from recfn.notebook_ext.options import split_options
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -194,7 +195,7 @@ def test_run_interrupted_script_exits_130_and_keeps_the_trace(script: Path, tmp_
 def test_run_user_mistakes(script: Path, tmp_path: Path):
     assert_user_error(recfn_cli("run", "missing.py", cwd=tmp_path), "no such script")
     assert_user_error(recfn_cli("run", script, "-o", "t.txt", cwd=tmp_path), "t.txt")
-    assert_user_error(recfn_cli("run", "--sample", "2", script, cwd=tmp_path), "--sample")
+    assert_user_error(recfn_cli("run", "--sample", "2", script, cwd=tmp_path), "--sample", "[0, 1]")
     assert_user_error(recfn_cli("run", cwd=tmp_path), "which script")
 
 
@@ -222,7 +223,7 @@ def test_convert_parquet_to_chrome_and_back(demo_dir: Path, tmp_path: Path):
     back = tmp_path / "back.parquet"
     assert recfn_cli("convert", demo_dir / "demo.parquet", chrome, cwd=tmp_path).returncode == 0
     assert json.loads(gzip.decompress(chrome.read_bytes()))["traceEvents"]
-    proc = recfn_cli("convert", chrome, back, cwd=tmp_path)
+    proc = recfn_cli("convert", chrome, "-o", back, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     original = recfn.load(demo_dir / "demo.parquet", as_pandas=True)
     again = recfn.load(back, as_pandas=True)
@@ -314,6 +315,9 @@ def test_bad_files_end_the_process_with_one_line(bad_files: Path):
         (("convert", "{demo}", "no/such/dir/x.json"), ("does not exist",)),
         (("convert", "{demo}", "out.csv"), ("out.csv",)),
         (("convert", "{demo}", "{demo}"), ("overwrite",)),
+        (("convert", "{demo}", "--output", "{demo}"), ("overwrite",)),
+        (("convert", "{demo}"), ("which file to write",)),
+        (("convert", "{demo}", "a.json", "-o", "b.json"), ("once",)),
         (("convert", "notes.txt", "out.parquet"), ("neither",)),
         (("diff", "{demo}", "foreign.parquet"), ("not a recfn trace",)),
         (("diff", "missing.parquet", "{demo}"), ("no such file",)),
@@ -350,26 +354,33 @@ def test_codegen_is_dispatched_or_clearly_missing(tmp_path: Path):
 # -- in process --------------------------------------------------------------------------------
 
 
+def run_parser():
+    from recfn.notebook_ext.cli import _subparser, build_parser
+
+    return _subparser(build_parser(), "run")
+
+
 @pytest.mark.parametrize(
-    ("argv", "own", "script", "args"),
+    ("argv", "own", "rest"),
     [
-        (["s.py"], [], "s.py", []),
-        (["s.py", "a", "-o", "t.parquet", "b"], ["-o", "t.parquet"], "s.py", ["a", "b"]),
-        (["--shapes", "s.py", "--x", "-q"], ["--shapes", "-q"], "s.py", ["--x"]),
-        (["--timeline=t.png", "s.py", "--", "-o", "x"], ["--timeline=t.png"], "s.py", ["-o", "x"]),
-        (["--", "s.py", "--shapes"], [], "s.py", ["--shapes"]),
-        ([], [], None, []),
+        (["s.py"], [], ["s.py"]),
+        (["s.py", "a", "-o", "t.parquet", "b"], ["-o", "t.parquet"], ["s.py", "a", "b"]),
+        (["--shapes", "s.py", "--x", "-q"], ["--shapes", "-q"], ["s.py", "--x"]),
+        (["--timeline=t.png", "s.py", "--", "-o", "x"], ["--timeline=t.png"], ["s.py", "-o", "x"]),
+        (["--", "s.py", "--shapes"], [], ["s.py", "--shapes"]),
+        (["s.py", "-h", "--trace-include", "a.*"], ["--trace-include", "a.*"], ["s.py", "-h"]),
+        ([], [], []),
     ],
 )
-def test_split_run_args(argv, own, script, args):
-    assert split_run_args(argv) == (own, script, args)
+def test_run_options_are_taken_before_and_after_the_script(argv, own, rest):
+    assert split_options(run_parser(), argv, interleaved=True)[:2] == (own, rest)
 
 
-def test_split_run_args_rejects_unknown_options_before_the_script():
-    with pytest.raises(CLIError, match="unknown option"):
-        split_run_args(["--bogus", "s.py"])
-    with pytest.raises(CLIError, match="needs a value"):
-        split_run_args(["s.py", "-o"])
+def test_split_options_rejects_unknown_options_before_the_script():
+    with pytest.raises(ValueError, match="unknown option"):
+        split_options(run_parser(), ["--bogus", "s.py"], interleaved=True)
+    with pytest.raises(ValueError, match="needs a value"):
+        split_options(run_parser(), ["s.py", "-o"], interleaved=True)
 
 
 def test_main_returns_codes_in_process(demo_dir: Path, capsys: pytest.CaptureFixture[str]):

@@ -8,7 +8,7 @@ from IPython.core.error import UsageError
 
 import recfn
 from recfn.notebook_ext import session as get_session
-from recfn.notebook_ext.magics import split_line
+from recfn.notebook_ext.magics import RecordFunctionMagics, split_line
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -40,7 +40,7 @@ def test_cell_shows_header_html_table_and_png(shell):
 
 
 def test_cell_range_is_a_user_scope_root_around_the_cell(shell):
-    run = shell.run(f"%%record_function train_loop -o df\n{NESTED_CELL}")
+    run = shell.run(f"%%record_function train_loop --var df\n{NESTED_CELL}")
     assert run.error is None
     df = shell.ns["df"]
     root = df[df["name"] == "train_loop"]
@@ -80,13 +80,17 @@ def test_save_writes_parquet_and_chrome_json(shell, tmp_path):
     [
         ("--save trace.txt", "cannot tell the trace format"),
         ("--save /no/such/folder/t.parquet", "does not exist"),
-        ("-o 1abc", "variable name"),
-        ("-o class", "variable name"),
-        ("--sample 0", "(0, 1]"),
-        ("--sample 1.5", "(0, 1]"),
-        ("--sample often", "probability"),
-        ("--max-events 0", "positive"),
-        ("--max-events lots", "positive integer"),
+        ("--var 1abc", "variable name"),
+        ("--var class", "variable name"),
+        ("-o df", "--var df"),
+        ("--sample -0.5", "--sampling-prob/--sample must be in [0, 1]"),
+        ("--sample 1.5", "[0, 1]"),
+        ("--sample often", "expects a number"),
+        ("--max-events 0", "--max-events must be positive"),
+        ("--max-events lots", "expects an integer"),
+        ("--record-scopes function,nope", "unknown RecordScope name 'nope'"),
+        ("--trace-c-calls", "needs trace_calls"),
+        ("--trace-max-depth 0", "at least 1"),
         ("--bogus", "unrecognized"),
         ("--last", "line magic"),
     ],
@@ -107,7 +111,7 @@ a, b = np.ones((4, 5)), np.ones((5, 6))
 with recfn.record_function_fast("matmul", (a, b)):
     c = [bytearray(1000) for _ in range(10)]
 """
-    run = shell.run(f"%%record_function -o df --shapes --memory --stack --flops --quiet\n{cell}")
+    run = shell.run(f"%%record_function --var df --shapes --memory --stack --flops --quiet\n{cell}")
     assert run.error is None
     df = shell.ns["df"]
     for column in ("input_shapes", "input_dtypes", "stack", "memory_bytes", "flops"):
@@ -127,7 +131,7 @@ def test_sample_keeps_a_fraction_of_the_ranges(shell):
     cell = (
         'import recfn\nfor _ in range(2000):\n    with recfn.record_function("tick"):\n        pass'
     )
-    run = shell.run(f"%%record_function sampled -o df --sample 0.05 --quiet\n{cell}")
+    run = shell.run(f"%%record_function sampled --var df --sample 0.05 --quiet\n{cell}")
     assert run.error is None
     ticks = range_names(shell.ns["df"]).count("tick")
     assert 0 < ticks < 400  # expected ~100 of 2000
@@ -162,7 +166,7 @@ def work():
 t = threading.Thread(target=work, name="helper")
 t.start(); t.join()
 """
-    run = shell.run(f"%%record_function -o df --no-timeline\n{cell}")
+    run = shell.run(f"%%record_function --var df --no-timeline\n{cell}")
     assert run.error is None
     df = shell.ns["df"]
     assert "in_thread" in range_names(df)
@@ -183,7 +187,7 @@ with recfn.record_function("before_failure"):
     pass
 raise ValueError("boom")
 """
-    run = shell.run(f"%%record_function failing -o df\n{cell}")
+    run = shell.run(f"%%record_function failing --var df\n{cell}")
     assert isinstance(run.error, ValueError)
     assert "boom" in run.stdout + run.stderr  # the usual traceback
     assert "before_failure" in range_names(shell.ns["df"])
@@ -203,7 +207,7 @@ with recfn.record_function("long_loop"):
             if i == 4:
                 raise KeyboardInterrupt
 """
-    run = shell.run(f"%%record_function -o df --save {path}\n{cell}")
+    run = shell.run(f"%%record_function --var df -o {path}\n{cell}")
     assert isinstance(run.error, KeyboardInterrupt)
     names = range_names(shell.ns["df"])
     assert names.count("step") == 5 and "long_loop" in names
@@ -243,7 +247,7 @@ def test_append_builds_one_trace_over_several_cells(shell, tmp_path):
     second = 'import recfn\nwith recfn.record_function("train"):\n    pass'
     assert shell.run(f"%%record_function part1 --append --quiet\n{first}").error is None
     run = shell.run(
-        f"%%record_function part2 --append -o combined --save {path} --no-timeline\n{second}"
+        f"%%record_function part2 --append --var combined --save {path} --no-timeline\n{second}"
     )
     assert run.error is None
     combined = shell.ns["combined"]
@@ -312,7 +316,7 @@ def test_recfn_session_is_the_notebook_session():
 
 def test_line_magic_profiles_one_statement(shell):
     shell.run('import recfn\ndef f():\n    with recfn.record_function("f"):\n        return 7')
-    run = shell.run("%record_function -o df --no-timeline y = f() * 6")
+    run = shell.run("%record_function --var df --no-timeline y = f() * 6")
     assert run.error is None
     assert shell.ns["y"] == 42
     assert "f" in range_names(shell.ns["df"])
@@ -357,7 +361,7 @@ def test_line_magic_usage_errors(shell, line, message):
 def test_help_prints_the_options(shell):
     run = shell.run("%record_function --help")
     assert run.error is None
-    for option in ("--save", "--shapes", "--sample", "--append", "--last", "--reset", "-o VAR"):
+    for option in ("--save", "--shapes", "--sample", "--append", "--last", "--reset", "--var NAME"):
         assert option in run.stdout
     assert shell.run("%%record_function --help\nraise RuntimeError").error is None
 
@@ -398,15 +402,23 @@ def test_terminal_frontends_get_no_png(shell):
 @pytest.mark.parametrize(
     ("line", "options", "statement"),
     [
-        ("x = 1", "", "x = 1"),
-        ("-o df x = f(1)", "-o df ", "x = f(1)"),
-        ("--save 'a b.parquet' --shapes f()", "--save 'a b.parquet' --shapes ", "f()"),
-        ("--sample=0.5 -- -x", "--sample=0.5 ", " -x"),
-        ("--reset", "--reset", ""),
+        ("x = 1", [], "x = 1"),
+        ("--var df x = f(1)", ["--var", "df"], "x = f(1)"),
+        ("--save 'a b.parquet' --shapes f()", ["--save", "a b.parquet", "--shapes"], "f()"),
+        ("--sample=0.5 -- -x", ["--sample=0.5"], "-x"),
+        (
+            "--trace-include 'pandas.*' --trace-calls df.sum()",
+            ["--trace-include", "pandas.*", "--trace-calls"],
+            "df.sum()",
+        ),
+        ("--reset", ["--reset"], ""),
+        ("-o t.parquet  print( 'a  b' )", ["-o", "t.parquet"], "print( 'a  b' )"),
     ],
 )
 def test_split_line(line, options, statement):
-    assert split_line(line) == (options, statement)
+    parser = RecordFunctionMagics.record_function.parser
+    own, rest = split_line(parser, line)
+    assert (own, rest) == (options, statement)
 
 
 def test_unload_and_reload_extension(shell):
