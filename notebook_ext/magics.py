@@ -24,7 +24,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from recfn.notebook_ext.capture import Capture, CaptureError, ProfileOptions, check_output_path
 from recfn.notebook_ext.display import show
 from recfn.notebook_ext.session import current_session
-from recfn.notebook_ext.trace import Trace
+from recfn.trace import Trace
 
 MAGIC_NAME = "record_function"
 
@@ -322,7 +322,7 @@ class RecordFunctionMagics(Magics):
         session.add(trace, append=args.append)
         kept = session.trace() if args.append else trace
         if args.output is not None:
-            self.ip.user_ns[args.output] = kept.df
+            self.ip.user_ns[args.output] = kept.to_pandas()
         if args.save is not None:
             try:
                 kept.save(args.save)

@@ -59,7 +59,7 @@ def graph():
 
 def tree(prof: recfn.profile, thread_id: int | None = None) -> list[str]:
     """The ranges of one thread as indented names, checking every parent_id/depth on the way."""
-    rows = [r for r in prof.table().to_pylist() if r["kind"] == "range"]
+    rows = [r for r in prof.table.to_pylist() if r["kind"] == "range"]
     if thread_id is not None:
         rows = [r for r in rows if r["thread_id"] == thread_id]
     by_id = {r["id"]: r for r in rows}
@@ -88,7 +88,7 @@ def test_known_call_graph_exact_ranges_and_nesting(graph) -> None:
         "      callgraph::leaf",
         "    callgraph::leaf",
     ]
-    scopes = {r["name"]: r["scope"] for r in prof.table().to_pylist()}
+    scopes = {r["name"]: r["scope"] for r in prof.table.to_pylist()}
     assert scopes["callgraph::leaf"] == "function" and scopes["user"] == "user_scope"
 
 
@@ -155,7 +155,7 @@ def test_threads_started_while_profiling(graph) -> None:
         worker.start()
         worker.join()
         graph.leaf(0)
-    table = prof.table().to_pylist()
+    table = prof.table.to_pylist()
     tids = {r["thread_id"] for r in table if r["name"] == "callgraph::leaf"}
     assert results == [2] and len(tids) == 2
     for tid in tids:
@@ -170,7 +170,7 @@ def test_profile_functions_removed_after_stop(graph) -> None:
     assert threading.getprofile() is hook_before
     with recfn.profile() as prof:  # a later profile without tracing records no calls
         graph.leaf(1)
-    assert [r["name"] for r in prof.table().to_pylist() if r["kind"] == "range"] == []
+    assert [r["name"] for r in prof.table.to_pylist() if r["kind"] == "range"] == []
 
 
 def test_refuses_when_another_profiler_holds_the_hook() -> None:

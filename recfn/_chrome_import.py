@@ -1,4 +1,4 @@
-"""Chrome trace events (parsed JSON) to a recfn event table; see `chrome.read_chrome_trace`.
+"""Chrome trace events (parsed JSON) to a recfn event table; see `recfn.chrome.read_chrome_trace`.
 
 Traces are decoded by msgspec into `Event` structs, whose ``args`` stay JSON text
 (``msgspec.Raw``) unless an event's args are needed as values; traces that do not fit them
@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .jsonio import json_strings, loads
-from .schema import COLUMNS, INT64_MAX, MARK, MEMORY, RANGE
-from .tree import depths, parents_from_nesting
+from recfn._frames import INT64_MAX
+from recfn._jsonio import json_strings, loads
+from recfn._nesting import depths, parents_from_nesting
+from recfn.schema import KINDS, MARK, MEMORY, RANGE, REQUIRED, empty_table, to_pandas
 
 CONSUMED = ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")
 """Event fields that map to columns; every other field is kept in ``args``."""
@@ -276,7 +277,7 @@ class _Rows:
                 "start": start,
                 "end": start if end_us is None else self.ns(end_us),
                 "closed": np.ones(n, dtype=bool) if closed is None else closed,
-                "kind": np.full(n, (RANGE, MARK, MEMORY).index(kind), dtype=np.int8),
+                "kind": np.full(n, KINDS.index(kind), dtype=np.int8),
                 "memory_bytes": np.zeros(n, dtype=np.int64)
                 if memory_bytes is None
                 else memory_bytes,
@@ -412,7 +413,7 @@ def _frame(
             "id": np.arange(n, dtype=np.int64),
             "parent_id": pd.arrays.IntegerArray(np.maximum(parent, 0), parent < 0),
             "name": _category(name, event),
-            "kind": pd.Categorical.from_codes(kind, categories=[RANGE, MARK, MEMORY]),
+            "kind": pd.Categorical.from_codes(kind, categories=list(KINDS)),
             "scope": _category(cat, event),
             "start_ns": start,
             "end_ns": pd.arrays.IntegerArray(np.where(closed, end, 0), ~closed),
@@ -426,7 +427,7 @@ def _frame(
             "pid": _pids(pid[first])[thread],
             "args": strings.to_pandas(),  # the string dtype table.to_pandas() gives
         },
-        columns=[*COLUMNS, "args"],
+        columns=[*REQUIRED, "args"],
     )
     has_memory = rows.column("has_memory")[order]
     if has_memory.any():
@@ -454,27 +455,9 @@ def _thread_names(
 
 def _empty_frame() -> pd.DataFrame:
     """A trace without ranges, marks or counters: no rows, the schema's columns and dtypes."""
-    empty = np.empty(0, dtype=np.int64)
-    return pd.DataFrame(
-        {
-            "id": empty,
-            "parent_id": pd.array(empty, dtype="Int64"),
-            "name": pd.Categorical([]),
-            "kind": pd.Categorical([], categories=[RANGE, MARK, MEMORY]),
-            "scope": pd.Categorical([]),
-            "start_ns": empty,
-            "end_ns": pd.array(empty, dtype="Int64"),
-            "thread_id": empty,
-            "thread_name": pd.Categorical([]),
-            "depth": empty.astype(np.int32),
-            "sequence_nr": empty,
-            "fwd_thread_id": empty,
-            "is_async": empty.astype(bool),
-            "node_id": empty.astype(np.int32),
-            "pid": empty,
-            "args": pa.array([], type=pa.string()).to_pandas(),
-        }
-    )
+    frame = to_pandas(empty_table((*REQUIRED, "args")))
+    frame.attrs.clear()
+    return frame
 
 
 def _category(values: np.ndarray, rows: np.ndarray, missing: str | None = "") -> pd.Categorical:
