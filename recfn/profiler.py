@@ -66,8 +66,9 @@ class ProfilerConfig:
     record_scopes: Optional[tuple[RecordScope, ...]] = None
     sampling_prob: float = 1.0
     # trace_calls (recfn._tracer): a FUNCTION-scope range per Python call (and C call) of the
-    # profiled threads, every one (sampling_prob samples the other ranges); include/exclude
-    # are fnmatch patterns on "module.qualname" or "module".
+    # profiled threads, every one (sampling_prob samples the other ranges), named
+    # "module::qualname"; include/exclude are fnmatch patterns matched against the module, the
+    # dotted "module.qualname" and the recorded "module::qualname".
     trace_calls: bool = False
     trace_c_calls: bool = False
     trace_include: Optional[tuple[str, ...]] = None

@@ -140,6 +140,17 @@ def test_max_depth_and_exclude(graph) -> None:
     assert tree(prof) == ["callgraph::root", "  user"]
 
 
+def test_filters_match_the_recorded_name_too(graph) -> None:
+    """A name copied from the table (``module::qualname``) works as a pattern."""
+    with recfn.profile(
+        trace_calls=True,
+        trace_include=["callgraph"],
+        trace_exclude=["callgraph::b*", "callgraph::l*"],
+    ) as prof:
+        graph.root(1)
+    assert tree(prof) == ["callgraph::root", "  user"]
+
+
 def test_c_calls_made_by_traced_code(graph) -> None:
     with recfn.profile(
         trace_calls=True, trace_c_calls=True, trace_include=["callgraph", "builtins"]
