@@ -22,7 +22,17 @@ import pyarrow as pa
 from recfn._frames import INT64_MAX
 from recfn._jsonio import json_strings, loads
 from recfn._nesting import depths, parents_from_nesting
-from recfn.schema import KINDS, MARK, MEMORY, RANGE, REQUIRED, empty_table, to_pandas
+from recfn.schema import (
+    BY_NAME,
+    KINDS,
+    MARK,
+    MEMORY,
+    RANGE,
+    REQUIRED,
+    empty_table,
+    numpy_dtype,
+    to_pandas,
+)
 
 CONSUMED = ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")
 """Event fields that map to columns; every other field is kept in ``args``."""
@@ -31,7 +41,7 @@ TORCH_MEMORY = "[memory]"
 """Name of torch's memory instants (args: Bytes, Device Type, Device Id, totals)."""
 TORCH_DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 NO_DEVICE = "bytes"
-TORCH_INTS = {"sequence_nr": -1, "fwd_thread_id": 0}
+TORCH_INTS = {key: BY_NAME[key].default for key in ("sequence_nr", "fwd_thread_id")}
 """Columns from torch's integer args, and their values where absent."""
 TORCH_KEYS = ("Sequence number", "Fwd thread id", "Input Dims", "Input type")
 """Counter series key that recfn writes for memory events without a device."""
@@ -419,11 +429,11 @@ def _frame(
             "end_ns": pd.arrays.IntegerArray(np.where(closed, end, 0), ~closed),
             "thread_id": thread + 1,
             "thread_name": pd.Categorical.from_codes(label_codes[thread], categories=label_values),
-            "depth": depths(parent).astype(np.int32),
+            "depth": depths(parent).astype(numpy_dtype("depth")),
             "sequence_nr": torch_ints["sequence_nr"][event],
             "fwd_thread_id": torch_ints["fwd_thread_id"][event],
-            "is_async": np.zeros(n, dtype=bool),
-            "node_id": np.full(n, -1, dtype=np.int32),
+            "is_async": np.full(n, BY_NAME["is_async"].default, numpy_dtype("is_async")),
+            "node_id": np.full(n, BY_NAME["node_id"].default, numpy_dtype("node_id")),
             "pid": _pids(pid[first])[thread],
             "args": strings.to_pandas(),  # the string dtype table.to_pandas() gives
         },

@@ -139,6 +139,11 @@ def column_type(name: str) -> pa.DataType:
     return BY_NAME[name].arrow_type
 
 
+def numpy_dtype(name: str) -> Any:
+    """The numpy dtype of a plain (not dictionary, not nullable) column ``name``."""
+    return column_type(name).to_pandas_dtype()
+
+
 def empty_table(columns: tuple[str, ...] = REQUIRED) -> pa.Table:
     """A table without rows that has ``columns`` (kinds listed in the ``kind`` dictionary)."""
     arrays = {}
