@@ -193,7 +193,7 @@ _hooks.on_pandas = _register_accessor
 if "pandas" in sys.modules:
     _register_accessor()
 elif not any(isinstance(finder, _PandasWatcher) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _PandasWatcher())  # type: ignore[arg-type]
+    sys.meta_path.insert(0, _PandasWatcher())
 
 
 __all__ = [
