@@ -1,19 +1,22 @@
-"""Analysis of recfn event tables: the ``df.recfn`` pandas accessor and Chrome trace I/O.
+"""Analysis of recfn event tables: the ``df.recfn`` pandas accessor.
 
-Importing this package registers the accessor, so every DataFrame in the recfn event-table
-schema (docs/schema.md) gains ``df.recfn.summary()``, ``.table()``, ``.timeline()``,
-``.flame()``, ``.diff()``, ``.tree()``, ``.window()``, ``.filter()`` and more. The package
-works on DataFrames alone and does not import the capture core.
+Every DataFrame in the recfn event-table schema (``recfn.schema``, docs/schema.md) gains
+``df.recfn.summary()``, ``.table()``, ``.timeline()``, ``.flame()``, ``.diff()``, ``.tree()``,
+``.window()``, ``.filter()`` and more. ``import recfn`` registers the accessor (as soon as pandas
+is imported); importing this package does too. Chrome trace I/O lives in the core
+(``recfn.chrome``) and is re-exported here.
 """
 
 import pandas as pd
 
+from recfn.chrome import read_chrome_trace, write_chrome_trace
+from recfn.errors import MissingColumnsError
+
 from .accessor import RecfnAccessor
-from .chrome import read_chrome_trace, write_chrome_trace
-from .schema import MissingColumnsError
 from .synthetic import make_synthetic_trace
 
-pd.api.extensions.register_dataframe_accessor("recfn")(RecfnAccessor)
+if not hasattr(pd.DataFrame, "recfn"):  # recfn's facade normally registered it already
+    pd.api.extensions.register_dataframe_accessor("recfn")(RecfnAccessor)
 
 __all__ = [
     "MissingColumnsError",

@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from . import chrome, flame, timeline
+from recfn import chrome
+
+from . import flame, timeline
 from .diff import diff
 from .schema import INT64_MAX, RANGE, codes, equals, ints, isin, nulls, require, thread_mask
 from .summary import render_table, summarize

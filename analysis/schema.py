@@ -1,9 +1,10 @@
-"""The recfn event table's columns (docs/schema.md) and helpers that read them as numpy arrays.
+"""Helpers that read the event table's columns as numpy arrays, for the accessor.
 
 Frames reach analysis from several places: ``prof.to_pandas()`` (category + ``Int64``),
 ``pd.read_parquet`` (nullable ints as ``float64`` with NaN) and hand-built frames (plain
-``int64``, ``str``). The helpers here hide those differences so that the rest of the package
-works on plain numpy arrays.
+``int64``, ``str``). The helpers here (and those of ``recfn._frames``, re-exported) hide those
+differences so that the rest of the package works on plain numpy arrays. The columns themselves
+are defined by ``recfn.schema``.
 """
 
 from __future__ import annotations
@@ -13,61 +14,25 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-COLUMNS: tuple[str, ...] = (
-    "id",
-    "parent_id",
-    "name",
-    "kind",
-    "scope",
-    "start_ns",
-    "end_ns",
-    "thread_id",
-    "thread_name",
-    "depth",
-    "sequence_nr",
-    "fwd_thread_id",
-    "is_async",
-    "node_id",
-    "pid",
-)
-"""Columns that every schema-v1 table has, in order."""
+from recfn._frames import INT64_MAX, equals, ints, nulls, require
+from recfn.errors import MissingColumnsError
+from recfn.schema import MARK, MEMORY, RANGE
 
-RANGE, MARK, MEMORY = "range", "mark", "memory"
-
-INT64_MAX = np.iinfo(np.int64).max
-
-
-class MissingColumnsError(AttributeError, ValueError):
-    """The frame lacks columns that an operation needs.
-
-    It subclasses both ``AttributeError`` (the pandas accessor convention) and ``ValueError``
-    (bad input), so either ``except`` clause catches it.
-    """
-
-
-def require(df: pd.DataFrame, columns: Iterable[str], operation: str) -> None:
-    """Raise `MissingColumnsError` naming every column of `columns` that `df` lacks."""
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise MissingColumnsError(
-            f"{operation} needs the recfn event-table column(s) {', '.join(map(repr, missing))}; "
-            f"the frame has {', '.join(map(str, df.columns)) or 'no columns'} (see docs/schema.md)"
-        )
-
-
-def ints(series: pd.Series, null: int) -> np.ndarray:
-    """`series` as int64 numpy, with nulls (pd.NA or NaN) replaced by `null`."""
-    return np.asarray(series.to_numpy(dtype=np.int64, na_value=null), dtype=np.int64)
-
-
-def nulls(series: pd.Series) -> np.ndarray:
-    """Boolean numpy mask (writable) of the null entries of `series`."""
-    return np.array(series.isna(), dtype=bool)
-
-
-def equals(series: pd.Series, value: object) -> np.ndarray:
-    """Boolean numpy mask (writable) of ``series == value``; null compares unequal."""
-    return np.array((series == value).to_numpy(dtype=bool, na_value=False))
+__all__ = [
+    "INT64_MAX",
+    "MARK",
+    "MEMORY",
+    "RANGE",
+    "MissingColumnsError",
+    "codes",
+    "equals",
+    "ints",
+    "isin",
+    "nulls",
+    "require",
+    "thread_groups",
+    "thread_mask",
+]
 
 
 def isin(series: pd.Series, values: Iterable[object]) -> np.ndarray:

@@ -2,15 +2,16 @@
 
 Each thread gets a random forest in pre-order: depth ``d[i+1] <= d[i] + 1`` (a running minimum,
 so no Python loop), then random gaps between the open/close events give properly nested
-``[start, end)`` intervals. The result has the dtypes of ``prof.to_pandas()``.
+``[start, end)`` intervals. The result has the dtypes of ``prof.to_pandas()`` (``recfn.schema.to_pandas``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from .schema import COLUMNS, MARK, MEMORY, RANGE
+from recfn.schema import KINDS, conform, to_pandas
 
 NAMES: tuple[str, ...] = (
     "train_step",
@@ -91,36 +92,33 @@ def make_synthetic_trace(
     depth, thread, name, kind = depth[order], thread[order], name[order], kind[order]
     n = len(order)
 
-    def category(codes: np.ndarray, values: list[str]) -> pd.Categorical:
-        return pd.Categorical.from_codes(codes, categories=values)
+    def category(codes: np.ndarray, values: list[str]) -> pa.DictionaryArray:
+        return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), values)
 
-    columns: dict[str, object] = {
-        "id": np.arange(n, dtype=np.int64),
-        "parent_id": pd.arrays.IntegerArray(np.maximum(parent, 0), parent < 0),
+    columns = {
+        "id": np.arange(n),
+        "parent_id": pa.array(parent, mask=parent < 0),
         "name": category(name, [*NAMES, "checkpoint", "[memory]"]),
-        "kind": category(kind, [RANGE, MARK, MEMORY]),
+        "kind": category(kind, list(KINDS)),
         "scope": category(
             np.where(kind == 0, (depth > 0).astype(int), 0), ["user_scope", "function"]
         ),
         "start_ns": start[order],
-        "end_ns": pd.arrays.IntegerArray(end[order], np.zeros(n, dtype=bool)),
-        "thread_id": thread.astype(np.int64),
+        "end_ns": end[order],
+        "thread_id": thread,
         "thread_name": category(
             thread - 1, ["MainThread", *(f"Thread-{t} (worker)" for t in range(1, n_threads))]
         ),
-        "depth": depth.astype(np.int32),
-        "sequence_nr": np.full(n, -1, dtype=np.int64),
-        "fwd_thread_id": np.zeros(n, dtype=np.int64),
-        "is_async": np.zeros(n, dtype=bool),
-        "node_id": np.full(n, -1, dtype=np.int32),
-        "pid": np.full(n, PID, dtype=np.int64),
+        "depth": depth,
+        "pid": np.full(n, PID),
     }
-    frame = pd.DataFrame(columns, columns=list(COLUMNS))
     if n_memory_events:
         is_memory = kind == 2
         signed = rng.integers(1, 1 << 20, n) * np.where(rng.random(n) < 0.6, 1, -1)
-        frame["memory_bytes"] = pd.arrays.IntegerArray(np.where(is_memory, signed, 0), ~is_memory)
-        frame["device"] = category(np.where(is_memory, 0, -1), ["cpu"])
+        columns["memory_bytes"] = pa.array(signed, mask=~is_memory)
+        columns["device"] = category(np.where(is_memory, 0, -1), ["cpu"])
+    frame = to_pandas(conform(pa.table(columns), "make_synthetic_trace"))
+    frame.attrs.clear()
     return frame
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .schema import INT64_MAX, RANGE, codes, equals, ints, nulls, require, thread_groups
+from recfn._nesting import INT64_MIN, depths, parents_from_nesting
 
-INT64_MIN = np.iinfo(np.int64).min
+from .schema import INT64_MAX, RANGE, codes, equals, ints, nulls, require, thread_groups
 
 
 def parents_from_ids(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray) -> np.ndarray:
@@ -35,96 +35,6 @@ def parents_from_ids(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.nda
             )
         parent[wanted] = index.get_indexer(parent_ids[wanted])
     return parent
-
-
-def parents_from_nesting(
-    group: np.ndarray, start: np.ndarray, end: np.ndarray, can_contain: np.ndarray
-) -> np.ndarray:
-    """Parent positions from interval nesting within each `group` (thread).
-
-    Ranges are half-open ``[start, end)``: a row's parent is the innermost row of its group with
-    ``can_contain`` set that starts no later, ends no earlier, and ends after the row starts.
-    Open ranges should pass ``end = INT64_MAX``; marks pass ``end = start``. Among identical
-    intervals the earlier row is the parent. Partially overlapping (malformed) ranges are
-    resolved without error: the later one nests under the nearest row that covers its end.
-    """
-    n = len(start)
-    if n == 0:
-        return np.empty(0, dtype=np.int64)
-    position = np.arange(n)
-    order = np.lexsort((position, ~can_contain, -end, start, group))
-    s, e, g = start[order], end[order], group[order]
-    # Sorted by (group, start, -end), the parent is the nearest earlier row whose end reaches
-    # `need`: every earlier row that does not contain this one ended before it started.
-    need = np.maximum(e, s + 1)
-    reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
-    # Rows that no earlier row of their group reaches are roots; skip their search.
-    reached = pd.Series(reach).groupby(g).cummax().to_numpy()
-    first = np.r_[True, g[1:] != g[:-1]]
-    has_parent = ~first
-    has_parent[1:] &= reached[:-1] >= need[1:]
-    found = _previous_at_least(reach, need, np.flatnonzero(has_parent))
-    parent = np.full(n, -1, dtype=np.int64)
-    parent[order[has_parent]] = order[found[has_parent]]
-    return parent
-
-
-def _previous_at_least(values: np.ndarray, needs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """For each i in `rows` the largest j < i with ``values[j] >= needs[i]``, else -1.
-
-    Binary lifting over a sparse table of window maxima: every row first gallops backwards in
-    steps 1, 2, 4, ... until a window holds a large enough value, then halves the step to pin
-    the answer down. Work is O(log distance) per row, and the answer is usually close by.
-    """
-    n = len(values)
-    levels = [values]  # levels[k][j] = max(values[j : j + 2**k])
-    low = np.arange(n, dtype=np.int64)  # invariant: values[low[i] : i] < needs[i]
-    rows = rows[rows > 0]
-    stopped: list[tuple[np.ndarray, int]] = []
-    k = 0
-    while rows.size:
-        if k == len(levels):
-            half = 1 << (k - 1)
-            levels.append(np.maximum(levels[-1][:-half], levels[-1][half:]))
-        moved = _jump(levels[k], low, rows, needs, 1 << k)
-        stopped.append((rows[~moved], k - 1))
-        rows = rows[moved]
-        k += 1
-        if rows.size and (1 << k) > n:
-            stopped.append((rows, k - 1))
-            break
-    for k in range(len(levels) - 1, -1, -1):
-        active = [r for r, top in stopped if top >= k]
-        if active:
-            rows = np.concatenate(active)
-            _jump(levels[k], low, rows, needs, 1 << k)
-    return low - 1
-
-
-def _jump(
-    level: np.ndarray, low: np.ndarray, rows: np.ndarray, needs: np.ndarray, step: int
-) -> np.ndarray:
-    """Move ``low[rows]`` back by `step` where that window stays below the need; which moved."""
-    candidate = low[rows] - step
-    moved = candidate >= 0
-    moved[moved] = level[candidate[moved]] < needs[rows[moved]]
-    low[rows[moved]] = candidate[moved]
-    return np.asarray(moved, dtype=bool)
-
-
-def depths(parent: np.ndarray) -> np.ndarray:
-    """Number of ancestors of each row, by pointer jumping (log2 of the deepest chain steps)."""
-    depth = (parent >= 0).astype(np.int64)
-    up = parent.copy()
-    active = np.flatnonzero(up >= 0)
-    for _ in range(64):
-        if active.size == 0:
-            return depth
-        hop = up[active]
-        depth[active] += depth[hop]
-        up[active] = up[hop]
-        active = active[up[active] >= 0]
-    raise ValueError("parent_id contains a cycle")
 
 
 def self_durations(

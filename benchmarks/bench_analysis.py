@@ -32,7 +32,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import recfn.analysis as analysis
-from recfn.analysis.chrome_import import TRACE
+from recfn._chrome_import import TRACE
 
 
 def best_of(repeat: int, run: Callable[[], Any]) -> float:

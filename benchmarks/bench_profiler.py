@@ -107,7 +107,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     prof.stop()
     stop_s = time.perf_counter() - start
     start = time.perf_counter()
-    table = build_table(recorder, start_ns=0, node_id=-1, config=prof.config.to_dict())
+    table = build_table(recorder, start_ns=0, node_id=-1, config=prof.config.to_dict(), wall_ns=0)
     consolidate_s = time.perf_counter() - start
     events = table.num_rows
     null_ns = per_event_ns(loop_nullcontext, n)

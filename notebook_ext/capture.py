@@ -12,8 +12,8 @@ import os
 from typing import Any, Optional
 
 import recfn
-from recfn.notebook_ext.trace import Trace
 from recfn.options import ProfilerConfig
+from recfn.trace import Trace
 
 
 class CaptureError(Exception):
@@ -85,10 +85,9 @@ class Capture:
         finally:
             prof.stop()
         self.trace = Trace(
-            prof.table(),
+            prof.table,
             name=self.name,
             wall_ns=prof.wall_ns,
-            dropped=prof.dropped_events,
             error=describe_error(exc),
             execution_count=self.execution_count,
         )

@@ -169,9 +169,9 @@ def _out(text: str = "") -> None:
 
 
 def _load(path: str) -> Any:
-    from recfn.notebook_ext.files import load_trace
+    from recfn.trace import load
 
-    return load_trace(path)
+    return load(path)
 
 
 def _check_image_path(path: str, what: str) -> str:
@@ -223,7 +223,7 @@ def _write_timeline(
     kwargs: dict[str, Any] = {"title": title or header_text(trace)}
     if max_depth is not None:
         kwargs["max_depth"] = max_depth
-    trace.df.recfn.timeline(ax=ax, **kwargs)
+    trace.to_pandas().recfn.timeline(ax=ax, **kwargs)
     fig.savefig(path, dpi=110, bbox_inches="tight")
 
 
@@ -327,7 +327,7 @@ def _print_script_traceback(exc: BaseException, script_path: str) -> None:
 def cmd_summary(args: argparse.Namespace) -> int:
     _positive(args.top, "--top")
     trace = _load(args.trace)
-    if args.by not in trace.df.columns:
+    if args.by not in trace.table.column_names:
         raise CLIError(f"summary: no column {args.by!r} in {args.trace!r}", EXIT_USAGE)
     _out(
         _summary_text(

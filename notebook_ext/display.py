@@ -11,6 +11,7 @@ import io
 import math
 import numbers
 import sys
+import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
 from recfn.notebook_ext.options import config_flags
@@ -18,7 +19,7 @@ from recfn.notebook_ext.options import config_flags
 if TYPE_CHECKING:
     import pandas as pd
 
-    from recfn.notebook_ext.trace import Trace
+    from recfn.trace import Trace
 
 TIMELINE_WIDTH_IN = 10.0
 TIMELINE_DPI = 96
@@ -69,9 +70,9 @@ def header_text(trace: Trace) -> str:
         f"{format_ns(trace.wall_ns)} wall",
         f"{trace.events:,} events",
         f"{trace.threads} thread{'s' if trace.threads != 1 else ''}",
-        f"{trace.dropped:,} dropped",
+        f"{trace.dropped_events:,} dropped",
     ]
-    config = trace.config()
+    config = trace.config
     sample = config.get("sampling_prob", 1.0)
     if isinstance(sample, (int, float)) and sample < 1.0:
         parts.append(f"ranges sampled at {sample:.0%}")
@@ -169,7 +170,7 @@ def trace_text(trace: Trace, top: int = 15) -> str:
 def table_text(trace: Trace, top: int = 15, **summary_kwargs: Any) -> str:
     """Header line and ``df.recfn.table`` (torch-style text table) for the command line."""
     try:
-        body = trace.df.recfn.table(top=top, **summary_kwargs)
+        body = trace.to_pandas().recfn.table(top=top, **summary_kwargs)
     except (ValueError, AttributeError) as exc:  # AttributeError: the accessor's missing columns
         body = f"no summary: {exc}"
     return f"{header_text(trace)}\n{body}"
@@ -183,6 +184,17 @@ def render_timeline_png(trace: Trace, width_in: float = TIMELINE_WIDTH_IN) -> by
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=TIMELINE_DPI, bbox_inches="tight")
     return buffer.getvalue()
+
+
+_PNGS: weakref.WeakKeyDictionary[Trace, bytes] = weakref.WeakKeyDictionary()
+
+
+def timeline_png(trace: Trace) -> bytes:
+    """``render_timeline_png``, cached per trace (showing a trace twice draws it once)."""
+    png = _PNGS.get(trace)
+    if png is None:
+        png = _PNGS[trace] = render_timeline_png(trace)
+    return png
 
 
 def new_figure(threads: int, width_in: float = TIMELINE_WIDTH_IN) -> Any:
@@ -211,7 +223,7 @@ def show(trace: Trace, *, shell: Any, timeline: bool = True) -> None:
     if not (timeline and wants_png(shell)):
         return
     try:
-        png = trace.timeline_png()
+        png = timeline_png(trace)
     except Exception as exc:  # a drawing problem must not hide the captured result
         print(f"recfn: timeline not drawn: {type(exc).__name__}: {exc}", file=sys.stderr)
         return

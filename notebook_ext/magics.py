@@ -30,7 +30,7 @@ from recfn.notebook_ext.options import (
     split_options,
 )
 from recfn.notebook_ext.session import current_session
-from recfn.notebook_ext.trace import Trace
+from recfn.trace import Trace
 
 MAGIC_NAME = "record_function"
 
@@ -291,7 +291,7 @@ class RecordFunctionMagics(Magics):
         session.add(trace, append=args.append)
         kept = session.trace() if args.append else trace
         if args.var is not None:
-            self.ip.user_ns[args.var] = kept.df
+            self.ip.user_ns[args.var] = kept.to_pandas()
         if args.output is not None:
             try:
                 kept.save(args.output)

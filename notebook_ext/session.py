@@ -1,7 +1,7 @@
 """The session: every trace the magics captured in this process, by cell, plus the appended trace.
 
 ``recfn.session()`` returns it. Cells are looked up by position or name
-(``s["cell[3]"].df.recfn.diff(s["cell[4]"].df)``, or simply ``s.diff("cell[3]", "cell[4]")``).
+(``s["cell[3]"].diff(s["cell[4]"])``, or simply ``s.diff("cell[3]", "cell[4]")``).
 Cells run with ``--append`` also build one combined trace, ``s.trace()``.
 """
 
@@ -11,11 +11,10 @@ import html
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from recfn.notebook_ext.trace import Trace
+from recfn.trace import Trace, merge
 
 if TYPE_CHECKING:
     import pandas as pd
-    import pyarrow as pa
 
 DEFAULT_MAX_CELLS = 32  # traces can be large; -o variables keep older ones alive if wanted
 
@@ -102,7 +101,7 @@ class Session:
         if not self._appended:
             raise ValueError("no cell was run with --append yet: nothing to combine")
         if self._combined is None:
-            self._combined = combine(self._appended, name="session")
+            self._combined = merge(self._appended, name="session")
         return self._combined
 
     def diff(self, before: Union[int, str], after: Union[int, str]) -> pd.DataFrame:
@@ -117,7 +116,7 @@ class Session:
         rows = "".join(
             "<tr>"
             f"<td>{i}</td><td>{html.escape(t.name)}</td><td>{format_ns(t.wall_ns)}</td>"
-            f"<td>{t.events:,}</td><td>{t.threads}</td><td>{t.dropped:,}</td>"
+            f"<td>{t.events:,}</td><td>{t.threads}</td><td>{t.dropped_events:,}</td>"
             f"<td>{html.escape(t.error or 'ok')}</td><td>{'yes' if t in self._appended else ''}</td>"
             "</tr>"
             for i, t in enumerate(self._cells)
@@ -138,60 +137,6 @@ class Session:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
-
-
-def combine(traces: list[Trace], name: str) -> Trace:
-    """One trace from several captures; ids stay unique, optional columns are unioned."""
-    tables = [t.table for t in traces]
-    return Trace(
-        concat_tables(tables),
-        name=name,
-        wall_ns=sum(t.wall_ns for t in traces),
-        dropped=sum(t.dropped for t in traces),
-        error="; ".join(f"{t.name}: {t.error}" for t in traces if t.error) or None,
-        cells=tuple(t.name for t in traces),
-    )
-
-
-def concat_tables(tables: list[pa.Table]) -> pa.Table:
-    """Concatenate event tables from one process (ids never collide there; if they do, the later
-    tables are shifted), keeping the first table's metadata with summed dropped counts."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not tables:
-        raise ValueError("nothing to concatenate")
-    fixed: list[pa.Table] = []
-    seen_max: Optional[int] = None
-    seen: set[int] = set()
-    for table in tables:
-        ids = table.column("id")
-        if seen_max is not None and table.num_rows and not seen.isdisjoint(ids.to_pylist()):
-            shift = seen_max + 1 - int(pc.min(ids).as_py())
-            shift_scalar = pa.scalar(shift, pa.int64())
-            table = table.set_column(
-                table.schema.get_field_index("id"), "id", pc.add(ids, shift_scalar)
-            ).set_column(
-                table.schema.get_field_index("parent_id"),
-                "parent_id",
-                pc.add(table.column("parent_id"), shift_scalar),
-            )
-        if table.num_rows:
-            values = table.column("id").to_pylist()
-            seen.update(values)
-            top = max(values)
-            seen_max = top if seen_max is None else max(seen_max, top)
-        fixed.append(table.replace_schema_metadata(None))
-    merged = pa.concat_tables(fixed, promote_options="default").unify_dictionaries()
-    metadata = dict(tables[0].schema.metadata or {})
-    dropped = 0
-    for table in tables:
-        try:
-            dropped += int((table.schema.metadata or {}).get(b"recfn.dropped_events", b"0"))
-        except ValueError:
-            pass
-    metadata[b"recfn.dropped_events"] = str(dropped).encode()
-    return merged.combine_chunks().replace_schema_metadata(metadata)
 
 
 _session: Optional[Session] = None

@@ -2,18 +2,24 @@
 
 Named ranges (``with recfn.record_function("step"):``), start/end callbacks filtered by scope and
 sampled, guards, context that follows threads and asyncio tasks, and a profiler that records into
-columnar buffers and hands back one ``pyarrow.Table``. This module stays small and uncompiled; the
-engine (``recfn._engine``, ``recfn._registry``), the capture buffers (``recfn._recorder``) and the
-call tracer (``recfn._tracer``) are compiled with mypyc.
-Importing recfn imports no pandas, matplotlib or IPython.
+columnar buffers and hands back a ``recfn.Trace``. This module is the package's facade, the one
+place that reaches all three layers (the core, ``recfn.analysis``, ``recfn.notebook_ext``): it
+fills the core's hooks (rich reprs, the ``df.recfn`` accessor) with functions that import the
+layers above when called. The engine (``recfn._engine``, ``recfn._registry``), the capture buffers
+(``recfn._recorder``) and the call tracer (``recfn._tracer``) are compiled with mypyc.
+Importing recfn imports no pandas, pyarrow, matplotlib or IPython; the ``df.recfn`` accessor is
+registered as soon as pandas is imported (or at once, when it already is).
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 from typing import Any
 
 __version__ = "0.1.0"
 
+from recfn import _hooks
 from recfn._context import PropagatingExecutor, propagate
 from recfn._engine import (
     RecordFunction,
@@ -64,6 +70,8 @@ _LAZY = {
     "skip_list": "recfn._instrument",
     "ModuleHooks": "recfn.torch_modules",
     "instrument_module": "recfn.torch_modules",
+    "Trace": "recfn.trace",
+    "merge": "recfn.trace",
 }
 
 
@@ -71,24 +79,22 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'recfn' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def load(path: Any, as_pandas: bool = False) -> Any:
-    """Read a trace saved by ``profile.save`` as a ``pyarrow.Table`` (or a DataFrame)."""
-    from recfn.io import load as load_trace
+    """A ``recfn.Trace`` of a trace file: recfn Parquet, any Parquet with the event table's
+    columns, or Chrome JSON (``.json``/``.json.gz``), told apart by content. ``as_pandas=True``
+    returns ``trace.to_pandas()`` instead."""
+    from recfn.trace import load as load_trace
 
     return load_trace(path, as_pandas=as_pandas)
 
 
 def session() -> Any:
     """The notebook session: per-cell traces recorded by ``%%record_function``."""
-    import importlib
-
     return importlib.import_module("recfn.notebook_ext").session()
 
 
@@ -108,15 +114,86 @@ COMPILED: bool = all(_is_extension(name) for name in COMPILED_MODULES)
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext recfn``: register the ``%%record_function`` magics."""
-    import importlib
-
     importlib.import_module("recfn.notebook_ext").load_ipython_extension(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    import importlib
-
     importlib.import_module("recfn.notebook_ext").unload_ipython_extension(ipython)
+
+
+# -- hooks: the layers above, reached only when called ---------------------------------------
+
+
+def _trace_header(trace: Any) -> str:
+    text: str = importlib.import_module("recfn.notebook_ext.display").header_text(trace)
+    return text
+
+
+def _trace_text(trace: Any) -> str:
+    text: str = importlib.import_module("recfn.notebook_ext.display").trace_text(trace)
+    return text
+
+
+def _trace_html(trace: Any) -> str:
+    text: str = importlib.import_module("recfn.notebook_ext.display").trace_html(trace)
+    return text
+
+
+class _LazyAccessor:
+    """``df.recfn`` until first used: then ``recfn.analysis`` (and matplotlib) is imported."""
+
+    def __new__(cls, frame: Any) -> Any:
+        return importlib.import_module("recfn.analysis.accessor").RecfnAccessor(frame)
+
+
+def _register_accessor() -> None:
+    """Register ``df.recfn`` (once; imports pandas)."""
+    import pandas as pd
+
+    try:
+        frame, register = pd.DataFrame, pd.api.extensions.register_dataframe_accessor
+    except AttributeError:  # pandas is still being imported: its import hook registers later
+        return
+    if not hasattr(frame, "recfn"):
+        register("recfn")(_LazyAccessor)
+
+
+class _PandasWatcher:
+    """A one-shot ``sys.meta_path`` entry: when pandas is imported, register ``df.recfn`` right
+    after pandas' own module code has run."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "pandas":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec("pandas")
+        loader = None if spec is None else spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            try:
+                run(module)
+            finally:
+                del loader.exec_module  # back to the class's method
+            _register_accessor()
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+_hooks.header_renderer = _trace_header
+_hooks.text_renderer = _trace_text
+_hooks.html_renderer = _trace_html
+_hooks.on_pandas = _register_accessor
+if "pandas" in sys.modules:
+    _register_accessor()
+elif not any(isinstance(finder, _PandasWatcher) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _PandasWatcher())
 
 
 __all__ = [
@@ -131,6 +208,7 @@ __all__ = [
     "RecordFunctionGuard",
     "RecordProfile",
     "RecordScope",
+    "Trace",
     "TraceFormatError",
     "add_global_callback",
     "add_thread_local_callback",
@@ -152,6 +230,7 @@ __all__ = [
     "is_record_function_enabled",
     "load",
     "mark",
+    "merge",
     "profile",
     "propagate",
     "record_function",

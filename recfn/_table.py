@@ -1,4 +1,4 @@
-"""Consolidating a Recorder's thread buffers into one ``pyarrow.Table`` (schema in docs/schema.md).
+"""Consolidating a Recorder's thread buffers into one ``pyarrow.Table`` (schema: ``recfn.schema``).
 
 The fixed columns are read straight from the vec buffers through the buffer protocol and
 concatenated with numpy; sparse columns are scattered with one ``take``. No per-event Python work
@@ -7,15 +7,12 @@ happens for the fixed columns.
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from recfn._recorder import (
     ASYNC_BIT,
@@ -26,18 +23,8 @@ from recfn._recorder import (
     _Chunk,
     _ThreadBuffer,
 )
+from recfn.schema import KINDS, build_metadata, column_type
 from recfn.scope import SCOPE_LABELS
-
-SCHEMA_VERSION = 1
-KINDS = ("range", "mark", "memory")
-BASE_COLUMNS = (
-    "id", "parent_id", "name", "kind", "scope", "start_ns", "end_ns", "thread_id", "thread_name",
-    "depth", "sequence_nr", "fwd_thread_id", "is_async", "node_id", "pid",
-)  # fmt: skip
-
-_SHAPES_TYPE = pa.list_(pa.list_(pa.int64()))
-_DTYPES_TYPE = pa.list_(pa.string())
-_STACK_TYPE = pa.list_(pa.string())
 
 
 def _view(vector: Any, dtype: Any) -> np.ndarray:
@@ -66,7 +53,9 @@ def _int64_zero_copy(chunks: Sequence[_Chunk], field: str, null_value: int) -> p
     return pa.chunked_array(arrays, pa.int64())
 
 
-def _dictionary(indices: np.ndarray, values: Sequence[str], index_type: Any) -> pa.Array:
+def _dictionary(column: str, indices: np.ndarray, values: Sequence[str]) -> pa.Array:
+    """A dictionary column with the index type the schema gives ``column``."""
+    index_type = column_type(column).index_type.to_pandas_dtype()
     return pa.DictionaryArray.from_arrays(
         pa.array(indices.astype(index_type, copy=False)), pa.array(list(values), pa.string())
     )
@@ -89,6 +78,7 @@ def build_table(
     start_ns: int,
     node_id: int,
     config: dict[str, Any],
+    wall_ns: int,
 ) -> pa.Table:
     """One table for everything ``recorder`` captured (it must be stopped: the int64 columns
     share memory with its buffers)."""
@@ -118,13 +108,13 @@ def build_table(
     columns: dict[str, Any] = {
         "id": _int64_zero_copy(chunks, "ids", 0),
         "parent_id": _int64_zero_copy(chunks, "parents", 0),
-        "name": _dictionary(names, recorder.name_list, np.int32),
-        "kind": _dictionary((meta >> KIND_SHIFT) & 3, KINDS, np.int8),
-        "scope": _dictionary(meta & 15, SCOPE_LABELS, np.int8),
+        "name": _dictionary("name", names, recorder.name_list),
+        "kind": _dictionary("kind", (meta >> KIND_SHIFT) & 3, KINDS),
+        "scope": _dictionary("scope", meta & 15, SCOPE_LABELS),
         "start_ns": _int64_zero_copy(chunks, "starts", OPEN_END),
         "end_ns": _int64_zero_copy(chunks, "ends", OPEN_END),
         "thread_id": pa.array(thread_ids),
-        "thread_name": _dictionary(thread_name_idx, thread_names, np.int32),
+        "thread_name": _dictionary("thread_name", thread_name_idx, thread_names),
         "depth": pa.array((meta >> DEPTH_SHIFT).astype(np.int32)),
         "sequence_nr": pa.array(sequence_nr),
         "fwd_thread_id": pa.array(fwd_thread_id),
@@ -133,14 +123,13 @@ def build_table(
         "pid": _constant(n, os.getpid(), np.int64),
     }
     columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
-    metadata = {
-        "recfn.schema_version": str(SCHEMA_VERSION),
-        "recfn.version": _version(),
-        "recfn.config": json.dumps(config, sort_keys=True),
-        "recfn.dropped_events": str(recorder.dropped),
-        "recfn.host": socket.gethostname(),
-        "recfn.start_ns": str(start_ns),
-    }
+    metadata = build_metadata(
+        config=config,
+        dropped_events=recorder.dropped,
+        start_ns=start_ns,
+        wall_ns=wall_ns,
+        pid=os.getpid(),
+    )
     return pa.table(columns).replace_schema_metadata(metadata)
 
 
@@ -158,12 +147,16 @@ def _optional_columns(
 
     args = gather("extra_args")
     if any(value is not None for value in args):
-        out["args"] = _scatter(n, rows, pa.array(args, pa.string()))
+        out["args"] = _scatter(n, rows, pa.array(args, column_type("args")))
     if recorder.report_input_shapes:
-        out["input_shapes"] = _scatter(n, rows, pa.array(gather("extra_shapes"), _SHAPES_TYPE))
-        out["input_dtypes"] = _scatter(n, rows, pa.array(gather("extra_dtypes"), _DTYPES_TYPE))
+        out["input_shapes"] = _scatter(
+            n, rows, pa.array(gather("extra_shapes"), column_type("input_shapes"))
+        )
+        out["input_dtypes"] = _scatter(
+            n, rows, pa.array(gather("extra_dtypes"), column_type("input_dtypes"))
+        )
     if recorder.with_stack:
-        out["stack"] = _scatter(n, rows, pa.array(gather("extra_stack"), _STACK_TYPE))
+        out["stack"] = _scatter(n, rows, pa.array(gather("extra_stack"), column_type("stack")))
     mem_rows = [_view(buf.mem_rows, np.int64) + offset for buf, offset in zip(buffers, offsets)]
     if recorder.profile_memory or any(len(r) for r in mem_rows):
         all_rows = np.concatenate(mem_rows) if mem_rows else np.empty(0, dtype=np.int64)
@@ -171,46 +164,8 @@ def _optional_columns(
         values = np.concatenate(nbytes) if nbytes else np.empty(0, dtype=np.int64)
         out["memory_bytes"] = _scatter(n, all_rows, pa.array(values))
         devices = pa.array(gather("mem_devices"), pa.string()).dictionary_encode()
+        devices = devices.cast(column_type("device"))
         out["device"] = _scatter(n, all_rows, devices)
     if recorder.with_flops:
-        out["flops"] = _scatter(n, rows, pa.array(gather("extra_flops"), pa.int64()))
+        out["flops"] = _scatter(n, rows, pa.array(gather("extra_flops"), column_type("flops")))
     return out
-
-
-def _version() -> str:
-    from recfn import __version__
-
-    return __version__
-
-
-def merge_tables(local: pa.Table, remote: Sequence[pa.Table]) -> pa.Table:
-    """Append events captured elsewhere, renumbering their ids so they stay unique."""
-    if not remote:
-        return local
-    tables = [local]
-    next_id = _max_id(local) + 1
-    for table in remote:
-        ids = table.column("id").to_numpy()
-        low = int(ids.min()) if len(ids) else 0
-        shift = next_id - low
-        parent = table.column("parent_id")
-        table = table.set_column(
-            table.schema.get_field_index("id"), "id", pa.array(ids + shift)
-        ).set_column(
-            table.schema.get_field_index("parent_id"),
-            "parent_id",
-            pc.add(parent, pa.scalar(shift, pa.int64())),
-        )
-        tables.append(table)
-        next_id = max(next_id, _max_id(table) + 1)
-    merged = pa.concat_tables(
-        [t.replace_schema_metadata(None) for t in tables], promote_options="default"
-    )
-    return (
-        merged.unify_dictionaries().combine_chunks().replace_schema_metadata(local.schema.metadata)
-    )
-
-
-def _max_id(table: pa.Table) -> int:
-    value = pc.max(table.column("id")).as_py()
-    return 0 if value is None else int(value)

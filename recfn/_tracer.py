@@ -108,8 +108,9 @@ def _pattern_tuple(value: object, field: str) -> Optional[tuple[str, ...]]:
 class Tracer:
     """Trace every call of the profiled threads into ``recorder`` until ``stop()``.
 
-    ``include``/``exclude`` are fnmatch patterns matched against ``module.qualname`` and against
-    the module name alone; ``max_depth`` bounds how many traced calls nest.
+    Calls are named ``module::qualname``. ``include``/``exclude`` are fnmatch patterns matched
+    against the module name alone, against ``module.qualname`` and against the recorded name
+    ``module::qualname``; ``max_depth`` bounds how many traced calls nest.
     """
 
     recorder: Recorder
@@ -280,15 +281,16 @@ class Tracer:
             if fnmatch.fnmatchcase(module, pattern):
                 return EXCLUDED
         full = f"{module}.{qualname}"
-        if self.include and not _matches(self.include, module, full):
+        name = f"{module}::{qualname}"
+        if self.include and not _matches(self.include, module, full, name):
             return EXCLUDED
-        if _matches(self.exclude, module, full):
+        if _matches(self.exclude, module, full, name):
             return EXCLUDED
         if self.recorder._lock.locked():
             # Taking it could deadlock: this event may come from inside the recorder (pure Python
             # mode). Skip the event; the next call of this function is named and recorded.
             return NOT_NOW
-        return self.recorder._name_id(f"{module}::{qualname}")
+        return self.recorder._name_id(name)
 
     # -- sys.monitoring (3.12+) ---------------------------------------------------------------
 
@@ -409,9 +411,14 @@ def _module_of(code: types.CodeType, frame: Optional[types.FrameType]) -> str:
     return name if isinstance(name, str) and name else "?"
 
 
-def _matches(patterns: tuple[str, ...], module: str, full: str) -> bool:
+def _matches(patterns: tuple[str, ...], module: str, full: str, name: str) -> bool:
+    """Whether a pattern matches the module, ``module.qualname`` or the recorded name."""
     for pattern in patterns:
-        if fnmatch.fnmatchcase(full, pattern) or fnmatch.fnmatchcase(module, pattern):
+        if (
+            fnmatch.fnmatchcase(full, pattern)
+            or fnmatch.fnmatchcase(module, pattern)
+            or fnmatch.fnmatchcase(name, pattern)
+        ):
             return True
     return False
 

@@ -1,126 +1,137 @@
-"""Trace files: Parquet save/load with validation, Chrome JSON export, pandas conversion."""
+"""Trace files: the format from a name (for writing) or from the first bytes (for reading),
+Parquet with validation, and Chrome/Perfetto JSON through ``recfn.chrome``.
+
+Parquet written by recfn, any Parquet with the event table's columns (``df.to_parquet`` of a
+trace) and Chrome JSON (``.json``/``.json.gz``, torch.profiler's included) are read; anything
+else is refused with a ``TraceFormatError`` that says what the file is not.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Final, Union
 
 import pyarrow as pa
 
-from recfn._table import BASE_COLUMNS, SCHEMA_VERSION
+from recfn import schema
 from recfn.errors import TraceFormatError
 
 if TYPE_CHECKING:
     import pandas as pd
 
 PathLike = Union[str, "os.PathLike[str]"]
-NULLABLE_INT_COLUMNS = ("parent_id", "end_ns", "memory_bytes", "flops")
+PARQUET: Final = "parquet"
+CHROME: Final = "chrome"
+SUFFIXES: Final = {".parquet": PARQUET, ".pq": PARQUET, ".json": CHROME, ".json.gz": CHROME}
+"""File name endings that ``save`` accepts, and the format each one means."""
+
+
+def path_name(path: Any) -> str:
+    """``path`` as a str; TypeError for anything that is not a path."""
+    try:
+        name = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"trace path must be a str or path, got {type(path).__name__}") from None
+    if not isinstance(name, str):
+        raise TypeError(f"trace path must be a str or path, got {type(path).__name__}")
+    return name
 
 
 def trace_format(path: Any) -> str:
-    """``"parquet"`` or ``"chrome"`` from the file name; ValueError for anything else."""
-    name = os.fspath(path)
-    if not isinstance(name, str):
-        raise TypeError(f"trace path must be a str or path, got {type(path).__name__}")
+    """``"parquet"`` or ``"chrome"`` from the file name; ValueError naming the accepted ones."""
+    name = path_name(path)
     lower = name.lower()
-    if lower.endswith((".json", ".json.gz")):
-        return "chrome"
-    if lower.endswith((".parquet", ".pq")):
-        return "parquet"
-    raise ValueError(f"cannot tell the trace format of {name!r}: use .parquet, .json or .json.gz")
+    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+        if lower.endswith(suffix):
+            return SUFFIXES[suffix]
+    raise ValueError(
+        f"cannot tell the trace format of {name!r}: use {', '.join(SUFFIXES)} "
+        "(Parquet, or Chrome JSON)"
+    )
 
 
-def check_trace_table(table: Any, what: str) -> pa.Table:
-    """Check that ``table`` is a recfn event table of a schema version we can read."""
-    if not isinstance(table, pa.Table):
-        raise TypeError(f"{what} expects a pyarrow.Table, got {type(table).__name__}")
-    metadata = table.schema.metadata or {}
-    raw = metadata.get(b"recfn.schema_version")
-    if raw is None:
-        missing = [c for c in BASE_COLUMNS if c not in table.column_names]
-        if missing:
-            raise TraceFormatError(f"{what}: not a recfn event table (missing columns: {missing})")
-        return table
-    try:
-        version = int(raw)
-    except ValueError:
-        raise TraceFormatError(f"{what}: bad recfn.schema_version {raw!r}") from None
-    if version > SCHEMA_VERSION:
-        raise TraceFormatError(
-            f"{what}: trace schema version {version} is newer than this recfn supports "
-            f"({SCHEMA_VERSION}); upgrade recfn"
-        )
-    missing = [c for c in BASE_COLUMNS if c not in table.column_names]
-    if missing:
-        raise TraceFormatError(f"{what}: recfn trace is missing columns {missing}")
-    return table
+def sniff(path: str) -> str:
+    """``"parquet"`` or ``"chrome"`` from the file's first bytes; errors for anything else."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such file: {path!r}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path!r} is a folder, not a trace file")
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    if not head:
+        raise TraceFormatError(f"{path!r} is empty")
+    if head.startswith(b"PAR1"):
+        return PARQUET
+    if head.startswith(b"\x1f\x8b"):
+        return CHROME
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"["):
+        return CHROME
+    raise TraceFormatError(
+        f"{path!r} is neither a recfn trace (Parquet) nor a Chrome/Perfetto JSON trace "
+        "(not a Parquet file, not JSON)"
+    )
 
 
 def save(table: pa.Table, path: PathLike) -> None:
+    """Write ``table`` in the format its name asks for (``trace_format``)."""
+    if trace_format(path) == CHROME:
+        from recfn.chrome import write_chrome_trace
+
+        write_chrome_trace(schema.validate(table, "save"), path)
+    else:
+        write_parquet(table, path)
+
+
+def write_parquet(table: pa.Table, path: PathLike) -> None:
     """Write ``table`` as Parquet (zstd, dictionary columns kept, metadata kept)."""
     import pyarrow.parquet as pq
 
-    check_trace_table(table, "save")
+    table = schema.validate(table, "save")
     pq.write_table(
         table,
         os.fspath(path),
         compression="zstd",
         compression_level=3,
-        use_dictionary=["name", "kind", "scope", "thread_name", "device", "args"],
+        use_dictionary=[c for c in schema.PARQUET_DICTIONARY if c in table.column_names],
         column_encoding={
-            column: "DELTA_BINARY_PACKED"
-            for column in ("id", "parent_id", "start_ns", "end_ns", "depth", "thread_id")
+            c: "DELTA_BINARY_PACKED" for c in schema.PARQUET_DELTA if c in table.column_names
         },
         store_schema=True,
         use_compliant_nested_type=False,  # keep Arrow's list item names: exact round trips
     )
 
 
-def load(path: PathLike, as_pandas: bool = False) -> Any:
-    """Read a trace written by ``save``; refuses files that are not complete recfn traces."""
+def read_parquet(path: str) -> pa.Table:
+    """recfn's own Parquet, else any Parquet that has the event table's columns (conformed)."""
     import pyarrow.parquet as pq
 
-    name = os.fspath(path)
-    if not os.path.isfile(name):
-        raise FileNotFoundError(f"no such trace file: {name!r}")
     try:
-        metadata = pq.read_schema(name).metadata or {}
+        metadata = pq.read_schema(path).metadata or {}
     except (pa.ArrowInvalid, OSError) as exc:
         raise TraceFormatError(
-            f"{name!r} is not a Parquet file (or it is truncated): {exc}"
+            f"{path!r} is not a readable Parquet file (or it is truncated): {exc}"
         ) from None
-    if b"recfn.schema_version" not in metadata:
-        raise TraceFormatError(f"{name!r} is a Parquet file but not a recfn trace")
     try:
-        table = pq.read_table(name)
+        table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise TraceFormatError(f"{name!r} is corrupted: {exc}") from None
-    table = check_trace_table(table, f"load({name!r})")
-    return table_to_pandas(table) if as_pandas else table
+        raise TraceFormatError(f"{path!r} is corrupted: {exc}") from None
+    if schema.SCHEMA_VERSION_KEY.encode() in metadata:
+        return schema.validate(table, f"load({path!r})")
+    try:
+        return schema.conform(table.replace_schema_metadata(None), path)
+    except TraceFormatError:
+        raise TraceFormatError(
+            f"{path!r} is a Parquet file but not a recfn trace (it lacks the event-table columns)"
+        ) from None
 
 
-def table_to_pandas(table: pa.Table) -> pd.DataFrame:
-    """DataFrame with categoricals for dictionary columns and ``Int64`` for nullable ints."""
-    import recfn.analysis as analysis  # noqa: F401  (registers the df.recfn accessor)
+def read_chrome(path: str) -> pd.DataFrame:
+    """A Chrome JSON trace as an event-table DataFrame; TraceFormatError for broken files."""
+    from recfn.chrome import read_chrome_trace
 
-    df = table.to_pandas()
-    for column in NULLABLE_INT_COLUMNS:
-        if column in table.column_names:
-            df[column] = table.column(column).to_pandas(types_mapper=_int64_mapper).array
-    df.attrs["recfn"] = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-    return df
-
-
-def _int64_mapper(dtype: pa.DataType) -> Any:
-    import pandas as pd
-
-    return pd.Int64Dtype() if dtype == pa.int64() else None
-
-
-def export_chrome_trace(table: pa.Table, path: PathLike) -> None:
-    """Write a Chrome/Perfetto JSON trace (``.json`` or ``.json.gz``)."""
-    if trace_format(path) != "chrome":
-        raise ValueError(f"Chrome traces are written as .json or .json.gz, not {os.fspath(path)!r}")
-    from recfn.analysis.chrome import write_chrome_trace
-
-    write_chrome_trace(table, path)
+    try:
+        return read_chrome_trace(path)
+    except (ValueError, UnicodeDecodeError, EOFError) as exc:  # JSONDecodeError is a ValueError
+        raise TraceFormatError(f"{path!r} is not a Chrome trace: {exc}") from None
+    except OSError as exc:  # gzip errors and truncated .gz files
+        raise TraceFormatError(f"{path!r} could not be read as a Chrome trace: {exc}") from None

@@ -74,8 +74,8 @@ class ProfilerConfig:
     trace_c_calls: bool = _option(False, "with trace_calls: C function calls too")
     trace_include: Optional[tuple[str, ...]] = _option(
         None,
-        "with trace_calls: trace only calls whose module.qualname or module matches one of "
-        "these fnmatch patterns",
+        "with trace_calls: trace only calls matching one of these fnmatch patterns (matched "
+        "against the module, module.qualname and the recorded module::qualname)",
         metavar="PAT",
     )
     trace_exclude: Optional[tuple[str, ...]] = _option(

@@ -9,7 +9,6 @@ per thread/context at a time.
 from __future__ import annotations
 
 import contextvars
-import inspect
 import threading
 import time
 import tracemalloc
@@ -25,6 +24,8 @@ from recfn.options import ProfilerConfig, document_options
 if TYPE_CHECKING:  # pyarrow and pandas load on first use, keeping `import recfn` fast
     import pandas as pd
     import pyarrow as pa
+
+    from recfn.trace import Trace
 
 _node_id = -1
 _active: list[profile] = []
@@ -64,7 +65,8 @@ def shape_of(value: object) -> tuple[list[int], str]:
 
 
 class profile:
-    """Profile a block: ``with recfn.profile(**options) as prof: ...`` then ``prof.table()``.
+    """Profile a block: ``with recfn.profile() as prof: ...`` then ``prof.trace`` (a ``Trace``;
+    ``prof.table``, ``prof.to_pandas()``, ``prof.save(path)`` are shortcuts to it).
 
     Also ``start()``/``stop()``. Events from every thread are captured while it runs. An exception
     (KeyboardInterrupt included) inside the block still stops the profiler and keeps the events.
@@ -83,7 +85,7 @@ class profile:
         self._started_tracemalloc = False
         self._start_ns = 0
         self._wall_ns = 0
-        self._table: Optional[pa.Table] = None
+        self._trace: Optional[Trace] = None
         self._remote: list[pa.Table] = []
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -138,8 +140,8 @@ class profile:
             tracer.start()
         return self
 
-    def stop(self) -> profile:
-        """Stop capturing and consolidate the events into a table."""
+    def stop(self) -> Trace:
+        """Stop capturing and consolidate the events; returns the ``Trace`` (also ``.trace``)."""
         recorder = self._recorder
         if recorder is None or recorder.stopped:
             raise RuntimeError(
@@ -162,13 +164,16 @@ class profile:
             tracemalloc.stop()
         self._wall_ns = time.time_ns() - self._start_ns
         from recfn._table import build_table
+        from recfn.trace import Trace
 
-        self._table = build_table(
+        table = build_table(
             recorder,
             start_ns=self._start_ns,
             node_id=recorder.node_id,
             config=self.config.to_dict(),
+            wall_ns=self._wall_ns,
         )
+        self._trace = Trace(table, name="profile", wall_ns=self._wall_ns)
         if recorder.dropped:
             warnings.warn(
                 f"recfn: max_events={self.config.max_events} reached; {recorder.dropped} events "
@@ -176,7 +181,7 @@ class profile:
                 RuntimeWarning,
                 stacklevel=2,
             )
-        return self
+        return self._trace
 
     def __enter__(self) -> profile:
         return self.start()
@@ -193,12 +198,25 @@ class profile:
 
     def add_events(self, table: pa.Table) -> None:
         """Merge events captured in another process or node (their node_id and pid are kept)."""
-        from recfn.io import check_trace_table
+        from recfn.schema import validate
 
-        check_trace_table(table, "add_events")
-        self._remote.append(table)
+        self._remote.append(validate(table, "add_events"))
 
-    # -- results --------------------------------------------------------------------------------
+    # -- results ------------------------------------------------------------------------------
+
+    @property
+    def trace(self) -> Trace:
+        """The finished capture (RuntimeError before ``stop()``), with merged remote events."""
+        if self._trace is None:
+            raise RuntimeError("no events yet: the profiler has not been stopped")
+        if self._remote:
+            from recfn.trace import merge
+
+            self._trace = merge(
+                [self._trace, *self._remote], name=self._trace.name, wall_ns=self._wall_ns
+            )
+            self._remote.clear()
+        return self._trace
 
     @property
     def dropped_events(self) -> int:
@@ -208,49 +226,31 @@ class profile:
     def wall_ns(self) -> int:
         return self._wall_ns
 
+    @property
     def table(self) -> pa.Table:
         """The events as a ``pyarrow.Table`` (see docs/schema.md)."""
-        if self._table is None:
-            raise RuntimeError("no events yet: the profiler has not been stopped")
-        from recfn._table import merge_tables
-
-        return merge_tables(self._table, self._remote)
+        return self.trace.table
 
     def to_pandas(self) -> pd.DataFrame:
         """The events as a DataFrame (categoricals; nullable ints as ``Int64``) with ``df.recfn``."""
-        from recfn.io import table_to_pandas
-
-        return table_to_pandas(self.table())
+        return self.trace.to_pandas()
 
     def save(self, path: Any) -> None:
-        """Write the events as Parquet (zstd); ``recfn.load(path)`` reads them back exactly."""
-        from recfn.io import save
-
-        save(self.table(), path)
-
-    def export_chrome_trace(self, path: Any) -> None:
-        """Write a Chrome/Perfetto JSON trace (``.json`` or ``.json.gz``)."""
-        from recfn.io import export_chrome_trace
-
-        export_chrome_trace(self.table(), path)
+        """Write the events: Parquet for ``.parquet``/``.pq`` (``recfn.load`` reads them back
+        exactly), Chrome/Perfetto JSON for ``.json``/``.json.gz``; ValueError for other names."""
+        self.trace.save(path)
 
     def _repr_html_(self) -> Optional[str]:
-        """Header and summary table in notebooks (drawn by notebook_ext)."""
-        if self._table is None:
-            return None
-        from recfn.notebook_ext.trace import Trace
-
-        html: str = Trace.from_profile(self)._repr_html_()
-        return html
+        """The trace's header and summary in notebooks, once stopped."""
+        return None if self._trace is None else self.trace._repr_html_()
 
     def __repr__(self) -> str:
-        if self._table is None:
+        if self._trace is None:
             state = "running" if self.running else "not started"
             return f"<recfn.profile {state}>"
-        table = self._table
-        threads = len(set(table.column("thread_id").to_pylist())) if table.num_rows else 0
+        trace = self.trace
         return (
-            f"<recfn.profile {table.num_rows} events, {threads} threads, "
+            f"<recfn.profile {trace.events} events, {trace.threads} threads, "
             f"{self._wall_ns / 1e6:.1f} ms, {self.dropped_events} dropped>"
         )
 
@@ -263,8 +263,8 @@ def enable_profiler(config: Optional[ProfilerConfig] = None) -> profile:
     return profile(config=config or ProfilerConfig()).start()
 
 
-def disable_profiler() -> profile:
-    """Stop the profiler enabled in this thread/context and return it (its table is ready)."""
+def disable_profiler() -> Trace:
+    """Stop the profiler enabled in this thread/context and return its ``Trace``."""
     prof = _context_profiler.get()
     if prof is None or not prof.running:
         raise RuntimeError(
@@ -292,26 +292,20 @@ def report_memory_usage(nbytes: int, device: str = "cpu") -> None:
 
 
 class RecordProfile:
-    """Profile a block and write the trace on exit: Parquet, or Chrome JSON for ``.json``/``.json.gz``."""
+    """Profile a block and save the trace on exit (``profile.save``: the format from the suffix)."""
 
     def __init__(
         self, path: Any, *, config: Optional[ProfilerConfig] = None, **options: Any
     ) -> None:
         from recfn.io import trace_format
 
+        trace_format(path)  # an unknown suffix fails before the block runs
         self.path = path
-        self._format = trace_format(path)
-        self.profile = profile(config=config, **options)
+        self.profile = profile(**options)
 
     def __enter__(self) -> profile:
         return self.profile.start()
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.profile.stop()
-        if self._format == "chrome":
-            self.profile.export_chrome_trace(self.path)
-        else:
-            self.profile.save(self.path)
-
-
-document_options(RecordProfile, inspect.Parameter("path", inspect.Parameter.POSITIONAL_OR_KEYWORD))
+        self.profile.save(self.path)

@@ -43,3 +43,51 @@ def test_import_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def run_python(code: str, cwd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def demo_parquet(tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = tmp_path_factory.mktemp("imports")
+    code = (
+        "import recfn\n"
+        "with recfn.profile() as prof, recfn.record_function('step'):\n"
+        "    recfn.record_function('inner').__enter__().end()\n"
+        "prof.save('demo.parquet')\n"
+    )
+    proc = run_python(code, str(folder))
+    assert proc.returncode == 0, proc.stderr
+    return str(folder)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "import recfn, pandas as pd\ndf = pd.read_parquet('demo.parquet')",
+        "import pandas as pd, recfn\ndf = pd.read_parquet('demo.parquet')",
+        "import recfn\ndf = recfn.load('demo.parquet', as_pandas=True)",
+    ],
+    ids=["recfn-then-pandas", "pandas-then-recfn", "recfn-load"],
+)
+def test_frames_get_the_accessor_whatever_the_import_order(frame: str, demo_parquet: str) -> None:
+    """``df.recfn`` works once recfn is imported, before or after pandas; the accessor loads
+    recfn.analysis (and matplotlib) only when first used."""
+    code = (
+        f"{frame}\nimport sys\n"
+        "assert 'recfn.analysis' not in sys.modules and 'matplotlib' not in sys.modules\n"
+        "print(df.recfn.summary()['count'].sum())\n"
+    )
+    proc = run_python(code, demo_parquet)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-1] == "2"
+
+
+def test_generic_top_level_names_are_not_installed(tmp_path: object) -> None:
+    for name in ("analysis", "notebook_ext"):
+        proc = run_python(f"import {name}", cwd=str(tmp_path))
+        assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, name

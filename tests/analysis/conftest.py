@@ -15,37 +15,32 @@ import pandas as pd
 import pytest
 
 import recfn.analysis as analysis
+from recfn.schema import KINDS, conform, to_pandas
 
 T0 = 1_700_000_000_000_000_000
 
 
 def make_frame(rows: list[tuple[Any, ...]], **extra: list[Any]) -> pd.DataFrame:
-    """A schema-v1 frame with ``prof.to_pandas()`` dtypes from rows of
+    """A schema-v1 frame with ``prof.to_pandas()`` dtypes (``recfn.schema``) from rows of
     ``(id, parent_id, name, kind, start, end, thread_id)``; times are ns after `T0`, None for
     a null parent or an open range. `extra` adds optional columns."""
     ids, parents, names, kinds, starts, ends, threads = map(list, zip(*rows))
-    n = len(rows)
     frame = pd.DataFrame(
         {
-            "id": np.array(ids, dtype=np.int64),
+            "id": ids,
             "parent_id": pd.array(parents, dtype="Int64"),
-            "name": pd.Categorical(names),
-            "kind": pd.Categorical(kinds, categories=["range", "mark", "memory"]),
-            "scope": pd.Categorical(["function"] * n),
-            "start_ns": np.array(starts, dtype=np.int64) + T0,
+            "name": names,
+            "kind": pd.Categorical(kinds, categories=KINDS),
+            "scope": "function",
+            "start_ns": np.array(starts) + T0,
             "end_ns": pd.array([None if e is None else e + T0 for e in ends], dtype="Int64"),
-            "thread_id": np.array(threads, dtype=np.int64),
-            "thread_name": pd.Categorical(
-                ["MainThread" if t == 1 else f"Thread-{t}" for t in threads]
-            ),
-            "depth": np.zeros(n, dtype=np.int32),
-            "sequence_nr": np.full(n, -1, dtype=np.int64),
-            "fwd_thread_id": np.zeros(n, dtype=np.int64),
-            "is_async": np.zeros(n, dtype=bool),
-            "node_id": np.full(n, -1, dtype=np.int32),
-            "pid": np.full(n, 100, dtype=np.int64),
+            "thread_id": threads,
+            "thread_name": ["MainThread" if t == 1 else f"Thread-{t}" for t in threads],
+            "pid": 100,
         }
     )
+    frame = to_pandas(conform(frame))
+    frame.attrs.clear()
     for column, values in extra.items():
         frame[column] = values
     frame["depth"] = frame.recfn.tree().sort_index()["depth"].to_numpy(dtype=np.int32)

@@ -13,8 +13,9 @@ import pyarrow as pa
 import pytest
 
 import recfn.analysis as analysis
-from recfn.analysis import jsonio, read_chrome_trace, write_chrome_trace
-from recfn.analysis.schema import COLUMNS
+from recfn import _jsonio as jsonio
+from recfn.analysis import read_chrome_trace, write_chrome_trace
+from recfn.schema import REQUIRED as COLUMNS
 
 DATA = Path(__file__).parent.parent / "data"
 BASE = 1_700_000_000_000_000_000

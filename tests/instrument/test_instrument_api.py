@@ -101,7 +101,7 @@ def test_json_into_profile_table_with_nesting(tmp_path) -> None:
             json.dump([1], f)
         with open(path) as f:
             json.load(f)
-    rows = [r for r in prof.table().to_pylist() if r["kind"] == "range"]
+    rows = [r for r in prof.table.to_pylist() if r["kind"] == "range"]
     by_id = {r["id"]: r for r in rows}
     assert [r["name"] for r in rows] == ["json::dump", "json::load", "json::loads"]
     assert all(r["scope"] == "function" for r in rows)
@@ -317,7 +317,7 @@ def test_exception_ends_range_and_propagates(sample) -> None:
     with recfn.instrument(sample.Sample, include=["fail"]), recfn.profile() as prof:
         with pytest.raises(KeyError):
             sample.Sample(0).fail()
-    rows = [r for r in prof.table().to_pylist() if r["name"] == "sample_mod::Sample.fail"]
+    rows = [r for r in prof.table.to_pylist() if r["name"] == "sample_mod::Sample.fail"]
     assert len(rows) == 1 and rows[0]["end_ns"] is not None
 
 

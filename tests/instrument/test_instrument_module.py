@@ -25,7 +25,7 @@ def model():
 
 
 def ranges(prof):
-    return [r for r in prof.table().to_pylist() if r["kind"] == "range"]
+    return [r for r in prof.table.to_pylist() if r["kind"] == "range"]
 
 
 def test_one_range_per_module_call_with_shapes_and_nesting() -> None:

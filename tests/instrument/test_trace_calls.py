@@ -59,7 +59,7 @@ def graph():
 
 def tree(prof: recfn.profile, thread_id: int | None = None) -> list[str]:
     """The ranges of one thread as indented names, checking every parent_id/depth on the way."""
-    rows = [r for r in prof.table().to_pylist() if r["kind"] == "range"]
+    rows = [r for r in prof.table.to_pylist() if r["kind"] == "range"]
     if thread_id is not None:
         rows = [r for r in rows if r["thread_id"] == thread_id]
     by_id = {r["id"]: r for r in rows}
@@ -88,7 +88,7 @@ def test_known_call_graph_exact_ranges_and_nesting(graph) -> None:
         "      callgraph::leaf",
         "    callgraph::leaf",
     ]
-    scopes = {r["name"]: r["scope"] for r in prof.table().to_pylist()}
+    scopes = {r["name"]: r["scope"] for r in prof.table.to_pylist()}
     assert scopes["callgraph::leaf"] == "function" and scopes["user"] == "user_scope"
 
 
@@ -140,6 +140,17 @@ def test_max_depth_and_exclude(graph) -> None:
     assert tree(prof) == ["callgraph::root", "  user"]
 
 
+def test_filters_match_the_recorded_name_too(graph) -> None:
+    """A name copied from the table (``module::qualname``) works as a pattern."""
+    with recfn.profile(
+        trace_calls=True,
+        trace_include=["callgraph"],
+        trace_exclude=["callgraph::b*", "callgraph::l*"],
+    ) as prof:
+        graph.root(1)
+    assert tree(prof) == ["callgraph::root", "  user"]
+
+
 def test_c_calls_made_by_traced_code(graph) -> None:
     with recfn.profile(
         trace_calls=True, trace_c_calls=True, trace_include=["callgraph", "builtins"]
@@ -155,7 +166,7 @@ def test_threads_started_while_profiling(graph) -> None:
         worker.start()
         worker.join()
         graph.leaf(0)
-    table = prof.table().to_pylist()
+    table = prof.table.to_pylist()
     tids = {r["thread_id"] for r in table if r["name"] == "callgraph::leaf"}
     assert results == [2] and len(tids) == 2
     for tid in tids:
@@ -170,7 +181,7 @@ def test_profile_functions_removed_after_stop(graph) -> None:
     assert threading.getprofile() is hook_before
     with recfn.profile() as prof:  # a later profile without tracing records no calls
         graph.leaf(1)
-    assert [r["name"] for r in prof.table().to_pylist() if r["kind"] == "range"] == []
+    assert [r["name"] for r in prof.table.to_pylist() if r["kind"] == "range"] == []
 
 
 def test_refuses_when_another_profiler_holds_the_hook() -> None:

@@ -122,7 +122,7 @@ with recfn.record_function_fast("matmul", (a, b)):
     assert any(
         "<ipython-input" in frame or "Cell" in frame or ".py" in frame for frame in matmul["stack"]
     )
-    config = get_session().last.config()
+    config = get_session().last.config
     assert config["report_input_shapes"] and config["profile_memory"] and config["with_stack"]
 
 
@@ -146,8 +146,8 @@ def test_max_events_drops_and_says_so(shell):
         run = shell.run(f"%%record_function --max-events 10 --no-timeline\n{cell}")
     assert run.error is None
     trace = get_session().last
-    assert trace.dropped > 0
-    assert f"{trace.dropped:,} dropped" in run.mime("text/html")[0]
+    assert trace.dropped_events > 0
+    assert f"{trace.dropped_events:,} dropped" in run.mime("text/html")[0]
 
 
 def test_quiet_shows_nothing_but_keeps_the_trace(shell):
@@ -213,7 +213,7 @@ with recfn.record_function("long_loop"):
     assert names.count("step") == 5 and "long_loop" in names
     assert get_session().last.error == "KeyboardInterrupt"
     assert "interrupted by KeyboardInterrupt" in run.mime("text/html")[0]
-    assert recfn.load(path).num_rows == len(shell.ns["df"])
+    assert recfn.load(path).events == len(shell.ns["df"])
     # the profiler was stopped: a new capture starts fine
     assert shell.run(f"%%record_function --quiet\n{NESTED_CELL}").error is None
 
@@ -257,7 +257,7 @@ def test_append_builds_one_trace_over_several_cells(shell, tmp_path):
     assert s.trace().cells == ("part1", "part2")
     assert "2 cells" in s.trace().header()
     assert "session trace" in run.stdout
-    assert recfn.load(path).num_rows == len(combined)
+    assert recfn.load(path).events == len(combined)
     # the cell itself is still shown on its own
     assert "part2" in run.mime("text/html")[0] and "load" not in run.mime("text/html")[0]
 
@@ -276,7 +276,7 @@ def test_session_diff_between_two_cells_is_one_line(shell):
 
 def test_session_keeps_at_most_max_cells():
     from recfn.notebook_ext.session import Session
-    from recfn.notebook_ext.trace import Trace
+    from recfn.trace import Trace
 
     s = Session(max_cells=2)
     traces = [Trace(recfn_table(), name=f"t{i}") for i in range(3)]
@@ -292,14 +292,12 @@ def test_session_keeps_at_most_max_cells():
 def recfn_table():
     with recfn.profile() as prof, recfn.record_function("x"), recfn.record_function("y"):
         pass
-    return prof.table()
+    return prof.table
 
 
 def test_combining_tables_with_colliding_ids_renumbers_the_later_ones():
-    from recfn.notebook_ext.session import concat_tables
-
     table = recfn_table()
-    merged = concat_tables([table, table]).to_pandas()
+    merged = recfn.merge([table, table]).to_pandas()
     assert merged["id"].is_unique and len(merged) == 2 * table.num_rows
     second = merged.iloc[table.num_rows :]
     children = second[second["parent_id"].notna()]
@@ -377,12 +375,10 @@ def test_trace_reprs_in_a_terminal(shell):
 
 
 def test_a_plain_profile_gets_the_same_reprs():
-    from recfn.notebook_ext.trace import Trace
-
     with recfn.profile() as prof, recfn.record_function("step"):
         pass
-    trace = Trace.from_profile(prof)
-    assert trace.wall_ns == prof.wall_ns and trace.events == prof.table().num_rows
+    trace = prof.trace
+    assert trace.wall_ns == prof.wall_ns and trace.events == prof.table.num_rows
     assert "<table" in trace._repr_html_() and "step" in trace._repr_html_()
     assert trace.header().startswith("recfn · profile · ")
 

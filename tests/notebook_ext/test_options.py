@@ -120,12 +120,12 @@ def test_each_option_reaches_the_recorded_config_from_all_three(
 
     with recfn.profile(**{name: value}, **extra) as prof:
         pass
-    from_profile = json.loads(prof.table().schema.metadata[b"recfn.config"])
+    from_profile = json.loads(prof.table.schema.metadata[b"recfn.config"])
 
     run = shell.run(f"%%record_function --quiet {' '.join(flags)}\nx = 1")
     assert run.error is None
     trace = current_session().last
-    from_magic = trace.config()
+    from_magic = trace.config
 
     script = tmp_path / "job.py"
     script.write_text("x = 1\n")

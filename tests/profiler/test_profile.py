@@ -13,7 +13,7 @@ import pytest
 
 import recfn
 from recfn import RecordScope
-from recfn.io import BASE_COLUMNS
+from recfn.schema import REQUIRED as BASE_COLUMNS
 
 
 def rows(table: pa.Table, kind: str = "range") -> list[dict[str, Any]]:
@@ -27,7 +27,7 @@ def by_name(table: pa.Table) -> dict[str, dict[str, Any]]:
 def test_table_has_the_documented_columns_and_types() -> None:
     with recfn.profile() as prof, recfn.record_function("a"):
         pass
-    table = prof.table()
+    table = prof.table
     assert tuple(table.column_names) == BASE_COLUMNS
     schema = table.schema
     assert schema.field("id").type == pa.int64()
@@ -44,7 +44,7 @@ def test_nesting_parents_depth_and_times() -> None:
         with recfn.record_function("middle"):
             with recfn.record_function("inner"):
                 pass
-    r = by_name(prof.table())
+    r = by_name(prof.table)
     assert r["outer"]["parent_id"] is None and r["outer"]["depth"] == 0
     assert r["middle"]["parent_id"] == r["outer"]["id"] and r["middle"]["depth"] == 1
     assert r["inner"]["parent_id"] == r["middle"]["id"] and r["inner"]["depth"] == 2
@@ -55,15 +55,13 @@ def test_nesting_parents_depth_and_times() -> None:
         for k, v in r.items()
         if not k.startswith("__")
     )
-    assert (
-        0 <= r["outer"]["start_ns"] - int(prof.table().schema.metadata[b"recfn.start_ns"]) < 10**10
-    )
+    assert 0 <= r["outer"]["start_ns"] - int(prof.table.schema.metadata[b"recfn.start_ns"]) < 10**10
 
 
 def test_start_and_stop_marks_and_user_marks() -> None:
     with recfn.profile() as prof, recfn.record_function("r"):
         recfn.mark("checkpoint")
-    table = prof.table()
+    table = prof.table
     marks = rows(table, "mark")
     assert [m["name"] for m in marks] == ["__start_profile", "checkpoint", "__stop_profile"]
     checkpoint = marks[1]
@@ -78,7 +76,7 @@ def test_reported_memory_events() -> None:
         with recfn.record_function("alloc"):
             recfn.report_memory_usage(1024, device="cuda:0")
         recfn.report_memory_usage(-1024)
-    table = prof.table()
+    table = prof.table
     memory = rows(table, "memory")
     assert [(m["memory_bytes"], m["device"]) for m in memory] == [(1024, "cuda:0"), (-1024, "cpu")]
     assert memory[0]["parent_id"] == by_name(table)["alloc"]["id"]
@@ -95,7 +93,7 @@ def test_profile_memory_attributes_python_allocations_to_innermost_range() -> No
         with recfn.record_function("allocating"):
             kept = [bytearray(1000) for _ in range(100)]
     assert not tracemalloc.is_tracing()  # we stop what we started
-    table = prof.table()
+    table = prof.table
     ids = by_name(table)
     allocated = sum(
         m["memory_bytes"]
@@ -113,7 +111,7 @@ def test_input_shapes_and_dtypes() -> None:
             pass
         with recfn.record_function("no-inputs"):
             pass
-    r = by_name(prof.table())
+    r = by_name(prof.table)
     assert r["matmul"]["input_shapes"] == [[2, 3], [3, 4], []]
     assert r["matmul"]["input_dtypes"] == ["float32", "float64", "int"]
     assert r["no-inputs"]["input_shapes"] is None
@@ -131,7 +129,7 @@ def test_flops_from_registry() -> None:
                 pass
     finally:
         recfn.unregister_flops("my_op")
-    r = by_name(prof.table())
+    r = by_name(prof.table)
     assert r["matmul"]["flops"] == 2 * 2 * 3 * 4
     assert r["my_op"]["flops"] == 35 and r["unknown"]["flops"] is None
     with pytest.raises(TypeError, match="formula"):
@@ -145,7 +143,7 @@ def test_stack_has_user_frames_not_recfn() -> None:
 
     with recfn.profile(with_stack=True) as prof:
         user_function()
-    stack = by_name(prof.table())["with-stack"]["stack"]
+    stack = by_name(prof.table)["with-stack"]["stack"]
     assert stack and "user_function" in stack[-1]
     assert not any("/recfn/" in frame for frame in stack)
 
@@ -157,7 +155,7 @@ def test_args_column() -> None:
             pass
         with recfn.record_function_fast("b", keyword_values={"k": 2}):
             pass
-    r = by_name(prof.table())
+    r = by_name(prof.table)
     assert r["a"]["args"] == "x=1" and r["b"]["args"] == "{'k': 2}"
 
 
@@ -167,7 +165,7 @@ def test_record_scopes_filter() -> None:
             rf = recfn.RecordFunction(RecordScope.FUNCTION)
             rf.before("function")
             rf.end()
-    names = [r["name"] for r in rows(prof.table())]
+    names = [r["name"] for r in rows(prof.table)]
     assert names == ["function"]
 
 
@@ -176,7 +174,7 @@ def test_max_events_drops_and_counts() -> None:
         for _ in range(20):
             with recfn.record_function("r"):
                 pass
-    table = prof.table()
+    table = prof.table
     assert table.num_rows == 10
     dropped = 20 + 2 - 10  # 20 ranges + 2 marks
     assert prof.dropped_events == dropped
@@ -208,7 +206,7 @@ def test_enable_twice_and_disable_when_not_running() -> None:
     with pytest.raises(RuntimeError, match="not running"):
         prof.stop()
     with pytest.raises(RuntimeError, match="not been stopped"):
-        prof.table()
+        _ = prof.table
 
 
 def test_enable_disable_profiler_functions() -> None:
@@ -216,8 +214,8 @@ def test_enable_disable_profiler_functions() -> None:
     with recfn.record_function("functional"):
         pass
     prof = recfn.disable_profiler()
-    assert "functional" in by_name(prof.table())
-    assert "input_shapes" in prof.table().column_names
+    assert "functional" in by_name(prof.table)
+    assert "input_shapes" in prof.table.column_names
 
 
 def test_every_thread_is_captured_including_plain_threads() -> None:
@@ -245,7 +243,7 @@ def test_every_thread_is_captured_including_plain_threads() -> None:
         thread = threading.Thread(target=recfn.propagate(work), args=("propagated",))
         thread.start()
         thread.join()
-    r = by_name(prof.table())
+    r = by_name(prof.table)
     assert {"early-thread", "plain-thread", "propagated"} <= set(r)
     assert r["plain-thread"]["thread_name"] == "plain"
     assert len({r[n]["thread_id"] for n in ("early-thread", "plain-thread", "propagated")}) == 3
@@ -270,7 +268,7 @@ def test_eight_threads_fifty_thousand_nested_ranges() -> None:
             thread.start()
         for thread in threads:
             thread.join()
-    table = prof.table()
+    table = prof.table
     kind = table.column("kind").to_numpy(zero_copy_only=False)
     ranges = table.filter(pa.array(kind == "range"))
     assert ranges.num_rows == threads_n * per_thread
@@ -304,7 +302,7 @@ def test_asyncio_tasks_get_per_task_parents() -> None:
 
     with recfn.profile() as prof:
         asyncio.run(main())
-    r = by_name(prof.table())
+    r = by_name(prof.table)
     for tag in "abc":
         assert r[f"{tag}-inner"]["parent_id"] == r[f"{tag}-outer"]["id"]
 
@@ -316,7 +314,7 @@ def test_open_range_kept_with_null_end_and_async_ranges_flagged() -> None:
         thread = threading.Thread(target=moved.end)
         thread.start()
         thread.join()
-    r = by_name(prof.table())
+    r = by_name(prof.table)
     assert r["left-open"]["end_ns"] is None
     assert r["moved"]["is_async"] and r["moved"]["end_ns"] is not None
     left_open.end()
@@ -326,7 +324,7 @@ def test_keyboard_interrupt_keeps_events() -> None:
     prof = recfn.profile()
     with pytest.raises(KeyboardInterrupt), prof, recfn.record_function("interrupted"):
         raise KeyboardInterrupt
-    r = by_name(prof.table())
+    r = by_name(prof.table)
     assert r["interrupted"]["end_ns"] is not None
 
 
@@ -337,14 +335,14 @@ def test_remote_events_merge_with_their_node_and_pid() -> None:
             pass
     finally:
         recfn.set_default_node_id(-1)
-    remote_table = remote.table()
+    remote_table = remote.table
     remote_table = remote_table.set_column(
         remote_table.schema.get_field_index("pid"), "pid", pa.array([99999] * remote_table.num_rows)
     )
     with recfn.profile() as prof, recfn.record_function("local-work"):
         pass
     prof.add_events(remote_table)
-    merged = prof.table()
+    merged = prof.table
     r = by_name(merged)
     assert r["remote-work"]["node_id"] == 3 and r["remote-work"]["pid"] == 99999
     assert r["local-work"]["node_id"] == -1
@@ -381,9 +379,9 @@ def test_sampling_prob_records_a_fraction_of_ranges() -> None:
         for _ in range(4000):
             with recfn.record_function("sampled"):
                 pass
-    recorded = len(rows(prof.table()))
+    recorded = len(rows(prof.table))
     assert 800 < recorded < 1200
-    assert '"sampling_prob": 0.25' in prof.table().schema.metadata[b"recfn.config"].decode()
+    assert '"sampling_prob": 0.25' in prof.table.schema.metadata[b"recfn.config"].decode()
     with pytest.raises(ValueError, match="sampling_prob"):
         recfn.profile(sampling_prob=2)
 
@@ -415,7 +413,7 @@ def test_two_profilers_at_once_each_get_complete_ranges() -> None:
     done.set()
     thread.join()
     for prof in (first, other[0]):
-        row = by_name(prof.table())["seen-by-both"]
+        row = by_name(prof.table)["seen-by-both"]
         assert row["end_ns"] is not None and row["end_ns"] >= row["start_ns"]
 
 
@@ -427,4 +425,4 @@ def test_profiler_stopped_from_another_thread_frees_this_one() -> None:
     with recfn.profile() as again:  # not "already enabled": the first one is stopped
         with recfn.record_function("after"):
             pass
-    assert "after" in by_name(again.table())
+    assert "after" in by_name(again.table)

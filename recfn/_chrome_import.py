@@ -1,4 +1,4 @@
-"""Chrome trace events (parsed JSON) to a recfn event table; see `chrome.read_chrome_trace`.
+"""Chrome trace events (parsed JSON) to a recfn event table; see `recfn.chrome.read_chrome_trace`.
 
 Traces are decoded by msgspec into `Event` structs, whose ``args`` stay JSON text
 (``msgspec.Raw``) unless an event's args are needed as values; traces that do not fit them
@@ -19,9 +19,20 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .jsonio import json_strings, loads
-from .schema import COLUMNS, INT64_MAX, MARK, MEMORY, RANGE
-from .tree import depths, parents_from_nesting
+from recfn._frames import INT64_MAX
+from recfn._jsonio import json_strings, loads
+from recfn._nesting import depths, parents_from_nesting
+from recfn.schema import (
+    BY_NAME,
+    KINDS,
+    MARK,
+    MEMORY,
+    RANGE,
+    REQUIRED,
+    empty_table,
+    numpy_dtype,
+    to_pandas,
+)
 
 CONSUMED = ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")
 """Event fields that map to columns; every other field is kept in ``args``."""
@@ -30,7 +41,7 @@ TORCH_MEMORY = "[memory]"
 """Name of torch's memory instants (args: Bytes, Device Type, Device Id, totals)."""
 TORCH_DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 NO_DEVICE = "bytes"
-TORCH_INTS = {"sequence_nr": -1, "fwd_thread_id": 0}
+TORCH_INTS = {key: BY_NAME[key].default for key in ("sequence_nr", "fwd_thread_id")}
 """Columns from torch's integer args, and their values where absent."""
 TORCH_KEYS = ("Sequence number", "Fwd thread id", "Input Dims", "Input type")
 """Counter series key that recfn writes for memory events without a device."""
@@ -276,7 +287,7 @@ class _Rows:
                 "start": start,
                 "end": start if end_us is None else self.ns(end_us),
                 "closed": np.ones(n, dtype=bool) if closed is None else closed,
-                "kind": np.full(n, (RANGE, MARK, MEMORY).index(kind), dtype=np.int8),
+                "kind": np.full(n, KINDS.index(kind), dtype=np.int8),
                 "memory_bytes": np.zeros(n, dtype=np.int64)
                 if memory_bytes is None
                 else memory_bytes,
@@ -412,21 +423,21 @@ def _frame(
             "id": np.arange(n, dtype=np.int64),
             "parent_id": pd.arrays.IntegerArray(np.maximum(parent, 0), parent < 0),
             "name": _category(name, event),
-            "kind": pd.Categorical.from_codes(kind, categories=[RANGE, MARK, MEMORY]),
+            "kind": pd.Categorical.from_codes(kind, categories=list(KINDS)),
             "scope": _category(cat, event),
             "start_ns": start,
             "end_ns": pd.arrays.IntegerArray(np.where(closed, end, 0), ~closed),
             "thread_id": thread + 1,
             "thread_name": pd.Categorical.from_codes(label_codes[thread], categories=label_values),
-            "depth": depths(parent).astype(np.int32),
+            "depth": depths(parent).astype(numpy_dtype("depth")),
             "sequence_nr": torch_ints["sequence_nr"][event],
             "fwd_thread_id": torch_ints["fwd_thread_id"][event],
-            "is_async": np.zeros(n, dtype=bool),
-            "node_id": np.full(n, -1, dtype=np.int32),
+            "is_async": np.full(n, BY_NAME["is_async"].default, numpy_dtype("is_async")),
+            "node_id": np.full(n, BY_NAME["node_id"].default, numpy_dtype("node_id")),
             "pid": _pids(pid[first])[thread],
             "args": strings.to_pandas(),  # the string dtype table.to_pandas() gives
         },
-        columns=[*COLUMNS, "args"],
+        columns=[*REQUIRED, "args"],
     )
     has_memory = rows.column("has_memory")[order]
     if has_memory.any():
@@ -454,27 +465,9 @@ def _thread_names(
 
 def _empty_frame() -> pd.DataFrame:
     """A trace without ranges, marks or counters: no rows, the schema's columns and dtypes."""
-    empty = np.empty(0, dtype=np.int64)
-    return pd.DataFrame(
-        {
-            "id": empty,
-            "parent_id": pd.array(empty, dtype="Int64"),
-            "name": pd.Categorical([]),
-            "kind": pd.Categorical([], categories=[RANGE, MARK, MEMORY]),
-            "scope": pd.Categorical([]),
-            "start_ns": empty,
-            "end_ns": pd.array(empty, dtype="Int64"),
-            "thread_id": empty,
-            "thread_name": pd.Categorical([]),
-            "depth": empty.astype(np.int32),
-            "sequence_nr": empty,
-            "fwd_thread_id": empty,
-            "is_async": empty.astype(bool),
-            "node_id": empty.astype(np.int32),
-            "pid": empty,
-            "args": pa.array([], type=pa.string()).to_pandas(),
-        }
-    )
+    frame = to_pandas(empty_table((*REQUIRED, "args")))
+    frame.attrs.clear()
+    return frame
 
 
 def _category(values: np.ndarray, rows: np.ndarray, missing: str | None = "") -> pd.Categorical:

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .chrome_import import NO_DEVICE
-from .schema import MARK, MEMORY, RANGE, equals, ints, nulls
+from recfn._chrome_import import NO_DEVICE
+from recfn._frames import equals, ints, nulls
+from recfn.schema import MARK, MEMORY, RANGE
 
 TORCH_ARGS = (("sequence_nr", "Sequence number", -1), ("fwd_thread_id", "Fwd thread id", 0))
 """Integer columns written under torch's args keys (unless unset), which the reader maps back."""

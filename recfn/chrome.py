@@ -1,4 +1,4 @@
-"""Chrome / Perfetto JSON traces (the Trace Event Format) to and from the recfn event table.
+"""Chrome / Perfetto JSON trace files (the Trace Event Format) to and from the event table.
 
 `read_chrome_trace` imports traces from ``torch.profiler``'s ``export_chrome_trace``, Chrome,
 Perfetto's JSON export and recfn itself: complete ("X") events and B/E pairs become ranges,
@@ -25,10 +25,12 @@ import msgspec
 import pandas as pd
 import pyarrow as pa
 
-from . import jsonio
-from .chrome_export import trace_events
-from .chrome_import import TRACE, Document, events_frame
-from .schema import ints, require
+from recfn import _jsonio as jsonio
+from recfn._chrome_export import trace_events
+from recfn._chrome_import import TRACE, Document, events_frame
+from recfn._frames import ints, require
+from recfn._hooks import pandas_returned
+from recfn.schema import METADATA_PREFIX, metadata_of
 
 PathLike = str | os.PathLike[str]
 
@@ -44,6 +46,7 @@ def read_chrome_trace(path: PathLike) -> pd.DataFrame:
     ``traceEvents`` list); a JSON list missing its closing bracket, which the format allows,
     is accepted.
     """
+    pandas_returned()
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
@@ -83,10 +86,7 @@ def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:
     """
     metadata = {}
     if isinstance(data, pa.Table):
-        raw_metadata = data.schema.metadata or {}
-        metadata = {
-            k.decode(): v.decode() for k, v in raw_metadata.items() if k.startswith(b"recfn.")
-        }
+        metadata = {k: v for k, v in metadata_of(data).items() if k.startswith(METADATA_PREFIX)}
         # Nullable int64 as Int64, not float64, which would round epoch nanoseconds.
         data = data.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
     require(data, ("name", "kind", "start_ns", "end_ns", "thread_id"), "write_chrome_trace")

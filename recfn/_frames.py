@@ -1,0 +1,42 @@
+"""Reading event-table columns of a DataFrame as numpy arrays, whatever dtypes the frame has.
+
+Frames come from ``to_pandas()`` (category + ``Int64``), ``pd.read_parquet`` (nullable ints as
+``float64`` with NaN) and hand-built code (plain ``int64``, ``str``); these helpers hide the
+differences so that the code using them works on plain numpy arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from recfn.errors import MissingColumnsError
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def require(df: pd.DataFrame, columns: Iterable[str], operation: str) -> None:
+    """Raise `MissingColumnsError` naming every column of `columns` that `df` lacks."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise MissingColumnsError(
+            f"{operation} needs the recfn event-table column(s) {', '.join(map(repr, missing))}; "
+            f"the frame has {', '.join(map(str, df.columns)) or 'no columns'} (see docs/schema.md)"
+        )
+
+
+def ints(series: pd.Series, null: int) -> np.ndarray:
+    """`series` as int64 numpy, with nulls (pd.NA or NaN) replaced by `null`."""
+    return np.asarray(series.to_numpy(dtype=np.int64, na_value=null), dtype=np.int64)
+
+
+def nulls(series: pd.Series) -> np.ndarray:
+    """Boolean numpy mask (writable) of the null entries of `series`."""
+    return np.array(series.isna(), dtype=bool)
+
+
+def equals(series: pd.Series, value: object) -> np.ndarray:
+    """Boolean numpy mask (writable) of ``series == value``; null compares unequal."""
+    return np.array((series == value).to_numpy(dtype=bool, na_value=False))

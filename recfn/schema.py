@@ -1,0 +1,352 @@
+"""The recfn event table: its columns, types, defaults, metadata, validation and pandas form.
+
+This module is the one owner of the schema. Consolidation (``recfn._table``), Parquet and Chrome
+JSON I/O, the trace object, the synthetic traces and the ``df.recfn`` accessor all read it from
+here; docs/schema.md documents the same table and a test compares the two.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, Optional, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recfn import _hooks
+from recfn.errors import TraceFormatError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCHEMA_VERSION: Final = 1
+
+RANGE: Final = "range"
+MARK: Final = "mark"
+MEMORY: Final = "memory"
+KINDS: Final = (RANGE, MARK, MEMORY)
+"""The values of the ``kind`` column, in the order of their codes."""
+
+# Schema metadata keys (bytes in the Arrow schema, ``df.attrs["recfn"]`` in pandas).
+SCHEMA_VERSION_KEY: Final = "recfn.schema_version"
+VERSION_KEY: Final = "recfn.version"
+CONFIG_KEY: Final = "recfn.config"
+DROPPED_EVENTS_KEY: Final = "recfn.dropped_events"
+HOST_KEY: Final = "recfn.host"
+PID_KEY: Final = "recfn.pid"
+START_NS_KEY: Final = "recfn.start_ns"
+WALL_NS_KEY: Final = "recfn.wall_ns"
+METADATA_PREFIX: Final = "recfn."
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT: Final = _NoDefault()
+"""The default of the columns that a table must bring itself."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column: Arrow type, pandas dtype, whether every trace has it, and its default.
+
+    ``default`` is what ``conform`` fills in when a table lacks the column (``NO_DEFAULT``: it
+    cannot be made up; ``None``: null); ``default_from`` names a column to copy instead.
+    """
+
+    name: str
+    arrow_type: pa.DataType
+    pandas_dtype: str
+    required: bool
+    nullable: bool
+    description: str
+    default: Any = None
+    default_from: Optional[str] = None
+
+
+_STRINGS32 = pa.dictionary(pa.int32(), pa.string())
+_STRINGS8 = pa.dictionary(pa.int8(), pa.string())
+
+COLUMNS: Final[tuple[Column, ...]] = (
+    Column("id", pa.int64(), "int64", True, False,
+           "unique within the trace (the range's handle)", NO_DEFAULT),
+    Column("parent_id", pa.int64(), "Int64", True, True,
+           "`id` of the enclosing range in the same thread or asyncio task; null for roots"),
+    Column("name", _STRINGS32, "category", True, False,
+           "range / mark / counter name", NO_DEFAULT),
+    Column("kind", _STRINGS8, "category", True, False,
+           '`"range"`, `"mark"` or `"memory"`', NO_DEFAULT),
+    Column("scope", _STRINGS8, "category", True, False,
+           'lower-case `RecordScope` name: `"function"`, `"user_scope"`, ...', "user_scope"),
+    Column("start_ns", pa.int64(), "int64", True, False,
+           "ns since the Unix epoch (a monotonic clock anchored once per profile)", NO_DEFAULT),
+    Column("end_ns", pa.int64(), "Int64", True, True,
+           "as `start_ns`; equals `start_ns` for marks and memory events; null for a range "
+           "still open when the profiler stopped", default_from="start_ns"),
+    Column("thread_id", pa.int64(), "int64", True, False,
+           "logical thread id (1, 2, ...; never reused within a process)", NO_DEFAULT),
+    Column("thread_name", _STRINGS32, "category", True, False,
+           "`threading.current_thread().name` when the thread first recorded", ""),
+    Column("depth", pa.int32(), "int32", True, False, "nesting depth, 0 for roots", 0),
+    Column("sequence_nr", pa.int64(), "int64", True, False, "`-1` when not set", -1),
+    Column("fwd_thread_id", pa.int64(), "int64", True, False,
+           "thread of the forward range for backward ranges, `0` when not set", 0),
+    Column("is_async", pa.bool_(), "bool", True, False,
+           "the range ended on another thread or task than it started on", False),
+    Column("node_id", pa.int32(), "int32", True, False,
+           "`recfn.set_default_node_id(n)`, `-1` by default", -1),
+    Column("pid", pa.int64(), "int64", True, False,
+           "process id of the capturing process", 0),
+    Column("args", pa.string(), "str", False, True,
+           "`record_function(name, args=...)` / `record_function_fast(..., input_values, "
+           "keyword_values)`"),
+    Column("input_shapes", pa.list_(pa.list_(pa.int64())), "object", False, True,
+           "`report_input_shapes=True` (empty inner list for inputs without a shape)"),
+    Column("input_dtypes", pa.list_(pa.string()), "object", False, True,
+           "`report_input_shapes=True` (dtype, else the type name)"),
+    Column("stack", pa.list_(pa.string()), "object", False, True,
+           '`with_stack=True`: `"file:line(function)"`, innermost frame last'),
+    Column("memory_bytes", pa.int64(), "Int64", False, True,
+           "memory events: bytes allocated (positive) or freed (negative)"),
+    Column("device", _STRINGS8, "category", False, True,
+           'memory events: `"cpu"`, `"cuda:0"`, ... (null for other kinds)'),
+    Column("flops", pa.int64(), "Int64", False, True,
+           "`with_flops=True`, for names with a registered FLOP formula"),
+)  # fmt: skip
+"""Every column recfn knows, required ones first in table order."""
+
+BY_NAME: Final[dict[str, Column]] = {column.name: column for column in COLUMNS}
+REQUIRED: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if c.required)
+"""The columns every trace has, in order."""
+OPTIONAL: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if not c.required)
+"""Columns present when the option that fills them was enabled."""
+ESSENTIAL: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if c.default is NO_DEFAULT)
+"""Columns that ``conform`` cannot make up."""
+NULLABLE_INTS: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if c.pandas_dtype == "Int64")
+PARQUET_DICTIONARY: Final = ("name", "kind", "scope", "thread_name", "device", "args")
+"""Columns Parquet stores dictionary-encoded."""
+PARQUET_DELTA: Final = ("id", "parent_id", "start_ns", "end_ns", "depth", "thread_id")
+"""Columns Parquet stores delta-encoded (mostly increasing integers)."""
+
+
+def column_type(name: str) -> pa.DataType:
+    """The Arrow type of column ``name``."""
+    return BY_NAME[name].arrow_type
+
+
+def numpy_dtype(name: str) -> Any:
+    """The numpy dtype of a plain (not dictionary, not nullable) column ``name``."""
+    return column_type(name).to_pandas_dtype()
+
+
+def empty_table(columns: tuple[str, ...] = REQUIRED) -> pa.Table:
+    """A table without rows that has ``columns`` (kinds listed in the ``kind`` dictionary)."""
+    arrays = {}
+    for name in columns:
+        dtype = column_type(name)
+        if name == "kind":
+            arrays[name] = pa.DictionaryArray.from_arrays(
+                pa.array([], pa.int8()), pa.array(KINDS, pa.string())
+            )
+        else:
+            arrays[name] = pa.array([], dtype)
+    return pa.table(arrays)
+
+
+def build_metadata(
+    *,
+    config: Mapping[str, Any],
+    dropped_events: int = 0,
+    start_ns: int = 0,
+    wall_ns: Optional[int] = None,
+    pid: Optional[int] = None,
+    host: Optional[str] = None,
+) -> dict[str, str]:
+    """The schema metadata of a trace (every key is a ``*_KEY`` constant of this module)."""
+    from recfn import __version__
+
+    metadata = {
+        SCHEMA_VERSION_KEY: str(SCHEMA_VERSION),
+        VERSION_KEY: __version__,
+        CONFIG_KEY: json.dumps(dict(config), sort_keys=True),
+        DROPPED_EVENTS_KEY: str(int(dropped_events)),
+        HOST_KEY: socket.gethostname() if host is None else host,
+        START_NS_KEY: str(int(start_ns)),
+    }
+    if pid is not None:
+        metadata[PID_KEY] = str(int(pid))
+    if wall_ns is not None:
+        metadata[WALL_NS_KEY] = str(int(wall_ns))
+    return metadata
+
+
+def metadata_of(table: pa.Table) -> dict[str, str]:
+    """A table's schema metadata as text."""
+    raw = table.schema.metadata or {}
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in raw.items()}
+
+
+def validate(table: Any, source: str) -> pa.Table:
+    """``table`` checked against the schema, its known columns cast to their documented types.
+
+    Raises ``TraceFormatError`` naming ``source`` for a table of a newer schema version, one that
+    lacks required columns or one whose columns cannot be cast without loss; TypeError when
+    ``table`` is not a ``pyarrow.Table``. Returns ``table`` itself when nothing needed a cast.
+    """
+    if not isinstance(table, pa.Table):
+        raise TypeError(f"{source} expects a pyarrow.Table, got {type(table).__name__}")
+    raw = (table.schema.metadata or {}).get(SCHEMA_VERSION_KEY.encode())
+    if raw is not None:
+        try:
+            version = int(raw)
+        except ValueError:
+            raise TraceFormatError(f"{source}: bad {SCHEMA_VERSION_KEY} {raw!r}") from None
+        if version > SCHEMA_VERSION:
+            raise TraceFormatError(
+                f"{source}: trace schema version {version} is newer than this recfn supports "
+                f"({SCHEMA_VERSION}); upgrade recfn"
+            )
+    missing = [c for c in REQUIRED if c not in table.column_names]
+    if missing:
+        raise TraceFormatError(f"{source}: not a recfn event table (missing columns: {missing})")
+    return _cast_known(table, source)
+
+
+def conform(data: Union[pa.Table, pd.DataFrame], source: str = "conform") -> pa.Table:
+    """An event table (Arrow or pandas, recorded, imported or hand-made) as a schema table.
+
+    Known columns are cast to their documented types, absent required columns get their
+    defaults, and the metadata is kept when the input carries recfn's (else built afresh).
+    Raises ``TraceFormatError`` when columns without a default (``ESSENTIAL``) are missing.
+    """
+    table, metadata = _as_table(data)
+    missing = [c for c in ESSENTIAL if c not in table.column_names]
+    if missing:
+        raise TraceFormatError(f"{source}: not an event table: missing columns {missing}")
+    n = table.num_rows
+    columns: dict[str, Any] = {}
+    for name in (*REQUIRED, *(c for c in table.column_names if c not in REQUIRED)):
+        if name in table.column_names:
+            columns[name] = table.column(name)
+            continue
+        column = BY_NAME[name]
+        if column.default_from is not None:
+            columns[name] = table.column(column.default_from)
+        else:
+            columns[name] = _constant(column, n)
+    conformed = _cast_known(pa.table(columns), source)
+    if SCHEMA_VERSION_KEY not in metadata:
+        start = pc.min(conformed.column("start_ns")).as_py() if n else 0
+        dropped = metadata.get(DROPPED_EVENTS_KEY, "0")
+        metadata = build_metadata(
+            config={"imported": True},
+            dropped_events=int(dropped) if dropped.isdigit() else 0,
+            start_ns=start or 0,
+        )
+    return conformed.replace_schema_metadata(metadata)
+
+
+def _constant(column: Column, n: int) -> pa.Array:
+    """``n`` times the column's default (null when it has none)."""
+    dtype = column.arrow_type
+    if column.default is None:
+        return pa.nulls(n, dtype)
+    if pa.types.is_dictionary(dtype):
+        indices = pa.repeat(pa.scalar(0, dtype.index_type), n)
+        return pa.DictionaryArray.from_arrays(indices, pa.array([column.default], pa.string()))
+    return pa.repeat(pa.scalar(column.default, dtype), n)
+
+
+def to_pandas(table: pa.Table) -> pd.DataFrame:
+    """A DataFrame with categoricals for dictionary columns, ``Int64`` for nullable ints and the
+    metadata in ``df.attrs["recfn"]``; it carries the ``df.recfn`` accessor."""
+    _hooks.pandas_returned()
+    df = table.to_pandas()
+    for name in NULLABLE_INTS:
+        if name in table.column_names:
+            df[name] = table.column(name).to_pandas(types_mapper=_int64_mapper).array
+    df.attrs["recfn"] = metadata_of(table)
+    return df
+
+
+def _int64_mapper(dtype: pa.DataType) -> Any:
+    import pandas as pd
+
+    return pd.Int64Dtype() if dtype == pa.int64() else None
+
+
+def _as_table(data: Any) -> tuple[pa.Table, dict[str, str]]:
+    """``data`` as an Arrow table and its recfn metadata (from the schema or ``df.attrs``)."""
+    if isinstance(data, pa.Table):
+        metadata = metadata_of(data)
+    elif type(data).__name__ == "DataFrame" and hasattr(data, "attrs"):
+        attrs = data.attrs.get("recfn")
+        metadata = {str(k): str(v) for k, v in attrs.items()} if isinstance(attrs, dict) else {}
+        data = pa.table(
+            {str(name): pa.array(data[name], from_pandas=True) for name in data.columns}
+        )
+    else:
+        raise TypeError(f"expected a pyarrow.Table or a DataFrame, got {type(data).__name__}")
+    return data, {k: v for k, v in metadata.items() if k.startswith(METADATA_PREFIX)}
+
+
+def _cast_known(table: pa.Table, source: str) -> pa.Table:
+    """Cast the known columns whose type differs; refuse casts that would lose values."""
+    for index, name in enumerate(table.column_names):
+        column = BY_NAME.get(name)
+        if column is None or table.schema.field(index).type == column.arrow_type:
+            continue
+        values = table.column(index)
+        actual = values.type
+        if not _same_family(actual, column.arrow_type):
+            raise TraceFormatError(
+                f"{source}: column {name!r} has type {actual}, expected {column.arrow_type}"
+            )
+        try:
+            if pa.types.is_dictionary(column.arrow_type):
+                values = _dictionary(values, column.arrow_type)
+            else:
+                values = values.cast(column.arrow_type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise TraceFormatError(
+                f"{source}: column {name!r} ({actual}) does not fit {column.arrow_type}: {exc}"
+            ) from None
+        table = table.set_column(index, name, values)
+    return table
+
+
+def _dictionary(values: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """``values`` as dictionary ``target``; an existing dictionary keeps its order."""
+    if pa.types.is_dictionary(values.type):
+        if pa.types.is_string(values.type.value_type):
+            try:
+                return values.cast(target, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                pass
+        values = values.cast(pa.string())
+    encoded = pc.dictionary_encode(values.cast(pa.string()).combine_chunks())
+    return pa.chunked_array([encoded.cast(target)], target)
+
+
+def _family(dtype: pa.DataType) -> str:
+    if pa.types.is_dictionary(dtype):
+        return _family(dtype.value_type)
+    if pa.types.is_integer(dtype) or pa.types.is_floating(dtype):
+        return "number"
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return "string"
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return "list"
+    if pa.types.is_boolean(dtype):
+        return "bool"
+    return str(dtype)
+
+
+def _same_family(actual: pa.DataType, expected: pa.DataType) -> bool:
+    """Whether a cast could be lossless (values that do not fit are refused by the cast)."""
+    return pa.types.is_null(actual) or _family(actual) == _family(expected)
