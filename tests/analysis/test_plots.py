@@ -47,7 +47,7 @@ def test_timeline_options(known: pd.DataFrame) -> None:
     _, given = plt.subplots()
     ax = known.recfn.timeline(
         ax=given,
-        threads=["MainThread"],
+        thread="MainThread",
         start=T0 + 45,
         end=T0 + 95,
         max_depth=1,
@@ -59,7 +59,7 @@ def test_timeline_options(known: pd.DataFrame) -> None:
     assert ax.get_legend() is not None
     # On thread 2 only step (50 ns) and the open load range (drawn to the window end) are long enough.
     assert (
-        len(bars(known.recfn.timeline(threads=[2], end=T0 + 90, min_duration_ns=20))[0].get_paths())
+        len(bars(known.recfn.timeline(thread=2, end=T0 + 90, min_duration_ns=20))[0].get_paths())
         == 2
     )
 
@@ -95,9 +95,9 @@ def test_timeline_bad_input(known: pd.DataFrame) -> None:
     with pytest.raises(ValueError, match="no events"):
         known.iloc[:0].recfn.timeline()
     with pytest.raises(ValueError, match="no events"):
-        known.recfn.timeline(threads=[99])
+        known.recfn.timeline(thread=99)
     with pytest.raises(ValueError, match="no ranges or marks"):
-        known.recfn.timeline(threads=[1], start=T0 + 10**9)
+        known.recfn.timeline(thread=1, start=T0 + 10**9)
     with pytest.raises(ValueError, match="end must be after start"):
         known.recfn.timeline(start=T0 + 50, end=T0 + 50)
     with pytest.raises(MissingColumnsError, match="'thread_id'"):

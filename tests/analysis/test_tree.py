@@ -217,7 +217,7 @@ def test_call_tree_merges_paths(known: pd.DataFrame) -> None:
 def test_start_order_is_not_needed(known: pd.DataFrame) -> None:
     shuffled = known.sample(frac=1, random_state=3).drop(columns="parent_id")
     assert shuffled.recfn.tree()["id"].tolist() == [1, 2, 6, 3, 4, 5, 7, 8, 9]
-    assert shuffled.recfn.summary().set_index("name").loc["step", "self_ns"] == 70
+    assert shuffled.recfn.summary().loc["step", "self_ns"] == 70
 
 
 def test_tree_is_depth_first_when_children_overlap(overlapping: pd.DataFrame) -> None:
