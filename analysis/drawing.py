@@ -10,6 +10,8 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from matplotlib.text import Text
 
+from .units import printable
+
 MAX_BARS = 20_000
 """Most rectangles one view draws; past that the narrowest are left out (or rasterised)."""
 MAX_LABELS = 200
@@ -51,7 +53,7 @@ def add_labels(
     chosen = np.flatnonzero(pixels >= LABEL_MIN_PX)
     chosen = chosen[np.argsort(-pixels[chosen], kind="stable")[:MAX_LABELS]]
     for i in chosen.tolist():
-        label = fit_label(str(names[i]), pixels[i])
+        label = fit_label(printable(str(names[i])), pixels[i])
         if label:
             ax.text(
                 x0[i] + 3 * units_per_px,

@@ -57,7 +57,7 @@ def flame(
     names = np.array([*map(str, tree.names), ""], dtype=object)[tree.name[drawn]]  # "" for code -1
     add_labels(ax, names, left, y, pixels[drawn], ns_per_px / 1e6)
 
-    ax.set_xlim(0, span / 1e6)
+    ax.set_xlim(0, max(span, 1) / 1e6)
     ax.set_ylim(levels - 0.5, -0.5)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # not one tick per level
     ax.set_ylabel("depth")

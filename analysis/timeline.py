@@ -26,6 +26,7 @@ from .drawing import FONT_SIZE, MAX_BARS, add_labels, add_rectangles, plain_text
 from .errors import NothingToDrawError
 from .schema import INT64_MAX, MARK, MEMORY, RANGE, codes, equals, ints, nulls, require, thread_mask
 from .tree import nodes
+from .units import printable
 
 MIN_BAR_PX = 2.0
 """Bars narrower than this many pixels are rasterised instead of drawn as rectangles."""
@@ -102,7 +103,7 @@ def timeline(
         handles += _draw_memory(ax, df, memory, begin, scale)
 
     names = _thread_names(df, layout.threads)
-    ticks = [f"{name} ({tid})" for name, tid in zip(names, layout.threads.tolist())]
+    ticks = [f"{printable(name)} ({tid})" for name, tid in zip(names, layout.threads.tolist())]
     ax.set_yticks(layout.band_top + (layout.band_rows - 1) / 2, ticks, fontsize=FONT_SIZE + 1)
     plain_text(ax.get_yticklabels())
     ax.tick_params(axis="y", length=0)
@@ -208,7 +209,7 @@ def _draw_ranges(
     )
 
     handles: list[Artist] = [
-        Patch(facecolor=palette[code + 1], label=str(values[code])) for code in ranked
+        Patch(facecolor=palette[code + 1], label=printable(str(values[code]))) for code in ranked
     ]
     if len(ranked) < len(np.unique(value_codes[rows])):
         handles.append(Patch(facecolor=OTHER_COLOR, label="other"))
