@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import MEMORY, equals, ints, isin, require
+from .schema import MEMORY, codes, equals, ints, require
 from .tree import Nodes, linked_parents, nodes, outermost, self_durations, subtree_sums
 from .units import format_bytes, format_count, format_ns, printable
 
@@ -25,10 +25,6 @@ STAT_COLUMNS: tuple[str, ...] = (
     "self_pct",
 )
 """Columns of every summary, after the group keys (which form the index)."""
-
-MEMORY_COLUMNS: tuple[str, ...] = ("total_memory_bytes", "self_memory_bytes")
-"""Columns added when the frame has memory events: bytes allocated in the range's subtree,
-and by its own memory events."""
 
 PROFILER_SPAN_SCOPES: tuple[str, ...] = ("Trace",)
 """Scopes of ranges that a profiler records about itself rather than about the program:
@@ -99,11 +95,11 @@ def _summarize(
         work["stack"] = _stack_keys(df["stack"], group_by_stack_n)[rows]
     group_keys = [*keys, *extra]
     frame = pd.DataFrame(work)
-    groups = frame.groupby(group_keys, observed=True, sort=False, dropna=False)
     # By name each call counts in its row, recursion included (as key_averages does); other
     # groupings count only a group's outermost ranges, so nested time is counted once.
     counted = np.ones(rows.size, dtype=bool)
     if "name" not in keys:
+        groups = frame.groupby(group_keys, observed=True, sort=False, dropna=False)
         group = np.full(len(df), -1, dtype=np.int64)
         group[rows] = groups.ngroup().to_numpy(dtype=np.int64)
         counted = outermost(linked_parents(forest), group)[rows]
@@ -119,9 +115,9 @@ def _summarize(
         "max_ns": ("duration", "max"),
     }
     for column, values in _memory_columns(df, forest).items():
-        frame[column] = values[rows]
-        if column == "total_memory_bytes":
-            frame[column] = np.where(counted, values[rows], 0)
+        # A subtree's bytes count once per group, as its time does.
+        nested = column == "total_memory_bytes"
+        frame[column] = np.where(counted, values[rows], 0) if nested else values[rows]
         stats[column] = (column, "sum")
     if "flops" in df.columns:
         frame["flops"] = ints(df["flops"], 0)[rows]
@@ -154,7 +150,10 @@ def self_time_total(df: pd.DataFrame, forest: Nodes, own: np.ndarray) -> int:
     each instant counted once per thread."""
     counted = forest.closed
     if "scope" in df.columns:
-        counted = counted & ~isin(df["scope"], PROFILER_SPAN_SCOPES)
+        scope, scopes = codes(df["scope"])
+        spans = np.flatnonzero(scopes.isin(PROFILER_SPAN_SCOPES))
+        if spans.size:
+            counted = counted & ~np.isin(scope, spans)
     return int(own[counted].sum())
 
 

@@ -8,6 +8,7 @@ remain run over tree levels or over powers of two.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -220,8 +221,9 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     same group is an ancestor exactly when its run reaches past the row.
     """
     n = len(parent)
-    if n == 0:
-        return np.zeros(0, dtype=bool)
+    child = np.flatnonzero(parent >= 0)
+    if np.array_equal(group[parent[child]], group[child]):
+        return parent < 0  # no group changes along any edge (as threads, usually): roots
     depth = depths(parent)
     size = subtree_sums(parent, np.ones(n, dtype=np.int64), depth)
     place = np.empty(n, dtype=np.int64)
@@ -254,7 +256,6 @@ class Nodes:
 
     parent: np.ndarray
     """Parent position of each row, -1 for roots (parent absent from the frame or null)."""
-    depth: np.ndarray
     start: np.ndarray
     end: np.ndarray
     """End of each row; ``INT64_MAX`` where null (open ranges)."""
@@ -267,6 +268,11 @@ class Nodes:
     def duration(self) -> np.ndarray:
         """``end - start`` of closed ranges, 0 for every other row."""
         return np.where(self.closed, self.end - self.start, 0)
+
+    @cached_property
+    def depth(self) -> np.ndarray:
+        """Number of ancestors of each row."""
+        return depths(self.parent)
 
 
 def nodes(df: pd.DataFrame, operation: str) -> Nodes:
@@ -295,14 +301,23 @@ def nodes(df: pd.DataFrame, operation: str) -> Nodes:
     span = np.where(closed, end - start, 0)
     if float(span.sum(dtype=np.float64)) >= 2.0**63:
         raise MalformedFrameError(f"{operation}: the ranges' summed durations overflow int64")
-    parent = parent_positions(df)
-    try:
-        depth = depths(parent)
-    except ValueError:
-        raise MalformedFrameError(
-            f"{operation}: parent_id contains a cycle; a range cannot be its own ancestor"
-        ) from None
-    return Nodes(parent, depth, start, end, closed, is_range & ~has_end)
+    forest = Nodes(parent_positions(df), start, end, closed, is_range & ~has_end)
+    if not _parents_come_first(forest.parent, start):
+        try:
+            forest.depth  # noqa: B018 (computed to find cycles, and kept)
+        except ValueError:
+            raise MalformedFrameError(
+                f"{operation}: parent_id contains a cycle; a range cannot be its own ancestor"
+            ) from None
+    return forest
+
+
+def _parents_come_first(parent: np.ndarray, start: np.ndarray) -> bool:
+    """Whether every parent starts before its child (or at the same time, earlier in the
+    frame): then following parents always goes back in that order and cannot cycle."""
+    child = np.flatnonzero(parent >= 0)
+    up = parent[child]
+    return bool(np.all((start[up] < start[child]) | ((start[up] == start[child]) & (up < child))))
 
 
 def linked_parents(forest: Nodes) -> np.ndarray:
