@@ -1,10 +1,11 @@
 """Analysis of recfn event tables: the ``df.recfn`` pandas accessor.
 
 Every DataFrame in the recfn event-table schema (``recfn.schema``, docs/schema.md) gains
-``df.recfn.summary()``, ``.table()``, ``.timeline()``, ``.flame()``, ``.diff()``, ``.tree()``,
+``df.recfn.summary()``, ``.to_string()``, ``.timeline()``, ``.flame()``, ``.diff()``, ``.tree()``,
 ``.window()``, ``.filter()`` and more. ``import recfn`` registers the accessor (as soon as pandas
-is imported); importing this package does too. Chrome trace I/O lives in the core
-(``recfn.chrome``) and is re-exported here.
+is imported); importing this package does too. Frames that break the schema are refused with
+`MalformedFrameError`; plots with nothing to draw raise `NothingToDrawError`. Chrome trace I/O
+lives in the core (``recfn.chrome``) and is re-exported here.
 """
 
 import pandas as pd
@@ -13,13 +14,16 @@ from recfn.chrome import read_chrome_trace, write_chrome_trace
 from recfn.errors import MissingColumnsError
 
 from .accessor import RecfnAccessor
+from .errors import MalformedFrameError, NothingToDrawError
 from .synthetic import make_synthetic_trace
 
 if not hasattr(pd.DataFrame, "recfn"):  # recfn's facade normally registered it already
     pd.api.extensions.register_dataframe_accessor("recfn")(RecfnAccessor)
 
 __all__ = [
+    "MalformedFrameError",
     "MissingColumnsError",
+    "NothingToDrawError",
     "RecfnAccessor",
     "make_synthetic_trace",
     "read_chrome_trace",

@@ -14,17 +14,23 @@ from recfn import chrome
 
 from . import flame, timeline
 from .diff import diff
-from .schema import INT64_MAX, RANGE, codes, equals, ints, isin, nulls, require, thread_mask
-from .summary import render_table, summarize
-from .tree import depths, parent_positions, preorder, self_durations
+from .schema import INT64_MAX, codes, ints, isin, require, thread_mask
+from .summary import summarize, summary_text
+from .tree import nodes, parent_positions, preorder, self_durations
+
+MAX_INDENT = 40
+"""Deepest level that the ``tree`` column indents; past it the depth is written instead, so
+that the column stays linear in the number of rows."""
 
 
 class RecfnAccessor:
     """Analysis of a recfn event table (docs/schema.md), as ``df.recfn``.
 
     Methods check for the columns they need and raise `schema.MissingColumnsError` (an
-    AttributeError and a ValueError) naming the missing ones. Methods that select rows return
-    plain DataFrames, which carry the accessor again.
+    AttributeError and a ValueError) naming the missing ones; methods that read the call tree
+    raise `errors.MalformedFrameError` (a ValueError) for values that break the schema.
+    Methods that select rows return plain DataFrames, which carry the accessor again. Options
+    after the first argument are keyword-only; a thread is picked by ``thread=`` everywhere.
     """
 
     def __init__(self, frame: pd.DataFrame) -> None:
@@ -35,79 +41,106 @@ class RecfnAccessor:
     def summary(
         self,
         by: str | Sequence[str] = "name",
+        *,
         sort_by: str = "total_ns",
+        top: int | None = None,
         group_by_input_shape: bool = False,
         group_by_stack_n: int = 0,
-        top: int | None = None,
+        as_index: bool = True,
     ) -> pd.DataFrame:
         """Statistics of the closed ranges per group, like torch's ``key_averages()``; ranges
         still open when the profiler stopped are left out.
 
-        Columns: the `by` column(s) (plus ``input_shapes`` / ``stack`` when grouping by them),
-        ``count``, ``total_ns``, ``self_ns`` (total minus the time its direct children cover;
-        concurrent children, such as gathered asyncio tasks, count once), ``mean_ns``,
-        ``min_ns``, ``max_ns``, ``total_pct`` and ``self_pct`` (shares of the summed self time
-        of all ranges), then ``self_memory_bytes`` / ``memory_bytes``
-        (allocated by the range's own memory events / including its children's) when the frame
-        has memory events and ``flops`` when it has a flops column. Sorted by `sort_by`,
-        descending (ascending for a group column); `top` keeps the first rows. An empty frame
-        gives an empty summary with these columns.
-        """
-        return summarize(self._df, by, sort_by, group_by_input_shape, group_by_stack_n, top)
+        The group keys — the `by` column(s), plus ``input_shapes`` / ``stack`` when grouping
+        by them — form the index, as with ``groupby().agg()``; `as_index` False gives them as
+        columns. Columns: ``count``, ``total_ns``, ``self_ns`` (the range's time minus what
+        its direct children cover; concurrent children, such as gathered asyncio tasks, count
+        once), ``mean_ns``, ``min_ns``, ``max_ns`` (of one range's duration), ``total_pct``
+        and ``self_pct`` (shares of the self time of all ranges but profiler spans, see
+        `summary.PROFILER_SPAN_SCOPES`), then ``total_memory_bytes`` / ``self_memory_bytes``
+        (allocated in the range's subtree / by its own memory events) when the frame has
+        memory events, and ``flops`` when it has a flops column.
 
-    def table(
+        By name, each call counts in its group's total, nested recursive calls included, as
+        in ``key_averages()``; any grouping without ``name`` counts only the outermost ranges
+        of a group, so that time and memory nested in the same group count once.
+
+        Sorted by `sort_by`, descending (ascending for a group key); `top` keeps the first
+        rows. An empty frame gives an empty summary with these columns. Raises
+        `MalformedFrameError` for frames that break the schema.
+        """
+        return summarize(
+            self._df,
+            by,
+            sort_by=sort_by,
+            top=top,
+            group_by_input_shape=group_by_input_shape,
+            group_by_stack_n=group_by_stack_n,
+            as_index=as_index,
+        )
+
+    def to_string(
         self,
         by: str | Sequence[str] = "name",
+        *,
         sort_by: str = "total_ns",
+        top: int | None = None,
         group_by_input_shape: bool = False,
         group_by_stack_n: int = 0,
-        top: int | None = None,
         max_name_width: int = 55,
     ) -> str:
-        """`summary` as a fixed-width text table with human units, like torch's ``.table()``."""
-        stats = summarize(self._df, by, sort_by, group_by_input_shape, group_by_stack_n)
-        keys = [by] if isinstance(by, str) else list(by)
-        keys += ["input_shapes"] * group_by_input_shape + ["stack"] * (group_by_stack_n > 0)
-        shown = stats if top is None else stats.head(top)
-        return render_table(shown, keys, int(stats["self_ns"].sum()), max_name_width)
+        """`summary` as a fixed-width text table with human units, like torch's
+        ``key_averages().table()``; the footer gives the self-time total of all rows."""
+        return summary_text(
+            self._df,
+            by,
+            sort_by=sort_by,
+            top=top,
+            group_by_input_shape=group_by_input_shape,
+            group_by_stack_n=group_by_stack_n,
+            max_name_width=max_name_width,
+        )
 
-    def diff(self, other: pd.DataFrame) -> pd.DataFrame:
-        """Per-name count, total and self time of `other` (the baseline) and this frame, with
-        change (this minus baseline) and ratio; largest self-time regression first."""
-        return diff(self._df, other)
+    def diff(
+        self, baseline: pd.DataFrame, *, by: str | Sequence[str] = "name", as_index: bool = True
+    ) -> pd.DataFrame:
+        """How this frame changed from `baseline`, per group (`by`, as in `summary`).
+
+        For each of ``count``, ``total_ns`` and ``self_ns``: this frame's value (named as in
+        the summary), ``<column>_baseline``, ``<column>_change`` (this minus baseline) and
+        ``<column>_change_pct`` (change in percent of the baseline: inf for groups new in
+        this frame, -100 for groups gone from it, NaN when both are 0). The group keys form
+        the index (`as_index` False: columns). Largest self-time increase first: self time
+        points at the group that got slower, while totals grow for all its callers too.
+        """
+        return diff(self._df, baseline, by=by, as_index=as_index)
 
     # --- call tree ------------------------------------------------------------------------
 
     def tree(self) -> pd.DataFrame:
-        """All rows in depth-first order, each row followed by its subtree (roots and siblings by
-        thread, then start, longest first), even when children overlap in time; with ``parent_id`` and
-        ``depth`` (reconstructed from nesting when the frame has no ``parent_id``),
-        ``duration_ns`` and ``self_ns`` (null for open ranges, 0 for marks and memory) and
-        ``tree``, the name indented by depth, for printing."""
+        """All rows in depth-first order, each row followed by its subtree (roots and siblings
+        by thread, then start, longest first), even when children overlap in time; with
+        ``parent_id`` and ``depth`` (reconstructed from nesting when the frame has no
+        ``parent_id``), ``duration_ns`` and ``self_ns`` (null for open ranges, 0 for marks and
+        memory) and ``tree``, the name indented by depth for printing (indentation stops at
+        `MAX_INDENT` levels; deeper rows show their depth as ``[depth]``)."""
         df = self._df
         require(df, ("id", "name", "kind", "start_ns", "end_ns", "thread_id"), "tree")
-        parent = parent_positions(df)
-        is_range = equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
-        start, end = ints(df["start_ns"], 0), ints(df["end_ns"], 0)
-        duration = np.where(is_range, end - start, 0)
-        level = depths(parent)
+        forest = nodes(df, "tree")
+        parent, level = forest.parent, forest.depth
         ids = ints(df["id"], -1)
-        still_open = equals(df["kind"], RANGE) & nulls(df["end_ns"])
         out = df.assign(
             parent_id=pd.arrays.IntegerArray(np.where(parent >= 0, ids[parent], 0), parent < 0),
             depth=level.astype(np.int32),
-            duration_ns=pd.arrays.IntegerArray(duration, still_open),
+            duration_ns=pd.arrays.IntegerArray(forest.duration, forest.still_open),
             self_ns=pd.arrays.IntegerArray(
-                self_durations(parent, start, end, is_range), still_open
+                self_durations(parent, forest.start, forest.end, forest.closed),
+                forest.still_open,
             ),
-            tree=[
-                "  " * d + str(n)
-                for d, n in zip(level.tolist(), df["name"].astype(object).tolist())
-            ],
+            tree=_indented(level, df["name"]),
         )
-        nest_end = ints(df["end_ns"], INT64_MAX)
-        keys = (np.arange(len(df)), -nest_end, start, ints(df["thread_id"], 0))
-        return out.iloc[preorder(parent, keys)]
+        keys = (np.arange(len(df)), -forest.end, forest.start, ints(df["thread_id"], 0))
+        return out.iloc[preorder(parent, keys, level)]
 
     def roots(self) -> pd.DataFrame:
         """Rows without a parent (in the frame), by start time."""
@@ -146,6 +179,7 @@ class RecfnAccessor:
     def filter(
         self,
         name: str | re.Pattern[str] | Iterable[str] | None = None,
+        *,
         scope: str | Iterable[str] | None = None,
         thread: int | str | Iterable[int | str] | None = None,
     ) -> pd.DataFrame:
@@ -169,8 +203,7 @@ class RecfnAccessor:
             require(df, ("scope",), "filter by scope")
             mask &= isin(df["scope"], [scope] if isinstance(scope, str) else scope)
         if thread is not None:
-            wanted = [thread] if isinstance(thread, int | str) else list(thread)
-            mask &= thread_mask(df, wanted)
+            mask &= thread_mask(df, timeline.as_threads(thread))
         return df[mask]
 
     # --- plots and export -----------------------------------------------------------------
@@ -178,30 +211,41 @@ class RecfnAccessor:
     def timeline(
         self,
         ax: Axes | None = None,
-        threads: Iterable[int | str] | None = None,
+        *,
+        thread: int | str | Iterable[int | str] | None = None,
         start: int | None = None,
         end: int | None = None,
         max_depth: int | None = None,
-        color_by: str = "name",
         min_duration_ns: int | None = None,
+        color_by: str = "name",
         title: str | None = None,
     ) -> Axes:
-        """A Gantt chart of the ranges: one band per thread (`threads`: ids or names), one row
-        per nesting depth up to `max_depth`, bars coloured by `color_by` (legend for the top
-        ten values), names on wide bars, marks as ticks above their band, memory as a step
-        line per device on a twin axis. `start`/`end` (ns on the ``start_ns`` clock) pick the
-        window, open ranges reach its end; `min_duration_ns` drops shorter ranges. Bars
-        narrower than 2 pixels are rasterised, so a million ranges draw in about a second.
-        With `ax` None a new figure is made. Returns the Axes."""
+        """A Gantt chart of the ranges: one band per thread (`thread`: ids or names, as in
+        `filter`), one row per nesting depth up to `max_depth`, bars coloured by `color_by`
+        (legend for the top ten values), names on wide bars, marks as ticks above their
+        band, memory as a step line per device on a twin axis. `start`/`end` (ns on the
+        ``start_ns`` clock) pick the window, open ranges reach its end; `min_duration_ns`
+        drops shorter ranges. Bars narrower than 2 pixels are rasterised, so a million ranges
+        draw in about a second. Names and the title are drawn as plain text, never as math
+        markup. With `ax` None a new figure is made. Returns the Axes; raises
+        `NothingToDrawError` when the selection is empty."""
         return timeline.timeline(
-            self._df, ax, threads, start, end, max_depth, color_by, min_duration_ns, title
+            self._df,
+            ax,
+            thread=thread,
+            start=start,
+            end=end,
+            max_depth=max_depth,
+            min_duration_ns=min_duration_ns,
+            color_by=color_by,
+            title=title,
         )
 
     def flame(
         self, ax: Axes | None = None, *, max_depth: int | None = None, title: str | None = None
     ) -> Axes:
         """An icicle view (roots on top) of the call tree merged by call path, width = time.
-        Returns the Axes."""
+        Returns the Axes; raises `NothingToDrawError` when the frame has no closed range."""
         return flame.flame(self._df, ax, max_depth=max_depth, title=title)
 
     def to_collapsed_stacks(self, path: str | os.PathLike[str]) -> None:
@@ -211,3 +255,12 @@ class RecfnAccessor:
     def to_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Write a Chrome / Perfetto JSON trace (``.json`` or ``.json.gz``)."""
         chrome.write_chrome_trace(self._df, path)
+
+
+def _indented(level: np.ndarray, names: pd.Series) -> list[str]:
+    """Each name indented two spaces per level, up to `MAX_INDENT` levels."""
+    shown = np.minimum(level, MAX_INDENT).tolist()
+    return [
+        "  " * d + (f"[{deep}] " if deep > MAX_INDENT else "") + str(n)
+        for d, deep, n in zip(shown, level.tolist(), names.astype(object).tolist())
+    ]

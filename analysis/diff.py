@@ -1,37 +1,52 @@
-"""Per-name comparison of two runs."""
+"""How one run changed from a baseline, per group of ranges."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from .summary import summarize
 
-COMPARED = ("count", "total_ns", "self_ns")
+COMPARED: tuple[str, ...] = ("count", "total_ns", "self_ns")
+"""Summary columns that a diff compares."""
 
 
-def diff(new: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
-    """Count, total and self time per name in `base` and `new`, their change and ratio.
-
-    Change is ``new - base``; ratio ``new / base`` (inf for names only in `new`, 0 for names only
-    in `base`). Rows are sorted by the largest self-time regression first: self time points at
-    the name that got slower, while totals also grow for all its callers.
-    """
-    before, after = (
-        summarize(frame)[["name", *COMPARED]].astype({"name": str}) for frame in (base, new)
+def diff(
+    current: pd.DataFrame,
+    baseline: pd.DataFrame,
+    *,
+    by: str | Sequence[str] = "name",
+    as_index: bool = True,
+) -> pd.DataFrame:
+    """Per group, how `current` changed from `baseline`; see `RecfnAccessor.diff`."""
+    keys = [by] if isinstance(by, str) else list(by)
+    now, then = (
+        _plain_keys(summarize(frame, keys, as_index=False), keys) for frame in (current, baseline)
     )
-    merged = before.merge(after, on="name", how="outer", suffixes=("_base", "_new"))
-    result = pd.DataFrame({"name": merged["name"]})
+    merged = now.merge(then, on=keys, how="outer", suffixes=("", "_baseline"))
+    result = merged[keys].copy()
     for column in COMPARED:
-        stem, unit = column.removesuffix("_ns"), "_ns" if column.endswith("_ns") else ""
-        old = merged[f"{column}_base"].fillna(0).astype(np.int64)
-        now = merged[f"{column}_new"].fillna(0).astype(np.int64)
-        result[f"{column}_base"] = old
-        result[f"{column}_new"] = now
-        result[f"{stem}_change{unit}"] = now - old
-        result[f"{stem}_ratio"] = (now / old.replace(0, np.nan)).mask(
-            (old == 0) & (now > 0), np.inf
-        )
-    return result.sort_values(
-        ["self_change_ns", "total_change_ns", "name"], ascending=[False, False, True], kind="stable"
+        value = merged[column].fillna(0).astype(np.int64)
+        base = merged[f"{column}_baseline"].fillna(0).astype(np.int64)
+        change = value - base
+        result[column] = value
+        result[f"{column}_baseline"] = base
+        result[f"{column}_change"] = change
+        pct = 100.0 * change / base.replace(0, np.nan)
+        result[f"{column}_change_pct"] = pct.mask((base == 0) & (value > 0), np.inf)
+    result = result.sort_values(
+        ["self_ns_change", "total_ns_change", *keys],
+        ascending=[False, False, *[True] * len(keys)],
+        kind="stable",
     ).reset_index(drop=True)
+    return result.set_index(keys) if as_index else result
+
+
+def _plain_keys(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The compared columns, with categorical keys as objects so that two runs' categories
+    (which differ) still merge."""
+    picked = summary[[*keys, *COMPARED]]
+    categorical = [k for k in keys if isinstance(picked[k].dtype, pd.CategoricalDtype)]
+    return picked.astype(dict.fromkeys(categorical, object))

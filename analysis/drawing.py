@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, cast
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
+from matplotlib.text import Text
+
+from .units import printable
 
 MAX_BARS = 20_000
 """Most rectangles one view draws; past that the narrowest are left out (or rasterised)."""
@@ -49,7 +53,7 @@ def add_labels(
     chosen = np.flatnonzero(pixels >= LABEL_MIN_PX)
     chosen = chosen[np.argsort(-pixels[chosen], kind="stable")[:MAX_LABELS]]
     for i in chosen.tolist():
-        label = fit_label(str(names[i]), pixels[i])
+        label = fit_label(printable(str(names[i])), pixels[i])
         if label:
             ax.text(
                 x0[i] + 3 * units_per_px,
@@ -59,7 +63,17 @@ def add_labels(
                 va="center",
                 ha="left",
                 clip_on=True,
+                parse_math=False,
+                usetex=False,
             )
+
+
+def plain_text(texts: Iterable[Text]) -> None:
+    """Draw `texts` as the characters they hold: names are data, so ``$\\alpha$`` must not
+    become a Greek letter, nor deeply nested TeX exhaust the math parser."""
+    for text in texts:
+        text.set_parse_math(False)
+        text.set_usetex(False)
 
 
 def fit_label(label: str, pixels: float) -> str:

@@ -16,8 +16,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
-from .drawing import MAX_BARS, add_labels, add_rectangles
+from .drawing import MAX_BARS, add_labels, add_rectangles, plain_text
+from .errors import NothingToDrawError
 from .tree import CallTree, call_tree, subtree_sums
 from .units import format_ns
 
@@ -35,7 +37,7 @@ def flame(
     """Draw the call tree of `df` as an icicle (roots on top); see `RecfnAccessor.flame`."""
     tree = call_tree(df)
     if tree.total.size == 0:
-        raise ValueError("flame: the frame has no closed ranges")
+        raise NothingToDrawError("flame: the frame has no closed ranges")
     width = subtree_sums(tree.parent, tree.self)
     x0 = _offsets(tree, width)
     shown = np.ones(tree.total.size, dtype=bool) if max_depth is None else tree.depth <= max_depth
@@ -55,13 +57,13 @@ def flame(
     names = np.array([*map(str, tree.names), ""], dtype=object)[tree.name[drawn]]  # "" for code -1
     add_labels(ax, names, left, y, pixels[drawn], ns_per_px / 1e6)
 
-    ax.set_xlim(0, span / 1e6)
+    ax.set_xlim(0, max(span, 1) / 1e6)
     ax.set_ylim(levels - 0.5, -0.5)
-    ax.set_yticks(np.arange(levels))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # not one tick per level
     ax.set_ylabel("depth")
     ax.set_xlabel("time (ms), all threads, merged by call path")
     default = f"flame graph: {format_ns(span)} in {width.size:,} call paths"
-    ax.set_title(title if title is not None else default)
+    plain_text([ax.set_title(title if title is not None else default)])
     return ax
 
 

@@ -1,4 +1,5 @@
-"""Per-name statistics of ranges, the analogue of torch's ``key_averages()``, and their text table."""
+"""Statistics of ranges per group (by default per name, like ``key_averages()``) and their
+text rendering."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import MEMORY, RANGE, equals, ints, nulls, require
-from .tree import parent_positions, self_durations, subtree_sums
-from .units import format_bytes, format_count, format_ns
+from .schema import MEMORY, codes, equals, ints, require
+from .tree import Nodes, linked_parents, nodes, outermost, self_durations, subtree_sums
+from .units import format_bytes, format_count, format_ns, printable
 
 STAT_COLUMNS: tuple[str, ...] = (
     "count",
@@ -23,66 +24,116 @@ STAT_COLUMNS: tuple[str, ...] = (
     "total_pct",
     "self_pct",
 )
-"""Columns of every summary, after the group keys."""
+"""Columns of every summary, after the group keys (which form the index)."""
+
+PROFILER_SPAN_SCOPES: tuple[str, ...] = ("Trace",)
+"""Scopes of ranges that a profiler records about itself rather than about the program:
+torch.profiler traces hold one ``PyTorch Profiler (N)`` span over the whole capture, on a
+track of its own. They stay in the summary but not in the time that percentages divide by."""
 
 
 def summarize(
     df: pd.DataFrame,
     by: str | Sequence[str] = "name",
+    *,
     sort_by: str = "total_ns",
+    top: int | None = None,
     group_by_input_shape: bool = False,
     group_by_stack_n: int = 0,
-    top: int | None = None,
+    as_index: bool = True,
 ) -> pd.DataFrame:
     """Statistics of the closed ranges of `df` per group; see `RecfnAccessor.summary`."""
+    result, group_keys, _ = _summarize(df, by, sort_by, top, group_by_input_shape, group_by_stack_n)
+    return result.set_index(group_keys) if as_index else result
+
+
+def summary_text(
+    df: pd.DataFrame,
+    by: str | Sequence[str] = "name",
+    *,
+    sort_by: str = "total_ns",
+    top: int | None = None,
+    group_by_input_shape: bool = False,
+    group_by_stack_n: int = 0,
+    max_name_width: int = 55,
+) -> str:
+    """The summary as a text table; see `RecfnAccessor.to_string`."""
+    result, group_keys, total = _summarize(
+        df, by, sort_by, top, group_by_input_shape, group_by_stack_n
+    )
+    return render_text(result, group_keys, total, max_name_width)
+
+
+def _summarize(
+    df: pd.DataFrame,
+    by: str | Sequence[str],
+    sort_by: str,
+    top: int | None,
+    group_by_input_shape: bool,
+    group_by_stack_n: int,
+) -> tuple[pd.DataFrame, list[str], int]:
+    """The summary with its keys as columns, those keys, and the self-time total that its
+    percentages divide by."""
     keys = [by] if isinstance(by, str) else list(by)
     if not keys:
         raise ValueError("summary needs at least one column to group by")
+    if group_by_stack_n < 0:
+        raise ValueError(f"group_by_stack_n must be >= 0, got {group_by_stack_n}")
+    if top is not None and top < 0:
+        raise ValueError(f"top must be >= 0, got {top}")
     extra = ["input_shapes"] * group_by_input_shape + ["stack"] * (group_by_stack_n > 0)
     require(df, ["kind", "start_ns", "end_ns", *keys, *extra], "summary")
-    if group_by_stack_n < 0:
-        raise ValueError("group_by_stack_n must be >= 0")
-
-    is_range = equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
-    parent = parent_positions(df)
-    start, end = ints(df["start_ns"], 0), ints(df["end_ns"], 0)
-    duration = np.where(is_range, end - start, 0)
-    own = self_durations(parent, start, end, is_range)
-    rows = np.flatnonzero(is_range)
+    forest = nodes(df, "summary")
+    duration = forest.duration
+    own = self_durations(forest.parent, forest.start, forest.end, forest.closed)
+    rows = np.flatnonzero(forest.closed)
 
     work: dict[str, object] = {key: df[key].array.take(rows) for key in keys}
     if group_by_input_shape:
         work["input_shapes"] = _shape_keys(df["input_shapes"])[rows]
     if group_by_stack_n:
         work["stack"] = _stack_keys(df["stack"], group_by_stack_n)[rows]
-    work["duration"] = duration[rows]
-    work["own"] = own[rows]
+    group_keys = [*keys, *extra]
+    frame = pd.DataFrame(work)
+    # By name each call counts in its row, recursion included (as key_averages does); other
+    # groupings count only a group's outermost ranges, so nested time is counted once.
+    counted = np.ones(rows.size, dtype=bool)
+    if "name" not in keys:
+        groups = frame.groupby(group_keys, observed=True, sort=False, dropna=False)
+        group = np.full(len(df), -1, dtype=np.int64)
+        group[rows] = groups.ngroup().to_numpy(dtype=np.int64)
+        counted = outermost(linked_parents(forest), group)[rows]
+    frame["duration"] = duration[rows]
+    frame["counted"] = np.where(counted, duration[rows], 0)
+    frame["own"] = own[rows]
     stats = {
         "count": ("duration", "size"),
-        "total_ns": ("duration", "sum"),
+        "duration_ns": ("duration", "sum"),
+        "total_ns": ("counted", "sum"),
         "self_ns": ("own", "sum"),
         "min_ns": ("duration", "min"),
         "max_ns": ("duration", "max"),
     }
-    for column, values in _memory_columns(df, parent, is_range).items():
-        work[column] = values[rows]
+    for column, values in _memory_columns(df, forest).items():
+        # A subtree's bytes count once per group, as its time does.
+        nested = column == "total_memory_bytes"
+        frame[column] = np.where(counted, values[rows], 0) if nested else values[rows]
         stats[column] = (column, "sum")
     if "flops" in df.columns:
-        work["flops"] = ints(df["flops"], 0)[rows]
+        frame["flops"] = ints(df["flops"], 0)[rows]
         stats["flops"] = ("flops", "sum")
 
-    group_keys = [*keys, *extra]
     result = (
-        pd.DataFrame(work)
-        .groupby(group_keys, observed=True, sort=False, dropna=False)
+        frame.groupby(group_keys, observed=True, sort=False, dropna=False)
         .agg(**stats)
         .reset_index()
     )
-    result["mean_ns"] = result["total_ns"] / result["count"].clip(lower=1)
-    total = own[rows].sum()
+    result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
+    total = self_time_total(df, forest, own)
     result["total_pct"] = 100.0 * result["total_ns"] / total if total else np.nan
     result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
     ordered = [*group_keys, *STAT_COLUMNS, *(c for c in stats if c not in STAT_COLUMNS)]
+    ordered.remove("duration_ns")
     result = result[ordered]
 
     if sort_by not in result.columns:
@@ -90,15 +141,27 @@ def summarize(
     result = result.sort_values(sort_by, ascending=sort_by in group_keys, kind="stable")
     if top is not None:
         result = result.head(top)
-    return result.reset_index(drop=True)
+    return result.reset_index(drop=True), group_keys, total
 
 
-def _memory_columns(
-    df: pd.DataFrame, parent: np.ndarray, is_range: np.ndarray
-) -> dict[str, np.ndarray]:
-    """Bytes allocated by each range's own memory events, and by its whole subtree."""
+def self_time_total(df: pd.DataFrame, forest: Nodes, own: np.ndarray) -> int:
+    """The time that summary percentages divide by: the self time of all closed ranges but
+    profiler spans (`PROFILER_SPAN_SCOPES`), i.e. the time the program spent in ranges,
+    each instant counted once per thread."""
+    counted = forest.closed
+    if "scope" in df.columns:
+        scope, scopes = codes(df["scope"])
+        spans = np.flatnonzero(scopes.isin(PROFILER_SPAN_SCOPES))
+        if spans.size:
+            counted = counted & ~np.isin(scope, spans)
+    return int(own[counted].sum())
+
+
+def _memory_columns(df: pd.DataFrame, forest: Nodes) -> dict[str, np.ndarray]:
+    """Bytes allocated by each range's whole subtree, and by its own memory events."""
     if "memory_bytes" not in df.columns:
         return {}
+    parent = forest.parent
     events = equals(df["kind"], MEMORY) & (parent >= 0)
     if not events.any():
         return {}
@@ -106,11 +169,10 @@ def _memory_columns(
         parent[events], weights=ints(df["memory_bytes"], 0)[events], minlength=len(df)
     )
     own = np.rint(own).astype(np.int64)
-    linked = is_range & (parent >= 0)
-    linked[linked] = is_range[parent[linked]]
+    linked = linked_parents(forest)
     return {
+        "total_memory_bytes": subtree_sums(linked, own),
         "self_memory_bytes": own,
-        "memory_bytes": subtree_sums(np.where(linked, parent, -1), own),
     }
 
 
@@ -138,17 +200,20 @@ def _stack_keys(stacks: pd.Series, n: int) -> np.ndarray:
     return np.asarray(pc.binary_join(tails, "; ").fill_null("").to_numpy(zero_copy_only=False))
 
 
-def render_table(
+def render_text(
     summary: pd.DataFrame, keys: Sequence[str], total_ns: int, max_name_width: int = 55
 ) -> str:
-    """A fixed-width text table of `summary` with human units, like torch's ``.table()``.
+    """A fixed-width text table of `summary` (keys as columns) with human units.
 
     `total_ns` is the footer's self-time total (the whole frame's, also when `summary` holds
-    only the top rows).
+    only the top rows). Control characters in keys are shown escaped: names are data, and
+    must not drive the terminal that prints them.
     """
+    if max_name_width < 1:
+        raise ValueError(f"max_name_width must be >= 1, got {max_name_width}")
     columns: list[tuple[str, list[str]]] = []
     for key in keys:
-        values = summary[key].astype(str).tolist()
+        values = [printable(v) for v in summary[key].astype(str).tolist()]
         columns.append((key.replace("_", " ").title(), [_clip(v, max_name_width) for v in values]))
     formats = [
         ("Self %", "self_pct", _pct),
@@ -160,7 +225,7 @@ def render_table(
         ("Max", "max_ns", format_ns),
         ("Calls", "count", lambda v: f"{int(v)}"),
         ("Self Mem", "self_memory_bytes", format_bytes),
-        ("Mem", "memory_bytes", format_bytes),
+        ("Total Mem", "total_memory_bytes", format_bytes),
         ("FLOPs", "flops", format_count),
     ]
     for title, column, fmt in formats:

@@ -22,37 +22,50 @@ from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from .drawing import FONT_SIZE, MAX_BARS, add_labels, add_rectangles
+from .drawing import FONT_SIZE, MAX_BARS, add_labels, add_rectangles, plain_text
+from .errors import NothingToDrawError
 from .schema import INT64_MAX, MARK, MEMORY, RANGE, codes, equals, ints, nulls, require, thread_mask
-from .tree import depths, parent_positions
+from .tree import nodes
+from .units import printable
 
 MIN_BAR_PX = 2.0
 """Bars narrower than this many pixels are rasterised instead of drawn as rectangles."""
 TOP_COLORS = 10
 OTHER_COLOR = "#c7c7c7"
 SUBROWS = 10
-"""Raster rows per nesting row; the middle 80% are painted, as bars are 0.8 tall."""
+"""Raster lines per nesting row; the middle 80% are painted, as bars are 0.8 tall."""
+MAX_IMAGE_ROWS = 2_000
+"""Most lines in the raster image: about the pixel height of the tallest figure."""
+
+
+def as_threads(thread: int | str | Iterable[int | str]) -> list[int | str]:
+    """A ``thread=`` argument (one id or name, or a collection of them) as a list."""
+    return [thread] if isinstance(thread, int | str) else list(thread)
 
 
 def timeline(
     df: pd.DataFrame,
     ax: Axes | None = None,
-    threads: Iterable[int | str] | None = None,
+    *,
+    thread: int | str | Iterable[int | str] | None = None,
     start: int | None = None,
     end: int | None = None,
     max_depth: int | None = None,
-    color_by: str = "name",
     min_duration_ns: int | None = None,
+    color_by: str = "name",
     title: str | None = None,
 ) -> Axes:
     """Draw the ranges of `df`; see `RecfnAccessor.timeline`."""
     require(df, ("name", "kind", "start_ns", "end_ns", "thread_id", color_by), "timeline")
     if start is not None and end is not None and end <= start:
         raise ValueError(f"timeline: end must be after start (got start={start}, end={end})")
-    selected = np.ones(len(df), dtype=bool) if threads is None else thread_mask(df, threads)
+    forest = nodes(df, "timeline")
+    selected = np.ones(len(df), dtype=bool)
+    if thread is not None:
+        selected = thread_mask(df, as_threads(thread))
     if not selected.any():
-        raise ValueError("timeline: no events in the selected threads")
-    begin, finish = ints(df["start_ns"], 0), ints(df["end_ns"], INT64_MAX)
+        raise NothingToDrawError("timeline: no events in the selected threads")
+    begin, finish = forest.start, forest.end
     lo = int(begin[selected].min()) if start is None else int(start)
     if end is None:
         closed = selected & (finish != INT64_MAX)
@@ -61,17 +74,19 @@ def timeline(
 
     visible = selected & (begin <= hi) & (np.minimum(finish, hi) >= lo)
     bars = visible & equals(df["kind"], RANGE)
-    depth = ints(df["depth"], 0) if "depth" in df.columns else depths(parent_positions(df))
+    depth = forest.depth
     if max_depth is not None:
         bars &= depth <= max_depth
     if min_duration_ns is not None:
-        bars &= (finish - begin) >= min_duration_ns
+        bars &= forest.still_open | (forest.duration >= min_duration_ns)
     marks = visible & equals(df["kind"], MARK)
     if not bars.any() and not marks.any():
-        raise ValueError("timeline: no ranges or marks in the selected threads and time window")
+        raise NothingToDrawError(
+            "timeline: no ranges or marks in the selected threads and time window"
+        )
 
-    thread = ints(df["thread_id"], 0)
-    layout = _Layout.of(thread, depth, bars, marks)
+    thread_ids = ints(df["thread_id"], 0)
+    layout = _Layout.of(thread_ids, depth, bars, marks)
     own_figure = ax is None
     if ax is None:
         height = float(np.clip(1.5 + 0.12 * layout.n_rows, 3, 20))
@@ -79,26 +94,26 @@ def timeline(
     scale = _Scale(lo, hi, max(int(ax.get_window_extent().width), 50))
 
     rows = np.flatnonzero(bars)
-    handles = _draw_ranges(ax, df, rows, begin, finish, depth, thread, layout, scale, color_by)
+    handles = _draw_ranges(ax, df, rows, begin, finish, depth, thread_ids, layout, scale, color_by)
     if marks.any():
-        _draw_marks(ax, np.flatnonzero(marks), begin, thread, layout, scale)
+        _draw_marks(ax, np.flatnonzero(marks), begin, thread_ids, layout, scale)
         handles.append(Line2D([], [], color="black", lw=0.8, label="mark"))
     memory = selected & equals(df["kind"], MEMORY) & (begin <= hi)
     if "memory_bytes" in df.columns and memory.any():
         handles += _draw_memory(ax, df, memory, begin, scale)
 
     names = _thread_names(df, layout.threads)
-    ticks = [f"{name} ({tid})" for name, tid in zip(names, layout.threads.tolist())]
+    ticks = [f"{printable(name)} ({tid})" for name, tid in zip(names, layout.threads.tolist())]
     ax.set_yticks(layout.band_top + (layout.band_rows - 1) / 2, ticks, fontsize=FONT_SIZE + 1)
+    plain_text(ax.get_yticklabels())
     ax.tick_params(axis="y", length=0)
     ax.set_ylim(layout.n_rows - 0.5, -0.5)
     ax.set_xlim(0, scale.ms(hi))
     ax.set_xlabel(f"ms since {lo} ns")
-    ax.set_title(
-        title if title is not None else f"{rows.size:,} ranges on {len(layout.threads)} thread(s)"
-    )
+    default = f"{rows.size:,} ranges on {len(layout.threads)} thread(s)"
+    plain_text([ax.set_title(title if title is not None else default)])
     if own_figure:
-        ax.figure.legend(
+        legend = ax.figure.legend(
             handles=handles,
             loc="outside lower center",
             ncol=min(len(handles), 7),
@@ -106,7 +121,8 @@ def timeline(
             frameon=False,
         )
     else:
-        ax.legend(handles=handles, loc="upper right", fontsize=FONT_SIZE, framealpha=0.8)
+        legend = ax.legend(handles=handles, loc="upper right", fontsize=FONT_SIZE, framealpha=0.8)
+    plain_text(legend.get_texts())
     return ax
 
 
@@ -193,7 +209,7 @@ def _draw_ranges(
     )
 
     handles: list[Artist] = [
-        Patch(facecolor=palette[code + 1], label=str(values[code])) for code in ranked
+        Patch(facecolor=palette[code + 1], label=printable(str(values[code]))) for code in ranked
     ]
     if len(ranked) < len(np.unique(value_codes[rows])):
         handles.append(Patch(facecolor=OTHER_COLOR, label="other"))
@@ -222,18 +238,28 @@ def _draw_raster(
     layout: _Layout,
     scale: _Scale,
 ) -> None:
-    """Paint narrow bars into one image: per (row, pixel column), the longest bar's colour."""
+    """Paint narrow bars into one RGBA image: per (row, pixel column), the longest bar's colour.
+
+    The image has `SUBROWS` lines per nesting row while that stays within `MAX_IMAGE_ROWS`
+    (no screen shows more), else one line per row, and past that several rows share a line:
+    its size is bounded whatever the depth.
+    """
     if y.size == 0:
         return
-    cell = y * scale.width_px + column
+    subrows = SUBROWS if layout.n_rows * SUBROWS <= MAX_IMAGE_ROWS else 1
+    lines = min(layout.n_rows * subrows, MAX_IMAGE_ROWS)
+    line = y * lines // layout.n_rows  # the first of the row's `subrows` lines
+    cell = line * scale.width_px + column
     order = np.lexsort((-duration, cell))
     first = order[np.r_[True, cell[order][1:] != cell[order][:-1]]]
-    image = np.zeros((layout.n_rows * scale.width_px, 4))
-    image[cell[first]] = colors[first]
-    image = image.reshape(layout.n_rows, 1, scale.width_px, 4).repeat(SUBROWS, axis=1)
-    image[:, [0, -1]] = 0.0  # transparent top and bottom tenth, as bars are 0.8 tall
+    rgba = np.rint(colors[first] * 255).astype(np.uint8)
+    image = np.zeros((lines, scale.width_px, 4), dtype=np.uint8)
+    for k in range(1, subrows - 1):  # the top and bottom lines stay clear, as bars are 0.8 tall
+        image[line[first] + k, column[first]] = rgba
+    if subrows == 1:
+        image[line[first], column[first]] = rgba
     ax.imshow(
-        image.reshape(layout.n_rows * SUBROWS, scale.width_px, 4),
+        image,
         aspect="auto",
         origin="upper",
         interpolation="nearest",

@@ -8,13 +8,19 @@ remain run over tree levels or over powers of two.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from recfn._nesting import INT64_MIN, depths, parents_from_nesting
 
+from .errors import MalformedFrameError
 from .schema import INT64_MAX, RANGE, codes, equals, ints, nulls, require, thread_groups
+
+MAX_TIME_NS = 1 << 62
+"""Largest timestamp magnitude analysed (146 years of nanoseconds): any two times then differ
+by less than int64 can hold."""
 
 
 def parents_from_ids(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray) -> np.ndarray:
@@ -30,8 +36,10 @@ def parents_from_ids(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.nda
     else:
         index = pd.Index(ids)
         if not index.is_unique:
-            raise ValueError(
-                "the id column has duplicate values; ids must be unique within a trace"
+            repeated = index[index.duplicated()].unique()[:5].tolist()
+            raise MalformedFrameError(
+                f"the id column has duplicate values (e.g. {repeated}); "
+                "ids must be unique within a trace"
             )
         parent[wanted] = index.get_indexer(parent_ids[wanted])
     return parent
@@ -69,9 +77,15 @@ def self_durations(
     return duration - covered
 
 
-def subtree_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Each row's value plus those of all its descendants, accumulated level by level."""
-    depth = depths(parent)
+def subtree_sums(
+    parent: np.ndarray, values: np.ndarray, depth: np.ndarray | None = None
+) -> np.ndarray:
+    """Each row's value plus those of all its descendants, accumulated level by level.
+
+    `depth` is ``depths(parent)`` when the caller has it already.
+    """
+    if depth is None:
+        depth = depths(parent)
     total = values.astype(np.int64, copy=True)
     order = np.argsort(-depth, kind="stable")
     bounds = np.searchsorted(-depth[order], np.arange(-depth.max(initial=0), 1))
@@ -81,7 +95,9 @@ def subtree_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
     return total
 
 
-def preorder(parent: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray:
+def preorder(
+    parent: np.ndarray, keys: tuple[np.ndarray, ...], depth: np.ndarray | None = None
+) -> np.ndarray:
     """Row positions in depth-first order: each row directly followed by its subtree. Roots, and
     the children of each row, are ordered by `keys` (as for ``np.lexsort``: last key first).
 
@@ -89,8 +105,9 @@ def preorder(parent: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray:
     before it, resolved level by level; no walk over the rows.
     """
     n = len(parent)
-    depth = depths(parent)
-    size = subtree_sums(parent, np.ones(n, dtype=np.int64))
+    if depth is None:
+        depth = depths(parent)
+    size = subtree_sums(parent, np.ones(n, dtype=np.int64), depth)
     order = np.lexsort((*keys, parent))  # grouped by parent, siblings in key order
     group, sizes = parent[order], size[order]
     first = np.r_[True, group[1:] != group[:-1]] if n else np.zeros(0, dtype=bool)
@@ -107,6 +124,31 @@ def preorder(parent: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray:
     return positions
 
 
+def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Rows that have no ancestor of their own `group`: where a group's rows nest, only the
+    outermost count, so that a group's time is counted once however deep it nests.
+
+    In depth-first order a row's subtree is the run of rows after it, so an earlier row of the
+    same group is an ancestor exactly when its run reaches past the row.
+    """
+    n = len(parent)
+    child = np.flatnonzero(parent >= 0)
+    if np.array_equal(group[parent[child]], group[child]):
+        return parent < 0  # no group changes along any edge (as threads, usually): roots
+    depth = depths(parent)
+    size = subtree_sums(parent, np.ones(n, dtype=np.int64), depth)
+    place = np.empty(n, dtype=np.int64)
+    place[preorder(parent, (np.arange(n),), depth)] = np.arange(n)
+    seq = np.lexsort((place, group))
+    g = group[seq]
+    reach = pd.Series(place[seq] + size[seq]).groupby(g).cummax().to_numpy()
+    before = np.r_[np.int64(-1), reach[:-1]]
+    before[np.r_[True, g[1:] != g[:-1]]] = -1
+    result = np.empty(n, dtype=bool)
+    result[seq] = before <= place[seq]
+    return result
+
+
 def parent_positions(df: pd.DataFrame) -> np.ndarray:
     """Parent positions from ``parent_id``, or from nesting per thread when the frame has none."""
     if "parent_id" in df.columns:
@@ -117,6 +159,98 @@ def parent_positions(df: pd.DataFrame) -> np.ndarray:
     start = ints(df["start_ns"], 0)
     end = ints(df["end_ns"], INT64_MAX)
     return parents_from_nesting(thread_groups(df), start, end, equals(df["kind"], RANGE))
+
+
+@dataclass(frozen=True)
+class Nodes:
+    """The rows of a frame as a checked forest, in the frame's order (row positions)."""
+
+    parent: np.ndarray
+    """Parent position of each row, -1 for roots (parent absent from the frame or null)."""
+    start: np.ndarray
+    end: np.ndarray
+    """End of each row; ``INT64_MAX`` where null (open ranges)."""
+    closed: np.ndarray
+    """Ranges with an end: the rows that have a duration."""
+    still_open: np.ndarray
+    """Ranges without an end (still open when the profiler stopped)."""
+
+    @property
+    def duration(self) -> np.ndarray:
+        """``end - start`` of closed ranges, 0 for every other row."""
+        return np.where(self.closed, self.end - self.start, 0)
+
+    @cached_property
+    def depth(self) -> np.ndarray:
+        """Number of ancestors of each row."""
+        return depths(self.parent)
+
+
+def nodes(df: pd.DataFrame, operation: str) -> Nodes:
+    """The call forest of `df`, after checking what the analyses rely on.
+
+    Raises `MalformedFrameError` for null or duplicate ids, a cycle in ``parent_id``, a null
+    ``start_ns``, a timestamp beyond `MAX_TIME_NS`, a range that ends before it starts, or
+    durations whose sum overflows int64.
+    Parents missing from the frame (a filtered or windowed frame) make roots, not errors.
+    """
+    require(df, ("kind", "start_ns", "end_ns"), operation)
+    if "parent_id" in df.columns:
+        require(df, ("id",), operation)
+        _refuse(nulls(df["id"]), df, operation, "has null ids")
+    _refuse(nulls(df["start_ns"]), df, operation, "has a null start_ns")
+    is_range = equals(df["kind"], RANGE)
+    has_end = ~nulls(df["end_ns"])
+    start = ints(df["start_ns"], 0)
+    end = np.where(has_end, ints(df["end_ns"], 0), INT64_MAX)  # float columns cannot hold MAX
+    closed = is_range & has_end
+    finite_end = np.where(has_end, end, 0)
+    far = (start > MAX_TIME_NS) | (start < -MAX_TIME_NS)
+    far |= (finite_end > MAX_TIME_NS) | (finite_end < -MAX_TIME_NS)
+    _refuse(far, df, operation, f"has timestamps beyond +-{MAX_TIME_NS} ns")
+    _refuse(closed & (end < start), df, operation, "has ranges that end before they start")
+    span = np.where(closed, end - start, 0)
+    if float(span.sum(dtype=np.float64)) >= 2.0**63:
+        raise MalformedFrameError(f"{operation}: the ranges' summed durations overflow int64")
+    forest = Nodes(parent_positions(df), start, end, closed, is_range & ~has_end)
+    if not _parents_come_first(forest.parent, start):
+        try:
+            forest.depth  # noqa: B018 (computed to find cycles, and kept)
+        except ValueError:
+            raise MalformedFrameError(
+                f"{operation}: parent_id contains a cycle; a range cannot be its own ancestor"
+            ) from None
+    return forest
+
+
+def _parents_come_first(parent: np.ndarray, start: np.ndarray) -> bool:
+    """Whether every parent starts before its child (or at the same time, earlier in the
+    frame): then following parents always goes back in that order and cannot cycle."""
+    child = np.flatnonzero(parent >= 0)
+    up = parent[child]
+    return bool(np.all((start[up] < start[child]) | ((start[up] == start[child]) & (up < child))))
+
+
+def linked_parents(forest: Nodes) -> np.ndarray:
+    """Parents of the closed ranges among closed ranges; -1 for every other row, and for a
+    range whose parent is open or not a range."""
+    linked = forest.closed & (forest.parent >= 0)
+    linked[linked] = forest.closed[forest.parent[linked]]
+    return np.where(linked, forest.parent, -1)
+
+
+def _refuse(bad: np.ndarray, df: pd.DataFrame, operation: str, problem: str) -> None:
+    """Raise `MalformedFrameError` naming the first ids (or positions) of the `bad` rows."""
+    if not bad.any():
+        return
+    rows = np.flatnonzero(bad)
+    if "id" in df.columns:
+        which = "ids " + ", ".join(map(str, df["id"].iloc[rows[:5]].tolist()))
+    else:
+        which = "rows " + ", ".join(map(str, rows[:5].tolist()))
+    raise MalformedFrameError(
+        f"{operation}: the frame {problem} ({rows.size} row(s); first: {which})"
+    )
 
 
 @dataclass(frozen=True)
@@ -143,14 +277,11 @@ def call_tree(df: pd.DataFrame) -> CallTree:
     A range whose parent is missing, open or not a range starts a path of its own.
     """
     require(df, ("name", "kind", "start_ns", "end_ns"), "call tree")
-    in_tree = equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
-    parent = parent_positions(df)
-    linked = in_tree & (parent >= 0)
-    linked[linked] = in_tree[parent[linked]]
-    parent = np.where(linked, parent, -1)
-    start, end = ints(df["start_ns"], 0), ints(df["end_ns"], 0)
-    duration = np.where(in_tree, end - start, 0)
-    row_self = self_durations(parent, start, end, in_tree)
+    forest = nodes(df, "call tree")
+    in_tree = forest.closed
+    parent = linked_parents(forest)
+    duration = forest.duration
+    row_self = self_durations(parent, forest.start, forest.end, in_tree)
     name_code, names = codes(df["name"])
 
     tree_rows = np.flatnonzero(in_tree)

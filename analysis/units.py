@@ -1,4 +1,5 @@
-"""Human-readable units for text tables: durations, byte counts and large counts."""
+"""Text for tables: durations, byte counts and large counts in human units, and names made
+safe to print."""
 
 from __future__ import annotations
 
@@ -39,3 +40,11 @@ def format_count(count: float) -> str:
         if size >= scale:
             return f"{count / scale:.2f}{unit}"
     return f"{count:.0f}"
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (ESC, BEL, line breaks...) written as escapes such as
+    ``\\x1b``: names are data, and must not drive the terminal that prints them."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)

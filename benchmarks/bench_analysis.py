@@ -3,6 +3,8 @@
 Run: ``python benchmarks/bench_analysis.py`` (``--ranges N``, ``--events N`` to change sizes).
 The trace is ``make_synthetic_trace(N, 8)``: N properly nested ranges over 8 threads. Each
 operation runs a few times and the best time is kept, so numbers hold on a noisy machine.
+Deep traces are one chain of nested ranges, each 5 ns shorter on either side than its parent,
+so the innermost ones are narrower than a pixel; their rate should stay near the shallow one's.
 ``read_chrome_trace`` reads a torch-shaped trace (complete "X" cpu_op events with torch's args,
 "[memory]" instants, flow and metadata events) written to a temporary directory; the typed
 msgspec decode alone (no columns) is shown as the floor it cannot beat.
@@ -18,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +68,24 @@ def render_flame(df: pd.DataFrame) -> None:
     ax = df.recfn.flame()
     ax.figure.savefig(io.BytesIO(), format="png", dpi=100)
     plt.close(ax.figure)
+
+
+def chain(depth: int) -> pd.DataFrame:
+    """One thread, `depth` ranges, each inside the one before."""
+    ids = np.arange(1, depth + 1)
+    return pd.DataFrame(
+        {
+            "id": ids,
+            "parent_id": pd.array([None, *ids[:-1]], dtype="Int64"),
+            "name": pd.Categorical([f"f{i % 7}" for i in range(depth)]),
+            "kind": pd.Categorical(["range"] * depth),
+            "scope": "function",
+            "start_ns": 5 * ids,
+            "end_ns": pd.array(10 * depth - 5 * ids, dtype="Int64"),
+            "thread_id": 1,
+            "thread_name": "MainThread",
+        }
+    )
 
 
 def torch_shaped_trace(n_events: int, path: Path) -> int:
@@ -171,11 +192,21 @@ def main() -> None:
     for operation, repeat, run, target in [
         ("summary()", 3, df.recfn.summary, "<= 0.5 s"),
         ("summary(), parents from nesting", 3, df.drop(columns="parent_id").recfn.summary, ""),
+        ('summary(by="thread_name")', 3, lambda: df.recfn.summary(by="thread_name"), ""),
         ("timeline() to PNG", 2, lambda: render_timeline(df), "<= 3 s"),
         ("flame() to PNG", 2, lambda: render_flame(df), ""),
     ]:
         seconds = best_of(repeat, run)
         rows.append((operation, size, seconds, per_range(seconds), target))
+
+    for depth, operation, repeat, run_on in [
+        (5_000, "timeline() to PNG", 2, render_timeline),
+        (5_000, "flame() to PNG", 2, render_flame),
+        (30_000, "tree()", 3, lambda frame: frame.recfn.tree()),
+    ]:
+        seconds = best_of(repeat, partial(run_on, chain(depth)))
+        rate = f"{depth / seconds:,.0f} ranges/s"
+        rows.append((operation, f"one chain {depth:,} deep", seconds, rate, "seconds at most"))
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "torch_trace.json"

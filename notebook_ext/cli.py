@@ -2,7 +2,7 @@
 
     recfn run script.py [args...] [-o trace.parquet] [--timeline out.png] [capture options]
     recfn summary TRACE          recfn timeline TRACE -o out.png
-    recfn convert IN -o OUT      recfn diff A B
+    recfn convert IN -o OUT      recfn diff BASELINE CURRENT
     recfn demo                   recfn codegen ...
 
 The capture options (``--shapes``, ``--trace-calls``, ``--max-events N``, ...) are generated from
@@ -142,9 +142,11 @@ def build_parser() -> _Parser:
         "-o", "--output", dest="output_option", metavar="OUTPUT", help="the file to write"
     )
 
-    diff = commands.add_parser("diff", help="compare two traces per name", allow_abbrev=False)
-    diff.add_argument("a", help="the baseline trace")
-    diff.add_argument("b", help="the trace compared with it (changes are B minus A)")
+    diff = commands.add_parser(
+        "diff", help="how a trace changed from a baseline, per name", allow_abbrev=False
+    )
+    diff.add_argument("baseline", help="the baseline trace")
+    diff.add_argument("current", help="the trace compared with it (changes: current - baseline)")
     diff.add_argument("--top", type=int, default=20, metavar="N", help="rows (default 20)")
 
     demo = commands.add_parser(
@@ -383,13 +385,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
     import pandas as pd
 
     _positive(args.top, "--top")
-    a, b = _load(args.a), _load(args.b)
-    table = b.diff(a)
+    baseline, current = _load(args.baseline), _load(args.current)
+    table = current.diff(baseline)
     if args.top is not None:
         table = table.head(args.top)
     from recfn.notebook_ext.display import summary_for_display
 
-    _out(f"A: {a.header()}\nB: {b.header()}")
+    _out(f"baseline: {baseline.header()}\ncurrent:  {current.header()}")
     if len(table) == 0:
         _out("no ranges to compare")
         return EXIT_OK

@@ -87,20 +87,21 @@ def header_text(trace: Trace) -> str:
 
 
 def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:
-    """A summary or diff frame of the accessor as strings with units: ``*_ns`` columns as times,
-    ``*_pct`` as percents, ``*_ratio`` as factors, bytes and FLOPs scaled."""
+    """A summary or diff frame of the accessor as strings with units, its group keys (the
+    index) first: ``*_pct`` columns as percents (``new`` for a change from zero), ``*_ns``
+    as times, bytes and FLOPs scaled."""
     import pandas as pd
 
+    if any(name is not None for name in frame.index.names):
+        frame = frame.reset_index()
     out = pd.DataFrame(index=frame.index)
     for column in frame.columns:
         values = frame[column]
         label = str(column)
-        if "_ns" in label:
+        if label.endswith("_pct"):
+            out[label[:-4].replace("_ns", "") + " %"] = [_percent(v) for v in values]
+        elif "_ns" in label:
             out[label.replace("_ns", "")] = [format_ns(v) for v in values]
-        elif label.endswith("_ratio"):
-            out[label[:-6] + " ratio"] = [_ratio(v) for v in values]
-        elif label.endswith("_pct"):
-            out[label[:-4] + " %"] = ["" if pd.isna(v) else f"{float(v):.1f}%" for v in values]
         elif "bytes" in label:
             out[label] = [format_bytes(v) for v in values]
         elif label == "flops":
@@ -110,11 +111,11 @@ def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _ratio(value: Any) -> str:
+def _percent(value: Any) -> str:
     number = _number(value)
     if math.isnan(number):
-        return "-"
-    return "new" if math.isinf(number) else f"{number:.2f}x"
+        return ""
+    return "new" if math.isinf(number) else f"{number:.1f}%"
 
 
 def _is_missing(value: Any) -> bool:
@@ -127,12 +128,14 @@ def _is_missing(value: Any) -> bool:
 
 
 def _plain(value: Any) -> str:
-    """Counts with thousands separators; anything else as ``str``."""
+    """Counts with thousands separators; anything else as ``str``, control characters escaped."""
+    from recfn.analysis.units import printable
+
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return f"{int(value):,}"
     if isinstance(value, float) and value.is_integer():
         return f"{int(value):,}"
-    return str(value)
+    return printable(str(value))
 
 
 def _summary_or_note(trace: Trace, top: int) -> tuple[Optional[pd.DataFrame], str]:
@@ -168,9 +171,9 @@ def trace_text(trace: Trace, top: int = 15) -> str:
 
 
 def table_text(trace: Trace, top: int = 15, **summary_kwargs: Any) -> str:
-    """Header line and ``df.recfn.table`` (torch-style text table) for the command line."""
+    """Header line and ``df.recfn.to_string`` (torch-style text table) for the command line."""
     try:
-        body = trace.to_pandas().recfn.table(top=top, **summary_kwargs)
+        body = trace.to_pandas().recfn.to_string(top=top, **summary_kwargs)
     except (ValueError, AttributeError) as exc:  # AttributeError: the accessor's missing columns
         body = f"no summary: {exc}"
     return f"{header_text(trace)}\n{body}"

@@ -1,7 +1,8 @@
 """The session: every trace the magics captured in this process, by cell, plus the appended trace.
 
 ``recfn.session()`` returns it. Cells are looked up by position or name
-(``s["cell[3]"].diff(s["cell[4]"])``, or simply ``s.diff("cell[3]", "cell[4]")``).
+(``s["cell[4]"].diff(s["cell[3]"])``: how cell[4] changed from the baseline cell[3],
+or simply ``s.diff("cell[3]", "cell[4]")``, in the order of ``recfn diff BASELINE CURRENT``).
 Cells run with ``--append`` also build one combined trace, ``s.trace()``.
 """
 
@@ -104,9 +105,10 @@ class Session:
             self._combined = merge(self._appended, name="session")
         return self._combined
 
-    def diff(self, before: Union[int, str], after: Union[int, str]) -> pd.DataFrame:
-        """Per name, how cell ``after`` changed from cell ``before`` (``df.recfn.diff``)."""
-        return self[after].diff(self[before])
+    def diff(self, baseline: Union[int, str], current: Union[int, str]) -> pd.DataFrame:
+        """Per name, how cell ``current`` changed from cell ``baseline`` (``df.recfn.diff``);
+        the same order as ``recfn diff BASELINE CURRENT``."""
+        return self[current].diff(self[baseline])
 
     def _repr_html_(self) -> str:
         from recfn.notebook_ext.display import format_ns

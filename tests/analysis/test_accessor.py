@@ -35,7 +35,7 @@ def test_filter(known: pd.DataFrame) -> None:
     assert known.recfn.filter(scope=["user_scope"]).empty
     assert known.astype({"name": str}).recfn.filter(name="step")["id"].tolist() == [1, 7]
     # Self times count only children that were kept: mm is no longer under bwd here.
-    kept = known.recfn.filter(name=["step", "bwd"]).recfn.summary().set_index("name")
+    kept = known.recfn.filter(name=["step", "bwd"]).recfn.summary()
     assert kept.loc["bwd", "self_ns"] == 50
 
 

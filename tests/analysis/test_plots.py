@@ -6,13 +6,15 @@ import io
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import KNOWN_ROWS, T0, make_frame
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection, PolyCollection
+from matplotlib.text import Text
 
-from recfn.analysis import MissingColumnsError, drawing
+from recfn.analysis import MissingColumnsError, drawing, timeline
 
 
 def bars(ax: Axes) -> list[PolyCollection]:
@@ -47,7 +49,7 @@ def test_timeline_options(known: pd.DataFrame) -> None:
     _, given = plt.subplots()
     ax = known.recfn.timeline(
         ax=given,
-        threads=["MainThread"],
+        thread="MainThread",
         start=T0 + 45,
         end=T0 + 95,
         max_depth=1,
@@ -59,7 +61,7 @@ def test_timeline_options(known: pd.DataFrame) -> None:
     assert ax.get_legend() is not None
     # On thread 2 only step (50 ns) and the open load range (drawn to the window end) are long enough.
     assert (
-        len(bars(known.recfn.timeline(threads=[2], end=T0 + 90, min_duration_ns=20))[0].get_paths())
+        len(bars(known.recfn.timeline(thread=2, end=T0 + 90, min_duration_ns=20))[0].get_paths())
         == 2
     )
 
@@ -95,9 +97,9 @@ def test_timeline_bad_input(known: pd.DataFrame) -> None:
     with pytest.raises(ValueError, match="no events"):
         known.iloc[:0].recfn.timeline()
     with pytest.raises(ValueError, match="no events"):
-        known.recfn.timeline(threads=[99])
+        known.recfn.timeline(thread=99)
     with pytest.raises(ValueError, match="no ranges or marks"):
-        known.recfn.timeline(threads=[1], start=T0 + 10**9)
+        known.recfn.timeline(thread=1, start=T0 + 10**9)
     with pytest.raises(ValueError, match="end must be after start"):
         known.recfn.timeline(start=T0 + 50, end=T0 + 50)
     with pytest.raises(MissingColumnsError, match="'thread_id'"):
@@ -182,3 +184,86 @@ def test_collapsed_stacks_sum_to_covered_time(tmp_path: Path, million: pd.DataFr
         int(line.rsplit(" ", 1)[1]) for line in (tmp_path / "s.txt").read_text().splitlines()
     )
     assert total == part.recfn.summary()["self_ns"].sum()
+
+
+MARKUP = ["$\\alpha$", "$" + "\\sqrt{" * 40 + "x" + "}" * 40 + "$"]
+
+
+def drawn_texts(ax: Axes) -> list[Text]:
+    legends = [*ax.figure.legends, *([ax.get_legend()] if ax.get_legend() else [])]
+    return [
+        *ax.texts,
+        ax.title,
+        *ax.get_yticklabels(),
+        *(t for legend in legends for t in legend.get_texts()),
+    ]
+
+
+def test_names_are_drawn_as_text_never_as_math() -> None:
+    # Regression: "$\alpha$" was drawn as a Greek letter, and 40 nested \sqrt raised a
+    # RecursionError in matplotlib's math parser when the figure was saved.
+    rows = [
+        (1, None, MARKUP[0], "range", 0, 1000, 1),
+        (2, 1, MARKUP[1], "range", 100, 900, 1),
+    ]
+    df = make_frame(rows).assign(thread_name=pd.Categorical([MARKUP[0]] * 2))
+    for ax in (df.recfn.timeline(title=MARKUP[1]), df.recfn.flame(title=MARKUP[0])):
+        ax.figure.savefig(io.BytesIO(), format="png")
+        texts = [t for t in drawn_texts(ax) if "$" in t.get_text()]
+        assert {t.get_text() for t in texts} & set(MARKUP)  # the names themselves are drawn
+        for text in texts:
+            assert not text.get_parse_math() and not text.get_usetex(), text.get_text()
+    legend = df.recfn.timeline().figure.legends[0]
+    assert [t.get_text() for t in legend.get_texts()][:2] == MARKUP
+    _, given = plt.subplots()
+    ax = df.recfn.timeline(ax=given)
+    assert all(not t.get_parse_math() for t in ax.get_legend().get_texts())
+    ax.figure.savefig(io.BytesIO(), format="png")
+
+
+def chain(depth: int) -> pd.DataFrame:
+    """One range per level, each inside the one before: 5 ns shorter on either side."""
+    rows = [
+        (i + 1, i or None, f"f{i % 7}", "range", 5 * i, 10 * depth - 5 * i, 1) for i in range(depth)
+    ]
+    return make_frame(rows)
+
+
+@pytest.fixture(scope="module")
+def deep() -> pd.DataFrame:
+    return chain(5_000)
+
+
+def test_deep_chain_timeline_has_a_bounded_raster(deep: pd.DataFrame) -> None:
+    # Regression: the raster held ten float64 RGBA lines per nesting row for every pixel
+    # column, 4.4 GB for a 5,000-deep chain whose inner ranges are narrower than 2 px.
+    ax = deep.recfn.timeline()
+    (image,) = ax.images
+    lines, width, channels = image.get_array().shape
+    assert lines <= timeline.MAX_IMAGE_ROWS and channels == 4
+    assert image.get_array().dtype == np.uint8
+    assert width == int(ax.get_window_extent().width)
+    assert (image.get_array()[..., 3] > 0).any()
+    ax.figure.savefig(io.BytesIO(), format="png", dpi=50)
+
+
+def test_deep_chain_flame_has_few_depth_ticks(deep: pd.DataFrame) -> None:
+    # Regression: one y tick per level made matplotlib lay out 5,000 tick labels (24 s).
+    ax = deep.recfn.flame()
+    assert ax.get_ylim() == (4_999.5, -0.5)
+    assert len(ax.get_yticks()) <= 20
+    assert 4_000 < len(bars(ax)[0].get_paths()) <= 5_000  # paths under a pixel are left out
+
+
+def test_raster_rows_share_lines_past_the_limit() -> None:
+    # More nesting rows than image lines: rows share lines, and every row is still painted.
+    # A long root stretches the window so that the whole chain under it is narrower than 2 px.
+    depth = timeline.MAX_IMAGE_ROWS + 500
+    rows = [(1, None, "root", "range", 0, 10**9, 1)] + [
+        (i + 2, i + 1, "f", "range", 10 + i, 20 * depth - i, 1) for i in range(depth)
+    ]
+    ax = make_frame(rows).recfn.timeline()
+    (image,) = ax.images
+    assert image.get_array().shape[0] == timeline.MAX_IMAGE_ROWS
+    painted = (image.get_array()[..., 3] > 0).any(axis=1)
+    assert painted[1:].all()

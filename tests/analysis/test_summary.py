@@ -1,4 +1,4 @@
-"""summary() and table(): exact numbers on hand-built tables, column dtypes, bad input."""
+"""summary() and to_string(): exact numbers on hand-built tables, column dtypes, bad input."""
 
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ EXPECTED = {
 
 
 def check_known(summary: pd.DataFrame) -> None:
-    assert summary["name"].astype(str).tolist() == ["step", "bwd", "mm", "fwd"]
+    assert summary.index.astype(str).tolist() == ["step", "bwd", "mm", "fwd"]
+    assert summary.index.name == "name"
     for row in summary.itertuples():
-        count, total, own, low, high = EXPECTED[str(row.name)]
+        count, total, own, low, high = EXPECTED[str(row.Index)]
         assert (row.count, row.total_ns, row.self_ns) == (count, total, own)
         assert (row.min_ns, row.max_ns) == (low, high)
         assert row.mean_ns == pytest.approx(total / count)
@@ -35,22 +36,24 @@ def check_known(summary: pd.DataFrame) -> None:
 
 def test_exact_self_and_totals(known: pd.DataFrame) -> None:
     summary = known.recfn.summary()
-    assert list(summary.columns) == ["name", *STAT_COLUMNS]
+    assert list(summary.columns) == list(STAT_COLUMNS)
     check_known(summary)
+    flat = known.recfn.summary(as_index=False)
+    assert list(flat.columns) == ["name", *STAT_COLUMNS] and flat.index.tolist() == [0, 1, 2, 3]
     assert summary["self_pct"].sum() == pytest.approx(100)
     for column in ("count", "total_ns", "self_ns", "min_ns", "max_ns"):
         assert summary[column].dtype == np.int64
 
 
 def test_overlapping_children_count_once(overlapping: pd.DataFrame) -> None:
-    summary = overlapping.recfn.summary().set_index("name")
+    summary = overlapping.recfn.summary()
     assert summary.index.tolist() == ["fetch", "fetch_all", "parse", "decode"]
     assert summary["count"].tolist() == [3, 1, 1, 1]
     assert summary["total_ns"].tolist() == [130, 100, 35, 10]
     assert summary["self_ns"].tolist() == [120, 15, 35, 10]
     assert summary["self_pct"].tolist() == pytest.approx([100 * s / 180 for s in (120, 15, 35, 10)])
     assert summary.loc["fetch_all", "total_pct"] == pytest.approx(100 * 100 / 180)
-    lines = overlapping.recfn.table().splitlines()
+    lines = overlapping.recfn.to_string().splitlines()
     assert (
         lines[4].split()[:3] == ["fetch_all", "8.33%", "15ns"]
         and lines[-1] == "Self time total: 180ns"
@@ -90,11 +93,37 @@ def test_int64_parent_ids_with_a_sentinel_and_read_parquet(
 
 def test_group_sort_and_top(known: pd.DataFrame) -> None:
     by_thread = known.recfn.summary(by="thread_id", sort_by="thread_id")
-    assert by_thread["thread_id"].tolist() == [1, 2]
-    assert by_thread["total_ns"].tolist() == [100 + 20 + 50 + 10 + 15, 50 + 10]
+    assert by_thread.index.tolist() == [1, 2]
+    assert by_thread["count"].tolist() == [5, 2]
+    assert by_thread["mean_ns"].tolist() == [(100 + 20 + 50 + 10 + 15) / 5, (50 + 10) / 2]
     both = known.recfn.summary(by=["name", "thread_id"], sort_by="self_ns", top=2)
-    assert both[["name", "thread_id"]].astype(str).values.tolist() == [["step", "2"], ["step", "1"]]
-    assert known.recfn.summary(sort_by="count")["name"].iloc[0] == "mm"
+    assert list(both.index.names) == ["name", "thread_id"]
+    assert [(str(n), t) for n, t in both.index] == [("step", 2), ("step", 1)]
+    assert known.recfn.summary(sort_by="count").index[0] == "mm"
+
+
+def test_grouping_without_name_counts_nested_time_once(known: pd.DataFrame) -> None:
+    # Regression: by thread, step's children ran inside step; a thread's total is the time
+    # its outermost ranges cover (100 ns and 50 ns), not the 195 ns that the ranges sum to.
+    by_thread = known.recfn.summary(by="thread_name", sort_by="thread_name")
+    assert by_thread["total_ns"].tolist() == [100, 50]
+    assert by_thread["self_ns"].tolist() == [100, 50]
+    assert by_thread["total_pct"].tolist() == pytest.approx([100 * 100 / 150, 100 * 50 / 150])
+    # Nesting through another group: scope "a" > "b" > "a" counts the outer "a" once.
+    rows = [
+        (1, None, "outer", "range", 0, 100, 1),
+        (2, 1, "middle", "range", 10, 90, 1),
+        (3, 2, "inner", "range", 20, 80, 1),
+        (4, None, "later", "range", 200, 230, 1),
+    ]
+    df = make_frame(rows).assign(scope=pd.Categorical(["a", "b", "a", "a"]))
+    by_scope = df.recfn.summary(by="scope", sort_by="scope")
+    assert by_scope["total_ns"].tolist() == [100 + 30, 80]
+    assert by_scope["count"].tolist() == [3, 1]
+    assert by_scope["self_ns"].tolist() == [20 + 60 + 30, 20]
+    # By name, recursion counts at every level, as key_averages() does.
+    recursive = make_frame([(1, None, "f", "range", 0, 100, 1), (2, 1, "f", "range", 10, 60, 1)])
+    assert recursive.recfn.summary().loc["f", "total_ns"] == 150
 
 
 def test_group_by_input_shape_and_stack() -> None:
@@ -111,7 +140,7 @@ def test_group_by_input_shape_and_stack() -> None:
         None,
     ]
     df = make_frame(KNOWN_ROWS, input_shapes=shapes, stack=stacks)
-    by_shape = df.recfn.summary(group_by_input_shape=True, sort_by="name")
+    by_shape = df.recfn.summary(group_by_input_shape=True, sort_by="name", as_index=False)
     keys = set(zip(by_shape["name"].astype(str), by_shape["input_shapes"]))
     assert (
         ("step", "[[2, 3], [3]]") in keys
@@ -120,7 +149,7 @@ def test_group_by_input_shape_and_stack() -> None:
     )
     assert ("mm", "[]") in keys and ("bwd", "[[4]]") in keys
     assert by_shape.loc[by_shape["input_shapes"] == "[[2, 3], [3]]", "count"].sum() == 3
-    by_stack = df.recfn.summary(group_by_stack_n=1)
+    by_stack = df.recfn.summary(group_by_stack_n=1, as_index=False)
     pairs = set(zip(by_stack["name"].astype(str), by_stack["stack"]))
     expected = {
         ("step", "b.py:2(f)"),
@@ -132,7 +161,8 @@ def test_group_by_input_shape_and_stack() -> None:
     assert expected <= pairs
     assert by_stack.loc[by_stack["stack"] == "b.py:2(f)", "count"].sum() == 3
     two = df.recfn.summary(group_by_stack_n=2)
-    assert "a.py:1(main); b.py:2(f)" in set(two["stack"])
+    assert list(two.index.names) == ["name", "stack"]
+    assert "a.py:1(main); b.py:2(f)" in set(two.index.get_level_values("stack"))
 
 
 def test_memory_and_flops_columns() -> None:
@@ -147,25 +177,38 @@ def test_memory_and_flops_columns() -> None:
     df = make_frame(
         rows, memory_bytes=pd.array(memory, dtype="Int64"), flops=pd.array(flops, dtype="Int64")
     )
-    summary = df.recfn.summary().set_index("name")
+    summary = df.recfn.summary()
+    assert list(summary.columns)[-3:] == ["total_memory_bytes", "self_memory_bytes", "flops"]
     assert summary.loc["mm", "self_memory_bytes"] == 100
-    assert summary.loc["bwd", ["self_memory_bytes", "memory_bytes"]].tolist() == [-30, 70]
-    assert summary.loc["step", ["self_memory_bytes", "memory_bytes"]].tolist() == [7, 77]
+    assert summary.loc["bwd", ["total_memory_bytes", "self_memory_bytes"]].tolist() == [70, -30]
+    assert summary.loc["step", ["total_memory_bytes", "self_memory_bytes"]].tolist() == [77, 7]
+    # By thread, memory nested in the thread's outermost ranges counts once.
+    by_thread = df.recfn.summary(by="thread_id", sort_by="thread_id")
+    assert by_thread["total_memory_bytes"].tolist() == [70, 7]
     assert summary.loc["mm", "flops"] == 1750
     assert summary.loc["mm", "count"] == 3  # memory rows are not ranges
-    text = df.recfn.table()
-    assert "Self Mem" in text and "FLOPs" in text and "1.75K" in text
+    text = df.recfn.to_string()
+    assert "Self Mem" in text and "Total Mem" in text and "FLOPs" in text and "1.75K" in text
 
 
-def test_table_text(known: pd.DataFrame) -> None:
-    text = known.recfn.table(top=2)
+def test_to_string(known: pd.DataFrame) -> None:
+    assert not hasattr(known.recfn, "table")
+    text = known.recfn.to_string(top=2)
     lines = text.splitlines()
     header = ["Name", "Self", "%", "Self", "Total", "%", "Total", "Mean", "Min", "Max", "Calls"]
     assert lines[1].split() == header
     assert lines[3].split()[:3] == ["step", "46.67%", "70ns"]
     assert len(lines) == 2 + 2 + 2 + 1  # rules, header, 2 rows, footer
     assert lines[-1] == "Self time total: 150ns"
-    assert known.recfn.table(max_name_width=3).splitlines()[3].startswith("...")
+    assert known.recfn.to_string(max_name_width=3).splitlines()[3].startswith("...")
+
+
+def test_to_string_escapes_control_characters(known: pd.DataFrame) -> None:
+    # Regression: a name holding ESC and BEL reached the terminal as raw bytes.
+    odd = known.assign(name=known["name"].cat.rename_categories({"mm": "\x1b[2J\x07mm"}))
+    text = odd.recfn.to_string()
+    assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b[2J\\x07mm" in text
 
 
 def test_human_units() -> None:
@@ -189,8 +232,9 @@ def test_human_units() -> None:
 def test_empty_frame_gives_an_empty_summary(known: pd.DataFrame) -> None:
     empty = known.iloc[:0]
     summary = empty.recfn.summary()
-    assert summary.empty and list(summary.columns) == ["name", *STAT_COLUMNS]
-    assert "Self time total: 0ns" in empty.recfn.table()
+    assert summary.empty and list(summary.columns) == list(STAT_COLUMNS)
+    assert summary.index.name == "name"
+    assert "Self time total: 0ns" in empty.recfn.to_string()
 
 
 def test_bad_input(known: pd.DataFrame) -> None:
@@ -211,3 +255,21 @@ def test_summary_bounded_on_a_million_rows(million: pd.DataFrame) -> None:
     assert summary["total_ns"].sum() == (ranges["end_ns"] - ranges["start_ns"]).sum()
     roots = ranges[ranges["parent_id"].isna()]
     assert summary["self_ns"].sum() == (roots["end_ns"] - roots["start_ns"]).sum()
+
+
+def test_profiler_span_does_not_halve_percentages() -> None:
+    # Regression: a torch.profiler trace holds the profiler's own "PyTorch Profiler (0)" span
+    # (category "Trace", a track of its own) over the whole capture; counted as work, it
+    # doubled the self-time total and halved every percentage.
+    rows = [
+        (1, None, "ProfilerStep#2", "range", 10, 90, 1),
+        (2, 1, "aten::linear", "range", 20, 60, 1),
+        (3, None, "PyTorch Profiler (0)", "range", 0, 100, 9),
+    ]
+    df = make_frame(rows).assign(scope=pd.Categorical(["user_annotation", "cpu_op", "Trace"]))
+    summary = df.recfn.summary()
+    assert summary.loc["ProfilerStep#2", "self_pct"] == pytest.approx(100 * 40 / 80)
+    assert summary.loc["aten::linear", "self_pct"] == pytest.approx(100 * 40 / 80)
+    assert summary.drop(index="PyTorch Profiler (0)")["self_pct"].sum() == pytest.approx(100)
+    assert summary.loc["PyTorch Profiler (0)", "count"] == 1  # still listed, not hidden
+    assert df.recfn.to_string().splitlines()[-1] == "Self time total: 80ns"

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import recfn.analysis as analysis
+from recfn.analysis.accessor import MAX_INDENT
 from recfn.analysis.tree import (
     call_tree,
     depths,
@@ -217,7 +218,7 @@ def test_call_tree_merges_paths(known: pd.DataFrame) -> None:
 def test_start_order_is_not_needed(known: pd.DataFrame) -> None:
     shuffled = known.sample(frac=1, random_state=3).drop(columns="parent_id")
     assert shuffled.recfn.tree()["id"].tolist() == [1, 2, 6, 3, 4, 5, 7, 8, 9]
-    assert shuffled.recfn.summary().set_index("name").loc["step", "self_ns"] == 70
+    assert shuffled.recfn.summary().loc["step", "self_ns"] == 70
 
 
 def test_tree_is_depth_first_when_children_overlap(overlapping: pd.DataFrame) -> None:
@@ -247,3 +248,27 @@ def test_tree_order_is_a_preorder_on_a_large_trace() -> None:
         assert parent_id in seen and (parent_id == -1 or stack), row_id
         seen.add(row_id)
         stack.append(row_id)
+
+
+def test_deep_chain_tree_stays_linear() -> None:
+    # Regression: the indented "tree" column held depth x 2 spaces per row, O(rows x depth)
+    # characters: 1.8 G characters (7 s) for a 30,000-deep chain.
+    depth = 30_000
+    ids = np.arange(1, depth + 1)
+    df = pd.DataFrame(
+        {
+            "id": ids,
+            "parent_id": pd.array([None, *ids[:-1]], dtype="Int64"),
+            "name": "f",
+            "kind": "range",
+            "start_ns": ids,
+            "end_ns": 3 * depth - ids,
+            "thread_id": 1,
+        }
+    )
+    tree = df.recfn.tree()
+    assert tree["id"].tolist() == ids.tolist() and tree["depth"].iloc[-1] == depth - 1
+    assert tree["tree"].str.len().max() <= 2 * MAX_INDENT + len(f"[{depth}] f")
+    assert tree["tree"].iloc[-1] == "  " * MAX_INDENT + f"[{depth - 1}] f"
+    assert tree["tree"].iloc[MAX_INDENT] == "  " * MAX_INDENT + "f"
+    assert (tree["self_ns"] == 2).sum() == depth - 1

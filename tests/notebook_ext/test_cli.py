@@ -263,7 +263,9 @@ def test_convert_and_summarize_a_torch_shaped_chrome_trace(tmp_path: Path):
 def test_diff_compares_two_traces(demo_dir: Path, tmp_path: Path):
     proc = recfn_cli("diff", demo_dir / "demo.parquet", demo_dir / "demo.parquet", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "A: recfn · demo.parquet" in proc.stdout and "matmul" in proc.stdout
+    assert "baseline: recfn · demo.parquet" in proc.stdout and "matmul" in proc.stdout
+    header = proc.stdout.splitlines()[2].split()
+    assert header[:4] == ["name", "count", "count_baseline", "count_change"]
 
 
 # -- bad input files ---------------------------------------------------------------------------
