@@ -251,19 +251,27 @@ function render({ model, el: host }) {
     // Memory lanes: the level's low-high band per pixel of the response.
     for (const memory of view.memory) {
       const lane = lanes[memory.lane];
-      const peak = Math.max(1, ...memory.high.map(Math.abs), ...memory.low.map(Math.abs));
+      // Scaled to the levels in view, so a small change on a large base still shows.
+      const top = Math.max(...memory.high);
+      const floor = Math.min(...memory.low, top - 1);
+      const scale = (lane.height - 6) / (top - floor);
+      const yOf = (v) => lane.top + lane.height - 2 - (v - floor) * scale;
       const pxNs = (view.t1 - view.t0) / memory.high.length;
-      ctx.fillStyle = "rgba(46, 125, 50, 0.75)";
+      ctx.fillStyle = "rgba(46, 125, 50, 0.35)";
+      ctx.strokeStyle = "#2e7d32";
+      ctx.lineWidth = 1;
       for (let j = 0; j < memory.high.length; j++) {
         const x0 = xOf(view.t0 + j * pxNs);
         const x1 = Math.max(xOf(view.t0 + (j + 1) * pxNs), x0 + 1);
-        const hi = lane.top + lane.height - (Math.max(memory.high[j], 0) / peak) * (lane.height - 4);
-        const lo = lane.top + lane.height - (Math.max(memory.low[j], 0) / peak) * (lane.height - 4);
-        ctx.fillRect(x0, hi, x1 - x0, Math.max(lane.top + lane.height - hi, lo - hi, 1));
+        const hi = yOf(memory.high[j]);
+        ctx.fillRect(x0, hi, x1 - x0, lane.top + lane.height - hi);
+        ctx.fillStyle = "#2e7d32";
+        ctx.fillRect(x0, hi, x1 - x0, Math.max(yOf(memory.low[j]) - hi, 1.5));
+        ctx.fillStyle = "rgba(46, 125, 50, 0.35)";
       }
       ctx.fillStyle = "#2e7d32";
       ctx.textAlign = "right";
-      ctx.fillText(`peak ${formatBytes(peak)}`, width - 6, lane.top + 8);
+      ctx.fillText(`${formatBytes(floor)} – ${formatBytes(top)}`, width - 6, lane.top + 8);
     }
     ctx.restore();
     root.dataset.highlighted = String(lit);
