@@ -15,6 +15,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
 from recfn.notebook_ext.options import config_flags
+from recfn.notebook_ext.widget import show_widget
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -225,6 +226,7 @@ def show(trace: Trace, *, shell: Any, timeline: bool = True) -> None:
     display(trace)  # type: ignore[no-untyped-call]
     if not (timeline and wants_png(shell)):
         return
+    show_widget(trace, shell)  # the interactive view, when a kernel with widgets runs this
     try:
         png = timeline_png(trace)
     except Exception as exc:  # a drawing problem must not hide the captured result
