@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Optional
 
 from recfn import _registry
+from recfn._cuda import CudaTimer
+from recfn._nvtx import NvtxForwarder, forward_mark
 from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder, default_stack
 from recfn._tracer import Tracer
 from recfn._tracer import check_options as check_trace_options
@@ -71,9 +73,20 @@ class ProfilerConfig:
     trace_include: Optional[tuple[str, ...]] = None
     trace_exclude: Optional[tuple[str, ...]] = None
     trace_max_depth: Optional[int] = None
+    # nvtx (recfn._nvtx): also forward ranges and marks to NVTX (needs recfn[gpu]); cuda
+    # (recfn._cuda): GPU time per range from CUDA events (needs torch and a CUDA device).
+    nvtx: bool = False
+    cuda: bool = False
 
     def __post_init__(self) -> None:
-        for field in ("report_input_shapes", "profile_memory", "with_stack", "with_flops"):
+        for field in (
+            "report_input_shapes",
+            "profile_memory",
+            "with_stack",
+            "with_flops",
+            "nvtx",
+            "cuda",
+        ):
             if not isinstance(getattr(self, field), bool):
                 raise TypeError(
                     f"ProfilerConfig.{field} must be a bool, got {getattr(self, field)!r}"
@@ -134,6 +147,9 @@ class profile:
     """Profile a block: ``with recfn.profile() as prof: ...`` then ``prof.table()``.
 
     ``sampling_prob`` records that fraction of ranges (marks and memory events are always kept).
+    ``nvtx=True`` also forwards every range of ``record_scopes`` (sampled or not) and every mark
+    to NVTX, as ``recfn.emit_nvtx()`` does; ``cuda=True`` adds each range's GPU time
+    (``device_start_ns``, ``device_duration_ns``, ``device``) from CUDA events.
     Also ``start()``/``stop()``. Events from every thread are captured while it runs. An exception
     (KeyboardInterrupt included) inside the block still stops the profiler and keeps the events.
     """
@@ -154,6 +170,8 @@ class profile:
         trace_include: Optional[Iterable[str]] = None,
         trace_exclude: Optional[Iterable[str]] = None,
         trace_max_depth: Optional[int] = None,
+        nvtx: bool = False,
+        cuda: bool = False,
     ) -> None:
         if config is None:
             config = ProfilerConfig(
@@ -169,12 +187,16 @@ class profile:
                 trace_include=_as_tuple(trace_include),
                 trace_exclude=_as_tuple(trace_exclude),
                 trace_max_depth=trace_max_depth,
+                nvtx=nvtx,
+                cuda=cuda,
             )
         elif not isinstance(config, ProfilerConfig):
             raise TypeError(f"config must be a ProfilerConfig, got {type(config).__name__}")
         self.config = config
         self._recorder: Optional[Recorder] = None
         self._tracer: Optional[Tracer] = None
+        self._nvtx: Optional[NvtxForwarder] = None
+        self._cuda: Optional[CudaTimer] = None
         self._handle = 0
         self._token: Optional[contextvars.Token[Optional[profile]]] = None
         self._started_tracemalloc = False
@@ -219,6 +241,14 @@ class profile:
                 cfg.trace_max_depth,
                 cfg.trace_c_calls,
             )
+        # Raise before anything starts: nvtx/torch missing, no CUDA device, NVTX already forwarded.
+        cuda = CudaTimer(cfg.record_scopes) if cfg.cuda else None
+        if cfg.nvtx:
+            forwarder = NvtxForwarder(cfg.report_input_shapes, cfg.record_scopes)
+            forwarder.start()
+            self._nvtx = forwarder
+            if tracer is not None and forwarder.attached:
+                tracer.nvtx = forwarder
         if cfg.profile_memory and not tracemalloc.is_tracing():
             tracemalloc.start()
             self._started_tracemalloc = True
@@ -230,6 +260,9 @@ class profile:
             _active.append(self)
         recorder.record_instant("__start_profile", KIND_MARK, 0, "")
         self._handle = _registry.add_global_callback(recorder)
+        if cuda is not None:
+            self._cuda = cuda
+            cuda.start(recorder.clock_offset)
         if tracer is not None:
             self._tracer = tracer
             tracer.start()
@@ -247,6 +280,9 @@ class profile:
         recorder.stopped = True
         if self._tracer is not None:
             self._tracer.stop()  # uninstalls, then re-parents user ranges among traced calls
+        if self._nvtx is not None:
+            self._nvtx.stop()
+        device_times = self._cuda.stop() if self._cuda is not None else None
         with _active_lock:
             _active.remove(self)
         if self._token is not None:
@@ -265,6 +301,7 @@ class profile:
             start_ns=self._start_ns,
             node_id=recorder.node_id,
             config=self.config.to_dict(),
+            device_times=device_times,
         )
         if recorder.dropped:
             warnings.warn(
@@ -374,9 +411,11 @@ def disable_profiler() -> profile:
 
 
 def mark(name: str) -> None:
-    """An instant event in every running profiler (child of the innermost open range)."""
+    """An instant event in every running profiler (child of the innermost open range), and an
+    NVTX mark while ranges are forwarded to NVTX."""
     if not isinstance(name, str):
         raise TypeError(f"mark name must be a str, got {type(name).__name__}")
+    forward_mark(name)
     for prof in list(_active):
         prof.record_instant(name, KIND_MARK, 0, "")
 
