@@ -135,12 +135,16 @@ class NvtxForwarder:
         return stack
 
     def _on_start(self, rf: RecordFunction) -> object:
-        shapes: Optional[list[list[int]]] = None
-        if self._record_shapes:
-            inputs = rf.inputs
+        message = rf.name
+        if self._record_shapes or rf.seq_nr >= 0:
+            shapes: Optional[list[list[int]]] = None
+            inputs = rf.inputs if self._record_shapes else None
             if isinstance(inputs, (list, tuple)):
                 shapes = [_dims(value) for value in inputs]
-        attrs = self._attrs(nvtx_name(rf.name, rf.seq_nr, shapes))
+            message = nvtx_name(message, rf.seq_nr, shapes)
+        attrs = self._attributes.get(message)
+        if attrs is None:
+            attrs = self._attrs(message)
         if _asyncio_loop_running():
             return self._domain.start_range(attrs)
         stack = self._stack()
@@ -149,10 +153,14 @@ class NvtxForwarder:
         return stack
 
     def _on_end(self, rf: RecordFunction, ctx: object) -> None:
-        if isinstance(ctx, int):
+        if type(ctx) is list:
+            if ctx and ctx[-1][0] is rf and getattr(self._local, "stack", None) is ctx:
+                ctx.pop()  # the common case: the innermost push of this thread
+                self._domain.pop_range()
+            elif ctx is self._stack():
+                self._pop_to(ctx, rf)
+        elif isinstance(ctx, int):
             self._domain.end_range(ctx)
-        elif isinstance(ctx, list) and ctx is self._stack():
-            self._pop_to(ctx, rf)
         # Else the range ended on another thread: its push is popped on its own thread when a
         # range below it ends (NVTX pops only the calling thread's ranges).
 

@@ -14,7 +14,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PathLike = Union[str, "os.PathLike[str]"]
-NULLABLE_INT_COLUMNS = ("parent_id", "end_ns", "memory_bytes", "flops")
+NULLABLE_INT_COLUMNS = (
+    "parent_id",
+    "end_ns",
+    "memory_bytes",
+    "flops",
+    "device_start_ns",
+    "device_duration_ns",
+)
 
 
 def trace_format(path: Any) -> str:
