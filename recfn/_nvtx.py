@@ -153,16 +153,17 @@ class NvtxForwarder:
         return stack
 
     def _on_end(self, rf: RecordFunction, ctx: object) -> None:
-        if type(ctx) is list:
-            if ctx and ctx[-1][0] is rf and getattr(self._local, "stack", None) is ctx:
-                ctx.pop()  # the common case: the innermost push of this thread
+        if isinstance(ctx, list):
+            stack: list[Any] = ctx
+            if stack and stack[-1][0] is rf and getattr(self._local, "stack", None) is stack:
+                stack.pop()  # the common case: the innermost push of this thread
                 self._domain.pop_range()
-            elif ctx is self._stack():
-                self._pop_to(ctx, rf)
+            elif stack is self._stack():
+                self._pop_to(stack, rf)
+            # Else it ended on another thread: NVTX pops only the calling thread's ranges, so
+            # its push is popped on its own thread when a range below it ends.
         elif isinstance(ctx, int):
             self._domain.end_range(ctx)
-        # Else the range ended on another thread: its push is popped on its own thread when a
-        # range below it ends (NVTX pops only the calling thread's ranges).
 
     def _on_detach(self, rf: RecordFunction, ctx: object) -> object:
         if isinstance(ctx, list) and ctx is self._stack():
