@@ -29,6 +29,7 @@ from recfn._engine import (
     record_function,
     record_function_fast,
 )
+from recfn._nvtx import emit_nvtx
 from recfn._registry import (
     DisableRecordFunctionGuard,
     RecordFunctionGuard,
@@ -220,6 +221,7 @@ __all__ = [
     "current_thread_id",
     "disable_callback",
     "disable_profiler",
+    "emit_nvtx",
     "enable_profiler",
     "enable_record_function",
     "has_callbacks",

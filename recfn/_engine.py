@@ -39,13 +39,15 @@ class RecordFunctionCallback:
     """A pair of start/end callables plus the filters that decide when they run.
 
     ``start(rf)`` may return an observer context; it is handed to ``end(rf, ctx)`` for the same
-    range. ``sampling_prob`` samples ranges (start and end of one range together); ``scopes``
+    range. ``detach(rf, ctx)``, when given, runs on the starting thread when a range leaves it
+    still open (``end_on_future``) and returns the context ``end`` then gets. ``sampling_prob`` samples ranges (start and end of one range together); ``scopes``
     (empty: all) filters by ``RecordScope``; ``should_run()`` is asked before sampling.
     ``needs_inputs``/``needs_outputs``/``needs_ids`` tell callers what to compute.
     """
 
     start: Optional[Callable[[RecordFunction], object]]
     end: Optional[Callable[[RecordFunction, object], object]]
+    detach: Optional[Callable[[RecordFunction, object], object]]
     needs_inputs: bool
     needs_outputs: bool
     needs_ids: bool
@@ -65,16 +67,20 @@ class RecordFunctionCallback:
         sampling_prob: object = 1.0,
         scopes: Any = None,
         should_run: Any = None,
+        detach: Any = None,
     ) -> None:
         if start is not None and not callable(start):
             raise TypeError(f"start must be callable or None, got {type(start).__name__}")
         if end is not None and not callable(end):
             raise TypeError(f"end must be callable or None, got {type(end).__name__}")
+        if detach is not None and not callable(detach):
+            raise TypeError(f"detach must be callable or None, got {type(detach).__name__}")
         if should_run is not None and not callable(should_run):
             raise TypeError(f"should_run must be callable or None, got {type(should_run).__name__}")
         prob = _check_prob(sampling_prob)
         self.start = start
         self.end = end
+        self.detach = detach
         self.needs_inputs = bool(needs_inputs)
         self.needs_outputs = bool(needs_outputs)
         self.needs_ids = bool(needs_ids)
@@ -99,6 +105,13 @@ class RecordFunctionCallback:
         fn = self.end
         if fn is not None:
             fn(rf, ctx)
+
+    def on_detach(self, rf: RecordFunction, ctx: object) -> object:
+        """Run the detach callable; returns the context the end callable will get."""
+        fn = self.detach
+        if fn is None:
+            return ctx
+        return fn(rf, ctx)
 
     def __repr__(self) -> str:
         return (
@@ -476,6 +489,21 @@ class RecordFunction:
         """Leave the current context without ending (the range now ends with a future)."""
         self._leave_context(False)
         self.is_async = True
+        e0 = self._e0
+        if e0 is not None:
+            try:
+                self._c0 = e0.cb.on_detach(self, self._c0)
+            except Exception:
+                e0.report_failure("detach")
+        more = self._more
+        if more is not None:
+            for i in range(0, len(more), 2):
+                e = more[i]
+                assert isinstance(e, _Entry)
+                try:
+                    more[i + 1] = e.cb.on_detach(self, more[i + 1])
+                except Exception:
+                    e.report_failure("detach")
 
     # -- properties -------------------------------------------------------------------------
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from recfn._cuda import DeviceTimes
 from recfn._recorder import (
     ASYNC_BIT,
     DEPTH_SHIFT,
@@ -79,9 +81,10 @@ def build_table(
     node_id: int,
     config: dict[str, Any],
     wall_ns: int,
+    device_times: Optional[DeviceTimes] = None,
 ) -> pa.Table:
     """One table for everything ``recorder`` captured (it must be stopped: the int64 columns
-    share memory with its buffers)."""
+    share memory with its buffers), with the GPU times of ``profile(cuda=True)``."""
     buffers = [buf for buf in recorder.buffers if buf.rows]
     chunks = _chunks(buffers)
     rows_per_buffer = np.array([buf.rows for buf in buffers], dtype=np.int64)
@@ -123,6 +126,8 @@ def build_table(
         "pid": _constant(n, os.getpid(), np.int64),
     }
     columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
+    if device_times is not None:
+        columns.update(_device_columns(columns, device_times, n))
     metadata = build_metadata(
         config=config,
         dropped_events=recorder.dropped,
@@ -168,4 +173,28 @@ def _optional_columns(
         out["device"] = _scatter(n, all_rows, devices)
     if recorder.with_flops:
         out["flops"] = _scatter(n, rows, pa.array(gather("extra_flops"), column_type("flops")))
+    return out
+
+
+def _device_columns(columns: dict[str, Any], times: DeviceTimes, n: int) -> dict[str, pa.Array]:
+    """``device_start_ns``/``device_duration_ns`` and ``device`` for ranges timed on a GPU."""
+    ids = columns["id"].to_numpy()
+    order = np.argsort(times.ids, kind="stable")
+    sorted_ids = times.ids[order]
+    pos = np.minimum(np.searchsorted(sorted_ids, ids), max(len(sorted_ids) - 1, 0))
+    found = (
+        sorted_ids[pos] == ids if len(sorted_ids) else np.zeros(n, dtype=bool)
+    )  # rows of ranges timed on a GPU
+    rows = np.flatnonzero(found)
+    picked = order[pos[rows]]
+    out: dict[str, pa.Array] = {
+        "device_start_ns": _scatter(n, rows, pa.array(times.start_ns[picked])),
+        "device_duration_ns": _scatter(n, rows, pa.array(times.duration_ns[picked])),
+    }
+    labels = pa.array([times.devices[i] for i in picked], pa.string())
+    gpu = _scatter(n, rows, labels)
+    memory = columns.get("device")
+    if memory is not None:  # memory events keep theirs
+        gpu = pc.coalesce(gpu, memory.cast(pa.string()))
+    out["device"] = gpu.dictionary_encode()
     return out

@@ -128,6 +128,7 @@ class Tracer:
     disable: object  # sys.monitoring.DISABLE on 3.12+
     started: bool
     errors: i64
+    nvtx: Any  # an NvtxForwarder (recfn._nvtx) to push/pop traced calls to, set before start()
     _lock: threading.Lock
 
     def __init__(
@@ -153,6 +154,7 @@ class Tracer:
         self.disable = None
         self.started = False
         self.errors = 0
+        self.nvtx = None
         self._lock = threading.Lock()
         self._check_free()
 
@@ -433,6 +435,7 @@ class _ThreadTracer:
     buf: _ThreadBuffer
     max_depth: i64
     c_calls: bool
+    nvtx: Any
     # the stack of open traced calls, as parallel arrays (sp entries in use)
     keys: list[object]  # the frame (3.11) / code (3.12) / C function of each open call
     chunks: list[_Chunk]
@@ -455,6 +458,7 @@ class _ThreadTracer:
         self.buf = owner.recorder._buffer(td)
         self.max_depth = owner.max_depth
         self.c_calls = owner.c_calls
+        self.nvtx = owner.nvtx
         self.keys = []
         self.chunks = []
         self.ids = vec[i64]()
@@ -544,6 +548,8 @@ class _ThreadTracer:
             self.rows = append(self.rows, row)
             self.slots = append(self.slots, slot)
         self.sp = sp + 1
+        if self.nvtx is not None:
+            self.nvtx.push_traced(self.recorder.name_list[nid])
 
     def leave(self, key: object) -> bool:
         """A call returns: if it is the open traced call on top, write its end; else ignore it."""
@@ -556,6 +562,8 @@ class _ThreadTracer:
         self.traced_ends[self.slots[sp]] = self.buf.rows
         self.keys[sp] = None
         self.sp = sp
+        if self.nvtx is not None:
+            self.nvtx.pop_traced()
         return True
 
     def release(self) -> None:

@@ -84,6 +84,16 @@ class ProfilerConfig:
     trace_max_depth: Optional[int] = _option(
         None, "with trace_calls: trace calls nested at most this deep", metavar="N"
     )
+    nvtx: bool = _option(
+        False,
+        "also forward every range and mark to NVTX, so Nsight Systems shows them (needs the "
+        "nvtx package: pip install 'recfn[gpu]')",
+    )
+    cuda: bool = _option(
+        False,
+        "GPU time per range from CUDA events on the current stream (needs torch with a CUDA "
+        "device)",
+    )
 
     def __post_init__(self) -> None:
         for spec in option_specs():

@@ -16,6 +16,8 @@ import warnings
 from typing import TYPE_CHECKING, Any, Optional
 
 from recfn import _registry
+from recfn._cuda import CudaTimer
+from recfn._nvtx import NvtxForwarder, forward_mark
 from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder, default_stack
 from recfn._tracer import Tracer
 from recfn.flops import flop_formulas
@@ -68,6 +70,10 @@ class profile:
     """Profile a block: ``with recfn.profile() as prof: ...`` then ``prof.trace`` (a ``Trace``;
     ``prof.table``, ``prof.to_pandas()``, ``prof.save(path)`` are shortcuts to it).
 
+    ``sampling_prob`` records that fraction of ranges (marks and memory events are always kept).
+    ``nvtx=True`` also forwards every range of ``record_scopes`` (sampled or not) and every mark
+    to NVTX, as ``recfn.emit_nvtx()`` does; ``cuda=True`` adds each range's GPU time
+    (``device_start_ns``, ``device_duration_ns``, ``device``) from CUDA events.
     Also ``start()``/``stop()``. Events from every thread are captured while it runs. An exception
     (KeyboardInterrupt included) inside the block still stops the profiler and keeps the events.
     """
@@ -80,6 +86,8 @@ class profile:
         self.config = config
         self._recorder: Optional[Recorder] = None
         self._tracer: Optional[Tracer] = None
+        self._nvtx: Optional[NvtxForwarder] = None
+        self._cuda: Optional[CudaTimer] = None
         self._handle = 0
         self._token: Optional[contextvars.Token[Optional[profile]]] = None
         self._started_tracemalloc = False
@@ -124,6 +132,14 @@ class profile:
                 cfg.trace_max_depth,
                 cfg.trace_c_calls,
             )
+        # Raise before anything starts: nvtx/torch missing, no CUDA device, NVTX already forwarded.
+        cuda = CudaTimer(cfg.record_scopes) if cfg.cuda else None
+        if cfg.nvtx:
+            forwarder = NvtxForwarder(cfg.report_input_shapes, cfg.record_scopes)
+            forwarder.start()
+            self._nvtx = forwarder
+            if tracer is not None and forwarder.attached:
+                tracer.nvtx = forwarder
         if cfg.profile_memory and not tracemalloc.is_tracing():
             tracemalloc.start()
             self._started_tracemalloc = True
@@ -135,6 +151,9 @@ class profile:
             _active.append(self)
         recorder.record_instant("__start_profile", KIND_MARK, 0, "")
         self._handle = _registry.add_global_callback(recorder)
+        if cuda is not None:
+            self._cuda = cuda
+            cuda.start(recorder.clock_offset)
         if tracer is not None:
             self._tracer = tracer
             tracer.start()
@@ -152,6 +171,9 @@ class profile:
         recorder.stopped = True
         if self._tracer is not None:
             self._tracer.stop()  # uninstalls, then re-parents user ranges among traced calls
+        if self._nvtx is not None:
+            self._nvtx.stop()
+        device_times = self._cuda.stop() if self._cuda is not None else None
         with _active_lock:
             _active.remove(self)
         if self._token is not None:
@@ -172,6 +194,7 @@ class profile:
             node_id=recorder.node_id,
             config=self.config.to_dict(),
             wall_ns=self._wall_ns,
+            device_times=device_times,
         )
         self._trace = Trace(table, name="profile", wall_ns=self._wall_ns)
         if recorder.dropped:
@@ -274,9 +297,11 @@ def disable_profiler() -> Trace:
 
 
 def mark(name: str) -> None:
-    """An instant event in every running profiler (child of the innermost open range)."""
+    """An instant event in every running profiler (child of the innermost open range), and an
+    NVTX mark while ranges are forwarded to NVTX."""
     if not isinstance(name, str):
         raise TypeError(f"mark name must be a str, got {type(name).__name__}")
+    forward_mark(name)
     for prof in list(_active):
         prof.record_instant(name, KIND_MARK, 0, "")
 

@@ -114,9 +114,16 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("memory_bytes", pa.int64(), "Int64", False, True,
            "memory events: bytes allocated (positive) or freed (negative)"),
     Column("device", _STRINGS8, "category", False, True,
-           'memory events: `"cpu"`, `"cuda:0"`, ... (null for other kinds)'),
+           'memory events: `"cpu"`, `"cuda:0"`, ...; with `cuda=True` also ranges timed on a GPU '
+           '(`"cuda:N"`); null otherwise'),
     Column("flops", pa.int64(), "Int64", False, True,
            "`with_flops=True`, for names with a registered FLOP formula"),
+    Column("device_start_ns", pa.int64(), "Int64", False, True,
+           "`cuda=True`: when the GPU reached the range's start event, on the `start_ns` clock; "
+           "null for rows without CUDA events"),
+    Column("device_duration_ns", pa.int64(), "Int64", False, True,
+           "`cuda=True`: GPU time between the range's start and end events (CUDA event "
+           "resolution, about 0.5 µs)"),
 )  # fmt: skip
 """Every column recfn knows, required ones first in table order."""
 

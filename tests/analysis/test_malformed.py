@@ -84,7 +84,8 @@ def frames(draw: st.DrawFn) -> pd.DataFrame:
 def check_summary(summary: pd.DataFrame) -> None:
     for column in ("count", "total_ns", "self_ns", "min_ns", "max_ns"):
         assert (summary[column] >= 0).all(), column
-    assert (summary["self_ns"] <= summary["count"] * summary["max_ns"]).all()
+    bound = summary["count"].astype(float) * summary["max_ns"].astype(float)  # may pass int64
+    assert (summary["self_ns"].astype(float) <= bound).all()
     for column in ("total_pct", "self_pct"):
         values = summary[column].to_numpy(dtype=float)
         assert not np.isinf(values).any() and not (values < 0).any(), column

@@ -233,3 +233,44 @@ def test_end_on_future_when_nothing_listens_still_chains() -> None:
         chained = rf.end_on_future(future)
     future.set_result(3)
     assert chained.result() == 3
+
+
+def test_detach_runs_on_the_starting_thread_and_hands_its_context_to_end() -> None:
+    calls: list[tuple[str, object, int]] = []
+
+    def start(rf: recfn.RecordFunction) -> object:
+        return "from start"
+
+    def detach(rf: recfn.RecordFunction, ctx: object) -> object:
+        calls.append(("detach", ctx, threading.get_ident()))
+        return "from detach"
+
+    def end(rf: recfn.RecordFunction, ctx: object) -> None:
+        calls.append(("end", ctx, threading.get_ident()))
+
+    recfn.add_global_callback(RecordFunctionCallback(start, end, detach=detach))
+    recfn.add_global_callback(RecordFunctionCallback(start, end))  # no detach: context kept
+    future: concurrent.futures.Future[int] = concurrent.futures.Future()
+    with recfn.record_function("sync"):
+        pass
+    with recfn.record_function("later") as rf:
+        chained = rf.end_on_future(future)
+    me = threading.get_ident()
+    assert calls == [
+        ("end", "from start", me),
+        ("end", "from start", me),
+        ("detach", "from start", me),
+    ]
+    worker = threading.Thread(target=future.set_result, args=(1,))
+    worker.start()
+    worker.join()
+    assert chained.result() == 1
+    assert sorted(calls[3:]) == [
+        ("end", "from detach", worker.ident),
+        ("end", "from start", worker.ident),
+    ]
+
+
+def test_detach_must_be_callable() -> None:
+    with pytest.raises(TypeError, match="detach must be callable"):
+        RecordFunctionCallback(detach=3)

@@ -110,7 +110,30 @@ def config_in(path: Path) -> dict[str, Any]:
     return config
 
 
-@pytest.mark.parametrize("name", FIELDS)
+def _cuda_device() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+NEEDS_HARDWARE = {"cuda": (_cuda_device, "cuda=True needs torch and a CUDA device")}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.skipif(
+                name in NEEDS_HARDWARE and not NEEDS_HARDWARE[name][0](),
+                reason=NEEDS_HARDWARE.get(name, (None, ""))[1],
+            ),
+        )
+        for name in FIELDS
+    ],
+)
 def test_each_option_reaches_the_recorded_config_from_all_three(
     name: str, shell: Any, tmp_path: Path
 ):
