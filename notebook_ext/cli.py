@@ -63,6 +63,9 @@ class _Parser(argparse.ArgumentParser):
 # -- parsers ---------------------------------------------------------------------------------
 
 
+FORCE_HELP = "replace an existing file even if recfn did not write it"
+
+
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o",
@@ -77,6 +80,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "--top", type=int, default=15, metavar="N", help="summary rows (default 15)"
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print no summary")
+    parser.add_argument("--force", action="store_true", help=FORCE_HELP)
 
 
 def build_parser() -> _Parser:
@@ -128,6 +132,7 @@ def build_parser() -> _Parser:
         "--width", type=float, default=12.0, metavar="INCHES", help="figure width (default 12)"
     )
     timeline.add_argument("--title", help="figure title (default: the file name)")
+    timeline.add_argument("--force", action="store_true", help=FORCE_HELP)
 
     convert = commands.add_parser(
         "convert",
@@ -141,6 +146,7 @@ def build_parser() -> _Parser:
     convert.add_argument(
         "-o", "--output", dest="output_option", metavar="OUTPUT", help="the file to write"
     )
+    convert.add_argument("--force", action="store_true", help=FORCE_HELP)
 
     diff = commands.add_parser(
         "diff", help="how a trace changed from a baseline, per name", allow_abbrev=False
@@ -156,6 +162,7 @@ def build_parser() -> _Parser:
     )
     demo.add_argument("--dir", default=".", help="where to write the files (default: here)")
     demo.add_argument("-q", "--quiet", action="store_true", help="print no summary")
+    demo.add_argument("--force", action="store_true", help=FORCE_HELP)
 
     commands.add_parser(
         "codegen", help="generate recfn instrumentation (recfn codegen --help)", add_help=False
@@ -217,7 +224,9 @@ def _write_timeline(
     width: float = 12.0,
     title: Optional[str] = None,
     max_depth: Optional[int] = None,
+    overwrite: bool = False,
 ) -> None:
+    from recfn._files import write_atomic
     from recfn.notebook_ext.display import header_text, new_figure
 
     fig = new_figure(trace.threads, width)
@@ -226,7 +235,15 @@ def _write_timeline(
     if max_depth is not None:
         kwargs["max_depth"] = max_depth
     trace.to_pandas().recfn.timeline(ax=ax, **kwargs)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    suffix = os.path.splitext(path)[1].lower().lstrip(".")
+    metadata = {"Software": "recfn"} if suffix == "png" else {"Creator": "recfn"}
+    write_atomic(
+        path,
+        lambda temporary: fig.savefig(
+            temporary, format=suffix, dpi=110, bbox_inches="tight", metadata=metadata
+        ),
+        overwrite=overwrite,
+    )
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -272,12 +289,12 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
         sys.stdout.flush()
         sys.stderr.write(_summary_text(trace, args.top) + "\n")
     if args.output is not None:
-        trace.save(args.output)
+        trace.save(args.output, overwrite=args.force)
         sys.stderr.write(f"recfn: wrote {args.output}\n")
     elif not args.quiet:
         sys.stderr.write("recfn: trace not saved (use -o trace.parquet to keep it)\n")
     if args.timeline is not None:
-        _write_timeline(trace, args.timeline)
+        _write_timeline(trace, args.timeline, overwrite=args.force)
         sys.stderr.write(f"recfn: wrote {args.timeline}\n")
     return code
 
@@ -350,7 +367,14 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         raise CLIError(f"--width must be positive, got {args.width}", EXIT_USAGE)
     _positive(args.max_depth if args.max_depth != 0 else None, "--max-depth")
     trace = _load(args.trace)
-    _write_timeline(trace, output, width=args.width, title=args.title, max_depth=args.max_depth)
+    _write_timeline(
+        trace,
+        output,
+        width=args.width,
+        title=args.title,
+        max_depth=args.max_depth,
+        overwrite=args.force,
+    )
     _out(f"recfn: wrote {output}")
     return EXIT_OK
 
@@ -376,7 +400,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         )
     _check_trace_path(args.output, "convert")
     trace = _load(args.input)
-    trace.save(args.output)
+    trace.save(args.output, overwrite=args.force)
     _out(f"recfn: wrote {args.output} ({trace.events:,} events)")
     return EXIT_OK
 
@@ -414,8 +438,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         workload()
     trace = capture.trace
     assert trace is not None
-    trace.save(trace_path)
-    _write_timeline(trace, image_path)
+    trace.save(trace_path, overwrite=args.force)
+    _write_timeline(trace, image_path, overwrite=args.force)
     if not args.quiet:
         _out(_summary_text(trace, 12))
     _out(f"recfn: wrote {trace_path} and {image_path}")
@@ -452,7 +476,8 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> _Parser:
 # -- entry point -----------------------------------------------------------------------------
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
-    TraceFormatError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError,
+    TraceFormatError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
+    PermissionError,
     json.JSONDecodeError,
 )  # fmt: skip
 

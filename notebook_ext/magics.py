@@ -80,6 +80,11 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
             metavar="FILE",
             help="write the trace to FILE: Parquet, or Chrome JSON for .json/.json.gz",
         ),
+        argument(
+            "--force",
+            action="store_true",
+            help="with --output: replace FILE even if recfn did not write it",
+        ),
         argument("-n", "--name", dest="range_name", metavar="NAME", help="the range name"),
         argument(
             "name",
@@ -294,7 +299,7 @@ class RecordFunctionMagics(Magics):
             self.ip.user_ns[args.var] = kept.to_pandas()
         if args.output is not None:
             try:
-                kept.save(args.output)
+                kept.save(args.output, overwrite=args.force)
             except (OSError, ValueError) as exc:
                 print(f"recfn: could not save the trace to {args.output!r}: {exc}", file=sys.stderr)
         if not args.quiet:

@@ -72,14 +72,21 @@ def sniff(path: str) -> str:
     )
 
 
-def save(table: pa.Table, path: PathLike) -> None:
-    """Write ``table`` in the format its name asks for (``trace_format``)."""
-    if trace_format(path) == CHROME:
+def save(table: pa.Table, path: PathLike, *, overwrite: bool = False) -> None:
+    """Write ``table`` in the format its name asks for (``trace_format``), whole or not at all;
+    a file recfn did not write is replaced only with ``overwrite=True`` (``recfn._files``)."""
+    from recfn._files import write_atomic
+
+    name = path_name(path)
+    table = schema.validate(table, "save")
+    if trace_format(name) == CHROME:
         from recfn.chrome import write_chrome_trace
 
-        write_chrome_trace(schema.validate(table, "save"), path)
+        write_atomic(
+            name, lambda temporary: write_chrome_trace(table, temporary), overwrite=overwrite
+        )
     else:
-        write_parquet(table, path)
+        write_atomic(name, lambda temporary: write_parquet(table, temporary), overwrite=overwrite)
 
 
 def write_parquet(table: pa.Table, path: PathLike) -> None:

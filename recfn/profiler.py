@@ -258,10 +258,11 @@ class profile:
         """The events as a DataFrame (categoricals; nullable ints as ``Int64``) with ``df.recfn``."""
         return self.trace.to_pandas()
 
-    def save(self, path: Any) -> None:
+    def save(self, path: Any, *, overwrite: bool = False) -> None:
         """Write the events: Parquet for ``.parquet``/``.pq`` (``recfn.load`` reads them back
-        exactly), Chrome/Perfetto JSON for ``.json``/``.json.gz``; ValueError for other names."""
-        self.trace.save(path)
+        exactly), Chrome/Perfetto JSON for ``.json``/``.json.gz``; ValueError for other names.
+        Atomic, and polite: see ``Trace.save`` for ``overwrite``."""
+        self.trace.save(path, overwrite=overwrite)
 
     def _repr_html_(self) -> Optional[str]:
         """The trace's header and summary in notebooks, once stopped."""
@@ -326,7 +327,7 @@ class RecordProfile:
 
         trace_format(path)  # an unknown suffix fails before the block runs
         self.path = path
-        self.profile = profile(**options)
+        self.profile = profile(config=config, **options)
 
     def __enter__(self) -> profile:
         return self.profile.start()

@@ -209,12 +209,14 @@ class Trace:
 
     # -- files --------------------------------------------------------------------------------
 
-    def save(self, path: Any) -> None:
+    def save(self, path: Any, *, overwrite: bool = False) -> None:
         """Write the trace: Parquet for ``.parquet``/``.pq``, Chrome JSON for ``.json``/``.json.gz``
-        (ValueError naming the accepted suffixes for any other name)."""
+        (ValueError naming the accepted suffixes for any other name). The file appears whole or
+        not at all; a file recfn did not write is replaced only with ``overwrite=True``
+        (FileExistsError otherwise)."""
         from recfn.io import save
 
-        save(self._table, path)
+        save(self._table, path, overwrite=overwrite)
 
     # -- reprs --------------------------------------------------------------------------------
 
