@@ -8,7 +8,6 @@ happens for the fixed columns.
 from __future__ import annotations
 
 import json
-import os
 import socket
 from collections.abc import Sequence
 from typing import Any
@@ -20,8 +19,10 @@ import pyarrow.compute as pc
 from recfn._recorder import (
     ASYNC_BIT,
     DEPTH_SHIFT,
+    KIND_MASK,
     KIND_SHIFT,
     OPEN_END,
+    SCOPE_MASK,
     Recorder,
     _Chunk,
     _ThreadBuffer,
@@ -119,8 +120,8 @@ def build_table(
         "id": _int64_zero_copy(chunks, "ids", 0),
         "parent_id": _int64_zero_copy(chunks, "parents", 0),
         "name": _dictionary(names, recorder.name_list, np.int32),
-        "kind": _dictionary((meta >> KIND_SHIFT) & 3, KINDS, np.int8),
-        "scope": _dictionary(meta & 15, SCOPE_LABELS, np.int8),
+        "kind": _dictionary((meta >> KIND_SHIFT) & KIND_MASK, KINDS, np.int8),
+        "scope": _dictionary(meta & SCOPE_MASK, SCOPE_LABELS, np.int8),
         "start_ns": _int64_zero_copy(chunks, "starts", OPEN_END),
         "end_ns": _int64_zero_copy(chunks, "ends", OPEN_END),
         "thread_id": pa.array(thread_ids),
@@ -130,7 +131,7 @@ def build_table(
         "fwd_thread_id": pa.array(fwd_thread_id),
         "is_async": pa.array((meta & ASYNC_BIT) != 0),
         "node_id": _constant(n, node_id, np.int32),
-        "pid": _constant(n, os.getpid(), np.int64),
+        "pid": _constant(n, recorder.pid, np.int64),
     }
     columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
     metadata = {
