@@ -382,6 +382,8 @@ class RecordFunction:
     _pending_inputs: object = None  # what a with-block hands to start callbacks at each entry
     _pending_kwinputs: object = None
     _parent: Optional[RecordFunction] = None  # the enclosing range when this one started
+    _parent_run: i64 = 0  # which run of _parent that was (the object may be reused since)
+    _run: i64 = 0  # starts of this object so far: a reused range is a new run
     _td: Optional[_ThreadData] = None
     _e0: Optional[_Entry] = None
     _c0: object = None
@@ -493,8 +495,10 @@ class RecordFunction:
                 stack.append(entry)
             td.top = top + 1
             self._on_stack = True
+        self._run += 1
         if parent is not None and parent._td is td:
             self._parent = parent
+            self._parent_run = parent._run
             self.depth = parent.depth + 1
         if self._needs_ids:
             td.next_seq += 1
@@ -677,13 +681,18 @@ class RecordFunction:
 
     @property
     def parent_handle(self) -> int:
-        """Handle of the enclosing range (0 for a root)."""
-        parent = self._parent
+        """Handle of the enclosing range (0 for a root, or once that object was reused)."""
+        parent = self.parent
         return parent.handle if parent is not None else 0
 
     @property
     def parent(self) -> Optional[RecordFunction]:
-        return self._parent
+        """The enclosing range, while its object has not been started again: each parent
+        started before its child, so following ``parent`` always ends."""
+        parent = self._parent
+        if parent is None or parent._run != self._parent_run:
+            return None
+        return parent
 
     @property
     def args(self) -> object:
