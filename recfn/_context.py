@@ -1,4 +1,4 @@
-"""Carrying recfn's context (thread-local callbacks, enabled flag) into worker threads."""
+"""Carrying recfn's context (thread-local callbacks, enabled flag) into worker threads, by value."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ T = TypeVar("T")
 def propagate(fn: Callable[..., T]) -> Callable[..., T]:
     """Wrap ``fn`` so it runs in a copy of the caller's context, on whichever thread calls it.
 
-    The seed's ``ThreadLocalState``/``at::launch``: thread-local callbacks and the enabled flag
-    captured now apply inside the worker. Each call gets its own copy, so the wrapper can run on
-    several threads at once.
+    Thread-local callbacks and the enabled flag captured now apply inside the worker, by value:
+    each call gets its own copy, so the wrapper can run on several threads at once, and what the
+    call changes (adding, removing, clearing, disabling callbacks, the enabled flag) stays in its
+    copy and never reaches the caller's context.
     """
     if not callable(fn):
         raise TypeError(f"propagate expects a callable, got {type(fn).__name__}")

@@ -1,4 +1,8 @@
-"""Decorator wrappers for ``record_function``: plain Python closures, so ``functools.wraps`` works."""
+"""Decorator wrappers for ``record_function``: plain Python closures, so ``functools.wraps`` works.
+
+The engine hands in its ``begin_range``/``end_range``, so this module does not import the engine
+(which imports it to implement ``record_function.__call__``).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,15 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Optional
 
-from recfn._engine import SCOPE_USER, begin_range, end_range
+from recfn.scope import SCOPE_USER
+
+Begin = Callable[[str, Optional[str], int], Any]
+End = Callable[[Any], None]
 
 
-def decorate(fn: Callable[..., Any], name: str, args: Optional[str]) -> Callable[..., Any]:
+def decorate(
+    fn: Callable[..., Any], name: str, args: Optional[str], begin: Begin, end: End
+) -> Callable[..., Any]:
     """Wrap ``fn`` (plain or async) so every call is a USER_SCOPE range called ``name``."""
     if not callable(fn):
         raise TypeError(f"record_function can only decorate callables, got {type(fn).__name__}")
@@ -18,24 +27,24 @@ def decorate(fn: Callable[..., Any], name: str, args: Optional[str]) -> Callable
 
         @functools.wraps(fn)
         async def async_wrapper(*a: Any, **kw: Any) -> Any:
-            rf = begin_range(name, args, SCOPE_USER)
+            rf = begin(name, args, SCOPE_USER)
             if rf is None:
                 return await fn(*a, **kw)
             try:
                 return await fn(*a, **kw)
             finally:
-                end_range(rf)
+                end(rf)
 
         return async_wrapper
 
     @functools.wraps(fn)
     def wrapper(*a: Any, **kw: Any) -> Any:
-        rf = begin_range(name, args, SCOPE_USER)
+        rf = begin(name, args, SCOPE_USER)
         if rf is None:
             return fn(*a, **kw)
         try:
             return fn(*a, **kw)
         finally:
-            end_range(rf)
+            end(rf)
 
     return wrapper

@@ -8,7 +8,17 @@ inside a running event loop so asyncio tasks nest separately), and calls each ca
 ``RecordFunctionCallback``) is called without any Python-level dispatch.
 
 Thread-local callbacks and the enabled flag live in an immutable ``_ThreadState`` held by a
-ContextVar: threads start with their own, asyncio tasks get a copy, ``propagate`` carries it.
+ContextVar: threads start with their own, asyncio tasks get a copy, ``propagate`` carries it, and a
+change made in a copy builds a new state, never touching the original's. The fast-path count is
+derived, never incremented per operation: global entries plus live non-empty thread-local states
+(each state counts itself while it lives), so it cannot drift from the registrations.
+
+Open ranges: outside an event loop each thread keeps a list of its open ranges, innermost last; a
+range leaves it when it ends, in any order, so no chain of links is ever walked. Inside a loop the
+ContextVar holds an immutable ``_Frame`` per open range (its range and the frame it was opened
+under); a frame is closed when its range ends and closed frames are skipped. Both can only be
+walked for as many steps as they are deep. A range started with ``before()`` is held weakly by
+both, so one that is dropped without ``end()`` is collected and ended then.
 """
 
 from __future__ import annotations
@@ -16,22 +26,24 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
+import os
 import random
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Final, Optional
 
-from mypy_extensions import i32, i64
+from mypy_extensions import i32, i64, mypyc_attr
 
-from recfn.scope import NUM_SCOPES, RecordScope, as_scope
+from recfn.scope import NUM_SCOPES, SCOPE_USER, RecordScope, as_scope
 
 _log: Final = logging.getLogger("recfn")
 
-SCOPE_FUNCTION: Final = 0
-SCOPE_BACKWARD_FUNCTION: Final = 1
-SCOPE_USER: Final = 7
 ALL_SCOPES_MASK: Final[i64] = (1 << NUM_SCOPES) - 1
+TID_SHIFT: Final = (
+    32  # a range or event id is (thread id << TID_SHIFT) | per-thread sequence number
+)
 _SCOPES: Final = tuple(RecordScope)
 
 
@@ -123,10 +135,9 @@ class RecordFunctionCallback:
 def _check_prob(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"sampling_prob must be a number in [0, 1], got {value!r}")
-    prob = float(value)
-    if not 0.0 <= prob <= 1.0:
+    if not 0 <= value <= 1:  # compared before float(), which overflows on huge ints
         raise ValueError(f"sampling_prob must be in [0, 1], got {value!r}")
-    return prob
+    return float(value)
 
 
 class _Entry:
@@ -146,6 +157,14 @@ class _Entry:
         self.failures = 0
         self.is_global = is_global
         self.countdown = _draw_countdown(cb.sampling_prob)
+
+    def switched(self, enabled: bool) -> _Entry:
+        """A copy with ``enabled`` set: how a context changes a thread-local entry by value."""
+        e = _Entry(self.handle, self.cb, self.is_global)
+        e.enabled = enabled
+        e.countdown = self.countdown
+        e.failures = self.failures
+        return e
 
     def selected(self, scope: i64) -> bool:
         """Whether this callback runs for a new range of ``scope`` (advances sampling)."""
@@ -196,50 +215,112 @@ def _draw_countdown(prob: float) -> i64:
 
 
 class _ThreadState:
-    """What follows the context: thread-local callbacks and the enabled flag (immutable)."""
+    """What follows the context: thread-local callbacks and the enabled flag (immutable).
+
+    A state with entries counts itself in the fast-path count from creation until it is
+    collected, so the count follows exactly the states some context can still see.
+    """
 
     entries: list[_Entry]
     enabled: bool
+    counted: bool
 
     def __init__(self, entries: list[_Entry], enabled: bool) -> None:
         self.entries = entries
         self.enabled = enabled
+        self.counted = len(entries) > 0
+        if self.counted:
+            with _lock:
+                _reg.n_local_states += 1
+                _recount()
+
+    def __del__(self) -> None:
+        if self.counted:
+            self.counted = False
+            with _lock:
+                _reg.n_local_states -= 1
+                _recount()
 
 
 class _ThreadData:
-    """Per-OS-thread facts: the logical id, name and a counter for range handles."""
+    """Per-OS-thread facts: the logical id, name, a counter for range handles, the open ranges."""
 
     tid: i64
     name: str
     next_seq: i64
-    current: Optional[RecordFunction]  # innermost open range started outside an event loop
+    # Ranges open on this thread outside an event loop, innermost last, in stack[0:top]: each a
+    # RecordFunction, a weak reference to the _Abandon of one started with before(), or None for
+    # one that ended out of order. Slots are reused, never shrunk, so a push costs no allocation;
+    # only this thread moves ``top``, other threads only write None over their own range's slot.
+    stack: list[object]
+    top: i64
     sink: object  # the profiler's buffer for this thread, owned by recfn._recorder
 
     def __init__(self, tid: i64, name: str) -> None:
         self.tid = tid
         self.name = name
         self.next_seq = 0
-        self.current = None
+        self.stack = []
+        self.top = 0
         self.sink = None
+
+
+class _Frame:
+    """One open range of an asyncio task: immutable but for ``open``, so no cycle can form."""
+
+    entry: object  # the RecordFunction, or a weak reference to its _Abandon
+    up: Optional[_Frame]  # the task's frame when this range started
+    depth: i64  # frames below this one: bounds every walk
+    open: bool
+    token: Optional[contextvars.Token[Optional[_Frame]]]  # restores the task's previous frame
+
+    def __init__(self, entry: object, up: Optional[_Frame]) -> None:
+        self.entry = entry
+        self.up = up
+        self.depth = up.depth + 1 if up is not None else 0
+        self.open = True
+        self.token = None
+
+
+@mypyc_attr(native_class=False)
+class _Abandon:
+    """Held only by a range started with ``before()`` (which holds it back): the engine refers to
+    it weakly, so when the user drops the range the pair is collected and this ends the range."""
+
+    def __init__(self, rf: RecordFunction) -> None:
+        self.rf = rf
+        self.ref = weakref.ref(self)  # what the stack or frame holds instead of the range
+
+    def __del__(self) -> None:
+        rf: RecordFunction = self.rf
+        if rf._abandon is self and rf._state == 1:
+            rf._finish(True, True)
 
 
 _EMPTY_STATE: Final = _ThreadState([], True)
 _state_var: Final[contextvars.ContextVar[_ThreadState]] = contextvars.ContextVar(
     "recfn_thread_state", default=_EMPTY_STATE
 )
-_current_var: Final[contextvars.ContextVar[Optional[RecordFunction]]] = contextvars.ContextVar(
+_current_var: Final[contextvars.ContextVar[Optional[_Frame]]] = contextvars.ContextVar(
     "recfn_current_range", default=None
 )
 _thread_local: Final = threading.local()
 _lock: Final = threading.RLock()
+# A fork while another thread holds the lock would leave it held forever in the child.
+os.register_at_fork(
+    before=_lock.acquire, after_in_parent=_lock.release, after_in_child=_lock.release
+)
 
 
-class _Registry:
+class _EngineState:
     """Process-wide engine state, in one native object: its fields read as fast as C statics
     (plain module globals would be dict lookups in compiled code)."""
 
     global_entries: list[_Entry]  # never mutated once published: writers build a new list
-    n_callbacks: i64  # global + thread-local entries alive anywhere; 0 means nothing can run
+    n_local_states: i64  # live _ThreadStates with entries (each counts itself while it lives)
+    # The fast path's test, derived by _recount: global entries + n_local_states. 0 means no
+    # callback can run anywhere.
+    n_callbacks: i64
     state_touched: bool  # once any context has had a thread-local change, read _state_var
     next_callback_handle: i64
     next_tid: i64
@@ -247,6 +328,7 @@ class _Registry:
 
     def __init__(self) -> None:
         self.global_entries = []
+        self.n_local_states = 0
         self.n_callbacks = 0
         self.state_touched = False
         self.next_callback_handle = 0
@@ -254,7 +336,12 @@ class _Registry:
         self.loop_probe = None
 
 
-_reg: Final = _Registry()
+_reg: Final = _EngineState()
+
+
+def _recount() -> None:
+    """Derive the fast-path count from the registrations (call with ``_lock`` held)."""
+    _reg.n_callbacks = len(_reg.global_entries) + _reg.n_local_states
 
 
 def _thread_data() -> _ThreadData:
@@ -284,6 +371,8 @@ class RecordFunction:
 
     ``RecordFunction(scope)`` decides which callbacks run (``is_active``); ``before(name, ...)``
     runs their start callbacks and makes the range current; ``end()`` runs their end callbacks.
+    A range started with ``before()`` and dropped without ``end()`` is ended when it is
+    collected: its end callbacks run then (the profiler records that moment as its end).
     """
 
     name: str = ""
@@ -305,14 +394,17 @@ class RecordFunction:
     _args: object = None
     _pending_inputs: object = None  # what a with-block hands to start callbacks at each entry
     _pending_kwinputs: object = None
-    _parent: Optional[RecordFunction] = None
+    _parent: Optional[RecordFunction] = None  # the enclosing range when this one started
+    _parent_run: i64 = 0  # which run of _parent that was (the object may be reused since)
+    _run: i64 = 0  # starts of this object so far: a reused range is a new run
     _td: Optional[_ThreadData] = None
     _e0: Optional[_Entry] = None
     _c0: object = None
     _more: Optional[list[object]] = None
     _future_end: bool = False
-    _token: Optional[contextvars.Token[Optional[RecordFunction]]] = None
-    _on_stack: bool = False
+    _frame: Optional[_Frame] = None  # open inside an event loop
+    _on_stack: bool = False  # open on its thread's stack
+    _abandon: Optional[_Abandon] = None  # started with before(): ends it if it is collected
     # Fields owned by the profiler (recfn._recorder): where this range's row lives.
     sink_chunk: object = None
     sink_row: i64 = -1
@@ -381,28 +473,49 @@ class RecordFunction:
         self.seq_nr = sequence_nr
         if self._state < 0:
             return
+        self._abandon = _Abandon(self)
         self._begin(args, kwargs)
 
     def _begin(self, inputs: object, kwinputs: object) -> None:
         td = _thread_data()
         self._td = td
+        holder = self._abandon
+        entry: object = self if holder is None else holder.ref
         if _asyncio_loop_running():
             # Inside an event loop, nesting is per task: the ContextVar gives each task its own.
-            parent = _current_var.get()
+            up = _current_var.get()
+            parent = _frame_range(up)
             if parent is None:
-                parent = td.current
-            self._token = _current_var.set(self)
+                parent = _stack_top(td)
+            frame = _Frame(entry, up)
+            self._frame = frame
+            frame.token = _current_var.set(frame)
         else:
             # Elsewhere a per-thread stack is exact and avoids ContextVar writes.
-            parent = td.current
-            td.current = self
+            stack = td.stack
+            top = td.top
+            parent = None
+            if top > 0:
+                below = stack[top - 1]
+                if isinstance(below, RecordFunction):
+                    parent = below
+                else:
+                    parent = _stack_top(td)
+                    top = td.top
+            if top < len(stack):
+                stack[top] = entry
+            else:
+                stack.append(entry)
+            td.top = top + 1
             self._on_stack = True
+        self._run += 1
         if parent is not None and parent._td is td:
             self._parent = parent
+            self._parent_run = parent._run
             self.depth = parent.depth + 1
         if self._needs_ids:
             td.next_seq += 1
-            self.handle = (td.tid << 32) | td.next_seq
+            self.handle = (td.tid << TID_SHIFT) | td.next_seq
         self._state = 1
         if self._needs_inputs:
             self._inputs = inputs
@@ -411,21 +524,35 @@ class RecordFunction:
             self._inputs = None
             self._kwinputs = None
         self._in_start = True
-        e0 = self._e0
-        if e0 is not None:
-            try:
-                self._c0 = e0.cb.on_start(self)
-            except Exception:
-                e0.report_failure("start")
-        more = self._more
-        if more is not None:
-            for i in range(0, len(more), 2):
-                e = more[i]
-                assert isinstance(e, _Entry)
+        called: i64 = 0  # callbacks whose start was called: their end must run too
+        try:
+            e0 = self._e0
+            if e0 is not None:
+                called = 1
                 try:
-                    more[i + 1] = e.cb.on_start(self)
+                    self._c0 = e0.cb.on_start(self)
                 except Exception:
-                    e.report_failure("start")
+                    e0.report_failure("start")
+            more = self._more
+            if more is not None:
+                for i in range(0, len(more), 2):
+                    e = more[i]
+                    assert isinstance(e, _Entry)
+                    called += 1
+                    try:
+                        more[i + 1] = e.cb.on_start(self)
+                    except Exception:
+                        e.report_failure("start")
+        except BaseException:
+            # KeyboardInterrupt, SystemExit...: the caller never gets the range, so end it here.
+            self._in_start = False
+            self._inputs = None
+            self._kwinputs = None
+            self._state = 2
+            self._leave_context(False, False)
+            self._run_ends(called)
+            self._release()
+            raise
         self._in_start = False
         self._inputs = None
         self._kwinputs = None
@@ -437,57 +564,106 @@ class RecordFunction:
                 raise RuntimeError(f"RecordFunction {self.name!r} was already ended")
             self._state = 2
             return
-        self._finish(True)
+        self._finish(True, False)
 
-    def _finish(self, any_thread: bool) -> None:
+    def _finish(self, any_thread: bool, collected: bool) -> None:
         """End callbacks; ``any_thread`` when the caller may be on another thread than the start
-        (``end()``, futures), not for with-blocks and wrappers, which exit where they entered."""
+        (``end()``, futures), not for with-blocks and wrappers, which exit where they entered;
+        ``collected`` when the range is being garbage-collected without ``end()``.
+
+        Every end callback runs even if one raises a BaseException, which is re-raised after.
+        """
         self._state = 2
-        self._leave_context(any_thread)
+        self._leave_context(any_thread, collected)
+        pending = self._run_ends(-1)
+        self._release()
+        if pending is not None:
+            raise pending
+
+    def _run_ends(self, limit: i64) -> Optional[BaseException]:
+        """Run the end callbacks of the first ``limit`` callbacks (all if negative)."""
+        pending: Optional[BaseException] = None
         e0 = self._e0
-        if e0 is not None:
+        if e0 is not None and limit != 0:
             try:
                 e0.cb.on_end(self, self._c0)
             except Exception:
                 e0.report_failure("end")
+            except BaseException as exc:
+                pending = exc
         more = self._more
         if more is not None:
-            for i in range(0, len(more), 2):
-                e = more[i]
+            n: i64 = len(more) // 2
+            if limit >= 0:
+                n = min(n, max(limit - 1, 0))
+            for k in range(n):
+                e = more[2 * k]
                 assert isinstance(e, _Entry)
                 try:
-                    e.cb.on_end(self, more[i + 1])
+                    e.cb.on_end(self, more[2 * k + 1])
                 except Exception:
                     e.report_failure("end")
+                except BaseException as exc:
+                    if pending is None:
+                        pending = exc
+        return pending
+
+    def _release(self) -> None:
+        """Drop what an ended range no longer needs (and the _Abandon cycle)."""
         self._c0 = None
         self._more = None
         self._outputs = None
+        self._abandon = None
 
-    def _leave_context(self, any_thread: bool) -> None:
-        """Make the parent current again; a range left from another thread or task is async."""
+    def _leave_context(self, any_thread: bool, collected: bool) -> None:
+        """Take this range off its thread's stack or close its frame; a range left from another
+        thread or task is async (one left out of order where it started is not)."""
+        td = self._td
         if self._on_stack:
             self._on_stack = False
-            td = self._td
-            if td is not None and td.current is self and (not any_thread or _thread_data() is td):
-                parent = self._parent
-                while parent is not None and parent._state == 2:  # skip ranges ended out of order
-                    parent = parent._parent
-                td.current = parent
-            else:
+            if td is None:
+                return
+            holder = self._abandon
+            entry: object = self if holder is None else holder.ref
+            stack = td.stack
+            top = td.top
+            if top > 0 and stack[top - 1] is entry and (not any_thread or _thread_data() is td):
+                stack[top - 1] = None
+                top -= 1
+                while top > 0 and stack[top - 1] is None:  # ranges that ended out of order
+                    top -= 1
+                td.top = top
+                return
+            if _thread_data() is not td:
                 self.is_async = True
+            for i in range(min(top, len(stack))):
+                if stack[i] is entry:
+                    stack[i] = None  # its thread drops the slot when it reaches it
+                    break
             return
-        token = self._token
-        if token is None:
+        frame = self._frame
+        if frame is None:
             return
-        self._token = None
+        self._frame = None
+        frame.open = False
+        token = frame.token
+        frame.token = None
+        if token is None or collected:
+            if collected and _thread_data() is not td:
+                self.is_async = True
+            return  # a closed frame is skipped by whoever reads it next
+        innermost = _current_var.get()
         try:
             _current_var.reset(token)
         except ValueError:  # another thread or asyncio task than the one it started in
             self.is_async = True
+            return
+        if innermost is not frame:  # ended out of order: the inner range stays current
+            _current_var.set(innermost)
 
     def _detach(self) -> None:
         """Leave the current context without ending (the range now ends with a future)."""
-        self._leave_context(False)
+        self._leave_context(False, False)
         self.is_async = True
         e0 = self._e0
         if e0 is not None:
@@ -533,13 +709,18 @@ class RecordFunction:
 
     @property
     def parent_handle(self) -> int:
-        """Handle of the enclosing range (0 for a root)."""
-        parent = self._parent
+        """Handle of the enclosing range (0 for a root, or once that object was reused)."""
+        parent = self.parent
         return parent.handle if parent is not None else 0
 
     @property
     def parent(self) -> Optional[RecordFunction]:
-        return self._parent
+        """The enclosing range, while its object has not been started again: each parent
+        started before its child, so following ``parent`` always ends."""
+        parent = self._parent
+        if parent is None or parent._run != self._parent_run:
+            return None
+        return parent
 
     @property
     def args(self) -> object:
@@ -618,7 +799,7 @@ class record_function(RecordFunction):
             if self._future_end:
                 self._detach()
             else:
-                self._finish(False)
+                self._finish(False, False)
 
     async def __aenter__(self) -> record_function:
         return self.__enter__()
@@ -631,7 +812,9 @@ class record_function(RecordFunction):
         from recfn._decorate import decorate
 
         args = self._args
-        return decorate(fn, self.name, args if isinstance(args, str) else None)
+        return decorate(
+            fn, self.name, args if isinstance(args, str) else None, begin_range, end_range
+        )
 
     def end_on_future(self, fut: Any) -> Any:
         """End this range when ``fut`` completes; return a future with the same outcome.
@@ -670,7 +853,7 @@ class record_function(RecordFunction):
 
     def _end_from_future(self) -> None:
         if self._state == 1:
-            self._finish(True)
+            self._finish(True, False)
 
 
 class record_function_fast(record_function):
@@ -733,17 +916,75 @@ def begin_call(
 def end_range(rf: RecordFunction) -> None:
     """End a range started by ``begin_range``/``begin_call``."""
     if rf._state == 1:
-        rf._finish(False)
+        rf._finish(False, False)
 
 
 def current_range() -> Optional[RecordFunction]:
     """The innermost active range of this thread or asyncio task, or ``None``."""
     td = _thread_data()
     if _asyncio_loop_running():
-        rf = _current_var.get()
+        rf = _frame_range(_current_var.get())
         if rf is not None and rf._td is td:
             return rf
-    return td.current
+    return _stack_top(td)
+
+
+def _innermost(td: _ThreadData) -> Optional[RecordFunction]:
+    """The innermost open range of the running task if any, else of the thread ``td``."""
+    rf = _frame_range(_current_var.get())
+    if rf is None:
+        rf = _stack_top(td)
+    return rf
+
+
+def _stack_top(td: _ThreadData) -> Optional[RecordFunction]:
+    """The innermost open range on ``td``'s stack (call on that thread): drops the slots of
+    ranges that ended out of order or were collected."""
+    stack = td.stack
+    top = min(td.top, len(stack))
+    while top > 0:
+        entry = stack[top - 1]
+        if isinstance(entry, RecordFunction):
+            td.top = top
+            return entry
+        if entry is not None:
+            rf = _live(entry)
+            if rf is not None:
+                td.top = top
+                return rf
+            stack[top - 1] = None
+        top -= 1
+    td.top = 0
+    return None
+
+
+def _frame_range(frame: Optional[_Frame]) -> Optional[RecordFunction]:
+    """The range of the innermost open frame from ``frame`` outwards (at most its depth + 1 steps)."""
+    if frame is None:
+        return None
+    steps = frame.depth
+    while frame is not None and steps >= 0:
+        if frame.open:
+            entry = frame.entry
+            if isinstance(entry, RecordFunction):
+                return entry
+            rf = _live(entry)
+            if rf is not None:
+                return rf
+        frame = frame.up
+        steps -= 1
+    return None
+
+
+def _live(weak: object) -> Optional[RecordFunction]:
+    """The range behind a weak reference to its _Abandon, or ``None`` once it is collected."""
+    assert isinstance(weak, weakref.ref)
+    holder = weak()
+    if holder is None:
+        return None
+    rf = holder.rf
+    assert isinstance(rf, RecordFunction)
+    return rf if rf._state == 1 else None
 
 
 def _asyncio_loop_running() -> bool:

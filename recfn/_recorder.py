@@ -9,6 +9,7 @@ turns the buffers into one Arrow table without touching events one by one.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -21,23 +22,29 @@ from librt.vecs import append, vec
 from mypy_extensions import i32, i64
 
 from recfn._engine import (
+    TID_SHIFT,
     RecordFunction,
     RecordFunctionCallback,
     _thread_data,
     _ThreadData,
     current_range,
 )
+from recfn.scope import SCOPE_USER
 
 CHUNK_ROWS: Final[i64] = 1 << 16  # later chunks reserve this much; pages are touched as filled
 FIRST_CHUNK_ROWS: Final[i64] = 256  # a thread's first chunk starts small and grows
 KIND_RANGE: Final[i32] = 0
 KIND_MARK: Final[i32] = 1
 KIND_MEMORY: Final[i32] = 2
+# meta packs scope | kind << KIND_SHIFT | async << 6 | depth << DEPTH_SHIFT into an int32
+SCOPE_MASK: Final[i32] = (1 << 4) - 1
 KIND_SHIFT: Final = 4
+KIND_MASK: Final[i32] = (1 << 2) - 1  # after shifting by KIND_SHIFT
 ASYNC_BIT: Final[i32] = 1 << 6
+LOW_META: Final[i32] = (1 << 7) - 1  # scope, kind and async bits
 DEPTH_SHIFT: Final = 8
 OPEN_END: Final[i64] = 0
-MARK_SCOPE: Final[i32] = 7
+MARK_SCOPE: Final[i32] = SCOPE_USER
 
 _clock: Final = time.perf_counter_ns
 
@@ -50,7 +57,7 @@ class _Chunk:
     starts: vec[i64]
     ends: vec[i64]
     names: vec[i32]
-    meta: vec[i32]  # scope | kind << 4 | async << 6 | depth << 8
+    meta: vec[i32]  # see SCOPE_MASK ... DEPTH_SHIFT
 
     def __init__(self, rows: i64) -> None:
         self.ids = vec[i64](capacity=rows)
@@ -150,6 +157,7 @@ class Recorder(RecordFunctionCallback):
     dropped: i64
     stopped: bool
     node_id: i64
+    pid: i64  # the process that started capturing (a forked child keeps its parent's)
     clock_offset: i64  # added to the monotonic clock: timestamps are ns since the Unix epoch
     buffers: list[_ThreadBuffer]
     name_ids: dict[str, i32]
@@ -187,6 +195,7 @@ class Recorder(RecordFunctionCallback):
         self.dropped = 0
         self.stopped = False
         self.node_id = -1
+        self.pid = os.getpid()
         self.clock_offset = time.time_ns() - time.perf_counter_ns()
         self.buffers = []
         self.name_ids = {}
@@ -348,7 +357,7 @@ class Recorder(RecordFunctionCallback):
         if not self._admit():
             return
         td.next_seq += 1
-        rid = (td.tid << 32) | td.next_seq
+        rid = (td.tid << TID_SHIFT) | td.next_seq
         depth: i32 = 0
         parent_id: i64 = 0
         if parent is not None and parent._td is not None and parent._td.tid == buf.tid:

@@ -1,13 +1,15 @@
 """The callback registry and the enabled flag: adding, removing and switching callbacks, guards.
 
 Compiled with mypyc. Writers build new lists under the engine's lock and publish them whole, so
-``recfn._engine`` can iterate them without locking on the hot path.
+``recfn._engine`` can iterate them without locking on the hot path. Thread-local changes (add,
+remove, clear, disable, re-enable, the enabled flag) build a new ``_ThreadState`` for the calling
+context only: a copy made by a task or by ``propagate`` never changes its parent's. The fast-path
+count is never adjusted here: global changes re-derive it, thread-local states count themselves.
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Optional
 
 from mypy_extensions import i64
 
@@ -16,6 +18,7 @@ from recfn._engine import (
     _draw_countdown,
     _Entry,
     _lock,
+    _recount,
     _reg,
     _rng,
     _state_var,
@@ -40,7 +43,7 @@ def add_global_callback(cb: object) -> int:
     with _lock:
         entry = _Entry(_new_handle(), callback, True)
         _reg.global_entries = _reg.global_entries + [entry]
-        _reg.n_callbacks += 1
+        _recount()
     return entry.handle
 
 
@@ -49,7 +52,6 @@ def add_thread_local_callback(cb: object) -> int:
     callback = _check_callback(cb)
     with _lock:
         entry = _Entry(_new_handle(), callback, False)
-        _reg.n_callbacks += 1
         _reg.state_touched = True
     ts = _state_var.get()
     _state_var.set(_ThreadState(ts.entries + [entry], ts.enabled))
@@ -62,19 +64,10 @@ def _check_handle(handle: object) -> int:
     return handle
 
 
-def _find(handle: int) -> Optional[_Entry]:
-    for e in _state_var.get().entries:
-        if e.handle == handle:
-            return e
-    for e in _reg.global_entries:
-        if e.handle == handle:
-            return e
-    return None
-
-
-def _unknown_handle(handle: object, action: str) -> None:
+def _unknown_handle(handle: object, action: str, stacklevel: int = 3) -> None:
     warnings.warn(
-        f"recfn: cannot {action} callback handle {handle}: no such callback", stacklevel=3
+        f"recfn: cannot {action} callback handle {handle}: no such callback",
+        stacklevel=stacklevel,
     )
 
 
@@ -85,34 +78,42 @@ def remove_callback(handle: object) -> None:
     kept = [e for e in ts.entries if e.handle != handle]
     if len(kept) != len(ts.entries):
         _state_var.set(_ThreadState(kept, ts.enabled))
-        with _lock:
-            _reg.n_callbacks -= 1
         return
     with _lock:
         kept = [e for e in _reg.global_entries if e.handle != handle]
         if len(kept) != len(_reg.global_entries):
             _reg.global_entries = kept
-            _reg.n_callbacks -= 1
+            _recount()
             return
     _unknown_handle(handle, "remove")
 
 
+def _switch(handle: object, enabled: bool, action: str) -> None:
+    """Disable or re-enable: a thread-local entry is replaced in this context's state only."""
+    handle = _check_handle(handle)
+    ts = _state_var.get()
+    for i, e in enumerate(ts.entries):
+        if e.handle == handle:
+            if e.enabled != enabled:
+                entries = list(ts.entries)
+                entries[i] = e.switched(enabled)
+                _state_var.set(_ThreadState(entries, ts.enabled))
+            return
+    for e in _reg.global_entries:
+        if e.handle == handle:
+            e.enabled = enabled
+            return
+    _unknown_handle(handle, action, 4)
+
+
 def disable_callback(handle: object) -> None:
-    """Stop a callback from running without removing it."""
-    e = _find(_check_handle(handle))
-    if e is None:
-        _unknown_handle(handle, "disable")
-    else:
-        e.enabled = False
+    """Stop a callback from running without removing it (a thread-local one in this context)."""
+    _switch(handle, False, "disable")
 
 
 def reenable_callback(handle: object) -> None:
-    """Let a disabled callback run again."""
-    e = _find(_check_handle(handle))
-    if e is None:
-        _unknown_handle(handle, "re-enable")
-    else:
-        e.enabled = True
+    """Let a disabled callback run again (a thread-local one in this context)."""
+    _switch(handle, True, "re-enable")
 
 
 def has_global_callbacks() -> bool:
@@ -130,16 +131,14 @@ def has_callbacks() -> bool:
 def clear_global_callbacks() -> None:
     """Remove every global callback."""
     with _lock:
-        _reg.n_callbacks -= len(_reg.global_entries)
         _reg.global_entries = []
+        _recount()
 
 
 def clear_thread_local_callbacks() -> None:
     """Remove this context's thread-local callbacks."""
     ts = _state_var.get()
     if ts.entries:
-        with _lock:
-            _reg.n_callbacks -= len(ts.entries)
         _state_var.set(_ThreadState([], ts.enabled))
 
 

@@ -7,7 +7,6 @@ happens for the fixed columns.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -19,8 +18,10 @@ from recfn._cuda import DeviceTimes
 from recfn._recorder import (
     ASYNC_BIT,
     DEPTH_SHIFT,
+    KIND_MASK,
     KIND_SHIFT,
     OPEN_END,
+    SCOPE_MASK,
     Recorder,
     _Chunk,
     _ThreadBuffer,
@@ -112,8 +113,8 @@ def build_table(
         "id": _int64_zero_copy(chunks, "ids", 0),
         "parent_id": _int64_zero_copy(chunks, "parents", 0),
         "name": _dictionary("name", names, recorder.name_list),
-        "kind": _dictionary("kind", (meta >> KIND_SHIFT) & 3, KINDS),
-        "scope": _dictionary("scope", meta & 15, SCOPE_LABELS),
+        "kind": _dictionary("kind", (meta >> KIND_SHIFT) & KIND_MASK, KINDS),
+        "scope": _dictionary("scope", meta & SCOPE_MASK, SCOPE_LABELS),
         "start_ns": _int64_zero_copy(chunks, "starts", OPEN_END),
         "end_ns": _int64_zero_copy(chunks, "ends", OPEN_END),
         "thread_id": pa.array(thread_ids),
@@ -123,7 +124,7 @@ def build_table(
         "fwd_thread_id": pa.array(fwd_thread_id),
         "is_async": pa.array((meta & ASYNC_BIT) != 0),
         "node_id": _constant(n, node_id, np.int32),
-        "pid": _constant(n, os.getpid(), np.int64),
+        "pid": _constant(n, recorder.pid, np.int64),
     }
     columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
     if device_times is not None:
@@ -133,7 +134,7 @@ def build_table(
         dropped_events=recorder.dropped,
         start_ns=start_ns,
         wall_ns=wall_ns,
-        pid=os.getpid(),
+        pid=recorder.pid,
     )
     return pa.table(columns).replace_schema_metadata(metadata)
 

@@ -32,15 +32,12 @@ from typing import Any, Final, Optional
 from librt.vecs import append, vec
 from mypy_extensions import i32, i64
 
-from recfn._engine import _current_var, _thread_data, _ThreadData
-from recfn._recorder import DEPTH_SHIFT, OPEN_END, Recorder, _Chunk, _ThreadBuffer
+from recfn._engine import TID_SHIFT, _innermost, _thread_data, _ThreadData
+from recfn._recorder import DEPTH_SHIFT, LOW_META, OPEN_END, Recorder, _Chunk, _ThreadBuffer
+from recfn.scope import SCOPE_FUNCTION
 
-SCOPE_FUNCTION: Final[i32] = 0
-TRACED_BIT: Final[i32] = (
-    1 << 7
-)  # marks traced rows until fix_nesting clears it (bit unused by the table)
+TRACED_BIT: Final[i32] = LOW_META + 1  # marks traced rows until fix_nesting clears it
 TRACED_META: Final[i32] = SCOPE_FUNCTION | TRACED_BIT
-LOW_META: Final[i32] = (1 << 7) - 1  # scope, kind and async bits
 NOT_ENDED: Final[i64] = 1 << 62
 EXCLUDED: Final[i32] = -1
 NOT_NOW: Final[i32] = -2  # the recorder's name lock is held (maybe by this thread): skip this event
@@ -50,7 +47,6 @@ USES_MONITORING: Final = sys.version_info >= (3, 12)
 
 _log: Final = logging.getLogger("recfn")
 _clock: Final = time.perf_counter_ns
-_task_range: Final = _current_var.get  # a bound method: no attribute lookup per call
 _get_ident: Final = _thread.get_ident
 
 
@@ -522,11 +518,9 @@ class _ThreadTracer:
             return
         td = self.td
         td.next_seq += 1
-        rid: i64 = (td.tid << 32) | td.next_seq
+        rid: i64 = (td.tid << TID_SHIFT) | td.next_seq
         parent: i64 = self.ids[sp - 1] if sp > 0 else 0
-        cur = _task_range()  # set only inside an event loop; the thread's range otherwise
-        if cur is None:
-            cur = td.current
+        cur = _innermost(td)
         if cur is not None and cur._td is td and cur.handle > parent and cur._state == 1:
             parent = cur.handle
         buf = self.buf

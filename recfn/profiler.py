@@ -9,6 +9,7 @@ per thread/context at a time.
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
 import time
 import tracemalloc
@@ -35,6 +36,20 @@ _active_lock = threading.Lock()
 _context_profiler: contextvars.ContextVar[Optional[profile]] = contextvars.ContextVar(
     "recfn_profiler", default=None
 )
+
+
+def _forget_after_fork() -> None:
+    """In a forked child, profilers inherited from the parent stop recording: their events so far
+    are the parent's (``stop()`` still returns them, labelled with the parent's pid), and the
+    child may start its own profiler."""
+    global _active_lock
+    _active_lock = threading.Lock()  # another thread of the parent may have held it
+    for prof in _active:
+        prof._orphan()
+    _active.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def set_default_node_id(node_id: int) -> None:
@@ -95,6 +110,7 @@ class profile:
         self._wall_ns = 0
         self._trace: Optional[Trace] = None
         self._remote: list[pa.Table] = []
+        self._inherited = False  # running in the parent when this process forked
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -159,23 +175,34 @@ class profile:
             tracer.start()
         return self
 
+    def _orphan(self) -> None:
+        """Stop recording in a forked child (see ``_forget_after_fork``)."""
+        recorder = self._recorder
+        if recorder is not None and not recorder.stopped:
+            _registry.remove_callback(self._handle)
+            recorder.stopped = True
+            self._inherited = True
+
     def stop(self) -> Trace:
         """Stop capturing and consolidate the events; returns the ``Trace`` (also ``.trace``)."""
         recorder = self._recorder
-        if recorder is None or recorder.stopped:
+        inherited = self._inherited and self._trace is None
+        if recorder is None or (recorder.stopped and not inherited):
             raise RuntimeError(
                 "profiler is not running: call start() (or use it as a context manager) first"
             )
-        _registry.remove_callback(self._handle)
-        recorder.record_instant("__stop_profile", KIND_MARK, 0, "")
-        recorder.stopped = True
+        if not inherited:
+            _registry.remove_callback(self._handle)
+            recorder.record_instant("__stop_profile", KIND_MARK, 0, "")
+            recorder.stopped = True
         if self._tracer is not None:
             self._tracer.stop()  # uninstalls, then re-parents user ranges among traced calls
         if self._nvtx is not None:
             self._nvtx.stop()
         device_times = self._cuda.stop() if self._cuda is not None else None
         with _active_lock:
-            _active.remove(self)
+            if self in _active:
+                _active.remove(self)
         if self._token is not None:
             try:
                 _context_profiler.reset(self._token)

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import enum
+from typing import Final
+
+# The scope numbers, defined once: compiled modules import these Final ints (mypyc inlines them),
+# everything else uses RecordScope, whose values are these.
+SCOPE_FUNCTION: Final = 0
+SCOPE_BACKWARD_FUNCTION: Final = 1
+SCOPE_USER: Final = 7
+NUM_SCOPES: Final = 10
 
 
 class RecordScope(enum.IntEnum):
     """Scopes of a range, as in PyTorch's ``at::RecordScope`` (values are stable)."""
 
-    FUNCTION = 0
-    BACKWARD_FUNCTION = 1
+    FUNCTION = SCOPE_FUNCTION
+    BACKWARD_FUNCTION = SCOPE_BACKWARD_FUNCTION
     TORCHSCRIPT_FUNCTION = 2
     KERNEL_FUNCTION_DTYPE = 3
     CUSTOM_CLASS = 4
     BUILD_FEATURE = 5
     LITE_INTERPRETER = 6
-    USER_SCOPE = 7
+    USER_SCOPE = SCOPE_USER
     STATIC_RUNTIME_OP = 8
     STATIC_RUNTIME_MODEL = 9
 
@@ -25,7 +33,6 @@ class RecordScope(enum.IntEnum):
         return self.name.lower()
 
 
-NUM_SCOPES = len(RecordScope)
 SCOPE_LABELS = tuple(scope.label for scope in RecordScope)
 
 
