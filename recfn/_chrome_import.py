@@ -89,7 +89,7 @@ class _TorchArgs(msgspec.Struct, gc=False):
     input_dtypes: Any = msgspec.field(default=None, name="Input type")
 
 
-_TORCH_ARGS = msgspec.json.Decoder(list[Union[_TorchArgs, list, str, int, float, bool, None]])
+_TORCH_ARGS = msgspec.json.Decoder(list[Union[_TorchArgs, list[Any], str, int, float, bool, None]])
 
 
 def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:

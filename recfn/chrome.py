@@ -55,6 +55,7 @@ def read_chrome_trace(path: PathLike) -> pd.DataFrame:
             document = _parse(raw, str(path), TRACE.decode)
         except msgspec.ValidationError:  # fields of other types, or other fields: plain values
             document = _parse(raw, str(path), jsonio.loads)
+        events: Any
         if isinstance(document, Document):
             events, base_ns = document.traceEvents, document.baseTimeNanoseconds
         elif isinstance(document, dict):

@@ -24,7 +24,7 @@ INITIAL_WIDTH_PX = 1200
 _HERE = Path(__file__).parent
 
 
-class TimelineWidget(anywidget.AnyWidget):  # type: ignore[misc]
+class TimelineWidget(anywidget.AnyWidget):
     """An interactive timeline and call tree of ``table`` (an event table, docs/schema.md)."""
 
     _esm = _HERE / "timeline.js"
