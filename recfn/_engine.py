@@ -550,8 +550,10 @@ class RecordFunction:
             self._kwinputs = None
             self._state = 2
             self._leave_context(False, False)
-            self._run_ends(called)
-            self._release()
+            self._end_started(called)
+            self._c0 = None
+            self._more = None
+            self._abandon = None
             raise
         self._in_start = False
         self._inputs = None
@@ -575,16 +577,9 @@ class RecordFunction:
         """
         self._state = 2
         self._leave_context(any_thread, collected)
-        pending = self._run_ends(-1)
-        self._release()
-        if pending is not None:
-            raise pending
-
-    def _run_ends(self, limit: i64) -> Optional[BaseException]:
-        """Run the end callbacks of the first ``limit`` callbacks (all if negative)."""
         pending: Optional[BaseException] = None
         e0 = self._e0
-        if e0 is not None and limit != 0:
+        if e0 is not None:
             try:
                 e0.cb.on_end(self, self._c0)
             except Exception:
@@ -593,27 +588,45 @@ class RecordFunction:
                 pending = exc
         more = self._more
         if more is not None:
-            n: i64 = len(more) // 2
-            if limit >= 0:
-                n = min(n, max(limit - 1, 0))
-            for k in range(n):
-                e = more[2 * k]
+            for i in range(0, len(more), 2):
+                e = more[i]
                 assert isinstance(e, _Entry)
                 try:
-                    e.cb.on_end(self, more[2 * k + 1])
+                    e.cb.on_end(self, more[i + 1])
                 except Exception:
                     e.report_failure("end")
                 except BaseException as exc:
                     if pending is None:
                         pending = exc
-        return pending
-
-    def _release(self) -> None:
-        """Drop what an ended range no longer needs (and the _Abandon cycle)."""
         self._c0 = None
         self._more = None
         self._outputs = None
-        self._abandon = None
+        self._abandon = None  # ends the _Abandon cycle
+        if pending is not None:
+            raise pending
+
+    def _end_started(self, called: i64) -> None:
+        """After a start callback raised a BaseException: end the ``called`` first callbacks
+        (that exception is the one that propagates: any raised here is dropped)."""
+        e0 = self._e0
+        if e0 is not None and called > 0:
+            try:
+                e0.cb.on_end(self, self._c0)
+            except Exception:
+                e0.report_failure("end")
+            except BaseException:  # the start callback's exception is already propagating
+                pass
+        more = self._more
+        if more is not None:
+            for i in range(0, min(len(more), 2 * (called - 1)), 2):
+                e = more[i]
+                assert isinstance(e, _Entry)
+                try:
+                    e.cb.on_end(self, more[i + 1])
+                except Exception:
+                    e.report_failure("end")
+                except BaseException:
+                    pass
 
     def _leave_context(self, any_thread: bool, collected: bool) -> None:
         """Take this range off its thread's stack or close its frame; a range left from another
@@ -629,10 +642,7 @@ class RecordFunction:
             top = td.top
             if top > 0 and stack[top - 1] is entry and (not any_thread or _thread_data() is td):
                 stack[top - 1] = None
-                top -= 1
-                while top > 0 and stack[top - 1] is None:  # ranges that ended out of order
-                    top -= 1
-                td.top = top
+                td.top = top - 1  # slots of ranges that ended out of order are dropped later
                 return
             if _thread_data() is not td:
                 self.is_async = True

@@ -205,6 +205,9 @@ def test_random_engine_operations_keep_the_invariants(
     ops: list[tuple[Any, ...]], quiet_engine_log: None
 ) -> None:
     recfn.clear_callbacks()
+    gc.collect()
+    live0 = sum(1 for o in gc.get_objects() if type(o) is _engine._ThreadState and o.entries)
+    assert _engine._reg.n_local_states == live0, (_engine._reg.n_local_states, live0)
     model = Model()
     with_ranges = [recfn.record_function(f"w{i}") for i in range(POOL)]
     manual: list[Optional[recfn.RecordFunction]] = [None] * POOL
@@ -212,15 +215,20 @@ def test_random_engine_operations_keep_the_invariants(
     try:
         for op in ops:
             run(op, model, with_ranges, manual)
-            pool = with_ranges + [rf for rf in manual if rf is not None]
-            check_invariants(model, pool)
+            # no list of the pool outlives this line: it would keep a dropped range alive
+            check_invariants(model, with_ranges + [rf for rf in manual if rf is not None])
         for rf in reversed(list(model.open)):
             finish(
                 model, rf, rf.end if rf in manual else lambda rf=rf: rf.__exit__(None, None, None)
             )
         recfn.clear_thread_local_callbacks()
+        model.locals.clear()
+        check_invariants(model, [])  # nothing left open, on the stack or as current range
     finally:
         prof.stop()
+        td = _engine._thread_data()  # a failed example must not leave ranges to the next one
+        td.stack.clear()
+        td.top = 0
     table = prof.table.to_pylist()
     ranges = [r for r in table if r["kind"] == "range"]
     assert Counter(r["name"] for r in ranges) == model.started
