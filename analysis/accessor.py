@@ -47,6 +47,7 @@ class RecfnAccessor:
         group_by_input_shape: bool = False,
         group_by_stack_n: int = 0,
         as_index: bool = True,
+        as_timedelta: bool = False,
     ) -> pd.DataFrame:
         """Statistics of the closed ranges per group, like torch's ``key_averages()``; ranges
         still open when the profiler stopped are left out.
@@ -59,15 +60,20 @@ class RecfnAccessor:
         and ``self_pct`` (shares of the self time of all ranges but profiler spans, see
         `summary.PROFILER_SPAN_SCOPES`), then ``total_memory_bytes`` / ``self_memory_bytes``
         (allocated in the range's subtree / by its own memory events) when the frame has
-        memory events, and ``flops`` when it has a flops column.
+        memory events, and ``flops`` when it has a flops column. When any range has GPU time
+        (``profile(cuda=True)``), ``device_count`` (ranges with GPU time), ``device_total_ns``,
+        ``device_self_ns``, ``device_mean_ns`` and ``device`` (the devices, comma-separated;
+        not when grouping by device) follow the CPU columns; they are absent otherwise.
 
-        By name, each call counts in its group's total, nested recursive calls included, as
-        in ``key_averages()``; any grouping without ``name`` counts only the outermost ranges
-        of a group, so that time and memory nested in the same group count once.
+        Totals (``total_ns``, ``device_total_ns``, ``total_memory_bytes``) count a group's
+        outermost ranges only: a range nested in a range of its own group (recursion) is
+        already inside that range's total, so "Total %" stays within 100%. ``count``,
+        ``mean_ns``, ``min_ns`` and ``max_ns`` still count every call.
 
         Sorted by `sort_by`, descending (ascending for a group key); `top` keeps the first
-        rows. An empty frame gives an empty summary with these columns. Raises
-        `MalformedFrameError` for frames that break the schema.
+        rows. `as_timedelta` gives every ``*_ns`` column as ``timedelta64[ns]`` named without
+        the suffix (``total``, ``device_self``...). An empty frame gives an empty summary with
+        the CPU columns. Raises `MalformedFrameError` for frames that break the schema.
         """
         return summarize(
             self._df,
@@ -77,6 +83,7 @@ class RecfnAccessor:
             group_by_input_shape=group_by_input_shape,
             group_by_stack_n=group_by_stack_n,
             as_index=as_index,
+            as_timedelta=as_timedelta,
         )
 
     def to_string(
@@ -90,7 +97,9 @@ class RecfnAccessor:
         max_name_width: int = 55,
     ) -> str:
         """`summary` as a fixed-width text table with human units, like torch's
-        ``key_averages().table()``; the footer gives the self-time total of all rows."""
+        ``key_averages().table()``; GPU columns appear as in `summary`. When `top` cuts rows,
+        a line says how many more names (groups) there are; the footer gives the self-time
+        total of all rows."""
         return summary_text(
             self._df,
             by,
@@ -109,7 +118,9 @@ class RecfnAccessor:
         For each of ``count``, ``total_ns`` and ``self_ns``: this frame's value (named as in
         the summary), ``<column>_baseline``, ``<column>_change`` (this minus baseline) and
         ``<column>_change_pct`` (change in percent of the baseline: inf for groups new in
-        this frame, -100 for groups gone from it, NaN when both are 0). The group keys form
+        this frame, -100 for groups gone from it, NaN when both are 0); the same for
+        ``device_count``, ``device_total_ns`` and ``device_self_ns`` when both frames have
+        GPU time (`summary`). The group keys form
         the index (`as_index` False: columns). Largest self-time increase first: self time
         points at the group that got slower, while totals grow for all its callers too.
         """

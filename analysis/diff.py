@@ -11,6 +11,9 @@ from .summary import summarize
 
 COMPARED: tuple[str, ...] = ("count", "total_ns", "self_ns")
 """Summary columns that a diff compares."""
+DEVICE_COMPARED: tuple[str, ...] = ("device_count", "device_total_ns", "device_self_ns")
+"""GPU columns that a diff compares too when both frames have GPU time: a trace profiled
+without ``cuda=True`` has no GPU time to compare with, rather than zero."""
 
 
 def diff(
@@ -22,12 +25,14 @@ def diff(
 ) -> pd.DataFrame:
     """Per group, how `current` changed from `baseline`; see `RecfnAccessor.diff`."""
     keys = [by] if isinstance(by, str) else list(by)
-    now, then = (
-        _plain_keys(summarize(frame, keys, as_index=False), keys) for frame in (current, baseline)
-    )
+    now, then = (summarize(frame, keys, as_index=False) for frame in (current, baseline))
+    compared = COMPARED
+    if all(DEVICE_COMPARED[0] in side.columns for side in (now, then)):
+        compared += DEVICE_COMPARED
+    now, then = (_plain_keys(side, keys, compared) for side in (now, then))
     merged = now.merge(then, on=keys, how="outer", suffixes=("", "_baseline"))
     result = merged[keys].copy()
-    for column in COMPARED:
+    for column in compared:
         value = merged[column].fillna(0).astype(np.int64)
         base = merged[f"{column}_baseline"].fillna(0).astype(np.int64)
         change = value - base
@@ -44,9 +49,9 @@ def diff(
     return result.set_index(keys) if as_index else result
 
 
-def _plain_keys(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def _plain_keys(summary: pd.DataFrame, keys: list[str], compared: tuple[str, ...]) -> pd.DataFrame:
     """The compared columns, with categorical keys as objects so that two runs' categories
     (which differ) still merge."""
-    picked = summary[[*keys, *COMPARED]]
+    picked = summary[[*keys, *compared]]
     categorical = [k for k in keys if isinstance(picked[k].dtype, pd.CategoricalDtype)]
     return picked.astype(dict.fromkeys(categorical, object))

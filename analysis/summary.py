@@ -4,13 +4,14 @@ text rendering."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import MEMORY, codes, equals, ints, require
+from .schema import MEMORY, codes, equals, ints, nulls, require
 from .tree import Nodes, linked_parents, nodes, outermost, self_durations, subtree_sums
 from .units import format_bytes, format_count, format_ns, printable
 
@@ -26,10 +27,27 @@ STAT_COLUMNS: tuple[str, ...] = (
 )
 """Columns of every summary, after the group keys (which form the index)."""
 
+DEVICE_COLUMNS: tuple[str, ...] = (
+    "device_count",
+    "device_total_ns",
+    "device_self_ns",
+    "device_mean_ns",
+    "device",
+)
+"""GPU columns, right after `STAT_COLUMNS` when any range of the frame has GPU time
+(``device_duration_ns``, filled by ``recfn.profile(cuda=True)``); absent otherwise.
+``device`` (the devices of the group's GPU ranges, comma-separated) is left out when it is a
+group key."""
+
 PROFILER_SPAN_SCOPES: tuple[str, ...] = ("Trace",)
 """Scopes of ranges that a profiler records about itself rather than about the program:
 torch.profiler traces hold one ``PyTorch Profiler (N)`` span over the whole capture, on a
 track of its own. They stay in the summary but not in the time that percentages divide by."""
+
+_TIMED = frozenset(
+    c.removesuffix("_ns") for c in (*STAT_COLUMNS, *DEVICE_COLUMNS) if c.endswith("_ns")
+)
+"""Names of the duration columns as `timedeltas` gives them."""
 
 
 def summarize(
@@ -41,10 +59,24 @@ def summarize(
     group_by_input_shape: bool = False,
     group_by_stack_n: int = 0,
     as_index: bool = True,
+    as_timedelta: bool = False,
 ) -> pd.DataFrame:
     """Statistics of the closed ranges of `df` per group; see `RecfnAccessor.summary`."""
-    result, group_keys, _ = _summarize(df, by, sort_by, top, group_by_input_shape, group_by_stack_n)
-    return result.set_index(group_keys) if as_index else result
+    if as_timedelta and sort_by in _TIMED:
+        sort_by += "_ns"  # the name that the column has with as_timedelta
+    found = _summarize(df, by, sort_by, top, group_by_input_shape, group_by_stack_n)
+    result = timedeltas(found.table) if as_timedelta else found.table
+    return result.set_index(found.keys) if as_index else result
+
+
+def timedeltas(summary: pd.DataFrame) -> pd.DataFrame:
+    """`summary` with each ``*_ns`` column as a ``timedelta64[ns]`` column named without the
+    suffix (``total_ns`` -> ``total``); means are rounded to the nanosecond."""
+    result = summary.copy()
+    timed = [c for c in result.columns if c.endswith("_ns")]
+    for column in timed:
+        result[column] = pd.to_timedelta(result[column].round(), unit="ns")
+    return result.rename(columns={c: c.removesuffix("_ns") for c in timed})
 
 
 def summary_text(
@@ -58,10 +90,18 @@ def summary_text(
     max_name_width: int = 55,
 ) -> str:
     """The summary as a text table; see `RecfnAccessor.to_string`."""
-    result, group_keys, total = _summarize(
-        df, by, sort_by, top, group_by_input_shape, group_by_stack_n
-    )
-    return render_text(result, group_keys, total, max_name_width)
+    found = _summarize(df, by, sort_by, top, group_by_input_shape, group_by_stack_n)
+    return render_text(found.table, found.keys, found.total, max_name_width, found.groups)
+
+
+class _Summary(NamedTuple):
+    table: pd.DataFrame
+    """The summary rows (after `top`), keys as columns."""
+    keys: list[str]
+    total: int
+    """The self-time total that percentages divide by."""
+    groups: int
+    """How many groups there are before `top` cuts them."""
 
 
 def _summarize(
@@ -71,9 +111,8 @@ def _summarize(
     top: int | None,
     group_by_input_shape: bool,
     group_by_stack_n: int,
-) -> tuple[pd.DataFrame, list[str], int]:
-    """The summary with its keys as columns, those keys, and the self-time total that its
-    percentages divide by."""
+) -> _Summary:
+    """The summary with its keys as columns, and what its text rendering needs."""
     keys = [by] if isinstance(by, str) else list(by)
     if not keys:
         raise ValueError("summary needs at least one column to group by")
@@ -95,14 +134,13 @@ def _summarize(
         work["stack"] = _stack_keys(df["stack"], group_by_stack_n)[rows]
     group_keys = [*keys, *extra]
     frame = pd.DataFrame(work)
-    # By name each call counts in its row, recursion included (as key_averages does); other
-    # groupings count only a group's outermost ranges, so nested time is counted once.
-    counted = np.ones(rows.size, dtype=bool)
-    if "name" not in keys:
-        groups = frame.groupby(group_keys, observed=True, sort=False, dropna=False)
-        group = np.full(len(df), -1, dtype=np.int64)
-        group[rows] = groups.ngroup().to_numpy(dtype=np.int64)
-        counted = outermost(linked_parents(forest), group)[rows]
+    # Totals count only a group's outermost ranges: time (and memory) nested inside a range of
+    # the same group, as in recursion, is already in the outer range's total.
+    groups = frame.groupby(group_keys, observed=True, sort=False, dropna=False)
+    group_of = groups.ngroup().to_numpy(dtype=np.int64)
+    group = np.full(len(df), -1, dtype=np.int64)
+    group[rows] = group_of
+    counted = outermost(linked_parents(forest), group)[rows]
     frame["duration"] = duration[rows]
     frame["counted"] = np.where(counted, duration[rows], 0)
     frame["own"] = own[rows]
@@ -123,25 +161,69 @@ def _summarize(
         frame["flops"] = ints(df["flops"], 0)[rows]
         stats["flops"] = ("flops", "sum")
 
-    result = (
-        frame.groupby(group_keys, observed=True, sort=False, dropna=False)
-        .agg(**stats)
-        .reset_index()
-    )
+    device = _device_columns(df, forest, rows, counted)
+    for column in ("device_count", "device_total_ns", "device_self_ns", "device_duration_ns"):
+        if column in device:
+            frame[column] = device[column]
+            stats[column] = (column, "sum")
+
+    result = frame.groupby(group_keys, observed=True, sort=False, dropna=False).agg(**stats)
+    result = result.reset_index()
     result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
+    if device:
+        result["device_mean_ns"] = result.pop("device_duration_ns") / result["device_count"]
+        if "device" not in group_keys:
+            result["device"] = _device_labels(device["device"], group_of, len(result))
     total = self_time_total(df, forest, own)
     result["total_pct"] = 100.0 * result["total_ns"] / total if total else np.nan
     result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
-    ordered = [*group_keys, *STAT_COLUMNS, *(c for c in stats if c not in STAT_COLUMNS)]
-    ordered.remove("duration_ns")
+    gpu = [c for c in DEVICE_COLUMNS if c in result.columns and c not in group_keys]
+    ordered = [*group_keys, *STAT_COLUMNS, *gpu]
+    ordered += [c for c in stats if c not in ordered and c in result.columns]
     result = result[ordered]
 
     if sort_by not in result.columns:
         raise ValueError(f"sort_by={sort_by!r} is not a summary column; choose from {ordered}")
     result = result.sort_values(sort_by, ascending=sort_by in group_keys, kind="stable")
+    groups_found = len(result)
     if top is not None:
         result = result.head(top)
-    return result.reset_index(drop=True), group_keys, total
+    return _Summary(result.reset_index(drop=True), group_keys, total, groups_found)
+
+
+def _device_columns(
+    df: pd.DataFrame, forest: Nodes, rows: np.ndarray, counted: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Per closed range (`rows`): whether it has GPU time, that time as counted in totals
+    (outermost ranges of a group, as for CPU time), its GPU self time (minus what its
+    children's GPU spans cover), its GPU duration and its device; empty without GPU time."""
+    if "device_duration_ns" not in df.columns or "device_start_ns" not in df.columns:
+        return {}
+    timed = forest.closed & ~nulls(df["device_duration_ns"]) & ~nulls(df["device_start_ns"])
+    if not timed.any():
+        return {}
+    begin = ints(df["device_start_ns"], 0)
+    length = np.where(timed, ints(df["device_duration_ns"], 0), 0)
+    own = self_durations(forest.parent, begin, begin + length, timed)
+    mine = timed[rows]
+    labels = np.full(rows.size, None, dtype=object)
+    if "device" in df.columns:
+        labels[mine] = df["device"].astype(object).to_numpy()[rows[mine]]
+    return {
+        "device_count": mine.astype(np.int64),
+        "device_total_ns": np.where(counted & mine, length[rows], 0),
+        "device_self_ns": own[rows],
+        "device_duration_ns": length[rows],
+        "device": labels,
+    }
+
+
+def _device_labels(labels: np.ndarray, group: np.ndarray, n_groups: int) -> list[str]:
+    """Per group, the distinct devices of its GPU ranges, sorted and comma-separated."""
+    known = pd.notna(labels)
+    pairs = pd.DataFrame({"group": group[known], "device": labels[known].astype(str)})
+    joined = pairs.drop_duplicates().sort_values("device").groupby("group")["device"].agg(", ".join)
+    return [str(v) for v in joined.reindex(range(n_groups), fill_value="").tolist()]
 
 
 def self_time_total(df: pd.DataFrame, forest: Nodes, own: np.ndarray) -> int:
@@ -201,13 +283,18 @@ def _stack_keys(stacks: pd.Series, n: int) -> np.ndarray:
 
 
 def render_text(
-    summary: pd.DataFrame, keys: Sequence[str], total_ns: int, max_name_width: int = 55
+    summary: pd.DataFrame,
+    keys: Sequence[str],
+    total_ns: int,
+    max_name_width: int = 55,
+    groups: int | None = None,
 ) -> str:
     """A fixed-width text table of `summary` (keys as columns) with human units.
 
     `total_ns` is the footer's self-time total (the whole frame's, also when `summary` holds
-    only the top rows). Control characters in keys are shown escaped: names are data, and
-    must not drive the terminal that prints them.
+    only the top rows); `groups`, the number of groups before the top rows were taken, adds
+    a line "N more names" when rows were cut. Control characters in keys are shown escaped:
+    names are data, and must not drive the terminal that prints them.
     """
     if max_name_width < 1:
         raise ValueError(f"max_name_width must be >= 1, got {max_name_width}")
@@ -224,6 +311,11 @@ def render_text(
         ("Min", "min_ns", format_ns),
         ("Max", "max_ns", format_ns),
         ("Calls", "count", lambda v: f"{int(v)}"),
+        ("GPU Self", "device_self_ns", format_ns),
+        ("GPU Total", "device_total_ns", format_ns),
+        ("GPU Mean", "device_mean_ns", format_ns),
+        ("GPU Calls", "device_count", lambda v: f"{int(v)}"),
+        ("Device", "device", lambda v: printable(str(v)) or "-"),
         ("Self Mem", "self_memory_bytes", format_bytes),
         ("Total Mem", "total_memory_bytes", format_bytes),
         ("FLOPs", "flops", format_count),
@@ -240,6 +332,10 @@ def render_text(
         return "  ".join(first + rest).rstrip()
 
     body = [line([values[row] for _, values in columns]) for row in range(len(summary))]
+    if groups is not None and groups > len(summary):
+        noun = "name" if list(keys) == ["name"] else "group"
+        more = groups - len(summary)
+        body.append(f"... {more:,} more {noun}{'s' if more > 1 else ''}")
     header = line([title for title, _ in columns])
     return "\n".join([rule, header, rule, *body, rule, f"Self time total: {format_ns(total_ns)}"])
 

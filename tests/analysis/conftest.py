@@ -76,6 +76,38 @@ OVERLAPPING_ROWS = [
 Self times: fetch 40 + 60 + 20, parse 35, decode 10."""
 
 
+GPU_SPANS = {
+    # id: (device start, device duration, device), times in ns after T0
+    1: (5, 90, "cuda:0"),
+    2: (12, 16, "cuda:0"),
+    3: (45, 45, "cuda:0"),
+    4: (52, 6, "cuda:0"),
+    5: (61, 9, "cuda:0"),
+    7: (25, 40, "cuda:1"),
+    8: (31, 8, "cuda:1"),
+}
+"""GPU time for `KNOWN_ROWS` as ``profile(cuda=True)`` records it; the mark and the open range
+have none. GPU self times: step 90 - 16 - 45 and 40 - 8, bwd 45 - 15."""
+
+
+def with_gpu(frame: pd.DataFrame, spans: dict[int, tuple[int, int, str]]) -> pd.DataFrame:
+    """`frame` with the device columns filled from `spans` (by id), through the schema."""
+    found = [spans.get(i) for i in frame["id"].tolist()]
+    gpu = frame.assign(
+        device_start_ns=pd.array([None if s is None else s[0] + T0 for s in found], "Int64"),
+        device_duration_ns=pd.array([None if s is None else s[1] for s in found], "Int64"),
+        device=pd.Categorical([None if s is None else s[2] for s in found]),
+    )
+    result = to_pandas(conform(gpu))
+    result.attrs.clear()
+    return result
+
+
+@pytest.fixture
+def known_gpu() -> pd.DataFrame:
+    return with_gpu(make_frame(KNOWN_ROWS), GPU_SPANS)
+
+
 @pytest.fixture
 def known() -> pd.DataFrame:
     return make_frame(KNOWN_ROWS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import KNOWN_ROWS, OVERLAPPING_ROWS, make_frame
+from conftest import GPU_SPANS, KNOWN_ROWS, OVERLAPPING_ROWS, make_frame, with_gpu
 
 
 def test_diff_of_two_known_runs(known: pd.DataFrame) -> None:
@@ -92,3 +92,22 @@ def test_diff_of_gathered_and_sequential_tasks(overlapping: pd.DataFrame) -> Non
         0,
     ]
     assert table.index[0] == "fetch_all"
+
+
+def test_diff_compares_gpu_time_when_both_have_it(known: pd.DataFrame) -> None:
+    baseline = with_gpu(known, GPU_SPANS)
+    slower = {**GPU_SPANS, 4: (52, 26, "cuda:0")}  # mm's kernel took 20 ns longer
+    table = with_gpu(known, slower).recfn.diff(baseline)
+    assert table.loc["mm", ["device_total_ns", "device_total_ns_baseline"]].tolist() == [43, 23]
+    assert table.loc["mm", "device_self_ns_change"] == 20
+    # The longer mm now covers 52..78 of bwd (its sibling 61..70 inside): 11 ns more than before.
+    assert table.loc["bwd", "device_self_ns_change"] == -11
+    assert table.loc["step", "device_count_change_pct"] == 0.0
+    assert list(table.columns)[-4:] == [
+        "device_self_ns",
+        "device_self_ns_baseline",
+        "device_self_ns_change",
+        "device_self_ns_change_pct",
+    ]
+    # A CPU-only baseline has no GPU time to compare with: no GPU columns, rather than zeros.
+    assert not [c for c in baseline.recfn.diff(known).columns if c.startswith("device")]

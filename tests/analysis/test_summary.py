@@ -11,7 +11,7 @@ import pytest
 from conftest import KNOWN_ROWS, T0, make_frame
 
 import recfn.analysis as analysis
-from recfn.analysis.summary import STAT_COLUMNS
+from recfn.analysis.summary import DEVICE_COLUMNS, STAT_COLUMNS
 
 EXPECTED = {
     # name: count, total, self, min, max
@@ -121,9 +121,25 @@ def test_grouping_without_name_counts_nested_time_once(known: pd.DataFrame) -> N
     assert by_scope["total_ns"].tolist() == [100 + 30, 80]
     assert by_scope["count"].tolist() == [3, 1]
     assert by_scope["self_ns"].tolist() == [20 + 60 + 30, 20]
-    # By name, recursion counts at every level, as key_averages() does.
-    recursive = make_frame([(1, None, "f", "range", 0, 100, 1), (2, 1, "f", "range", 10, 60, 1)])
-    assert recursive.recfn.summary().loc["f", "total_ns"] == 150
+
+
+def test_recursion_counts_the_outermost_range_once_by_name() -> None:
+    # Regression: f inside f inside f summed 100 + 50 + 20 ns and put Total % past 100%.
+    rows = [
+        (1, None, "f", "range", 0, 100, 1),
+        (2, 1, "f", "range", 10, 60, 1),
+        (3, 2, "g", "range", 20, 50, 1),
+        (4, 3, "f", "range", 30, 50, 1),
+        (5, None, "f", "range", 200, 210, 1),
+    ]
+    summary = make_frame(rows).recfn.summary()
+    assert summary.loc["f", "total_ns"] == 100 + 10
+    assert summary.loc["f", "count"] == 4
+    assert summary.loc["f", "mean_ns"] == (100 + 50 + 20 + 10) / 4  # per call, every call
+    assert summary.loc["f", "max_ns"] == 100
+    assert summary.loc["g", "total_ns"] == 30
+    assert summary.loc["f", "total_pct"] == pytest.approx(100.0)
+    assert summary["total_pct"].max() <= 100.0
 
 
 def test_group_by_input_shape_and_stack() -> None:
@@ -198,8 +214,11 @@ def test_to_string(known: pd.DataFrame) -> None:
     header = ["Name", "Self", "%", "Self", "Total", "%", "Total", "Mean", "Min", "Max", "Calls"]
     assert lines[1].split() == header
     assert lines[3].split()[:3] == ["step", "46.67%", "70ns"]
-    assert len(lines) == 2 + 2 + 2 + 1  # rules, header, 2 rows, footer
+    assert lines[-3] == "... 2 more names"  # of 4: the cut is said, not silent
+    assert len(lines) == 2 + 2 + 1 + 2 + 1  # rules, header, 2 rows, "more", footer
     assert lines[-1] == "Self time total: 150ns"
+    assert "more" not in known.recfn.to_string()
+    assert "... 1 more group" in known.recfn.to_string(by="thread_id", top=1)
     assert known.recfn.to_string(max_name_width=3).splitlines()[3].startswith("...")
 
 
@@ -252,7 +271,8 @@ def test_summary_bounded_on_a_million_rows(million: pd.DataFrame) -> None:
     summary = million.recfn.summary()
     ranges = million[million["kind"] == "range"]
     assert summary["count"].sum() == len(ranges)
-    assert summary["total_ns"].sum() == (ranges["end_ns"] - ranges["start_ns"]).sum()
+    assert summary["total_ns"].sum() < (ranges["end_ns"] - ranges["start_ns"]).sum()
+    assert summary["total_pct"].max() <= 100.0
     roots = ranges[ranges["parent_id"].isna()]
     assert summary["self_ns"].sum() == (roots["end_ns"] - roots["start_ns"]).sum()
 
@@ -273,3 +293,61 @@ def test_profiler_span_does_not_halve_percentages() -> None:
     assert summary.drop(index="PyTorch Profiler (0)")["self_pct"].sum() == pytest.approx(100)
     assert summary.loc["PyTorch Profiler (0)", "count"] == 1  # still listed, not hidden
     assert df.recfn.to_string().splitlines()[-1] == "Self time total: 80ns"
+
+
+def test_gpu_columns_beside_the_cpu_ones(known_gpu: pd.DataFrame) -> None:
+    summary = known_gpu.recfn.summary()
+    assert list(summary.columns) == [*STAT_COLUMNS, *DEVICE_COLUMNS]
+    assert summary.loc["step", list(DEVICE_COLUMNS)].tolist() == [
+        2,
+        90 + 40,
+        (90 - 16 - 45) + (40 - 8),
+        65.0,
+        "cuda:0, cuda:1",
+    ]
+    assert summary.loc["bwd", ["device_total_ns", "device_self_ns", "device"]].tolist() == [
+        45,
+        30,
+        "cuda:0",
+    ]
+    assert summary.loc["mm", ["device_count", "device_total_ns"]].tolist() == [3, 23]
+    assert summary.loc["mm", "device_mean_ns"] == pytest.approx(23 / 3)
+    by_device = known_gpu.recfn.summary(by="device", as_index=False, sort_by="device")
+    assert "device" in by_device.columns and by_device.columns.tolist().count("device") == 1
+    # By thread, the GPU time nested in a thread's outermost range counts once.
+    by_thread = known_gpu.recfn.summary(by="thread_id", sort_by="thread_id")
+    assert by_thread["device_total_ns"].tolist() == [90, 40]
+    assert by_thread["device"].tolist() == ["cuda:0", "cuda:1"]
+    text = known_gpu.recfn.to_string()
+    header = text.splitlines()[1]
+    assert "GPU Self" in header and "GPU Total" in header and "Device" in header
+    assert "cuda:0, cuda:1" in text
+    assert known_gpu.recfn.summary(sort_by="device_self_ns").index[0] == "step"
+
+
+def test_no_gpu_columns_without_gpu_time(known: pd.DataFrame, known_gpu: pd.DataFrame) -> None:
+    assert not set(DEVICE_COLUMNS) & set(known.recfn.summary().columns)
+    unrecorded = known_gpu.assign(
+        device_start_ns=pd.array([None] * len(known_gpu), "Int64"),
+        device_duration_ns=pd.array([None] * len(known_gpu), "Int64"),
+    )
+    assert not set(DEVICE_COLUMNS) & set(unrecorded.recfn.summary().columns)
+    assert "GPU" not in unrecorded.recfn.to_string()
+    # A group without any GPU range: zero GPU time, no mean, no device.
+    partly = known_gpu.assign(
+        device_duration_ns=known_gpu["device_duration_ns"].where(known_gpu["name"] != "fwd")
+    )
+    fwd = partly.recfn.summary().loc["fwd"]
+    assert fwd["device_count"] == 0 and fwd["device_total_ns"] == 0
+    assert np.isnan(fwd["device_mean_ns"]) and fwd["device"] == ""
+
+
+def test_durations_as_timedelta(known_gpu: pd.DataFrame) -> None:
+    summary = known_gpu.recfn.summary(as_timedelta=True, sort_by="self")
+    assert summary.index[0] == "step"
+    assert summary.loc["step", "total"] == pd.Timedelta(150, unit="ns")
+    assert summary.loc["mm", "mean"] == pd.Timedelta(12, unit="ns")  # 35 / 3, rounded
+    assert summary.loc["step", "device_self"] == pd.Timedelta(61, unit="ns")
+    assert summary["self"].dtype == "timedelta64[ns]"
+    assert not [c for c in summary.columns if c.endswith("_ns")]
+    assert "total_pct" in summary.columns and "count" in summary.columns
