@@ -14,8 +14,9 @@ from recfn import chrome
 
 from . import flame, timeline
 from .diff import diff
-from .schema import INT64_MAX, codes, ints, isin, require, thread_mask
+from .schema import INT64_MAX, codes, ints, isin, nulls, require, thread_mask
 from .summary import summarize, summary_text
+from .times import TimeLike, mark_window, to_ns, trace_start
 from .tree import nodes, parent_positions, preorder, self_durations
 
 MAX_INDENT = 40
@@ -173,19 +174,58 @@ class RecfnAccessor:
 
     # --- selection ------------------------------------------------------------------------
 
-    def window(self, start: int | None = None, end: int | None = None) -> pd.DataFrame:
-        """Rows that overlap ``[start, end]`` (ns on the ``start_ns`` clock; None is open):
-        ranges that start by `end` and end (or are still open) at or after `start`, and marks
-        and memory events inside."""
-        require(self._df, ("start_ns", "end_ns"), "window")
-        begin = ints(self._df["start_ns"], 0)
-        finish = ints(self._df["end_ns"], INT64_MAX)
-        mask = np.ones(len(self._df), dtype=bool)
-        if end is not None:
-            mask &= begin <= end
-        if start is not None:
-            mask &= finish >= start
-        return self._df[mask]
+    def window(self, start: TimeLike | None = None, end: TimeLike | None = None) -> pd.DataFrame:
+        """Rows that overlap ``[start, end]`` (None is open): ranges that start by `end` and
+        end (or are still open) at or after `start`, and marks and memory events inside.
+
+        A bound is an int (ns on the ``start_ns`` clock, since the epoch), a duration after
+        the trace start (``"2ms"``, ``"1.5s"``, ``pd.Timedelta``) or an absolute
+        ``pd.Timestamp`` (naive: UTC); see `times.to_ns`. The trace start is the profile's
+        (``df.attrs``), else the frame's earliest ``start_ns``. The result remembers the
+        window: `timeline` draws it at the window's extent, and a window of it stays inside.
+        Raises ValueError naming a bad string, or an `end` before `start`.
+        """
+        df = self._df
+        require(df, ("start_ns", "end_ns"), "window")
+        origin = trace_start(df)
+        lo = to_ns(start, origin, "window: start")
+        hi = to_ns(end, origin, "window: end")
+        if lo is not None and hi is not None and hi < lo:
+            raise ValueError(f"window: end ({end!r}) is before start ({start!r})")
+        begin = ints(df["start_ns"], 0)
+        finish = ints(df["end_ns"], INT64_MAX)
+        mask = np.ones(len(df), dtype=bool)
+        if hi is not None:
+            mask &= begin <= hi
+        if lo is not None:
+            mask &= finish >= lo
+        return mark_window(df[mask], df, lo, hi)
+
+    def with_times(self) -> pd.DataFrame:
+        """The frame with pandas time columns added: ``start`` and ``end``
+        (``datetime64[ns, UTC]``; NaT for open ranges), ``duration`` (``timedelta64[ns]``;
+        NaT for open ranges, 0 for marks and memory events) and, when the frame has GPU time,
+        ``device_start`` and ``device_duration``."""
+        df = self._df
+        require(df, ("start_ns", "end_ns"), "with_times")
+
+        def exact(column: str, unit: str) -> np.ndarray:
+            values = ints(df[column], 0).view(f"{unit}64[ns]").copy()
+            values[nulls(df[column])] = np.array("NaT", dtype=values.dtype)
+            return values
+
+        def stamps(column: str) -> pd.Series:
+            return pd.Series(exact(column, "datetime"), df.index).dt.tz_localize("UTC")
+
+        def deltas(column: str) -> pd.Series:
+            return pd.Series(exact(column, "timedelta"), df.index)
+
+        added = {"start": stamps("start_ns"), "end": stamps("end_ns")}
+        added["duration"] = added["end"] - added["start"]
+        if "device_start_ns" in df.columns and "device_duration_ns" in df.columns:
+            added["device_start"] = stamps("device_start_ns")
+            added["device_duration"] = deltas("device_duration_ns")
+        return df.assign(**added)
 
     def filter(
         self,

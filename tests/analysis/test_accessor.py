@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import T0
 
 import recfn.analysis as analysis
+from recfn.analysis.times import window_of
 
 
 def test_registered_on_every_frame(known: pd.DataFrame) -> None:
@@ -50,3 +52,59 @@ def test_missing_columns_are_named(known: pd.DataFrame) -> None:
         pd.DataFrame({"x": [1]}).recfn.flame()
     with pytest.raises(analysis.MissingColumnsError, match="'id'"):
         known.drop(columns="id").recfn.roots()
+
+
+def test_window_takes_durations_after_the_trace_start(known: pd.DataFrame) -> None:
+    # Without the trace's metadata, the trace starts at the earliest start_ns (T0 here).
+    by_ns = known.recfn.window(T0 + 32, T0 + 45)["id"].tolist()
+    assert known.recfn.window("32ns", "45ns")["id"].tolist() == by_ns
+    assert known.recfn.window(pd.Timedelta(32, "ns"), "45 ns")["id"].tolist() == by_ns
+    assert known.recfn.window(pd.Timestamp(T0 + 32, tz="UTC"), T0 + 45)["id"].tolist() == by_ns
+    assert known.recfn.window(np.datetime64(T0 + 32, "ns"), "45ns")["id"].tolist() == by_ns
+    # With the metadata, durations count from the profile's start, not the first row.
+    shifted = known.copy()
+    shifted.attrs["recfn"] = {"recfn.start_ns": str(T0 - 1_000_000)}
+    assert (
+        shifted.recfn.window("1ms", "1.000045ms")["id"].tolist()
+        == known.recfn.window(T0, T0 + 45)["id"].tolist()
+    )
+
+
+def test_window_remembers_its_extent_and_origin(known: pd.DataFrame) -> None:
+    cut = known.recfn.window("32ns", "45ns")
+    assert window_of(cut) == (T0 + 32, T0 + 45)
+    # A window of a window stays inside, and durations still count from the trace start.
+    inner = cut.recfn.window("40ns")
+    assert window_of(inner) == (T0 + 40, T0 + 45)
+    assert inner["id"].tolist() == [1, 3, 7, 8]
+    assert window_of(known) == (None, None)
+    assert "recfn.window" not in known.attrs  # the source frame is left alone
+
+
+@pytest.mark.parametrize("bad", ["2", "soon", "NaT", "2 parsecs", ""])
+def test_window_refuses_bad_strings_naming_them(known: pd.DataFrame, bad: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"start={bad!r}")):
+        known.recfn.window(bad)
+
+
+def test_window_refuses_other_types_and_reversed_bounds(known: pd.DataFrame) -> None:
+    with pytest.raises(TypeError, match="float"):
+        known.recfn.window(1.5)
+    with pytest.raises(TypeError, match="bool"):
+        known.recfn.window(True)
+    with pytest.raises(ValueError, match="end .'2ms'. is before start .'3ms'."):
+        known.recfn.window("3ms", "2ms")
+
+
+def test_with_times(known: pd.DataFrame, known_gpu: pd.DataFrame) -> None:
+    timed = known.recfn.with_times().set_index("id")
+    assert timed.loc[4, "start"] == pd.Timestamp(T0 + 50, tz="UTC")
+    assert timed.loc[4, "duration"] == pd.Timedelta(10, "ns")  # exact, not through floats
+    assert timed.loc[6, "duration"] == pd.Timedelta(0)  # a mark
+    assert pd.isna(timed.loc[9, "end"]) and pd.isna(timed.loc[9, "duration"])  # open
+    assert str(timed["start"].dtype) == "datetime64[ns, UTC]"
+    assert "device_start" not in timed.columns
+    gpu = known_gpu.recfn.with_times().set_index("id")
+    assert gpu.loc[7, "device_duration"] == pd.Timedelta(40, "ns")
+    assert gpu.loc[7, "device_start"] == pd.Timestamp(T0 + 25, tz="UTC")
+    assert pd.isna(gpu.loc[6, "device_duration"])
