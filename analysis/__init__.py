@@ -4,7 +4,8 @@ Every DataFrame in the recfn event-table schema (``recfn.schema``, docs/schema.m
 ``df.recfn.summary()``, ``.to_string()``, ``.timeline()``, ``.flame()``, ``.diff()``, ``.tree()``,
 ``.window()``, ``.filter()`` and more. ``import recfn`` registers the accessor (as soon as pandas
 is imported); importing this package does too. Frames that break the schema are refused with
-`MalformedFrameError`; plots with nothing to draw raise `NothingToDrawError`. Chrome trace I/O
+`MalformedFrameError`; plots with nothing to draw raise `NothingToDrawError`; `alt_text(ax)`
+describes a drawn plot in one line, for an image's ``alt`` attribute. Chrome trace I/O
 lives in the core (``recfn.chrome``) and is re-exported here.
 """
 
@@ -14,6 +15,7 @@ from recfn.chrome import read_chrome_trace, write_chrome_trace
 from recfn.errors import MissingColumnsError
 
 from .accessor import RecfnAccessor
+from .drawing import alt_text
 from .errors import MalformedFrameError, NothingToDrawError
 from .synthetic import make_synthetic_trace
 
@@ -25,6 +27,7 @@ __all__ = [
     "MissingColumnsError",
     "NothingToDrawError",
     "RecfnAccessor",
+    "alt_text",
     "make_synthetic_trace",
     "read_chrome_trace",
     "write_chrome_trace",

@@ -16,7 +16,7 @@ from . import flame, timeline
 from .diff import diff
 from .schema import INT64_MAX, codes, ints, isin, nulls, require, thread_mask
 from .summary import summarize, summary_text
-from .times import TimeLike, mark_window, to_ns, trace_start
+from .times import TimeLike, keep_origin, mark_window, to_ns, trace_start
 from .tree import nodes, parent_positions, preorder, self_durations
 
 MAX_INDENT = 40
@@ -238,7 +238,8 @@ class RecfnAccessor:
         matching a compiled regular expression (``re.search``); `scope` a string or a
         collection; `thread` a thread_id (int) or thread_name (str), or a collection of them.
 
-        Self times in a summary of the result count only children that are kept too.
+        Self times in a summary of the result count only children that are kept too; its
+        `timeline` spans the rows kept, on the time axis of the whole trace.
         """
         df = self._df
         mask = np.ones(len(df), dtype=bool)
@@ -255,7 +256,7 @@ class RecfnAccessor:
             mask &= isin(df["scope"], [scope] if isinstance(scope, str) else scope)
         if thread is not None:
             mask &= thread_mask(df, timeline.as_threads(thread))
-        return df[mask]
+        return keep_origin(df[mask], df)
 
     # --- plots and export -----------------------------------------------------------------
 
@@ -264,22 +265,34 @@ class RecfnAccessor:
         ax: Axes | None = None,
         *,
         thread: int | str | Iterable[int | str] | None = None,
-        start: int | None = None,
-        end: int | None = None,
+        start: TimeLike | None = None,
+        end: TimeLike | None = None,
         max_depth: int | None = None,
         min_duration_ns: int | None = None,
         color_by: str = "name",
         title: str | None = None,
+        figsize: tuple[float, float] | None = None,
     ) -> Axes:
         """A Gantt chart of the ranges: one band per thread (`thread`: ids or names, as in
-        `filter`), one row per nesting depth up to `max_depth`, bars coloured by `color_by`
-        (legend for the top ten values), names on wide bars, marks as ticks above their
-        band, memory as a step line per device on a twin axis. `start`/`end` (ns on the
-        ``start_ns`` clock) pick the window, open ranges reach its end; `min_duration_ns`
-        drops shorter ranges. Bars narrower than 2 pixels are rasterised, so a million ranges
-        draw in about a second. Names and the title are drawn as plain text, never as math
-        markup. With `ax` None a new figure is made. Returns the Axes; raises
-        `NothingToDrawError` when the selection is empty."""
+        `filter`), one row per nesting depth up to `max_depth`, then one band per GPU
+        ("cuda:0 (GPU time)") holding the ranges' GPU spans when the frame has GPU time;
+        marks as ticks above their band, memory as a step line per device on an Axes of its
+        own below, sharing the time axis.
+
+        Bars are coloured by `color_by` with a colour fixed per value (a hash of it: the same
+        name has the same colour in every trace, cell, `timeline` and `flame`); the legend,
+        outside the plot on the right, lists the ten values with most time and says how many
+        more there are; wide bars carry their names. The x axis is the time since the trace
+        start (ns, µs, ms or s, whichever fits the span), the absolute start in its label.
+
+        `start`/`end` pick the window (as in `window`: ns, "2ms", Timedelta, Timestamp); by
+        default the window a `window()` result was cut to, else the rows' extent, GPU spans
+        included. Open ranges reach its end; `min_duration_ns` drops shorter ranges. Bars
+        narrower than 2 pixels are rasterised, so a million ranges draw in about a second.
+        Names and the title are drawn as plain text, never as math markup. With `ax` None a
+        new figure of `figsize` (inches) is made. Returns the Axes of the lanes, described
+        for an image's alt text by `drawing.alt_text(ax)`; raises `NothingToDrawError` when
+        the selection is empty."""
         return timeline.timeline(
             self._df,
             ax,
@@ -290,14 +303,22 @@ class RecfnAccessor:
             min_duration_ns=min_duration_ns,
             color_by=color_by,
             title=title,
+            figsize=figsize,
         )
 
     def flame(
-        self, ax: Axes | None = None, *, max_depth: int | None = None, title: str | None = None
+        self,
+        ax: Axes | None = None,
+        *,
+        max_depth: int | None = None,
+        title: str | None = None,
+        figsize: tuple[float, float] | None = None,
     ) -> Axes:
-        """An icicle view (roots on top) of the call tree merged by call path, width = time.
-        Returns the Axes; raises `NothingToDrawError` when the frame has no closed range."""
-        return flame.flame(self._df, ax, max_depth=max_depth, title=title)
+        """An icicle view (roots on top) of the call tree merged by call path, width = time,
+        coloured per name as in `timeline`. With `ax` None a new figure of `figsize` is
+        made. Returns the Axes (described by `drawing.alt_text(ax)`); raises
+        `NothingToDrawError` when the frame has no closed range."""
+        return flame.flame(self._df, ax, max_depth=max_depth, title=title, figsize=figsize)
 
     def to_collapsed_stacks(self, path: str | os.PathLike[str]) -> None:
         """Write ``a;b;c <self_ns>`` lines for flamegraph.pl or speedscope."""

@@ -10,7 +10,6 @@ out of it.
 from __future__ import annotations
 
 import os
-import zlib
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -18,10 +17,10 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
-from .drawing import MAX_BARS, add_labels, add_rectangles, plain_text
+from .drawing import MAX_BARS, add_labels, add_rectangles, name_colors, plain_text, set_alt_text
 from .errors import NothingToDrawError
 from .tree import CallTree, call_tree, subtree_sums
-from .units import format_ns
+from .units import format_ns, printable
 
 MIN_BAR_PX = 1.0
 """Paths narrower than this many pixels are not drawn."""
@@ -33,8 +32,11 @@ def flame(
     *,
     max_depth: int | None = None,
     title: str | None = None,
+    figsize: tuple[float, float] | None = None,
 ) -> Axes:
     """Draw the call tree of `df` as an icicle (roots on top); see `RecfnAccessor.flame`."""
+    if figsize is not None and ax is not None:
+        raise ValueError("flame: figsize= sizes a new figure; it cannot be given with ax=")
     tree = call_tree(df)
     if tree.total.size == 0:
         raise NothingToDrawError("flame: the frame has no closed ranges")
@@ -43,9 +45,8 @@ def flame(
     shown = np.ones(tree.total.size, dtype=bool) if max_depth is None else tree.depth <= max_depth
     levels = int(tree.depth[shown].max()) + 1
     if ax is None:
-        _, ax = plt.subplots(
-            figsize=(12, float(np.clip(1.0 + 0.25 * levels, 3, 16))), layout="constrained"
-        )
+        height = float(np.clip(1.0 + 0.25 * levels, 3, 16))
+        _, ax = plt.subplots(figsize=figsize or (12, height), layout="constrained")
     span = int(width[tree.parent < 0].sum())
     ns_per_px = max(span, 1) / max(ax.get_window_extent().width, 50)
 
@@ -53,7 +54,8 @@ def flame(
     drawn = np.flatnonzero(shown & (pixels >= MIN_BAR_PX))
     drawn = drawn[np.argsort(-pixels[drawn], kind="stable")[:MAX_BARS]]
     left, right, y = x0[drawn] / 1e6, (x0[drawn] + width[drawn]) / 1e6, tree.depth[drawn]
-    add_rectangles(ax, left, right, y, 0.45, _colors(tree)[drawn], pixels[drawn])
+    colors = name_colors([*tree.names.tolist(), None])[tree.name]  # code -1 takes the last
+    add_rectangles(ax, left, right, y, 0.45, colors[drawn], pixels[drawn])
     names = np.array([*map(str, tree.names), ""], dtype=object)[tree.name[drawn]]  # "" for code -1
     add_labels(ax, names, left, y, pixels[drawn], ns_per_px / 1e6)
 
@@ -64,6 +66,15 @@ def flame(
     ax.set_xlabel("time (ms), all threads, merged by call path")
     default = f"flame graph: {format_ns(span)} in {width.size:,} call paths"
     plain_text([ax.set_title(title if title is not None else default)])
+    roots = np.flatnonzero(tree.parent < 0)
+    widest = roots[np.argmax(width[roots])]
+    name = printable(str(tree.names[tree.name[widest]])) if tree.name[widest] >= 0 else "(none)"
+    set_alt_text(
+        ax,
+        f"Flame graph of {width.size:,} call paths over {format_ns(span)}, "
+        f"{levels} level{'s' if levels != 1 else ''} deep; widest root: {name} "
+        f"({format_ns(float(width[widest]))})",
+    )
     return ax
 
 
@@ -101,11 +112,3 @@ def _offsets(tree: CallTree, width: np.ndarray) -> np.ndarray:
         base = np.maximum.accumulate(np.where(group_start, np.arange(order.size), 0))
         x0[order] = np.where(parent >= 0, x0[np.maximum(parent, 0)], 0) + before - before[base]
     return x0
-
-
-def _colors(tree: CallTree) -> np.ndarray:
-    """Warm flame-graph colours, stable per name (a hash picks the shade)."""
-    cmap = plt.get_cmap("YlOrRd")
-    # One extra shade at the end, for paths without a name (code -1).
-    shade = np.array([zlib.crc32(str(n).encode()) % 1000 / 1000 for n in tree.names] + [0.0])
-    return np.asarray(cmap(0.2 + 0.55 * shade[tree.name]))

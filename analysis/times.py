@@ -117,6 +117,12 @@ def window_of(df: pd.DataFrame) -> tuple[int | None, int | None]:
     return None, None
 
 
+def keep_origin(picked: pd.DataFrame, source: pd.DataFrame) -> pd.DataFrame:
+    """`picked` (rows of `source`) measuring durations from the trace start of `source`."""
+    picked.attrs = {**picked.attrs, ORIGIN_KEY: trace_start(source)}
+    return picked
+
+
 def mark_window(
     cut: pd.DataFrame, source: pd.DataFrame, start: int | None, end: int | None
 ) -> pd.DataFrame:

@@ -9,12 +9,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import KNOWN_ROWS, T0, make_frame
+from conftest import GPU_SPANS, KNOWN_ROWS, T0, make_frame, with_gpu
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection, PolyCollection
+from matplotlib.patches import Patch
 from matplotlib.text import Text
 
+import recfn.analysis as analysis
 from recfn.analysis import MissingColumnsError, drawing, timeline
+from recfn.analysis.drawing import alt_text
 
 
 def bars(ax: Axes) -> list[PolyCollection]:
@@ -32,8 +35,8 @@ def test_timeline_draws_one_rectangle_per_range(known: pd.DataFrame) -> None:
     assert [t.get_text() for t in ax.get_yticklabels()] == ["MainThread (1)", "Thread-2 (2)"]
     assert 1 <= len(ax.texts) <= 8
     assert {t.get_text() for t in ax.texts} <= {"step", "fwd", "bwd", "mm", "load"}
-    assert ax.get_xlim() == pytest.approx((0, 100 / 1e6))
-    legend = ax.figure.legends[0]
+    assert ax.get_xlim() == pytest.approx((0, 100))  # ns: the unit fits the 100 ns span
+    legend = ax.get_legend()
     assert [t.get_text() for t in legend.get_texts()] == [
         "step",
         "bwd",
@@ -78,9 +81,18 @@ def test_timeline_memory_line() -> None:
         device=pd.Categorical([None] * len(KNOWN_ROWS) + ["cpu", "cpu"]),
     )
     ax = df.recfn.timeline()
-    twin = [a for a in ax.figure.axes if a is not ax]
-    assert len(twin) == 1 and len(twin[0].lines) == 1
-    assert twin[0].lines[0].get_ydata().max() == pytest.approx(2.0)
+    ax.figure.canvas.draw()
+    (memory,) = [a for a in ax.figure.axes if a is not ax]
+    assert len(memory.lines) == 1 and not ax.lines
+    assert memory.lines[0].get_ydata().max() == pytest.approx(2.0)
+    # Regression: the step line was drawn on a twin axis, across the range bars. Now it has
+    # an Axes of its own below the lanes, on the same time axis.
+    below = memory.get_window_extent()
+    lanes = ax.get_window_extent()
+    assert below.y1 <= lanes.y0 and memory.get_shared_x_axes().joined(ax, memory)
+    assert memory.get_xlabel().startswith("ns since trace start") and not ax.get_xlabel()
+    assert "memory (cpu)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert alt_text(ax).endswith("cpu peak 2.00 MiB")
 
 
 def test_narrow_bars_are_rasterised() -> None:
@@ -213,8 +225,9 @@ def test_names_are_drawn_as_text_never_as_math() -> None:
         assert {t.get_text() for t in texts} & set(MARKUP)  # the names themselves are drawn
         for text in texts:
             assert not text.get_parse_math() and not text.get_usetex(), text.get_text()
-    legend = df.recfn.timeline().figure.legends[0]
-    assert [t.get_text() for t in legend.get_texts()][:2] == MARKUP
+    legend = df.recfn.timeline().get_legend()
+    cut = MARKUP[1][: timeline.LEGEND_CHARS - 1] + "…"  # a long name does not squeeze the plot
+    assert [t.get_text() for t in legend.get_texts()][:2] == [MARKUP[0], cut]
     _, given = plt.subplots()
     ax = df.recfn.timeline(ax=given)
     assert all(not t.get_parse_math() for t in ax.get_legend().get_texts())
@@ -267,3 +280,127 @@ def test_raster_rows_share_lines_past_the_limit() -> None:
     assert image.get_array().shape[0] == timeline.MAX_IMAGE_ROWS
     painted = (image.get_array()[..., 3] > 0).any(axis=1)
     assert painted[1:].all()
+
+
+def facecolors_by_label(ax: Axes) -> dict[str, tuple[float, ...]]:
+    """Legend label -> RGBA of its patch."""
+    legend = ax.get_legend()
+    return {
+        text.get_text(): tuple(handle.get_facecolor())
+        for text, handle in zip(legend.get_texts(), legend.legend_handles)
+        if isinstance(handle, Patch)
+    }
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_legend_sits_outside_the_lanes(known: pd.DataFrame, given: bool) -> None:
+    # Regression: the legend was drawn inside the axes, over the bars.
+    ax = known.recfn.timeline(ax=plt.subplots()[1] if given else None)
+    ax.figure.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1
+
+
+def test_time_axis_is_relative_and_human(known: pd.DataFrame) -> None:
+    # Regression: the label read "ms since 1795356891634745512 ns".
+    scaled = known.assign(
+        start_ns=T0 + (known["start_ns"] - T0) * 100_000,
+        end_ns=T0 + (known["end_ns"] - T0) * 100_000,
+    )  # 100 ns -> 10 ms
+    ax = scaled.recfn.timeline()
+    assert ax.get_xlabel() == "ms since trace start (2023-11-14 22:13:20.000000 UTC)"
+    assert ax.get_xlim() == pytest.approx((0, 10))
+    assert str(T0) not in ax.get_xlabel()
+    seconds = scaled.assign(end_ns=scaled["end_ns"] * 0 + T0 + 3 * 10**9)
+    assert seconds.recfn.timeline().get_xlabel().startswith("s since trace start")
+
+
+def test_same_name_same_colour_across_traces_and_views(known: pd.DataFrame) -> None:
+    # Regression: colours were ranked by time per trace, so "mm" changed colour between cells.
+    other = make_frame(
+        [
+            (1, None, "mm", "range", 0, 500, 1),
+            (2, 1, "zz_other", "range", 10, 400, 1),
+            (3, None, "step", "range", 600, 700, 1),
+        ]
+    )
+    first = facecolors_by_label(known.recfn.timeline())
+    second = facecolors_by_label(other.recfn.timeline())
+    assert first["mm"] == second["mm"] and first["step"] == second["step"]
+    assert first["mm"] == tuple(drawing.name_colors(["mm"])[0])
+    flame_colors = {tuple(c) for c in bars(other.recfn.flame())[0].get_facecolors()}
+    assert tuple(drawing.name_colors(["zz_other"])[0]) in flame_colors
+    # The hash is stable across processes: fixed here, not salted like hash().
+    assert drawing.name_colors(["aten::mm"])[0].tolist() == pytest.approx(
+        drawing.PALETTE[43].tolist()
+    )
+
+
+def test_window_and_filter_are_drawn_at_their_extent(known: pd.DataFrame) -> None:
+    # Regression: window() kept "step" (0..100 ns), so the plot was not narrowed.
+    ax = known.recfn.window("32ns", "45ns").recfn.timeline()
+    assert ax.get_xlim() == pytest.approx((32, 45))
+    assert known.recfn.timeline(start="32ns", end=T0 + 45).get_xlim() == pytest.approx((32, 45))
+    mm = known.recfn.filter(name="mm").recfn.timeline()
+    assert mm.get_xlim() == pytest.approx((30, 75))  # its own extent, on the trace's clock
+
+
+def test_figsize_and_alt_text(known: pd.DataFrame) -> None:
+    ax = known.recfn.timeline(figsize=(5, 2))
+    assert tuple(ax.figure.get_size_inches()) == (5, 2)
+    assert tuple(known.recfn.flame(figsize=(4, 3)).figure.get_size_inches()) == (4, 3)
+    with pytest.raises(ValueError, match="figsize"):
+        known.recfn.timeline(ax=ax, figsize=(5, 2))
+    text = analysis.alt_text(ax)
+    assert text == "Timeline of 8 ranges on 2 threads over 100ns; longest: step (100ns)"
+    assert analysis.alt_text(ax.figure) == text
+    flame = known.recfn.flame()
+    assert analysis.alt_text(flame).startswith("Flame graph of 5 call paths over 150ns")
+    assert "widest root: step (150ns)" in analysis.alt_text(flame)
+    _, blank = plt.subplots()
+    with pytest.raises(ValueError, match="drew no timeline"):
+        analysis.alt_text(blank)
+
+
+def test_gpu_time_in_lanes_of_its_own(known_gpu: pd.DataFrame) -> None:
+    ax = known_gpu.recfn.timeline()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["MainThread (1)", "Thread-2 (2)", "cuda:0 (GPU time)", "cuda:1 (GPU time)"]
+    (collection,) = bars(ax)
+    assert len(collection.get_paths()) == 8 + 7  # CPU bars, then one per GPU span
+    spans = {
+        (round(p.vertices[:, 0].min()), round(p.vertices[:, 0].max()))
+        for p in collection.get_paths()
+    }
+    assert {(5, 95), (12, 28), (25, 65), (31, 39)} <= spans
+    # Same colour per name on CPU and GPU: both "step" bars of cuda:1 and thread 2.
+    faces = {
+        (round(p.vertices[:, 0].min()), round(p.vertices[:, 0].max())): tuple(face)
+        for p, face in zip(collection.get_paths(), collection.get_facecolors())
+    }
+    assert faces[(25, 65)] == faces[(20, 70)]
+    # The GPU band of cuda:1 lies below the CPU bands.
+    y = {
+        (round(p.vertices[:, 0].min()), round(p.vertices[:, 0].max())): p.vertices[:, 1].mean()
+        for p in collection.get_paths()
+    }
+    assert y[(25, 65)] > y[(20, 70)]
+    assert analysis.alt_text(ax).endswith("GPU time on cuda:0, cuda:1")
+    # GPU spans past the CPU ranges widen the default window.
+    late = with_gpu(known_gpu, {**GPU_SPANS, 1: (5, 200, "cuda:0")})
+    assert late.recfn.timeline().get_xlim() == pytest.approx((0, 205))
+    # Without GPU time: no GPU band.
+    assert "GPU" not in " ".join(
+        t.get_text()
+        for t in known_gpu.drop(columns=["device_start_ns", "device_duration_ns"])
+        .recfn.timeline()
+        .get_yticklabels()
+    )
+
+
+def test_legend_says_how_many_names_it_leaves_out() -> None:
+    rows = [(i, None, f"n{i:02d}", "range", 100 * i, 100 * i + 50 + i, 1) for i in range(1, 14)]
+    ax = make_frame(rows).recfn.timeline()
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts[: timeline.TOP_COLORS] == [f"n{i:02d}" for i in range(13, 3, -1)]
+    assert texts[timeline.TOP_COLORS] == "3 more names"
