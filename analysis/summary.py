@@ -137,9 +137,12 @@ def _summarize(
     # Totals count only a group's outermost ranges: time (and memory) nested inside a range of
     # the same group, as in recursion, is already in the outer range's total.
     groups = frame.groupby(group_keys, observed=True, sort=False, dropna=False)
-    group_of = groups.ngroup().to_numpy(dtype=np.int64)
     group = np.full(len(df), -1, dtype=np.int64)
-    group[rows] = group_of
+    only = frame[group_keys[0]]
+    if len(group_keys) == 1 and isinstance(only.dtype, pd.CategoricalDtype):
+        group[rows] = only.cat.codes.to_numpy(dtype=np.int64)  # as good as ngroup, cheaper
+    else:
+        group[rows] = groups.ngroup().to_numpy(dtype=np.int64)
     counted = outermost(linked_parents(forest), group)[rows]
     frame["duration"] = duration[rows]
     frame["counted"] = np.where(counted, duration[rows], 0)
@@ -173,6 +176,7 @@ def _summarize(
     if device:
         result["device_mean_ns"] = result.pop("device_duration_ns") / result["device_count"]
         if "device" not in group_keys:
+            group_of = groups.ngroup().to_numpy(dtype=np.int64)  # numbered as `result` is
             result["device"] = _device_labels(device["device"], group_of, len(result))
     total = self_time_total(df, forest, own)
     result["total_pct"] = 100.0 * result["total_ns"] / total if total else np.nan

@@ -135,6 +135,9 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     child = np.flatnonzero(parent >= 0)
     if np.array_equal(group[parent[child]], group[child]):
         return parent < 0  # no group changes along any edge (as threads, usually): roots
+    n_groups = int(group.max(initial=-1)) + 1
+    if n_groups <= 64 * MAX_MASK_WORDS:
+        return _outermost_by_masks(parent, group, n_groups)
     depth = depths(parent)
     size = subtree_sums(parent, np.ones(n, dtype=np.int64), depth)
     place = np.empty(n, dtype=np.int64)
@@ -147,6 +150,33 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     result = np.empty(n, dtype=bool)
     result[seq] = before <= place[seq]
     return result
+
+
+MAX_MASK_WORDS = 4
+"""`outermost` tracks the groups above each row in this many 64-bit words per row (so up to
+256 groups: names, usually); with more groups it sorts in depth-first order instead."""
+
+
+def _outermost_by_masks(parent: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """`outermost` for few groups: each row's set of ancestor groups as a bit mask, built
+    level by level from its parent's (one pass over the rows, no sort by group)."""
+    n = len(parent)
+    words = (n_groups + 63) // 64
+    known = group >= 0
+    code = np.where(known, group, 0)
+    word = code // 64
+    bit = np.where(known, np.left_shift(np.uint64(1), (code % 64).astype(np.uint64)), 0)
+    bit = bit.astype(np.uint64)
+    depth = depths(parent)
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(1, depth.max(initial=0) + 2))
+    above = np.zeros((n, words), dtype=np.uint64)  # groups of each row's ancestors
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        rows = order[lo:hi]
+        up = parent[rows]
+        above[rows] = above[up]
+        above[rows, word[up]] |= bit[up]
+    return np.asarray((above[np.arange(n), word] & bit) == 0)
 
 
 def parent_positions(df: pd.DataFrame) -> np.ndarray:

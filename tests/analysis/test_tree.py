@@ -5,12 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import recfn.analysis as analysis
 from recfn.analysis.accessor import MAX_INDENT
 from recfn.analysis.tree import (
     call_tree,
     depths,
+    outermost,
     parents_from_nesting,
     self_durations,
     subtree_sums,
@@ -272,3 +275,28 @@ def test_deep_chain_tree_stays_linear() -> None:
     assert tree["tree"].iloc[-1] == "  " * MAX_INDENT + f"[{depth - 1}] f"
     assert tree["tree"].iloc[MAX_INDENT] == "  " * MAX_INDENT + "f"
     assert (tree["self_ns"] == 2).sum() == depth - 1
+
+
+@st.composite
+def forests(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    """A random forest (parents before children) and a group per row."""
+    n = draw(st.integers(1, 40))
+    parent = np.array([draw(st.integers(-1, i - 1)) for i in range(n)], dtype=np.int64)
+    group = np.array(draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), np.int64)
+    return parent, group
+
+
+@given(forests())
+@settings(max_examples=150, deadline=None)
+def test_outermost_matches_an_ancestor_walk(forest: tuple[np.ndarray, np.ndarray]) -> None:
+    parent, group = forest
+    expected = []
+    for row in range(len(parent)):
+        up, nested = parent[row], False
+        while up >= 0:
+            nested |= group[up] == group[row]
+            up = parent[up]
+        expected.append(not nested)
+    assert outermost(parent, group).tolist() == expected  # bit masks (few groups)
+    spread = group * 97  # past 256 groups: the depth-first sort
+    assert outermost(parent, spread).tolist() == expected

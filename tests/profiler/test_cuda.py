@@ -14,15 +14,20 @@ from recfn._cuda import DeviceTimes
 from recfn._table import build_table
 
 
-def has_cuda() -> bool:
+def cuda_missing() -> str | None:
+    """Why the GPU tests cannot run here, or None when they can."""
     try:
         import torch
     except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
+        return "torch is not installed"
+    return None if torch.cuda.is_available() else "no CUDA device"
 
 
-needs_cuda = pytest.mark.skipif(not has_cuda(), reason="needs torch and a CUDA device")
+def has_cuda() -> bool:
+    return cuda_missing() is None
+
+
+needs_cuda = pytest.mark.skipif(not has_cuda(), reason=cuda_missing() or "")
 
 
 def test_without_torch_the_error_names_torch(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,6 +123,9 @@ def test_gpu_time_per_range_matches_cuda_events_taken_by_hand() -> None:
         assert row_device == device
         assert gpu_start >= cpu_start - 1_000_000  # GPU work starts after it is queued (1 ms slack)
     assert rows["__start_profile"][2] is None  # marks have no GPU time
+    summary = prof.to_pandas().recfn.summary()  # the GPU time beside the CPU time
+    assert summary.loc["mm2", "device_total_ns"] == rows["mm2"][2]
+    assert summary.loc["mm2", "device"] == device
 
 
 @needs_cuda
