@@ -404,3 +404,25 @@ def test_legend_says_how_many_names_it_leaves_out() -> None:
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
     assert texts[: timeline.TOP_COLORS] == [f"n{i:02d}" for i in range(13, 3, -1)]
     assert texts[timeline.TOP_COLORS] == "3 more names"
+
+
+def test_memory_below_an_axes_outside_a_grid() -> None:
+    rows = [*KNOWN_ROWS, (10, 4, "[memory]", "memory", 55, 55, 1)]
+    df = make_frame(
+        rows,
+        memory_bytes=pd.array([None] * len(KNOWN_ROWS) + [2**20], dtype="Int64"),
+        device=pd.Categorical([None] * len(KNOWN_ROWS) + ["cuda:0"]),
+    )
+    fig = plt.figure()
+    given = fig.add_axes((0.1, 0.4, 0.7, 0.5))  # no grid cell to split: inset below
+    ax = df.recfn.timeline(ax=given)
+    fig.canvas.draw()
+    (memory,) = ax.child_axes
+    assert memory.get_window_extent().y1 <= ax.get_window_extent().y0
+    assert memory.lines[0].get_label() == "memory (cuda:0)"
+
+
+def test_timeline_bounds_take_the_window_formats(known: pd.DataFrame) -> None:
+    assert known.recfn.timeline(start=pd.Timedelta(10, "ns")).get_xlim() == pytest.approx((10, 100))
+    with pytest.raises(ValueError, match="timeline: end='later'"):
+        known.recfn.timeline(end="later")
