@@ -419,10 +419,10 @@ def _draw_memory(
         inside = time >= scale.lo
         before = running[~inside][-1] if (~inside).any() else 0
         peak = pd.Series(running[inside]).groupby(scale.column(time[inside])).max()
-        x = np.concatenate(
-            [[scale.x(scale.lo)], scale.x(scale.lo + peak.index.to_numpy() * scale.ns_per_px)]
-        )
-        x = np.append(x, scale.x(scale.hi))
+        # Offsets from lo in float: lo itself (about 1.7e18 ns) has no room for them.
+        offset = peak.index.to_numpy() * scale.ns_per_px / scale.unit_ns
+        x = np.concatenate([[0.0], offset, [scale.x(scale.hi) - scale.x(scale.lo)]])
+        x += scale.x(scale.lo)
         last = running[inside][-1] if inside.any() else before
         y = np.concatenate([[before], peak.to_numpy(), [last]]) / 2**20
         label = "memory" if pd.isna(name) else f"memory ({name})"

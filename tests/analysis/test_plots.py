@@ -85,6 +85,9 @@ def test_timeline_memory_line() -> None:
     (memory,) = [a for a in ax.figure.axes if a is not ax]
     assert len(memory.lines) == 1 and not ax.lines
     assert memory.lines[0].get_ydata().max() == pytest.approx(2.0)
+    # Regression: the steps sat at x = 0 (offsets added to the epoch ns in float were lost).
+    steps = memory.lines[0].get_xdata()
+    assert steps[1] == pytest.approx(45, abs=0.5) and steps[2] == pytest.approx(55, abs=0.5)
     # Regression: the step line was drawn on a twin axis, across the range bars. Now it has
     # an Axes of its own below the lanes, on the same time axis.
     below = memory.get_window_extent()
