@@ -158,6 +158,8 @@ def timeline(
     peaks: list[str] = []
     if memory_ax is not None:
         handles += _draw_memory(memory_ax, df, memory, begin, scale, peaks)
+        if cut_start is not None:  # window() dropped the events before: levels are changes
+            memory_ax.set_ylabel("MiB since window start", fontsize=FONT_SIZE + 1)
 
     names = _thread_names(df, threads)
     ticks = [f"{printable(name)} ({tid})" for name, tid in zip(names, threads.tolist())]

@@ -96,6 +96,10 @@ def test_timeline_memory_line() -> None:
     assert memory.get_xlabel().startswith("ns since trace start") and not ax.get_xlabel()
     assert "memory (cpu)" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert alt_text(ax).endswith("cpu peak 2.00 MiB")
+    assert memory.get_ylabel() == "MiB"
+    late = df.recfn.window("50ns").recfn.timeline()  # the allocation at 45 ns is cut off
+    (memory,) = [a for a in late.figure.axes if a is not late]
+    assert memory.get_ylabel() == "MiB since window start"
 
 
 def test_narrow_bars_are_rasterised() -> None:
