@@ -90,12 +90,13 @@ def save(table: pa.Table, path: PathLike, *, overwrite: bool = False) -> None:
 
 
 def write_parquet(table: pa.Table, path: PathLike) -> None:
-    """Write ``table`` as Parquet (zstd, dictionary columns kept, metadata kept)."""
+    """Write a validated ``table`` as Parquet (zstd, dictionary columns kept, metadata kept) with
+    a CRC32 in every page header and the table's content hash in the footer, so that
+    ``read_parquet`` notices any byte that changes afterwards."""
     import pyarrow.parquet as pq
 
-    table = schema.validate(table, "save")
     pq.write_table(
-        table,
+        schema.with_content_hash(table),
         os.fspath(path),
         compression="zstd",
         compression_level=3,
@@ -105,31 +106,67 @@ def write_parquet(table: pa.Table, path: PathLike) -> None:
         },
         store_schema=True,
         use_compliant_nested_type=False,  # keep Arrow's list item names: exact round trips
+        write_page_checksum=True,
     )
 
 
+_DECODE_ERRORS: Final = (
+    pa.ArrowException,
+    OSError,
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+)
+"""What pyarrow raises for damaged Parquet (thrift decode errors are OSError, bad UTF-8 a
+ValueError); found by benchmarks/fuzz_files.py. MemoryError (ArrowMemoryError too) and
+KeyboardInterrupt are not among them and pass through."""
+
+
 def read_parquet(path: str) -> pa.Table:
-    """recfn's own Parquet, else any Parquet that has the event table's columns (conformed)."""
+    """recfn's own Parquet, else any Parquet that has the event table's columns (conformed).
+
+    Page checksums are verified, the content hash of files that carry one is recomputed, and
+    the events are checked (``schema.validate``): a damaged or altered file raises
+    ``TraceFormatError`` naming it and what is wrong. recfn files without a content hash (from
+    before it existed) are checked for their types and structure only.
+    """
     import pyarrow.parquet as pq
 
+    with open(path, "rb") as fh:  # permission errors stay OSError: the file is not to blame
+        data = fh.read()
     try:
-        metadata = pq.read_schema(path).metadata or {}
-    except (pa.ArrowInvalid, OSError) as exc:
+        parquet = pq.ParquetFile(pa.py_buffer(data), page_checksum_verification=True)
+        table = parquet.read(use_threads=False)
+    except MemoryError:
+        raise
+    except _DECODE_ERRORS as exc:
         raise TraceFormatError(
-            f"{path!r} is not a readable Parquet file (or it is truncated): {exc}"
+            f"{path!r} is not a readable Parquet file (truncated or corrupted): "
+            f"{type(exc).__name__}: {exc}"
         ) from None
+    source = f"load({path!r})"
+    metadata = table.schema.metadata or {}
     try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise TraceFormatError(f"{path!r} is corrupted: {exc}") from None
-    if schema.SCHEMA_VERSION_KEY.encode() in metadata:
-        return schema.validate(table, f"load({path!r})")
+        if schema.CONTENT_HASH_KEY.encode() in metadata:
+            table = schema.check_content_hash(table, source)
+        if schema.SCHEMA_VERSION_KEY.encode() in metadata:
+            return schema.validate(table, source, exact=True)
+    except MemoryError:
+        raise
+    except TraceFormatError:
+        raise
+    except _DECODE_ERRORS as exc:  # a value the checks could not even read
+        raise TraceFormatError(f"{source}: corrupted values: {type(exc).__name__}: {exc}") from None
     try:
-        return schema.conform(table.replace_schema_metadata(None), path)
+        conformed = schema.conform(table.replace_schema_metadata(None), path)
     except TraceFormatError:
         raise TraceFormatError(
             f"{path!r} is a Parquet file but not a recfn trace (it lacks the event-table columns)"
         ) from None
+    schema.check_events(conformed, source)
+    return conformed
 
 
 def read_chrome(path: str) -> pd.DataFrame:
