@@ -96,7 +96,7 @@ BYTE_MUTATORS: dict[str, Mutator] = {
 def make_trace(path: str) -> None:
     """About 100 KB of Parquet: every column kind (dictionaries, nullable ints, lists, strings)."""
     with recfn.profile(report_input_shapes=True, with_stack=True, profile_memory=True) as prof:
-        for step in range(1000):
+        for step in range(1400):
             with recfn.record_function("train_step", args=f"step={step}"):
                 with recfn.record_function_fast("aten::mm", [np.ones((2, step % 5 + 1))]):
                     recfn.report_memory_usage(64 * step, "cpu")
