@@ -290,8 +290,8 @@ def check_events(table: pa.Table, source: str) -> None:
     events cannot be: nulls in a column that has none, an ``end_ns`` before its ``start_ns``, an
     id used twice, a ``parent_id`` that is no row's id, or a parent chain that loops.
 
-    Vectorised (numpy and Arrow compute, no loop per row): ids are sorted once when they are not
-    already increasing, parents found by binary search, and chains checked for loops by the
+    Vectorised (numpy and Arrow compute, no loop per row): parents' rows are found by
+    ``_rows_of``, and chains checked for loops by the
     depth column when every child is deeper than its parent, else by pointer jumping (each round
     doubles the distance followed, so about log2 of the deepest chain rounds).
     """
@@ -311,41 +311,63 @@ def check_events(table: pa.Table, source: str) -> None:
             f"{source}: row {row}: end_ns {end[row]} is before start_ns {start[row]}"
         )
     ids = _numpy(table.column("id"))
-    order: Any = None
-    if n > 1 and not bool((ids[1:] > ids[:-1]).all()):
-        order = np.argsort(ids, kind="stable")
-        sorted_ids = ids[order]
-        twice = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
-        if len(twice):
-            raise TraceFormatError(
-                f"{source}: id {sorted_ids[twice[0]]} is used by more than one row "
-                f"(rows {sorted(order[twice[0] : twice[0] + 2].tolist())})"
-            )
-    else:
-        sorted_ids = ids
     parent_column = table.column("parent_id")
     has_parent = _numpy(pc.is_valid(parent_column))
     children = np.flatnonzero(has_parent)
-    if not len(children):
-        return
     targets = _numpy(parent_column.fill_null(0))[children]
-    if ids[-1] - ids[0] == n - 1 and order is None:  # ids are the rows shifted: no search
-        position = targets - ids[0]
-        found = (position >= 0) & (position < n)
-        position = np.where(found, position, 0)
-    else:
-        position = np.minimum(np.searchsorted(sorted_ids, targets), n - 1)
-        found = sorted_ids[position] == targets
+    parents, found = _rows_of(ids, targets, source)
     if not bool(found.all()):
         bad = int(np.argmin(found))
         raise TraceFormatError(
             f"{source}: row {children[bad]}: parent_id {targets[bad]} is not the id of any row"
         )
-    parents = position if order is None else order[position]
     depth = _numpy(table.column("depth"))
     if bool((depth[children] > depth[parents]).all()):
         return  # depth falls along every chain: no loops
     _check_acyclic(n, children, parents, ~has_parent, ids, source)
+
+
+def _rows_of(ids: Any, targets: Any, source: str) -> tuple[Any, Any]:
+    """The row of each of ``targets`` among the unique ``ids``, and whether it was found;
+    ``TraceFormatError`` for an id used twice. Increasing ids (every table recfn builds) need
+    no sort; ids spread over less than 4 times the rows go through a lookup array; others are
+    sorted once, and looked up in sorted order (binary searches with a hint, cache friendly)."""
+    n = len(ids)
+    low, high = int(ids.min()), int(ids.max())
+    if n > 1 and bool((ids[1:] > ids[:-1]).all()):
+        if high - low == n - 1:  # the rows, shifted
+            position = targets - low
+            found = (position >= 0) & (position < n)
+            return np.where(found, position, 0), found
+        position = np.minimum(np.searchsorted(ids, targets), n - 1)
+        return position, ids[position] == targets
+    if high - low < 4 * n:
+        lookup = np.full(high - low + 1, -1, dtype=np.int64)
+        lookup[ids - low] = np.arange(n)
+        twice = np.flatnonzero(lookup[ids - low] != np.arange(n))
+        if len(twice):
+            row = int(twice[0])
+            _used_twice(source, ids[row], row, int(lookup[ids[row] - low]))
+        inside = (targets >= low) & (targets <= high)
+        position = lookup[np.where(inside, targets - low, 0)]
+        found = inside & (position >= 0)
+        return np.where(found, position, 0), found
+    order = np.argsort(ids)
+    sorted_ids = ids[order]
+    twice = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+    if len(twice):
+        rows = sorted(order[twice[0] : twice[0] + 2].tolist())
+        _used_twice(source, sorted_ids[twice[0]], rows[0], rows[1])
+    by_target = np.argsort(targets)
+    position = np.empty(len(targets), dtype=np.int64)
+    position[by_target] = np.minimum(np.searchsorted(sorted_ids, targets[by_target]), n - 1)
+    return order[position], sorted_ids[position] == targets
+
+
+def _used_twice(source: str, value: Any, first: int, second: int) -> None:
+    raise TraceFormatError(
+        f"{source}: id {value} is used by more than one row (rows [{first}, {second}])"
+    )
 
 
 def _check_acyclic(

@@ -155,12 +155,22 @@ def naive_cycle(parents: list[int]) -> bool:
     return False
 
 
-def events(parents: list[int], depth: list[int]) -> pa.Table:
+LAYOUTS = {
+    "rows shifted": lambda n: np.arange(n) + 5,
+    "increasing": lambda n: np.arange(n) * 3 + 5,
+    "shuffled, dense": lambda n: np.random.default_rng(n).permutation(n) + 5,
+    "shuffled, sparse": lambda n: np.random.default_rng(n).permutation(n) * 10**9 - 7,
+}
+"""Id layouts: each takes another path of ``schema._rows_of``."""
+
+
+def events(parents: list[int], depth: list[int], layout: str = "increasing") -> pa.Table:
     n = len(parents)
+    ids = LAYOUTS[layout](n)
     base = schema.conform(
         pa.table(
             {
-                "id": pa.array(np.arange(n) * 3 + 5),  # not the rows: the binary search path
+                "id": pa.array(ids),
                 "name": ["x"] * n,
                 "kind": ["range"] * n,
                 "start_ns": np.arange(n),
@@ -168,13 +178,19 @@ def events(parents: list[int], depth: list[int]) -> pa.Table:
             }
         )
     )
-    parent_ids = [p * 3 + 5 if p >= 0 else None for p in parents]
+    parent_ids = [int(ids[p]) if p >= 0 else None for p in parents]
     return with_column(with_column(base, "parent_id", parent_ids), "depth", depth)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-1, 11), min_size=1, max_size=12), st.booleans())
-def test_cycle_check_agrees_with_following_the_parents(parents: list[int], flat: bool) -> None:
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-1, 11), min_size=1, max_size=12),
+    st.booleans(),
+    st.sampled_from(sorted(LAYOUTS)),
+)
+def test_cycle_check_agrees_with_following_the_parents(
+    parents: list[int], flat: bool, layout: str
+) -> None:
     n = len(parents)
     parents = [p if p < n else -1 for p in parents]
     depth = [0] * n
@@ -184,12 +200,31 @@ def test_cycle_check_agrees_with_following_the_parents(parents: list[int], flat:
             while parents[at] >= 0:
                 depth[row] += 1
                 at = parents[at]
-    table = events(parents, depth)
+    table = events(parents, depth, layout)
     if naive_cycle(parents):
         with pytest.raises(TraceFormatError, match="cycle"):
             schema.check_events(table, "t")
     else:
         schema.check_events(table, "t")
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_every_id_layout_finds_duplicates_and_dangling_parents(layout: str) -> None:
+    table = events([-1, 0, 1, 1, -1], [0, 1, 2, 2, 0], layout)
+    schema.check_events(table, "t")
+    ids = table.column("id").to_numpy()
+    twice = ids.copy()
+    twice[4] = ids[0]
+    with pytest.raises(TraceFormatError, match=rf"id {ids[0]} is used by more than one row "
+                       r"\(rows \[0, 4\]\)"):  # fmt: skip
+        schema.check_events(with_column(table, "id", twice), "t")
+    for missing in (int(ids.max()) + 1, int(ids.min()) - 1, int(ids.min()) + 1):
+        if missing in ids:
+            continue
+        parents = table.column("parent_id").to_pylist()
+        parents[2] = missing
+        with pytest.raises(TraceFormatError, match=rf"row 2: parent_id {missing} is not the id"):
+            schema.check_events(with_column(table, "parent_id", parents), "t")
 
 
 def test_deep_chains_pass_and_a_loop_at_their_end_is_found() -> None:
