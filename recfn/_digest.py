@@ -55,7 +55,7 @@ def _feed(h: Any, array: pa.Array) -> None:
     h.update(len(array).to_bytes(8, "little"))
     if array.null_count:
         h.update(b"N")
-        h.update(np.packbits(pc.is_valid(array).to_numpy(zero_copy_only=False)).tobytes())
+        h.update(_validity(array))
         array = array.drop_null()
     else:
         h.update(b"V")
@@ -74,6 +74,19 @@ def _feed(h: Any, array: pa.Array) -> None:
         _feed(h, pc.list_flatten(array))
     elif not pa.types.is_null(dtype):
         h.update(json.dumps(array.to_pylist(), default=repr).encode())
+
+
+def _validity(array: pa.Array) -> bytes:
+    """The validity bitmap, LSB first, bits past the end cleared."""
+    bitmap = array.buffers()[0]
+    n = len(array)
+    if bitmap is None or array.offset % 8:
+        return np.packbits(pc.is_valid(array).to_numpy(zero_copy_only=False), bitorder="little")
+    start = array.offset // 8
+    bits = bytearray(memoryview(bitmap)[start : start + (n + 7) // 8])
+    if n % 8:
+        bits[-1] &= (1 << (n % 8)) - 1
+    return bytes(bits)
 
 
 def _feed_strings(h: Any, array: pa.Array) -> None:
@@ -101,4 +114,7 @@ def _feed_dictionary(h: Any, array: pa.DictionaryArray) -> None:
     rank_of = {value: rank for rank, value in enumerate(ordered)}
     ranks = np.array([rank_of.get(value, -1) for value in values], dtype=np.int32)
     _feed(h, pa.array(ordered, dictionary.type))
-    h.update(ranks.take(indices).astype("<i4", copy=False).data)
+    if bool((ranks == np.arange(len(ranks))).all()):  # sorted, unique, all used: no gather
+        h.update(indices.astype("<i4", copy=False).data)
+    else:
+        h.update(ranks.take(indices).astype("<i4", copy=False).data)

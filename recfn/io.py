@@ -131,7 +131,7 @@ def read_parquet(path: str) -> pa.Table:
         data = fh.read()
     try:
         parquet = pq.ParquetFile(pa.py_buffer(data), page_checksum_verification=True)
-        table = parquet.read(use_threads=False)
+        table = parquet.read()
     except MemoryError:
         raise
     except _DECODE_ERRORS as exc:

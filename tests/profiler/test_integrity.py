@@ -285,3 +285,27 @@ def test_corruption_fuzzer(table: pa.Table, tmp_path: Path) -> None:
             assert loaded.schema.equals(original.schema, check_metadata=True), f"case {case}"
             outcomes["exact"] += 1
     assert outcomes["refused"] > 200  # the mutations do damage files
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), max_size=40),
+    st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "c"])), max_size=40),
+    st.integers(0, 20),
+)
+def test_the_digest_of_a_slice_is_the_digest_of_its_copy(
+    numbers: list[int | None], names: list[str | None], offset: int
+) -> None:
+    n = min(len(numbers), len(names))
+    table = pa.table(
+        {
+            "n": pa.array(numbers[:n], pa.int64()),
+            "s": pa.array(names[:n], pa.string()),
+            "t": pa.array([f"{x}" * (i % 3) for i, x in enumerate(numbers[:n])], pa.string()),
+            "d": pa.array(names[:n], pa.string()).dictionary_encode(),
+            "l": pa.array([[x] if x is not None else None for x in numbers[:n]]),
+        }
+    )
+    sliced = table.slice(min(offset, n), n // 2)  # bits on both sides of the slice
+    copied = pa.Table.from_pylist(sliced.to_pylist(), schema=sliced.schema)
+    assert table_digest(sliced, {}) == table_digest(copied, {})
