@@ -81,7 +81,8 @@ def _validity(array: pa.Array) -> bytes:
     bitmap = array.buffers()[0]
     n = len(array)
     if bitmap is None or array.offset % 8:
-        return np.packbits(pc.is_valid(array).to_numpy(zero_copy_only=False), bitorder="little")
+        valid = pc.is_valid(array).to_numpy(zero_copy_only=False)
+        return np.packbits(valid, bitorder="little").tobytes()
     start = array.offset // 8
     bits = bytearray(memoryview(bitmap)[start : start + (n + 7) // 8])
     if n % 8:
