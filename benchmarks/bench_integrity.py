@@ -3,7 +3,8 @@ event checks on load, as ratios to plain pyarrow Parquet I/O of the same table i
 
 Run: ``python benchmarks/bench_integrity.py --rows 1000000 10000000`` (best of ``--rounds``).
 Tables come from ``recfn.analysis.synthetic`` (4 threads, marks and memory events); the
-"shuffled" check runs on the same rows in random order, so ids must be sorted and searched.
+"shuffled" check runs on the same rows in random order (ids through a lookup array), the
+"depth all 0" one without the depth shortcut, so parent chains are followed by pointer jumping.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ def measure(rows: int, rounds: int, folder: str) -> list[tuple[str, float, float
     plain, hashed = os.path.join(folder, "plain.parquet"), os.path.join(folder, "hashed.parquet")
     meta = dict(table.schema.metadata)
     shuffled = table.take(np.random.default_rng(0).permutation(table.num_rows))
+    flat = table.set_column(
+        table.schema.get_field_index("depth"), "depth", pa.array(np.zeros(rows, np.int32))
+    )
     write = best(lambda: plain_write(table, plain), rounds)
     read = best(lambda: pq.read_table(plain), rounds)
     results = [
@@ -71,6 +75,8 @@ def measure(rows: int, rounds: int, folder: str) -> list[tuple[str, float, float
         ("  of which check_events", best(lambda: schema.check_events(table, "b"), rounds), read),
         ("  check_events, rows shuffled", best(lambda: schema.check_events(shuffled, "b"), rounds),
          read),
+        ("  check_events, depth all 0 (pointer jumping)",
+         best(lambda: schema.check_events(flat, "b"), rounds), read),
     ]  # fmt: skip
     return results
 
