@@ -117,6 +117,33 @@ UnicodeDecodeError (metadata that is not UTF-8). MemoryError, ArrowMemoryError i
 KeyboardInterrupt are not caught."""
 
 
+def _metadata_copies_agree(footer: dict[bytes, bytes]) -> bool:
+    """Whether a recfn file's footer metadata equals the copy inside its stored Arrow schema.
+
+    A damaged key (``recfn.content_hash`` spelt otherwise) would otherwise make a file look as
+    if it had no hash; with two copies that must agree, no single change goes unseen. Footers
+    without ``recfn.`` keys in either copy are not compared.
+    """
+    import base64
+    import binascii
+
+    stored = footer.get(_ARROW_SCHEMA)
+    if stored is None:
+        return True
+    try:
+        copy = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(stored))).metadata or {}
+    except binascii.Error:
+        return False
+    plain = {k: v for k, v in footer.items() if k != _ARROW_SCHEMA}
+    if not any(k.startswith(_PREFIX) for k in (*plain, *copy)):
+        return True
+    return plain == copy
+
+
+_ARROW_SCHEMA: Final = b"ARROW:schema"
+_PREFIX: Final = schema.METADATA_PREFIX.encode()
+
+
 def read_parquet(path: str) -> pa.Table:
     """recfn's own Parquet, else any Parquet that has the event table's columns (conformed).
 
@@ -132,6 +159,7 @@ def read_parquet(path: str) -> pa.Table:
     try:
         parquet = pq.ParquetFile(pa.py_buffer(data), page_checksum_verification=True)
         table = parquet.read()
+        copies_agree = _metadata_copies_agree(parquet.metadata.metadata or {})
     except MemoryError:
         raise
     except _DECODE_ERRORS as exc:
@@ -140,6 +168,10 @@ def read_parquet(path: str) -> pa.Table:
             f"{type(exc).__name__}: {exc}"
         ) from None
     source = f"load({path!r})"
+    if not copies_agree:
+        raise TraceFormatError(
+            f"{source}: its metadata was altered (the footer's two copies of it differ)"
+        )
     metadata = table.schema.metadata or {}
     if schema.CONTENT_HASH_KEY.encode() in metadata:
         table = schema.check_content_hash(table, source)

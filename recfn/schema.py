@@ -217,19 +217,15 @@ def check_content_hash(table: pa.Table, source: str) -> pa.Table:
     stored = raw.pop(_HASH_NAME, None)
     table = table.replace_schema_metadata(raw)
     try:
-        parsed = json.loads(stored) if stored is not None else None
-        algorithm, expected = parsed["algorithm"], parsed["digests"]  # type: ignore[index]
+        parsed = json.loads(stored)  # None: TypeError
+        algorithm, expected = parsed["algorithm"], dict(parsed["digests"])
     except (ValueError, TypeError, KeyError):
         raise TraceFormatError(f"{source}: its {CONTENT_HASH_KEY} is unreadable") from None
     if algorithm != _digest.ALGORITHM:
         raise TraceFormatError(f"{source}: unknown {CONTENT_HASH_KEY} algorithm {algorithm!r}")
     actual = _digest.table_digest(table, raw)
     if actual != expected:
-        changed = sorted(
-            name
-            for name in {*actual, *(expected if isinstance(expected, dict) else ())}
-            if actual.get(name) != (expected.get(name) if isinstance(expected, dict) else None)
-        )
+        changed = sorted(k for k in {*actual, *expected} if actual.get(k) != expected.get(k))
         what = (
             "its column names, types or metadata"
             if _digest.SCHEMA_PART in changed
@@ -291,9 +287,8 @@ def check_events(table: pa.Table, source: str) -> None:
     id used twice, a ``parent_id`` that is no row's id, or a parent chain that loops.
 
     Vectorised (numpy and Arrow compute, no loop per row): parents' rows are found by
-    ``_rows_of``, and chains checked for loops by the
-    depth column when every child is deeper than its parent, else by pointer jumping (each round
-    doubles the distance followed, so about log2 of the deepest chain rounds).
+    ``_rows_of``; chains cannot loop when every child is deeper than its parent (``depth``),
+    else ``_check_acyclic`` follows them by pointer jumping.
     """
     for field, values in zip(table.schema, table.columns):
         column = BY_NAME.get(field.name)
@@ -374,8 +369,8 @@ def _check_acyclic(
     n: int, children: Any, parents: Any, is_root: Any, ids: Any, source: str
 ) -> None:
     """Pointer jumping: ``up[i]`` becomes the ancestor twice as far each round, roots point at
-    themselves, and rows whose ``up`` is a root are done; rows left after log2(n) + 1 rounds
-    sit on or above a loop."""
+    themselves, and rows whose ``up`` is a root are done, so a forest takes about log2 of its
+    deepest chain rounds; rows left after log2(n) + 1 rounds sit on or above a loop."""
     up = np.arange(n)
     up[children] = parents
     active = children[~is_root[parents]]

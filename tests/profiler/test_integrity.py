@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
@@ -19,13 +21,29 @@ from recfn._digest import table_digest
 
 @pytest.fixture(scope="module")
 def table() -> pa.Table:
-    with recfn.profile(report_input_shapes=True, with_stack=True, profile_memory=True) as prof:
+    with recfn.profile(report_input_shapes=True, with_stack=True) as prof:
         for step in range(40):
             with recfn.record_function("step", args=f"n={step}"):
                 with recfn.record_function_fast("aten::mm", [np.ones((2, step % 3 + 1))]):
                     recfn.report_memory_usage(8 * step, "cpu")
                 recfn.mark("tick")
-    return prof.table
+    table = prof.table  # made the same in every run, so the fuzzer's cases repeat
+    start = 1_700_000_000_000_000_000 + 1000 * np.arange(table.num_rows)
+    end = pc.if_else(pc.is_null(table.column("end_ns")), None, pa.array(start + 10))
+    table = with_column(with_column(table, "start_ns", start), "end_ns", end)
+    table = with_column(table, "pid", np.full(table.num_rows, 7))
+    stacks = [
+        None if s is None else [f"f.py:{row}(g)"]
+        for row, s in enumerate(table["stack"].to_pylist())
+    ]
+    table = with_column(table, "stack", stacks)
+    ids = table.column("id").to_numpy()
+    parents = pa.array(np.searchsorted(ids, table.column("parent_id").fill_null(0)) + 1)
+    parents = pc.if_else(pc.is_null(table.column("parent_id")), None, parents)
+    table = with_column(with_column(table, "id", np.arange(1, len(ids) + 1)), "parent_id", parents)
+    config = json.loads(schema.metadata_of(table)[schema.CONFIG_KEY])
+    fixed = schema.build_metadata(config=config, start_ns=int(start[0]), wall_ns=1, pid=7, host="h")
+    return table.replace_schema_metadata(fixed)
 
 
 def with_column(table: pa.Table, name: str, values: object) -> pa.Table:
@@ -79,10 +97,11 @@ def test_altered_metadata_or_types_are_refused(table: pa.Table, tmp_path: Path) 
 def test_a_flipped_bit_in_a_page_is_refused(table: pa.Table, tmp_path: Path) -> None:
     path = tmp_path / "t.parquet"
     recfn.Trace(table).save(path)
+    chunk = pq.read_metadata(path).row_group(0).column(table.schema.get_field_index("start_ns"))
     data = bytearray(path.read_bytes())
-    data[len(data) // 4] ^= 0x10
+    data[chunk.data_page_offset + chunk.total_compressed_size - 2] ^= 0x10  # in the page's values
     path.write_bytes(bytes(data))
-    with pytest.raises(TraceFormatError, match="t.parquet"):
+    with pytest.raises(TraceFormatError, match="t.parquet.*CRC checksum verification failed"):
         recfn.load(path)
 
 
