@@ -105,9 +105,30 @@ def test_a_flipped_bit_in_a_page_is_refused(table: pa.Table, tmp_path: Path) -> 
         recfn.load(path)
 
 
+def test_a_damaged_hash_key_is_refused(table: pa.Table, tmp_path: Path) -> None:
+    """The fuzzer's find: a flipped bit in the key's name made the file look hashless."""
+    path = tmp_path / "t.parquet"
+    recfn.Trace(table).save(path)
+    data = path.read_bytes()
+    assert data.count(b"recfn.content_hash") == 1  # the footer's key; the other copy is base64
+    path.write_bytes(data.replace(b"recfn.content_hash", b"rEcfn.content_hash"))
+    with pytest.raises(TraceFormatError, match="metadata was altered .*two copies of it differ"):
+        recfn.load(path)
+
+
 def test_files_without_a_hash_still_load(table: pa.Table, tmp_path: Path) -> None:
     old = recfn.load(write_raw(table, tmp_path / "old.parquet")).table  # recfn before the hash
     assert old.equals(table) and old.schema.equals(table.schema, check_metadata=True)
+
+
+def test_merged_and_synthetic_traces_pass_the_checks(table: pa.Table, tmp_path: Path) -> None:
+    from recfn.analysis.synthetic import make_synthetic_trace
+
+    merged = recfn.merge([table, table, table]).table
+    recfn.Trace(merged).save(tmp_path / "merged.parquet")
+    assert recfn.load(tmp_path / "merged.parquet").table.equals(merged)
+    synthetic = schema.conform(make_synthetic_trace(500, 3, n_marks=20, n_memory_events=20))
+    schema.check_events(synthetic, "synthetic")
 
 
 def test_wrong_column_types_are_refused(table: pa.Table, tmp_path: Path) -> None:
