@@ -90,12 +90,13 @@ def save(table: pa.Table, path: PathLike, *, overwrite: bool = False) -> None:
 
 
 def write_parquet(table: pa.Table, path: PathLike) -> None:
-    """Write ``table`` as Parquet (zstd, dictionary columns kept, metadata kept)."""
+    """Write a validated ``table`` as Parquet (zstd, dictionary columns kept, metadata kept) with
+    a CRC32 in every page header and the table's content hash in the footer, so that
+    ``read_parquet`` notices any byte that changes afterwards."""
     import pyarrow.parquet as pq
 
-    table = schema.validate(table, "save")
     pq.write_table(
-        table,
+        schema.with_content_hash(table),
         os.fspath(path),
         compression="zstd",
         compression_level=3,
@@ -105,31 +106,86 @@ def write_parquet(table: pa.Table, path: PathLike) -> None:
         },
         store_schema=True,
         use_compliant_nested_type=False,  # keep Arrow's list item names: exact round trips
+        write_page_checksum=True,
     )
 
 
+_DECODE_ERRORS: Final = (pa.ArrowException, OSError, UnicodeDecodeError)
+"""What pyarrow raised for 30,000 damaged copies of a trace (benchmarks/fuzz_files.py):
+OSError (failed page checksums, thrift decoding), ArrowInvalid, ArrowNotImplementedError and
+UnicodeDecodeError (metadata that is not UTF-8). MemoryError, ArrowMemoryError included, and
+KeyboardInterrupt are not caught."""
+
+
+def _metadata_copies_agree(footer: dict[bytes, bytes]) -> bool:
+    """Whether a recfn file's footer metadata equals the copy inside its stored Arrow schema.
+
+    A damaged key (``recfn.content_hash`` spelt otherwise) would otherwise make a file look as
+    if it had no hash; with two copies that must agree, no single change goes unseen. Footers
+    without ``recfn.`` keys in either copy are not compared.
+    """
+    import base64
+    import binascii
+
+    stored = footer.get(_ARROW_SCHEMA)
+    if stored is None:
+        return True
+    try:
+        copy = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(stored))).metadata or {}
+    except binascii.Error:
+        return False
+    plain = {k: v for k, v in footer.items() if k != _ARROW_SCHEMA}
+    if not any(k.startswith(_PREFIX) for k in (*plain, *copy)):
+        return True
+    return plain == copy
+
+
+_ARROW_SCHEMA: Final = b"ARROW:schema"
+_PREFIX: Final = schema.METADATA_PREFIX.encode()
+
+
 def read_parquet(path: str) -> pa.Table:
-    """recfn's own Parquet, else any Parquet that has the event table's columns (conformed)."""
+    """recfn's own Parquet, else any Parquet that has the event table's columns (conformed).
+
+    Page checksums are verified, the content hash of files that carry one is recomputed, and
+    the events are checked (``schema.validate``): a damaged or altered file raises
+    ``TraceFormatError`` naming it and what is wrong. recfn files without a content hash (from
+    before it existed) are checked for their types and structure only.
+    """
     import pyarrow.parquet as pq
 
+    with open(path, "rb") as fh:  # permission errors stay OSError: the file is not to blame
+        data = fh.read()
     try:
-        metadata = pq.read_schema(path).metadata or {}
-    except (pa.ArrowInvalid, OSError) as exc:
+        parquet = pq.ParquetFile(pa.py_buffer(data), page_checksum_verification=True)
+        table = parquet.read()
+        copies_agree = _metadata_copies_agree(parquet.metadata.metadata or {})
+    except MemoryError:
+        raise
+    except _DECODE_ERRORS as exc:
         raise TraceFormatError(
-            f"{path!r} is not a readable Parquet file (or it is truncated): {exc}"
+            f"{path!r} is not a readable Parquet file (truncated or corrupted): "
+            f"{type(exc).__name__}: {exc}"
         ) from None
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise TraceFormatError(f"{path!r} is corrupted: {exc}") from None
+    source = f"load({path!r})"
+    if not copies_agree:
+        raise TraceFormatError(
+            f"{source}: its metadata was altered (the footer's two copies of it differ)"
+        )
+    metadata = table.schema.metadata or {}
+    if schema.CONTENT_HASH_KEY.encode() in metadata:
+        table = schema.check_content_hash(table, source)
     if schema.SCHEMA_VERSION_KEY.encode() in metadata:
-        return schema.validate(table, f"load({path!r})")
-    try:
-        return schema.conform(table.replace_schema_metadata(None), path)
-    except TraceFormatError:
+        return schema.validate(table, source, exact=True)
+    missing = [c for c in schema.ESSENTIAL if c not in table.column_names]
+    if missing:
         raise TraceFormatError(
-            f"{path!r} is a Parquet file but not a recfn trace (it lacks the event-table columns)"
-        ) from None
+            f"{path!r} is a Parquet file but not a recfn trace (it lacks the event-table "
+            f"columns {missing})"
+        )
+    conformed = schema.conform(table.replace_schema_metadata(None), source)
+    schema.check_events(conformed, source)
+    return conformed
 
 
 def read_chrome(path: str) -> pd.DataFrame:

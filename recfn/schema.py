@@ -13,6 +13,7 @@ import socket
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Optional, Union
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -39,6 +40,10 @@ HOST_KEY: Final = "recfn.host"
 PID_KEY: Final = "recfn.pid"
 START_NS_KEY: Final = "recfn.start_ns"
 WALL_NS_KEY: Final = "recfn.wall_ns"
+CONTENT_HASH_KEY: Final = "recfn.content_hash"
+"""In Parquet files only: written by ``recfn.io`` (``with_content_hash``), checked and removed on
+load (``check_content_hash``); tables in memory never carry it."""
+_HASH_NAME: Final = CONTENT_HASH_KEY.encode()
 METADATA_PREFIX: Final = "recfn."
 
 
@@ -192,18 +197,59 @@ def build_metadata(
     return metadata
 
 
+def with_content_hash(table: pa.Table) -> pa.Table:
+    """``table`` with ``CONTENT_HASH_KEY`` in its metadata: JSON of the hash algorithm and the
+    digests of each column's values and of the layout and other metadata (``recfn._digest``)."""
+    from recfn import _digest
+
+    raw = {k: v for k, v in (table.schema.metadata or {}).items() if k != _HASH_NAME}
+    digests = _digest.table_digest(table, raw)
+    value = json.dumps({"algorithm": _digest.ALGORITHM, "digests": digests}, sort_keys=True)
+    return table.replace_schema_metadata({**raw, _HASH_NAME: value.encode()})
+
+
+def check_content_hash(table: pa.Table, source: str) -> pa.Table:
+    """``table`` without its ``CONTENT_HASH_KEY``, after checking that its values, layout and
+    metadata still hash to it; ``TraceFormatError`` naming ``source`` and what changed."""
+    from recfn import _digest
+
+    raw = dict(table.schema.metadata or {})
+    stored = raw.pop(_HASH_NAME, None)
+    table = table.replace_schema_metadata(raw)
+    try:
+        parsed = json.loads(stored)  # None: TypeError
+        algorithm, expected = parsed["algorithm"], dict(parsed["digests"])
+    except (ValueError, TypeError, KeyError):
+        raise TraceFormatError(f"{source}: its {CONTENT_HASH_KEY} is unreadable") from None
+    if algorithm != _digest.ALGORITHM:
+        raise TraceFormatError(f"{source}: unknown {CONTENT_HASH_KEY} algorithm {algorithm!r}")
+    actual = _digest.table_digest(table, raw)
+    if actual != expected:
+        changed = sorted(k for k in {*actual, *expected} if actual.get(k) != expected.get(k))
+        what = (
+            "its column names, types or metadata"
+            if _digest.SCHEMA_PART in changed
+            else f"column {', '.join(map(repr, changed))}"
+        )
+        raise TraceFormatError(
+            f"{source}: content hash mismatch in {what}: the file was altered after recfn wrote it"
+        )
+    return table
+
+
 def metadata_of(table: pa.Table) -> dict[str, str]:
     """A table's schema metadata as text."""
     raw = table.schema.metadata or {}
     return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in raw.items()}
 
 
-def validate(table: Any, source: str) -> pa.Table:
+def validate(table: Any, source: str, *, exact: bool = False) -> pa.Table:
     """``table`` checked against the schema, its known columns cast to their documented types.
 
     Raises ``TraceFormatError`` naming ``source`` for a table of a newer schema version, one that
-    lacks required columns or one whose columns cannot be cast without loss; TypeError when
-    ``table`` is not a ``pyarrow.Table``. Returns ``table`` itself when nothing needed a cast.
+    lacks required columns, one whose columns cannot be cast without loss (with ``exact``: whose
+    known columns have any other type) or one whose events break ``check_events``; TypeError
+    when ``table`` is not a ``pyarrow.Table``. Returns ``table`` itself when nothing needed a cast.
     """
     if not isinstance(table, pa.Table):
         raise TypeError(f"{source} expects a pyarrow.Table, got {type(table).__name__}")
@@ -221,7 +267,129 @@ def validate(table: Any, source: str) -> pa.Table:
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing:
         raise TraceFormatError(f"{source}: not a recfn event table (missing columns: {missing})")
-    return _cast_known(table, source)
+    if exact:
+        for field in table.schema:
+            column = BY_NAME.get(field.name)
+            if column is not None and field.type != column.arrow_type:
+                raise TraceFormatError(
+                    f"{source}: column {field.name!r} has type {field.type}, "
+                    f"expected {column.arrow_type}"
+                )
+    else:
+        table = _cast_known(table, source)
+    check_events(table, source)
+    return table
+
+
+def check_events(table: pa.Table, source: str) -> None:
+    """Refuse (``TraceFormatError`` naming ``source`` and a row) a schema-typed table whose
+    events cannot be: nulls in a column that has none, an ``end_ns`` before its ``start_ns``, an
+    id used twice, a ``parent_id`` that is no row's id, or a parent chain that loops.
+
+    Vectorised (numpy and Arrow compute, no loop per row): parents' rows are found by
+    ``_rows_of``; chains cannot loop when every child is deeper than its parent (``depth``),
+    else ``_check_acyclic`` follows them by pointer jumping.
+    """
+    for field, values in zip(table.schema, table.columns):
+        column = BY_NAME.get(field.name)
+        if column is not None and not column.nullable and values.null_count:
+            row = pc.index(pc.is_null(values), True).as_py()
+            raise TraceFormatError(f"{source}: row {row}: column {field.name!r} is null")
+    n = table.num_rows
+    if n == 0:
+        return
+    start, end = table.column("start_ns"), table.column("end_ns")
+    backwards = pc.less(end, start)
+    if pc.any(backwards).as_py():
+        row = pc.index(backwards, True).as_py()
+        raise TraceFormatError(
+            f"{source}: row {row}: end_ns {end[row]} is before start_ns {start[row]}"
+        )
+    ids = _numpy(table.column("id"))
+    parent_column = table.column("parent_id")
+    has_parent = _numpy(pc.is_valid(parent_column))
+    children = np.flatnonzero(has_parent)
+    targets = _numpy(parent_column.fill_null(0))[children]
+    parents, found = _rows_of(ids, targets, source)
+    if not bool(found.all()):
+        bad = int(np.argmin(found))
+        raise TraceFormatError(
+            f"{source}: row {children[bad]}: parent_id {targets[bad]} is not the id of any row"
+        )
+    depth = _numpy(table.column("depth"))
+    if bool((depth[children] > depth[parents]).all()):
+        return  # depth falls along every chain: no loops
+    _check_acyclic(n, children, parents, ~has_parent, ids, source)
+
+
+def _rows_of(ids: Any, targets: Any, source: str) -> tuple[Any, Any]:
+    """The row of each of ``targets`` among the unique ``ids``, and whether it was found;
+    ``TraceFormatError`` for an id used twice. Increasing ids (every table recfn builds) need
+    no sort; ids spread over less than 4 times the rows go through a lookup array; others are
+    sorted once, and looked up in sorted order (binary searches with a hint, cache friendly)."""
+    n = len(ids)
+    low, high = int(ids.min()), int(ids.max())
+    if n > 1 and bool((ids[1:] > ids[:-1]).all()):
+        if high - low == n - 1:  # the rows, shifted
+            position = targets - low
+            found = (position >= 0) & (position < n)
+            return np.where(found, position, 0), found
+        position = np.minimum(np.searchsorted(ids, targets), n - 1)
+        return position, ids[position] == targets
+    if high - low < 4 * n:
+        lookup = np.full(high - low + 1, -1, dtype=np.int64)
+        lookup[ids - low] = np.arange(n)
+        twice = np.flatnonzero(lookup[ids - low] != np.arange(n))
+        if len(twice):
+            row = int(twice[0])
+            _used_twice(source, ids[row], row, int(lookup[ids[row] - low]))
+        inside = (targets >= low) & (targets <= high)
+        position = lookup[np.where(inside, targets - low, 0)]
+        found = inside & (position >= 0)
+        return np.where(found, position, 0), found
+    order = np.argsort(ids)
+    sorted_ids = ids[order]
+    twice = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+    if len(twice):
+        rows = sorted(order[twice[0] : twice[0] + 2].tolist())
+        _used_twice(source, sorted_ids[twice[0]], rows[0], rows[1])
+    by_target = np.argsort(targets)
+    position = np.empty(len(targets), dtype=np.int64)
+    position[by_target] = np.minimum(np.searchsorted(sorted_ids, targets[by_target]), n - 1)
+    return order[position], sorted_ids[position] == targets
+
+
+def _used_twice(source: str, value: Any, first: int, second: int) -> None:
+    raise TraceFormatError(
+        f"{source}: id {value} is used by more than one row (rows [{first}, {second}])"
+    )
+
+
+def _check_acyclic(
+    n: int, children: Any, parents: Any, is_root: Any, ids: Any, source: str
+) -> None:
+    """Pointer jumping: ``up[i]`` becomes the ancestor twice as far each round, roots point at
+    themselves, and rows whose ``up`` is a root are done, so a forest takes about log2 of its
+    deepest chain rounds; rows left after log2(n) + 1 rounds sit on or above a loop."""
+    up = np.arange(n)
+    up[children] = parents
+    active = children[~is_root[parents]]
+    for _ in range(n.bit_length() + 1):
+        if not len(active):
+            return
+        up[active] = up[up[active]]
+        active = active[~is_root[up[active]]]
+    if len(active):
+        row = int(active[0])
+        raise TraceFormatError(
+            f"{source}: row {row} (id {ids[row]}): its chain of parent_id never reaches a root "
+            "(the parents form a cycle)"
+        )
+
+
+def _numpy(values: Union[pa.ChunkedArray, pa.Array]) -> Any:
+    """A column without nulls as one numpy array."""
+    return values.to_numpy()
 
 
 def conform(data: Union[pa.Table, pd.DataFrame], source: str = "conform") -> pa.Table:
