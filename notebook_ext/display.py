@@ -14,7 +14,8 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
-from recfn.notebook_ext.options import config_flags
+from recfn.notebook_ext.capture import estimated_overhead_ns
+from recfn.notebook_ext.options import ZERO_ANNOTATION_DEPTH, config_flags, is_zero_annotation
 from recfn.notebook_ext.widget import show_widget
 
 if TYPE_CHECKING:
@@ -64,8 +65,9 @@ def format_count(count: Any) -> str:
 
 
 def header_text(trace: Trace) -> str:
-    """One line: name, wall time, events, threads, dropped, the capture options that differ from
-    the defaults (as flags), and how the cell ended."""
+    """One line: name, wall time, events, threads, dropped, the estimated recording overhead, the
+    capture options that differ from the defaults (as flags; the zero-annotation default in
+    words), and how the cell ended."""
     parts = [
         f"recfn · {trace.name}",
         f"{format_ns(trace.wall_ns)} wall",
@@ -73,11 +75,19 @@ def header_text(trace: Trace) -> str:
         f"{trace.threads} thread{'s' if trace.threads != 1 else ''}",
         f"{trace.dropped_events:,} dropped",
     ]
+    overhead = estimated_overhead_ns(trace)
+    if overhead is not None:
+        share = overhead / trace.wall_ns if trace.wall_ns else 0.0
+        parts.append(f"≈{format_ns(overhead)} recording overhead ({share:.0%})")
     config = trace.config
+    skip = ["sampling_prob"]
+    if is_zero_annotation(config):
+        parts.append(f"calls traced {ZERO_ANNOTATION_DEPTH} deep (--no-trace-calls: off)")
+        skip += ["trace_calls", "trace_max_depth", "trace_exclude"]
     sample = config.get("sampling_prob", 1.0)
     if isinstance(sample, (int, float)) and sample < 1.0:
         parts.append(f"ranges sampled at {sample:.0%}")
-    flags = config_flags(config, skip=("sampling_prob",))
+    flags = config_flags(config, skip=skip)
     if flags:
         parts.append(" ".join(flags))
     if len(trace.cells) > 1:

@@ -3,6 +3,9 @@
 
 The cell runs inside a USER_SCOPE range named NAME (default ``cell[<execution count>]``) under
 ``recfn.profile``; then a header line, the summary table (HTML) and the timeline (PNG) are shown.
+Zero-annotation default: without a trace flag, calls are traced ``ZERO_ANNOTATION_DEPTH`` (4)
+deep, the cell's own calls and the libraries they call, so plain code gets a call tree; the header
+says so. ``--no-trace-calls`` keeps only the cell's ranges, ``--trace-calls`` traces every depth.
 If the cell raises (KeyboardInterrupt included) what was captured is still kept and shown,
 marked as interrupted, and the exception then propagates so the traceback shows as usual.
 """
@@ -26,7 +29,7 @@ from recfn.notebook_ext.display import show
 from recfn.notebook_ext.options import (
     OptionError,
     argument_specs,
-    config_from_args,
+    front_end_config,
     split_options,
 )
 from recfn.notebook_ext.session import current_session
@@ -39,7 +42,7 @@ def _parse_options(parser: Any, argv: list[str]) -> Any:
     """Parse the magic's options; the capture options become ``args.config``."""
     args = parser.parse_args(argv)
     try:
-        args.config = config_from_args(args)
+        args.config = front_end_config(args)
     except OptionError as exc:
         raise UsageError(f"%{MAGIC_NAME}: {exc}") from None
     return args
@@ -167,7 +170,8 @@ class RecordFunctionMagics(Magics):
     def record_function(self, line: str, cell: Optional[str] = None) -> Any:
         """Profile a cell (``%%record_function [NAME] [options]``) or one statement
         (``%record_function [options] STATEMENT``) with recfn and show the result inline: a header
-        line, the summary table and the timeline. ``%record_function --last`` shows the last
+        line, the summary table and the timeline. Calls are traced 4 deep unless a trace flag says
+        otherwise (``--no-trace-calls``: only the cell's own ranges). ``%record_function --last`` shows the last
         result again; ``%record_function --reset`` clears the session (``recfn.session()``).
         """
         __tracebackhide__ = True
@@ -246,12 +250,12 @@ class RecordFunctionMagics(Magics):
         capture = Capture(name, args.config, execution_count=self._cell_number())
         error: Optional[BaseException] = None
         result: Any = None
-        user_ns = self.ip.user_ns
+        user_ns, global_ns = self.ip.user_ns, self.ip.user_global_ns  # not traced as the cell's
         try:
             with capture:
-                exec(body, self.ip.user_global_ns, user_ns)
+                exec(body, global_ns, user_ns)
                 if last_expr is not None:
-                    result = eval(last_expr, self.ip.user_global_ns, user_ns)
+                    result = eval(last_expr, global_ns, user_ns)
         except CaptureError as exc:
             raise UsageError(str(exc)) from None
         except BaseException as exc:  # KeyboardInterrupt too: keep and show what was captured
