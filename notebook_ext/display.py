@@ -15,8 +15,9 @@ import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
 from recfn.notebook_ext.capture import estimated_overhead_ns
+from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET
 from recfn.notebook_ext.options import ZERO_ANNOTATION_DEPTH, config_flags, is_zero_annotation
-from recfn.notebook_ext.widget import show_widget
+from recfn.notebook_ext.widget import make_widget
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 TIMELINE_WIDTH_IN = 10.0
 TIMELINE_DPI = 96
+PICTURE_RESERVE = 250_000
+"""Bytes of the output budget kept for the timeline PNG (base64) when the HTML view is sized."""
 
 _STYLE = (
     "<style>"
@@ -229,20 +232,76 @@ def wants_png(shell: Any) -> bool:
     return active is None or "image/png" in active
 
 
-def show(trace: Trace, *, shell: Any, timeline: bool = True) -> None:
-    """Publish the trace (HTML + text) and, when wanted, its timeline as a separate PNG output."""
+def bundle_size(bundle: dict[str, Any]) -> int:
+    """Bytes a display bundle takes in a saved notebook (its values as stored: text, base64)."""
+    import json
+
+    size = 0
+    for value in bundle.values():
+        if isinstance(value, bytes):
+            size += (len(value) + 2) // 3 * 4
+        elif isinstance(value, str):
+            size += len(value.encode())
+        else:
+            size += len(json.dumps(value))
+    return size
+
+
+def widget_bundle(widget: Any) -> dict[str, Any]:
+    """The display bundle of ``widget`` (its view reference), empty for None."""
+    bundle = widget._repr_mimebundle_() if widget is not None else None
+    if isinstance(bundle, tuple):  # (data, metadata)
+        bundle = bundle[0]
+    return dict(bundle or {})
+
+
+def show(
+    trace: Trace,
+    *,
+    shell: Any,
+    timeline: bool = True,
+    budget: int = DEFAULT_OUTPUT_BUDGET,
+    saved_path: Optional[str] = None,
+) -> int:
+    """Publish the trace: header and summary (HTML + text); then, when the frontend shows images
+    and ``timeline`` is on, the interactive view (a widget when a kernel can run one) with its
+    HTML stand-in (``fallback``), and the timeline PNG. All of it stays within ``budget`` bytes:
+    the stand-in gets what the table leaves less ``PICTURE_RESERVE``, the picture is left out
+    when it does not fit what is left. Returns the bytes published."""
     from IPython.display import display
 
-    display(trace)  # type: ignore[no-untyped-call]
+    from recfn.notebook_ext.fallback import fallback_html
+
+    summary = {"text/html": trace_html(trace), "text/plain": trace_text(trace)}
+    display(summary, raw=True)  # type: ignore[no-untyped-call]
+    used = bundle_size(summary)
     if not (timeline and wants_png(shell)):
-        return
-    show_widget(trace, shell)  # the interactive view, when a kernel with widgets runs this
+        return used
+    widget = make_widget(trace, shell)  # first, so the interactive view paints soonest
+    view = widget_bundle(widget)
+    view["text/plain"] = f"<recfn view of {trace.name}>"
+    room = budget - used - bundle_size(view) - min(PICTURE_RESERVE, budget // 4)
+    try:
+        view["text/html"] = fallback_html(
+            trace, room, index=getattr(widget, "index", None), saved_path=saved_path
+        )
+    except Exception as exc:  # the table is already there; say why this is missing
+        print(f"recfn: no HTML view: {type(exc).__name__}: {exc}", file=sys.stderr)
+    if view.get("text/html") or widget is not None:
+        display(view, raw=True)  # type: ignore[no-untyped-call]
+        used += bundle_size(view)
     try:
         png = timeline_png(trace)
     except Exception as exc:  # a drawing problem must not hide the captured result
         print(f"recfn: timeline not drawn: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return
-    display(  # type: ignore[no-untyped-call]
-        {"image/png": png, "text/plain": f"<recfn timeline of {trace.name}>"},
-        raw=True,
-    )
+        return used
+    picture = {"image/png": png, "text/plain": f"<recfn timeline of {trace.name}>"}
+    if used + bundle_size(picture) > budget:
+        print(
+            f"recfn: timeline picture left out: over the cell output budget ({budget:,} bytes; "
+            "--max-output-bytes)",
+            file=sys.stderr,
+        )
+        return used
+    display(picture, raw=True)  # type: ignore[no-untyped-call]
+    return used + bundle_size(picture)

@@ -17,6 +17,7 @@ import keyword
 import os
 import shlex
 import sys
+from argparse import ArgumentTypeError
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -26,6 +27,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from recfn.notebook_ext.capture import Capture, CaptureError, check_output_path
 from recfn.notebook_ext.display import show
+from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET
 from recfn.notebook_ext.options import (
     OptionError,
     argument_specs,
@@ -46,6 +48,16 @@ def _parse_options(parser: Any, argv: list[str]) -> Any:
     except OptionError as exc:
         raise UsageError(f"%{MAGIC_NAME}: {exc}") from None
     return args
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ArgumentTypeError(f"expects an integer, got {text!r}") from None
+    if value <= 0:
+        raise ArgumentTypeError(f"must be positive, got {value}")
+    return value
 
 
 def _split_cell_line(line: str) -> list[str]:
@@ -72,7 +84,19 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         argument(
             "--quiet", action="store_true", help="show nothing (still stored, --output applies)"
         ),
-        argument("--no-timeline", action="store_true", help="skip the timeline PNG"),
+        argument(
+            "--no-timeline",
+            action="store_true",
+            help="skip the timeline: the interactive view, its HTML stand-in and the PNG",
+        ),
+        argument(
+            "--max-output-bytes",
+            type=_positive_int,
+            default=DEFAULT_OUTPUT_BUDGET,
+            metavar="N",
+            help="bytes the cell's outputs may take in the notebook; parts that do not fit "
+            f"(the embedded trace first) are left out (default {DEFAULT_OUTPUT_BUDGET:,})",
+        ),
         *reversed(capture_options),
         argument("--var", metavar="NAME", help="store the events DataFrame in variable NAME"),
         argument(
@@ -209,7 +233,12 @@ class RecordFunctionMagics(Magics):
             if trace is None:
                 raise UsageError("no profiled cell yet: run %%record_function first")
             if not args.quiet:
-                show(trace, shell=self.ip, timeline=not args.no_timeline)
+                show(
+                    trace,
+                    shell=self.ip,
+                    timeline=not args.no_timeline,
+                    budget=args.max_output_bytes,
+                )
             return None
         if not statement.strip():
             raise UsageError(
@@ -307,7 +336,13 @@ class RecordFunctionMagics(Magics):
             except (OSError, ValueError) as exc:
                 print(f"recfn: could not save the trace to {args.output!r}: {exc}", file=sys.stderr)
         if not args.quiet:
-            show(trace, shell=self.ip, timeline=not args.no_timeline)
+            show(
+                trace,
+                shell=self.ip,
+                timeline=not args.no_timeline,
+                budget=args.max_output_bytes,
+                saved_path=args.output,
+            )
             if args.append:
                 print(f"recfn: appended; session trace: {kept.header()}")
 

@@ -29,8 +29,9 @@ def test_cell_shows_header_html_table_and_png(shell):
     run = shell.run(f"%%record_function\n{NESTED_CELL}")
     assert run.error is None
     html = run.mime("text/html")
-    assert len(html) == 1
+    assert len(html) == 2  # the summary, and the stand-in for the interactive view
     assert "<table" in html[0] and "outer" in html[0] and "inner" in html[0]
+    assert "recfn-fallback" in html[1]
     count = shell.ip.execution_count - 1
     assert f"recfn · cell[{count}]" in html[0]
     pngs = run.mime("image/png")
