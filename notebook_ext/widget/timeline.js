@@ -98,6 +98,8 @@ function render({ model, el: host }) {
     y = top + height + 6;
   }
   const timelineHeight = y + 4;
+  const memoryLane = lanes.find((lane) => lane.kind === "memory");
+  if (memoryLane) root.dataset.memoryTop = String(memoryLane.top + memoryLane.height / 2);
 
   function learn(response) {
     for (const [id, name] of Object.entries(response.names || {})) names.set(Number(id), name);
@@ -276,6 +278,7 @@ function render({ model, el: host }) {
     ctx.restore();
     root.dataset.highlighted = String(lit);
     root.dataset.ranges = String(r.row.length);
+    root.dataset.memoryLanes = String(view.memory.length);
   }
 
   // -- call tree (icicle): x = share of the total, y = depth ---------------------------------
