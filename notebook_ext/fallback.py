@@ -180,7 +180,7 @@ def fallback_html(
 
 def _actions_html(trace: Trace, room: int, saved_path: Optional[str]) -> str:
     """The download link and Perfetto button in at most ``room`` bytes, or a note saying why not."""
-    file_name = f"{_file_stem(trace.name)}.json.gz"
+    file_name = f"{file_stem(trace.name)}.json.gz"
     note_room = room - 400
     estimate = 4 * MIN_CHROME_BYTES_PER_RANGE * trace.events // 3
     payload = b""
@@ -216,7 +216,8 @@ def _actions_html(trace: Trace, room: int, saved_path: Optional[str]) -> str:
     )
 
 
-def _file_stem(name: str) -> str:
+def file_stem(name: str) -> str:
+    """``name`` as a safe file name stem (``cell[3]`` -> ``cell_3``)."""
     stem = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).strip("._")
     return stem or "trace"
 

@@ -27,7 +27,7 @@ def timeline_widget(trace: Any) -> TimelineWidget:
         )
     from recfn.notebook_ext.widget.view import TimelineWidget
 
-    return TimelineWidget(table)
+    return TimelineWidget(table, name=str(getattr(trace, "name", "trace")))
 
 
 def can_show(shell: Any) -> bool:

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+import recfn
+
 pytest.importorskip("anywidget")
 pytest.importorskip("jupyterlab")
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -270,6 +272,16 @@ def test_widget_in_jupyterlab(lab: str, tmp_path: Path) -> None:
         widget.screenshot(path=str(tmp_path / "tree.png"))
         widget.locator(".recfn-tl-toggle").click()
         expect(widget).to_have_attribute("data-view", "timeline")
+
+        # "Download trace" hands over the kernel's .json.gz of the trace, which recfn reads back.
+        magic.scroll_into_view_if_needed()
+        with page.expect_download() as download:
+            magic.locator(".recfn-tl-download").click()
+        saved = tmp_path / download.value.suggested_filename
+        download.value.save_as(saved)
+        assert saved.name == "demo.json.gz"
+        events = recfn.load(saved, as_pandas=True)
+        assert list(events["name"].astype(str)).count("step") == 20
 
         round_trip = widget.get_attribute("data-round-trip-ms")
         print(f"zoom query round trip in the browser: {round_trip} ms")
