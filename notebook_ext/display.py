@@ -68,7 +68,8 @@ def format_count(count: Any) -> str:
 
 
 def header_text(trace: Trace) -> str:
-    """One line: name, wall time, events, threads, dropped, the estimated recording overhead, the
+    """One line: name, wall time, events, threads, dropped, the recording overhead (at least: see
+    ``estimated_overhead_ns``), the
     capture options that differ from the defaults (as flags; the zero-annotation default in
     words), and how the cell ended."""
     parts = [
@@ -81,7 +82,7 @@ def header_text(trace: Trace) -> str:
     overhead = estimated_overhead_ns(trace)
     if overhead is not None:
         share = overhead / trace.wall_ns if trace.wall_ns else 0.0
-        parts.append(f"≈{format_ns(overhead)} recording overhead ({share:.0%})")
+        parts.append(f"≥{format_ns(overhead)} recording overhead ({share:.0%})")
     config = trace.config
     skip = ["sampling_prob"]
     if is_zero_annotation(config):
@@ -162,10 +163,15 @@ def _summary_or_note(trace: Trace, top: int) -> tuple[Optional[pd.DataFrame], st
     return summary_for_display(summary), ""
 
 
+def header_html(trace: Trace) -> str:
+    """The header line as HTML (red when the cell was interrupted)."""
+    header_class = "recfn-header recfn-interrupted" if trace.error else "recfn-header"
+    return f'{_STYLE}<div class="{header_class}"><b>{html.escape(header_text(trace))}</b></div>'
+
+
 def trace_html(trace: Trace, top: int = 15) -> str:
     """Header line and the top ``top`` summary rows as an HTML table."""
-    header_class = "recfn-header recfn-interrupted" if trace.error else "recfn-header"
-    parts = [_STYLE, f'<div class="{header_class}"><b>{html.escape(header_text(trace))}</b></div>']
+    parts = [header_html(trace)]
     table, note = _summary_or_note(trace, top)
     if table is None:
         parts.append(f"<p>{html.escape(note)}</p>")
@@ -267,19 +273,33 @@ def show(
     and ``timeline`` is on, the interactive view (a widget when a kernel can run one) with its
     HTML stand-in (``fallback``), and the timeline PNG. All of it stays within ``budget`` bytes:
     the stand-in gets what the table leaves less ``PICTURE_RESERVE``, the picture is left out
-    when it does not fit what is left. Returns the bytes published."""
+    when it does not fit what is left. Returns the bytes published.
+
+    With a widget the header goes out first and the widget right after it; the summary table
+    and the stand-in then fill those outputs in place (``update_display``), so a large trace's
+    view paints without waiting for the table.
+    """
     from IPython.display import display
 
     from recfn.notebook_ext.fallback import fallback_html
 
+    summary_handle = None
+    widget = make_widget(trace, shell) if timeline and wants_png(shell) else None
+    view = widget_bundle(widget)
+    view["text/plain"] = f"<recfn view of {trace.name}>"
+    view_handle = None
+    if widget is not None:
+        header = {"text/html": header_html(trace), "text/plain": header_text(trace)}
+        summary_handle = display(header, raw=True, display_id=True)  # type: ignore[no-untyped-call]
+        view_handle = display(view, raw=True, display_id=True)  # type: ignore[no-untyped-call]
     summary = {"text/html": trace_html(trace), "text/plain": trace_text(trace)}
-    display(summary, raw=True)  # type: ignore[no-untyped-call]
+    if summary_handle is not None:
+        summary_handle.update(summary, raw=True)
+    else:
+        display(summary, raw=True)  # type: ignore[no-untyped-call]
     used = bundle_size(summary)
     if not (timeline and wants_png(shell)):
         return used
-    widget = make_widget(trace, shell)  # first, so the interactive view paints soonest
-    view = widget_bundle(widget)
-    view["text/plain"] = f"<recfn view of {trace.name}>"
     room = budget - used - bundle_size(view) - min(PICTURE_RESERVE, budget // 4)
     try:
         view["text/html"] = fallback_html(
@@ -287,8 +307,11 @@ def show(
         )
     except Exception as exc:  # the table is already there; say why this is missing
         print(f"recfn: no HTML view: {type(exc).__name__}: {exc}", file=sys.stderr)
-    if view.get("text/html") or widget is not None:
+    if view_handle is not None:
+        view_handle.update(view, raw=True)
+    elif view.get("text/html"):
         display(view, raw=True)  # type: ignore[no-untyped-call]
+    if view_handle is not None or view.get("text/html"):
         used += bundle_size(view)
     try:
         png = timeline_png(trace)

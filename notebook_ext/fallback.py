@@ -86,14 +86,12 @@ def describe_trace(trace: Trace, top: int = 3) -> str:
         f"{trace.events:,} events on {threads} thread{'s' if threads != 1 else ''}."
     ]
     try:
-        summary = trace.summary(top=top)
+        summary = trace.summary(top=15)  # the table's, cached: not computed again
     except (ValueError, AttributeError):
         summary = None
     if summary is not None and len(summary) and "total_ns" in summary.columns:
-        names = [
-            f"{name} ({format_ns(total)} total)"
-            for name, total in zip(summary.index, summary["total_ns"])
-        ]
+        largest = summary["total_ns"].sort_values(ascending=False).head(top)
+        names = [f"{name} ({format_ns(total)} total)" for name, total in largest.items()]
         parts.append(f"Largest by total time: {', '.join(map(str, names))}.")
     return " ".join(parts)
 

@@ -350,8 +350,11 @@ class RecordFunctionMagics(Magics):
 def register(ipython: Any) -> None:
     """Register the magics on ``ipython`` and make sure ``df.recfn`` exists."""
     import recfn.analysis as analysis  # noqa: F401  (registers the df.recfn accessor for --var frames)
+    from recfn.notebook_ext.widget import can_show
 
     ipython.register_magics(RecordFunctionMagics)
+    if can_show(ipython):  # import the widget now, not in the first profiled cell's first paint
+        import recfn.notebook_ext.widget.view  # noqa: F401
 
 
 def unregister(ipython: Any) -> None:
