@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import base64
 import html
-import os
-import tempfile
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
+
+from recfn.notebook_ext.export import chrome_gz, file_stem
 
 if TYPE_CHECKING:
     from recfn.notebook_ext.widget.lod import TimelineIndex
@@ -94,15 +94,6 @@ def describe_trace(trace: Trace, top: int = 3) -> str:
         names = [f"{name} ({format_ns(total)} total)" for name, total in largest.items()]
         parts.append(f"Largest by total time: {', '.join(map(str, names))}.")
     return " ".join(parts)
-
-
-def chrome_gz(trace: Trace) -> bytes:
-    """The trace as gzipped Chrome/Perfetto JSON, as ``recfn convert t.parquet t.json.gz``."""
-    with tempfile.TemporaryDirectory(prefix="recfn-") as folder:
-        path = os.path.join(folder, "trace.json.gz")
-        trace.save(path)
-        with open(path, "rb") as written:
-            return written.read()
 
 
 def _tree_html(tree: dict[str, Any], trace: Trace) -> str:
@@ -212,12 +203,6 @@ def _actions_html(trace: Trace, room: int, saved_path: Optional[str]) -> str:
         "budget; keep it with <code>--output trace.json.gz</code> and open it in Perfetto "
         f"({PERFETTO_ORIGIN}).</p>"
     )
-
-
-def file_stem(name: str) -> str:
-    """``name`` as a safe file name stem (``cell[3]`` -> ``cell_3``)."""
-    stem = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).strip("._")
-    return stem or "trace"
 
 
 def _js_string(text: str) -> str:

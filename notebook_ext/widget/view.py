@@ -79,7 +79,7 @@ class TimelineWidget(anywidget.AnyWidget):
     def export(self) -> tuple[str, bytes]:
         """The trace as gzipped Chrome/Perfetto JSON and a file name for it: what the view's
         "Download trace" and "Open in Perfetto" buttons ask for."""
-        from recfn.notebook_ext.fallback import chrome_gz, file_stem
+        from recfn.notebook_ext.export import chrome_gz, file_stem
         from recfn.trace import Trace
 
         trace = Trace(self._table, name=self.trace_name)
