@@ -13,6 +13,7 @@ kernel and no network: the HTML stand-in, picture and table show, with no consol
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from pathlib import Path
 import pytest
 
 import recfn
+from recfn.notebook_ext.fallback import PERFETTO_ORIGIN
 
 pytest.importorskip("anywidget")
 pytest.importorskip("jupyterlab")
@@ -187,7 +189,12 @@ def test_widget_in_jupyterlab(lab: str, tmp_path: Path) -> None:
     expect = sync_api.expect
     with sync_api.sync_playwright() as playwright:
         browser = _launch(playwright)
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})  # type: ignore[attr-defined]
+        context = browser.new_context(viewport={"width": 1280, "height": 1000})  # type: ignore[attr-defined]
+        context.route(
+            f"{PERFETTO_ORIGIN}/**",
+            lambda route: route.fulfill(status=200, body=PERFETTO_STUB, content_type="text/html"),
+        )
+        page = context.new_page()
         page.set_default_timeout(STEP_WAIT_MS)
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -283,6 +290,16 @@ def test_widget_in_jupyterlab(lab: str, tmp_path: Path) -> None:
         events = recfn.load(saved, as_pandas=True)
         assert list(events["name"].astype(str)).count("step") == 20
 
+        # "Open in Perfetto" posts the same file to the Perfetto UI after its PING/PONG.
+        with context.expect_page() as opened:
+            magic.locator(".recfn-tl-perfetto").click()
+        perfetto = opened.value
+        perfetto.wait_for_function("() => window.received !== undefined", timeout=STEP_WAIT_MS)
+        received = perfetto.evaluate("() => window.received")
+        assert received["fileName"] == "demo.json.gz"
+        assert gzip.decompress(bytes(received["bytes"])) == gzip.decompress(saved.read_bytes())
+        perfetto.close()
+
         round_trip = widget.get_attribute("data-round-trip-ms")
         print(f"zoom query round trip in the browser: {round_trip} ms")
         assert not [e for e in errors if "recfn" in e or "timeline" in e], errors
@@ -290,6 +307,16 @@ def test_widget_in_jupyterlab(lab: str, tmp_path: Path) -> None:
 
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
+# Answers PING with PONG and keeps what is posted, as the Perfetto UI's postMessage protocol does.
+PERFETTO_STUB = """<!doctype html><title>Perfetto stand-in</title><script>
+window.addEventListener("message", (event) => {
+  if (event.data === "PING") { event.source.postMessage("PONG", "*"); return; }
+  const trace = event.data && event.data.perfetto;
+  if (trace) {
+    window.received = {fileName: trace.fileName, bytes: Array.from(new Uint8Array(trace.buffer))};
+  }
+});
+</script>"""
 
 
 def test_exported_quickstart_shows_the_stand_in(
@@ -318,16 +345,22 @@ def test_exported_quickstart_shows_the_stand_in(
     expect = sync_api.expect
     with sync_api.sync_playwright() as playwright:
         browser = _launch(playwright)
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})  # type: ignore[attr-defined]
+        context = browser.new_context(viewport={"width": 1280, "height": 1000})  # type: ignore[attr-defined]
+        # No network here: the template's CDN scripts (require.js, MathJax) get an empty reply,
+        # and the Perfetto UI is a stand-in that speaks its postMessage protocol.
+        context.route(
+            re.compile(r"^https?://"),
+            lambda route: route.fulfill(status=200, body="", content_type="text/javascript"),
+        )
+        context.route(
+            f"{PERFETTO_ORIGIN}/**",
+            lambda route: route.fulfill(status=200, body=PERFETTO_STUB, content_type="text/html"),
+        )
+        page = context.new_page()
         page.set_default_timeout(STEP_WAIT_MS)
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
-        # No network here: the template's CDN scripts (require.js, MathJax) get an empty reply.
-        page.route(
-            re.compile(r"^https?://"),
-            lambda route: route.fulfill(status=200, body="", content_type="text/javascript"),
-        )
         page.goto(page_path.as_uri())
         stand_ins = page.locator(".recfn-fallback")
         expect(stand_ins).to_have_count(3)  # one per %%record_function cell
@@ -345,6 +378,18 @@ def test_exported_quickstart_shows_the_stand_in(
         expect(pictures.first).to_be_visible()
         assert pictures.count() >= 3
         expect(page.locator("table.recfn-summary").first).to_be_visible()
+        # "Open in Perfetto" opens the UI, waits for its PONG and posts the trace's bytes.
+        with context.expect_page() as opened:
+            first.locator(".recfn-perfetto").click()
+        perfetto = opened.value
+        perfetto.wait_for_function("() => window.received !== undefined", timeout=STEP_WAIT_MS)
+        received = perfetto.evaluate("() => window.received")
+        assert received["fileName"] == "plain_numpy.json.gz"
+        posted = tmp_path / "posted.json.gz"
+        posted.write_bytes(bytes(received["bytes"]))
+        events = recfn.load(posted, as_pandas=True)
+        assert "plain_numpy" in set(events["name"].astype(str))
+        perfetto.close()
         first.screenshot(path=str(tmp_path / "fallback.png"))
         if os.environ.get("RECFN_UPDATE_SCREENSHOT") == "1":
             (DOCS_PNG.parent / "fallback.png").write_bytes((tmp_path / "fallback.png").read_bytes())
