@@ -3,7 +3,8 @@
 A JupyterLab server starts on 127.0.0.1 in a temporary folder, a notebook runs ``%load_ext
 recfn`` + ``%%record_function`` and shows the widget for a generated trace, and the test checks
 what the page shows: the widget renders, wheel-zoom narrows the window (answered by the kernel),
-hovering a bar shows its tooltip, search highlights ranges, the call-tree toggle draws the tree.
+hovering a bar shows its tooltip, a click or a search highlights ranges, the call-tree toggle
+draws the tree, the memory lane has its tooltip, Download and Open in Perfetto hand over the trace.
 Every wait is for a condition, with a timeout. Skipped when chromium, Playwright or JupyterLab
 is missing. ``RECFN_UPDATE_SCREENSHOT=1`` also writes ``docs/widget.png`` and ``docs/fallback.png``.
 
@@ -252,8 +253,10 @@ def test_widget_in_jupyterlab(lab: str, tmp_path: Path) -> None:
 
         # Hover along the first lane's top row until a bar's tooltip shows.
         lane_top = box["y"] + 22 + 18 + 7  # axis, lane title, half a row
+        bar_x = box["x"]
         for step in range(60):
-            page.mouse.move(box["x"] + 160 + step * (box["width"] - 170) / 60, lane_top)
+            bar_x = box["x"] + 160 + step * (box["width"] - 170) / 60
+            page.mouse.move(bar_x, lane_top)
             if tip.is_visible() and "duration" in (tip.text_content() or ""):
                 break
         expect(tip).to_contain_text("duration")
@@ -262,6 +265,16 @@ def test_widget_in_jupyterlab(lab: str, tmp_path: Path) -> None:
         widget.screenshot(path=str(tmp_path / "widget.png"))
         if os.environ.get("RECFN_UPDATE_SCREENSHOT") == "1":
             DOCS_PNG.write_bytes((tmp_path / "widget.png").read_bytes())
+
+        # A click on a bar highlights every range of its name (and names it in the search box);
+        # a second click clears it.
+        page.mouse.click(bar_x, lane_top)
+        page.wait_for_function(
+            "(el) => Number(el.dataset.highlighted) > 0", arg=widget.element_handle()
+        )
+        assert widget.locator(".recfn-tl-search").input_value()
+        page.mouse.click(bar_x, lane_top)
+        expect(widget).to_have_attribute("data-highlighted", "0")
 
         # Search highlights every drawn range of the matching names.
         assert widget.get_attribute("data-highlighted") == "0"
