@@ -2,7 +2,9 @@
 """``%%record_function`` and ``%record_function``: profile a cell or a statement, show the result.
 
 The cell runs inside a USER_SCOPE range named NAME (default ``cell[<execution count>]``) under
-``recfn.profile``; then a header line, the summary table (HTML) and the timeline (PNG) are shown.
+``recfn.profile``; then a header line, the summary table (HTML), the interactive view (a widget
+in a live kernel, with an HTML stand-in for exported notebooks: ``fallback``) and the timeline
+(PNG) are shown, together within ``--max-output-bytes`` (1 MB by default).
 Zero-annotation default: without a trace flag, calls are traced ``ZERO_ANNOTATION_DEPTH`` (4)
 deep, the cell's own calls and the libraries they call, so plain code gets a call tree; the header
 says so. ``--no-trace-calls`` keeps only the cell's ranges, ``--trace-calls`` traces every depth.
