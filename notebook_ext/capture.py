@@ -9,6 +9,8 @@ swallows the exception: the caller decides how to show it.
 from __future__ import annotations
 
 import os
+import time
+import weakref
 from typing import Any, Optional
 
 import recfn
@@ -71,6 +73,7 @@ class Capture:
         self._range: Optional[recfn.record_function] = None
 
     def __enter__(self) -> Capture:
+        recording_costs()  # calibrated before the capture, once per process
         self._prof = start_profile(self.config)
         self._range = recfn.record_function(self.range_name)
         self._range.__enter__()
@@ -91,6 +94,7 @@ class Capture:
             error=describe_error(exc),
             execution_count=self.execution_count,
         )
+        _OVERHEAD[self.trace] = _estimate(self.trace, self.config)
 
 
 def describe_error(exc: Optional[BaseException]) -> Optional[str]:
@@ -102,3 +106,75 @@ def describe_error(exc: Optional[BaseException]) -> Optional[str]:
     if len(first) > 80:
         first = first[:77] + "..."
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+CALIBRATION_CALLS = 2_000
+_costs: Optional[tuple[float, float]] = None
+_OVERHEAD: weakref.WeakKeyDictionary[Trace, int] = weakref.WeakKeyDictionary()
+
+
+def _leaf() -> None:
+    pass
+
+
+def _calls(count: int) -> None:
+    for _ in range(count):
+        _leaf()
+
+
+def _ranges(count: int) -> None:
+    for _ in range(count):
+        with recfn.record_function("calibration"):
+            pass
+
+
+def _extra_ns(run: Any, **options: Any) -> float:
+    """Nanoseconds per step that ``run`` takes longer under a profile with ``options``
+    (best of three, so a busy machine inflates it less)."""
+    best = float("inf")
+    for _ in range(3):
+        began = time.perf_counter_ns()
+        run(CALIBRATION_CALLS)
+        plain = time.perf_counter_ns() - began
+        with recfn.profile(max_events=4 * CALIBRATION_CALLS, **options):
+            began = time.perf_counter_ns()
+            run(CALIBRATION_CALLS)
+            profiled = time.perf_counter_ns() - began
+        best = min(best, max(profiled - plain, 0) / CALIBRATION_CALLS)
+    return best
+
+
+def recording_costs() -> tuple[float, float]:
+    """What one recorded range and one traced call cost in this process, in ns (measured on the
+    first call: a few milliseconds); (0, 0) when a profiler already runs here."""
+    global _costs
+    if _costs is None:
+        try:
+            _costs = (_extra_ns(_ranges), _extra_ns(_calls, trace_calls=True))
+        except RuntimeError:  # a profiler is running: the capture will say so
+            return 0.0, 0.0
+    return _costs
+
+
+def _estimate(trace: Trace, config: ProfilerConfig) -> int:
+    import pyarrow.compute as pc
+
+    per_range, per_call = recording_costs()
+    table = trace.table
+    if not table.num_rows:
+        return 0
+    ranges = pc.sum(pc.equal(table.column("kind"), "range")).as_py() or 0
+    calls = 0
+    if config.trace_calls:
+        calls = pc.sum(pc.equal(table.column("scope"), "function")).as_py() or 0
+        ranges -= min(calls, ranges)
+    return int(ranges * per_range + calls * per_call)
+
+
+def estimated_overhead_ns(trace: Trace) -> Optional[int]:
+    """A lower bound of the recording overhead of a trace captured here: its ranges times the
+    calibrated cost of one (``recording_costs``). With ``trace_calls`` every call below the depth
+    bound or outside the patterns still runs the tracer's callback, which this does not count
+    (on pandas code at depth 4 that is most of it: see benchmarks/bench_notebook.py).
+    None for traces not captured in this process."""
+    return _OVERHEAD.get(trace)

@@ -22,15 +22,17 @@ import os
 import runpy
 import sys
 import traceback
+import types
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Optional
 
 from recfn.errors import TraceFormatError
 from recfn.notebook_ext.options import (
+    ZERO_ANNOTATION_DEPTH,
     OptionError,
     add_capture_options,
-    config_from_args,
+    front_end_config,
     split_options,
 )
 from recfn.options import ProfilerConfig
@@ -98,7 +100,9 @@ def build_parser() -> _Parser:
         help="profile a Python script",
         description="Run SCRIPT with ARGS under the recfn profiler: its __main__ in a USER_SCOPE "
         "range, plus every range it records. recfn's options may come before or after the "
-        "script; put `--` before script arguments that collide with them.",
+        "script; put `--` before script arguments that collide with them. Without a trace flag, "
+        f"calls are traced {ZERO_ANNOTATION_DEPTH} deep (--no-trace-calls: only the script's "
+        "own ranges; --trace-calls: every depth).",
         allow_abbrev=False,
     )
     _add_run_options(run)
@@ -276,7 +280,7 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
         _check_image_path(args.timeline, "--timeline")
     _positive(args.top, "--top")
     try:
-        config = config_from_args(args)
+        config = front_end_config(args)
     except OptionError as exc:
         raise CLIError(f"run: {exc}", EXIT_USAGE) from None
 
@@ -306,8 +310,11 @@ def _run_script(capture: Any, script: str, script_args: list[str]) -> int:
     sys.argv = [script, *script_args]
     sys.path.insert(0, path if os.path.isdir(path) else os.path.dirname(path))
     try:
-        with capture:
-            runpy.run_path(path, run_name="__main__")
+        if os.path.isdir(path):
+            with capture:
+                runpy.run_path(path, run_name="__main__")
+        else:
+            _run_file(capture, path)
         return EXIT_OK
     except SystemExit as exc:
         return _exit_code(exc.code)
@@ -319,6 +326,24 @@ def _run_script(capture: Any, script: str, script_args: list[str]) -> int:
         return EXIT_FAILURE
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def _run_file(capture: Any, path: str) -> None:
+    """``runpy.run_path`` for a file, its reading and compiling done before the capture starts,
+    so traced calls begin at the script's own code."""
+    with open(path, "rb") as source:
+        code = compile(source.read(), path, "exec")
+    module = types.ModuleType("__main__")
+    module.__dict__.update(__file__=path, __cached__=None, __loader__=None, __package__=None)
+    module.__dict__["__spec__"] = None
+    saved_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        with capture:
+            exec(code, module.__dict__)
+    finally:
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
 
 
 def _exit_code(code: object) -> int:

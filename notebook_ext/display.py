@@ -14,8 +14,10 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
-from recfn.notebook_ext.options import config_flags
-from recfn.notebook_ext.widget import show_widget
+from recfn.notebook_ext.capture import estimated_overhead_ns
+from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET
+from recfn.notebook_ext.options import ZERO_ANNOTATION_DEPTH, config_flags, is_zero_annotation
+from recfn.notebook_ext.widget import make_widget
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 TIMELINE_WIDTH_IN = 10.0
 TIMELINE_DPI = 96
+PICTURE_RESERVE = 250_000
+"""Bytes of the output budget kept for the timeline PNG (base64) when the HTML view is sized."""
 
 _STYLE = (
     "<style>"
@@ -64,8 +68,10 @@ def format_count(count: Any) -> str:
 
 
 def header_text(trace: Trace) -> str:
-    """One line: name, wall time, events, threads, dropped, the capture options that differ from
-    the defaults (as flags), and how the cell ended."""
+    """One line: name, wall time, events, threads, dropped, the recording overhead (at least: see
+    ``estimated_overhead_ns``), the
+    capture options that differ from the defaults (as flags; the zero-annotation default in
+    words), and how the cell ended."""
     parts = [
         f"recfn · {trace.name}",
         f"{format_ns(trace.wall_ns)} wall",
@@ -73,11 +79,19 @@ def header_text(trace: Trace) -> str:
         f"{trace.threads} thread{'s' if trace.threads != 1 else ''}",
         f"{trace.dropped_events:,} dropped",
     ]
+    overhead = estimated_overhead_ns(trace)
+    if overhead is not None:
+        share = overhead / trace.wall_ns if trace.wall_ns else 0.0
+        parts.append(f"≥{format_ns(overhead)} recording overhead ({share:.0%})")
     config = trace.config
+    skip = ["sampling_prob"]
+    if is_zero_annotation(config):
+        parts.append(f"calls traced {ZERO_ANNOTATION_DEPTH} deep (--no-trace-calls: off)")
+        skip += ["trace_calls", "trace_max_depth", "trace_exclude"]
     sample = config.get("sampling_prob", 1.0)
     if isinstance(sample, (int, float)) and sample < 1.0:
         parts.append(f"ranges sampled at {sample:.0%}")
-    flags = config_flags(config, skip=("sampling_prob",))
+    flags = config_flags(config, skip=skip)
     if flags:
         parts.append(" ".join(flags))
     if len(trace.cells) > 1:
@@ -149,10 +163,15 @@ def _summary_or_note(trace: Trace, top: int) -> tuple[Optional[pd.DataFrame], st
     return summary_for_display(summary), ""
 
 
+def header_html(trace: Trace) -> str:
+    """The header line as HTML (red when the cell was interrupted)."""
+    header_class = "recfn-header recfn-interrupted" if trace.error else "recfn-header"
+    return f'{_STYLE}<div class="{header_class}"><b>{html.escape(header_text(trace))}</b></div>'
+
+
 def trace_html(trace: Trace, top: int = 15) -> str:
     """Header line and the top ``top`` summary rows as an HTML table."""
-    header_class = "recfn-header recfn-interrupted" if trace.error else "recfn-header"
-    parts = [_STYLE, f'<div class="{header_class}"><b>{html.escape(header_text(trace))}</b></div>']
+    parts = [header_html(trace)]
     table, note = _summary_or_note(trace, top)
     if table is None:
         parts.append(f"<p>{html.escape(note)}</p>")
@@ -219,20 +238,93 @@ def wants_png(shell: Any) -> bool:
     return active is None or "image/png" in active
 
 
-def show(trace: Trace, *, shell: Any, timeline: bool = True) -> None:
-    """Publish the trace (HTML + text) and, when wanted, its timeline as a separate PNG output."""
+def bundle_size(bundle: dict[str, Any]) -> int:
+    """Bytes a display bundle takes in a saved notebook (its values as stored: text, base64)."""
+    import json
+
+    size = 0
+    for value in bundle.values():
+        if isinstance(value, bytes):
+            size += (len(value) + 2) // 3 * 4
+        elif isinstance(value, str):
+            size += len(value.encode())
+        else:
+            size += len(json.dumps(value))
+    return size
+
+
+def widget_bundle(widget: Any) -> dict[str, Any]:
+    """The display bundle of ``widget`` (its view reference), empty for None."""
+    bundle = widget._repr_mimebundle_() if widget is not None else None
+    if isinstance(bundle, tuple):  # (data, metadata)
+        bundle = bundle[0]
+    return dict(bundle or {})
+
+
+def show(
+    trace: Trace,
+    *,
+    shell: Any,
+    timeline: bool = True,
+    budget: int = DEFAULT_OUTPUT_BUDGET,
+    saved_path: Optional[str] = None,
+) -> int:
+    """Publish the trace: header and summary (HTML + text); then, when the frontend shows images
+    and ``timeline`` is on, the interactive view (a widget when a kernel can run one) with its
+    HTML stand-in (``fallback``), and the timeline PNG. All of it stays within ``budget`` bytes:
+    the stand-in gets what the table leaves less ``PICTURE_RESERVE``, the picture is left out
+    when it does not fit what is left. Returns the bytes published.
+
+    With a widget the header goes out first and the widget right after it; the summary table
+    and the stand-in then fill those outputs in place (``update_display``), so a large trace's
+    view paints without waiting for the table.
+    """
     from IPython.display import display
 
-    display(trace)  # type: ignore[no-untyped-call]
+    from recfn.notebook_ext.fallback import fallback_html
+
+    summary_handle = None
+    widget = make_widget(trace, shell) if timeline and wants_png(shell) else None
+    view = widget_bundle(widget)
+    view["text/plain"] = f"<recfn view of {trace.name}>"
+    view_handle = None
+    if widget is not None:
+        header = {"text/html": header_html(trace), "text/plain": header_text(trace)}
+        summary_handle = display(header, raw=True, display_id=True)  # type: ignore[no-untyped-call]
+        view_handle = display(view, raw=True, display_id=True)  # type: ignore[no-untyped-call]
+    summary = {"text/html": trace_html(trace), "text/plain": trace_text(trace)}
+    if summary_handle is not None:
+        summary_handle.update(summary, raw=True)
+    else:
+        display(summary, raw=True)  # type: ignore[no-untyped-call]
+    used = bundle_size(summary)
     if not (timeline and wants_png(shell)):
-        return
-    show_widget(trace, shell)  # the interactive view, when a kernel with widgets runs this
+        return used
+    room = budget - used - bundle_size(view) - min(PICTURE_RESERVE, budget // 4)
+    try:
+        view["text/html"] = fallback_html(
+            trace, room, index=getattr(widget, "index", None), saved_path=saved_path
+        )
+    except Exception as exc:  # the table is already there; say why this is missing
+        print(f"recfn: no HTML view: {type(exc).__name__}: {exc}", file=sys.stderr)
+    if view_handle is not None:
+        view_handle.update(view, raw=True)
+    elif view.get("text/html"):
+        display(view, raw=True)  # type: ignore[no-untyped-call]
+    if view_handle is not None or view.get("text/html"):
+        used += bundle_size(view)
     try:
         png = timeline_png(trace)
     except Exception as exc:  # a drawing problem must not hide the captured result
         print(f"recfn: timeline not drawn: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return
-    display(  # type: ignore[no-untyped-call]
-        {"image/png": png, "text/plain": f"<recfn timeline of {trace.name}>"},
-        raw=True,
-    )
+        return used
+    picture = {"image/png": png, "text/plain": f"<recfn timeline of {trace.name}>"}
+    if used + bundle_size(picture) > budget:
+        print(
+            f"recfn: timeline picture left out: over the cell output budget ({budget:,} bytes; "
+            "--max-output-bytes)",
+            file=sys.stderr,
+        )
+        return used
+    display(picture, raw=True)  # type: ignore[no-untyped-call]
+    return used + bundle_size(picture)

@@ -2,7 +2,12 @@
 """``%%record_function`` and ``%record_function``: profile a cell or a statement, show the result.
 
 The cell runs inside a USER_SCOPE range named NAME (default ``cell[<execution count>]``) under
-``recfn.profile``; then a header line, the summary table (HTML) and the timeline (PNG) are shown.
+``recfn.profile``; then a header line, the summary table (HTML), the interactive view (a widget
+in a live kernel, with an HTML stand-in for exported notebooks: ``fallback``) and the timeline
+(PNG) are shown, together within ``--max-output-bytes`` (1 MB by default).
+Zero-annotation default: without a trace flag, calls are traced ``ZERO_ANNOTATION_DEPTH`` (4)
+deep, the cell's own calls and the libraries they call, so plain code gets a call tree; the header
+says so. ``--no-trace-calls`` keeps only the cell's ranges, ``--trace-calls`` traces every depth.
 If the cell raises (KeyboardInterrupt included) what was captured is still kept and shown,
 marked as interrupted, and the exception then propagates so the traceback shows as usual.
 """
@@ -14,6 +19,7 @@ import keyword
 import os
 import shlex
 import sys
+from argparse import ArgumentTypeError
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -23,10 +29,11 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from recfn.notebook_ext.capture import Capture, CaptureError, check_output_path
 from recfn.notebook_ext.display import show
+from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET
 from recfn.notebook_ext.options import (
     OptionError,
     argument_specs,
-    config_from_args,
+    front_end_config,
     split_options,
 )
 from recfn.notebook_ext.session import current_session
@@ -39,10 +46,20 @@ def _parse_options(parser: Any, argv: list[str]) -> Any:
     """Parse the magic's options; the capture options become ``args.config``."""
     args = parser.parse_args(argv)
     try:
-        args.config = config_from_args(args)
+        args.config = front_end_config(args)
     except OptionError as exc:
         raise UsageError(f"%{MAGIC_NAME}: {exc}") from None
     return args
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ArgumentTypeError(f"expects an integer, got {text!r}") from None
+    if value <= 0:
+        raise ArgumentTypeError(f"must be positive, got {value}")
+    return value
 
 
 def _split_cell_line(line: str) -> list[str]:
@@ -69,7 +86,19 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         argument(
             "--quiet", action="store_true", help="show nothing (still stored, --output applies)"
         ),
-        argument("--no-timeline", action="store_true", help="skip the timeline PNG"),
+        argument(
+            "--no-timeline",
+            action="store_true",
+            help="skip the timeline: the interactive view, its HTML stand-in and the PNG",
+        ),
+        argument(
+            "--max-output-bytes",
+            type=_positive_int,
+            default=DEFAULT_OUTPUT_BUDGET,
+            metavar="N",
+            help="bytes the cell's outputs may take in the notebook; parts that do not fit "
+            f"(the embedded trace first) are left out (default {DEFAULT_OUTPUT_BUDGET:,})",
+        ),
         *reversed(capture_options),
         argument("--var", metavar="NAME", help="store the events DataFrame in variable NAME"),
         argument(
@@ -167,7 +196,8 @@ class RecordFunctionMagics(Magics):
     def record_function(self, line: str, cell: Optional[str] = None) -> Any:
         """Profile a cell (``%%record_function [NAME] [options]``) or one statement
         (``%record_function [options] STATEMENT``) with recfn and show the result inline: a header
-        line, the summary table and the timeline. ``%record_function --last`` shows the last
+        line, the summary table and the timeline. Calls are traced 4 deep unless a trace flag says
+        otherwise (``--no-trace-calls``: only the cell's own ranges). ``%record_function --last`` shows the last
         result again; ``%record_function --reset`` clears the session (``recfn.session()``).
         """
         __tracebackhide__ = True
@@ -205,7 +235,12 @@ class RecordFunctionMagics(Magics):
             if trace is None:
                 raise UsageError("no profiled cell yet: run %%record_function first")
             if not args.quiet:
-                show(trace, shell=self.ip, timeline=not args.no_timeline)
+                show(
+                    trace,
+                    shell=self.ip,
+                    timeline=not args.no_timeline,
+                    budget=args.max_output_bytes,
+                )
             return None
         if not statement.strip():
             raise UsageError(
@@ -246,12 +281,12 @@ class RecordFunctionMagics(Magics):
         capture = Capture(name, args.config, execution_count=self._cell_number())
         error: Optional[BaseException] = None
         result: Any = None
-        user_ns = self.ip.user_ns
+        user_ns, global_ns = self.ip.user_ns, self.ip.user_global_ns  # not traced as the cell's
         try:
             with capture:
-                exec(body, self.ip.user_global_ns, user_ns)
+                exec(body, global_ns, user_ns)
                 if last_expr is not None:
-                    result = eval(last_expr, self.ip.user_global_ns, user_ns)
+                    result = eval(last_expr, global_ns, user_ns)
         except CaptureError as exc:
             raise UsageError(str(exc)) from None
         except BaseException as exc:  # KeyboardInterrupt too: keep and show what was captured
@@ -303,7 +338,13 @@ class RecordFunctionMagics(Magics):
             except (OSError, ValueError) as exc:
                 print(f"recfn: could not save the trace to {args.output!r}: {exc}", file=sys.stderr)
         if not args.quiet:
-            show(trace, shell=self.ip, timeline=not args.no_timeline)
+            show(
+                trace,
+                shell=self.ip,
+                timeline=not args.no_timeline,
+                budget=args.max_output_bytes,
+                saved_path=args.output,
+            )
             if args.append:
                 print(f"recfn: appended; session trace: {kept.header()}")
 
@@ -311,8 +352,11 @@ class RecordFunctionMagics(Magics):
 def register(ipython: Any) -> None:
     """Register the magics on ``ipython`` and make sure ``df.recfn`` exists."""
     import recfn.analysis as analysis  # noqa: F401  (registers the df.recfn accessor for --var frames)
+    from recfn.notebook_ext.widget import can_show
 
     ipython.register_magics(RecordFunctionMagics)
+    if can_show(ipython):  # import the widget now, not in the first profiled cell's first paint
+        import recfn.notebook_ext.widget.view  # noqa: F401
 
 
 def unregister(ipython: Any) -> None:

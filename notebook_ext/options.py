@@ -22,6 +22,12 @@ from recfn.options import (
     option_specs,
 )
 
+ZERO_ANNOTATION_DEPTH = 4
+"""Traced-call depth when the magic or ``recfn run`` gets no ``--trace-calls`` flag: the cell's
+or script's own calls and three levels of the libraries they call."""
+ZERO_ANNOTATION_EXCLUDE = ("__main__::<module>",)
+"""The cell's or script's own module body: the outer range already stands for it."""
+
 
 class OptionError(ValueError):
     """A flag's value that ProfilerConfig refused; the message names the flag."""
@@ -128,6 +134,50 @@ def config_from_args(
         for spec in option_specs():
             message = message.replace(f"ProfilerConfig.{spec.name}", flag_name(spec))
         raise OptionError(message) from None
+
+
+def zero_annotation_base(
+    args: argparse.Namespace | Mapping[str, Any],
+) -> Optional[ProfilerConfig]:
+    """The base configuration of the magic and ``recfn run``: calls traced ``ZERO_ANNOTATION_DEPTH``
+    deep, so plain code without ranges of its own still shows where its time goes.
+
+    None (the library's defaults) when the flags decide about tracing: ``--trace-calls`` (then
+    every depth, as ``recfn.profile(trace_calls=True)``), ``--no-trace-calls``, or
+    ``--record-scopes`` without ``function``.
+    """
+    values = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
+    if values.get("trace_calls") is not None:
+        return None
+    scopes = [item.lower() for chunk in values.get("record_scopes") or () for item in chunk]
+    if scopes and "function" not in scopes:
+        return None
+    return ProfilerConfig(
+        trace_calls=True,
+        trace_max_depth=ZERO_ANNOTATION_DEPTH,
+        trace_exclude=ZERO_ANNOTATION_EXCLUDE,
+    )
+
+
+def front_end_config(args: argparse.Namespace) -> ProfilerConfig:
+    """The configuration the magic's or ``recfn run``'s flags ask for, over
+    ``zero_annotation_base`` (``--trace-exclude`` patterns add to its exclusion)."""
+    base = zero_annotation_base(args)
+    config = config_from_args(args, base=base)
+    if base is not None and config.trace_exclude != base.trace_exclude:
+        patterns = (*ZERO_ANNOTATION_EXCLUDE, *(config.trace_exclude or ()))
+        config = ProfilerConfig.from_options({"trace_exclude": patterns}, base=config)
+    return config
+
+
+def is_zero_annotation(config: Mapping[str, Any]) -> bool:
+    """Whether a stored configuration (``Trace.config``) traced calls by the front ends' default."""
+    return (
+        config.get("trace_calls") is True
+        and config.get("trace_max_depth") == ZERO_ANNOTATION_DEPTH
+        and not config.get("trace_include")
+        and list(config.get("trace_exclude") or ()) == list(ZERO_ANNOTATION_EXCLUDE)
+    )
 
 
 def config_flags(config: Mapping[str, Any], skip: Sequence[str] = ()) -> list[str]:

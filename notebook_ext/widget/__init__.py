@@ -1,15 +1,15 @@
 """The interactive timeline: a level-of-detail engine over the event table (``lod``) and an
 anywidget view that asks it for what its viewport shows (``view.TimelineWidget``).
 
-``timeline_widget(trace)`` builds the view; ``show_widget`` is what the magic calls after its
-static output. anywidget is imported only there, so the rest of the extension works without it.
+``timeline_widget(trace)`` builds the view; ``make_widget`` is what the magic's display calls.
+anywidget is imported only there, so the rest of the extension works without it.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
     from recfn.notebook_ext.widget.view import TimelineWidget
@@ -27,7 +27,7 @@ def timeline_widget(trace: Any) -> TimelineWidget:
         )
     from recfn.notebook_ext.widget.view import TimelineWidget
 
-    return TimelineWidget(table)
+    return TimelineWidget(table, name=str(getattr(trace, "name", "trace")))
 
 
 def can_show(shell: Any) -> bool:
@@ -38,17 +38,14 @@ def can_show(shell: Any) -> bool:
     )
 
 
-def show_widget(trace: Any, shell: Any) -> None:
-    """Display the interactive view of ``trace`` below the static output, when ``can_show``."""
+def make_widget(trace: Any, shell: Any) -> Optional[TimelineWidget]:
+    """The interactive view of ``trace`` for the magic, when ``can_show`` and it has events."""
     if not can_show(shell) or getattr(trace, "table", None) is None or not trace.table.num_rows:
-        return
-    from IPython.display import display
-
+        return None
     try:
-        widget = timeline_widget(trace)
-    except Exception as exc:  # the static output is already there; say why this is missing
+        return timeline_widget(trace)
+    except Exception as exc:  # the static output is shown anyway; say why this is missing
         print(
             f"recfn: interactive timeline not shown: {type(exc).__name__}: {exc}", file=sys.stderr
         )
-        return
-    display(widget)  # type: ignore[no-untyped-call]
+        return None

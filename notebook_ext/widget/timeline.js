@@ -8,6 +8,7 @@ const AXIS_H = 22;
 const ROW_H = 16;
 const LANE_GAP = 18; // lane title band
 const MEMORY_H = 44;
+const PERFETTO_ORIGIN = "https://ui.perfetto.dev";
 const TREE_ROW_H = 18;
 const MIN_SPAN_NS = 50;
 
@@ -79,7 +80,11 @@ function render({ model, el: host }) {
   const toggle = el("button", "recfn-tl-toggle", "Call tree");
   const reset = el("button", "recfn-tl-reset", "Reset zoom");
   const where = el("span", "recfn-tl-where");
-  bar.append(search, toggle, reset, where);
+  const download = el("button", "recfn-tl-download", "Download trace");
+  const perfetto = el("button", "recfn-tl-perfetto", "Open in Perfetto");
+  download.title = "the trace as Chrome/Perfetto JSON (.json.gz)";
+  perfetto.title = "open the trace in the Perfetto UI (a new tab)";
+  bar.append(search, toggle, reset, download, perfetto, where);
   const scroller = el("div", "recfn-tl-scroll");
   const canvas = el("canvas", "recfn-tl-canvas");
   const tip = el("div", "recfn-tl-tip");
@@ -98,6 +103,8 @@ function render({ model, el: host }) {
     y = top + height + 6;
   }
   const timelineHeight = y + 4;
+  const memoryLane = lanes.find((lane) => lane.kind === "memory");
+  if (memoryLane) root.dataset.memoryTop = String(memoryLane.top + memoryLane.height / 2);
 
   function learn(response) {
     for (const [id, name] of Object.entries(response.names || {})) names.set(Number(id), name);
@@ -111,14 +118,14 @@ function render({ model, el: host }) {
     return id;
   }
 
-  model.on("msg:custom", (msg) => {
+  model.on("msg:custom", (msg, buffers) => {
     const callback = pending.get(msg.id);
     pending.delete(msg.id);
     if (msg.error) {
       where.textContent = `recfn: ${msg.error}`;
       return;
     }
-    if (callback) callback(msg.result, msg.id);
+    if (callback) callback(msg.result, msg.id, buffers || []);
   });
 
   let queryTimer = null;
@@ -276,6 +283,7 @@ function render({ model, el: host }) {
     ctx.restore();
     root.dataset.highlighted = String(lit);
     root.dataset.ranges = String(r.row.length);
+    root.dataset.memoryLanes = String(view.memory.length);
   }
 
   // -- call tree (icicle): x = share of the total, y = depth ---------------------------------
@@ -556,6 +564,48 @@ function render({ model, el: host }) {
         draw();
       });
     }, 120);
+  });
+
+  // The trace as .json.gz, from the kernel, as a download or handed to the Perfetto UI with its
+  // postMessage protocol (PING until PONG, then the buffer).
+  function exportTrace(then) {
+    where.textContent = "recfn: preparing the trace…";
+    send({ type: "export" }, (result, _id, buffers) => {
+      const buf = buffers[0];
+      const bytes =
+        buf instanceof DataView
+          ? new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength)
+          : new Uint8Array(buf);
+      root.dataset.exportBytes = String(bytes.length);
+      where.textContent = "";
+      then(result.file, bytes.slice());
+    });
+  }
+  download.addEventListener("click", () => {
+    exportTrace((file, bytes) => {
+      const url = URL.createObjectURL(new Blob([bytes], { type: "application/gzip" }));
+      const link = document.createElement("a");
+      link.href = url;
+      link.download = file;
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    });
+  });
+  perfetto.addEventListener("click", () => {
+    const ui = window.open(PERFETTO_ORIGIN); // now, while the click still allows a new tab
+    if (!ui) return;
+    exportTrace((file, bytes) => {
+      const timer = setInterval(() => ui.postMessage("PING", PERFETTO_ORIGIN), 100);
+      window.addEventListener("message", function answer(event) {
+        if (event.source !== ui || event.data !== "PONG") return;
+        clearInterval(timer);
+        window.removeEventListener("message", answer);
+        const message = { perfetto: { buffer: bytes.buffer, title: file, fileName: file } };
+        ui.postMessage(message, PERFETTO_ORIGIN);
+      });
+    });
   });
 
   toggle.addEventListener("click", () => {

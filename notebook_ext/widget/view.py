@@ -3,7 +3,8 @@
 The initial state is only the lanes and the first level-of-detail response for the whole trace,
 held under ``INITIAL_STATE_BUDGET`` bytes; every zoom, pan, hover, search or call-tree request is
 a custom message (``{"type": "query" | "detail" | "search" | "tree", "id": n, ...}``) answered
-with ``{"id": n, "result": ...}`` or ``{"id": n, "error": "..."}``.
+with ``{"id": n, "result": ...}`` or ``{"id": n, "error": "..."}``; ``{"type": "export"}`` is
+answered with the trace as a ``.json.gz`` in the reply's binary buffer (download, Perfetto).
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ class TimelineWidget(anywidget.AnyWidget):
     view = traitlets.Dict().tag(sync=True)
     tree = traitlets.Dict().tag(sync=True)  # empty: the view asks for it on first toggle
 
-    def __init__(self, table: pa.Table, *, width_px: int = INITIAL_WIDTH_PX) -> None:
+    def __init__(
+        self, table: pa.Table, *, width_px: int = INITIAL_WIDTH_PX, name: str = "trace"
+    ) -> None:
         if not isinstance(table, pa.Table):
             raise TypeError(f"TimelineWidget needs a pyarrow.Table, got {type(table).__name__}")
         index = TimelineIndex(table)
@@ -44,6 +47,8 @@ class TimelineWidget(anywidget.AnyWidget):
             view = first_view(index, width_px)
         super().__init__(info=info, view=view)
         self.index = index
+        self._table = table
+        self.trace_name = name
         self.on_msg(self._answer)
 
     def initial_state_size(self) -> int:
@@ -71,6 +76,25 @@ class TimelineWidget(anywidget.AnyWidget):
             return self.index.call_tree()
         raise QueryError(f"unknown request type {kind!r}; expected query, detail, search or tree")
 
+    def export(self) -> tuple[str, bytes]:
+        """The trace as gzipped Chrome/Perfetto JSON and a file name for it: what the view's
+        "Download trace" and "Open in Perfetto" buttons ask for."""
+        from recfn.notebook_ext.export import chrome_gz, file_stem
+        from recfn.trace import Trace
+
+        trace = Trace(self._table, name=self.trace_name)
+        return f"{file_stem(self.trace_name)}.json.gz", chrome_gz(trace)
+
     def _answer(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict):
-            self.send(self.handle(content))
+        if not isinstance(content, dict):
+            return
+        if content.get("type") == "export":  # the file travels as a binary buffer
+            try:
+                file_name, data = self.export()
+            except (OSError, ValueError) as exc:
+                self.send({"id": content.get("id"), "error": f"{type(exc).__name__}: {exc}"})
+                return
+            reply = {"id": content.get("id"), "result": {"file": file_name, "bytes": len(data)}}
+            self.send(reply, buffers=[data])
+            return
+        self.send(self.handle(content))

@@ -132,6 +132,7 @@ def script(tmp_path: Path) -> Path:
 def test_run_profiles_a_script_and_writes_trace_and_timeline(script: Path, tmp_path: Path):
     proc = recfn_cli(
         "run", script, "a", "-b", "--c=1", "-o", "t.parquet", "--shapes", "--timeline", "t.png",
+        "--no-trace-calls",
         cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -149,7 +150,7 @@ def test_run_profiles_a_script_and_writes_trace_and_timeline(script: Path, tmp_p
 
 def test_run_options_fill_their_columns(script: Path, tmp_path: Path):
     proc = recfn_cli(
-        "run", "--memory", "--stack", "--flops", "--max-events", "100000", "-q",
+        "run", "--memory", "--stack", "--flops", "--max-events", "100000", "-q", "--no-trace-calls",
         script, "-o", "t.parquet", cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -393,3 +394,16 @@ def test_main_returns_codes_in_process(demo_dir: Path, capsys: pytest.CaptureFix
     assert main(["summary", str(demo_dir / "demo.parquet"), "--by", "nope"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 3 and all(line.startswith("recfn: error: ") for line in err)
+
+
+def test_run_traces_a_plain_script_four_deep_by_default(tmp_path: Path):
+    script = tmp_path / "plain.py"
+    script.write_text("def down(n):\n    return 0 if n == 0 else down(n - 1)\n\ndown(10)\n")
+    proc = recfn_cli("run", script, "-o", "t.parquet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "calls traced 4 deep" in proc.stderr
+    df = recfn.load(tmp_path / "t.parquet", as_pandas=True)
+    assert list(df.loc[df["scope"] == "function", "name"]) == ["__main__::down"] * 4
+    proc = recfn_cli("run", script, "-o", "t.parquet", "--force", "--no-trace-calls", cwd=tmp_path)
+    df = recfn.load(tmp_path / "t.parquet", as_pandas=True)
+    assert proc.returncode == 0 and (df["scope"] != "function").all()

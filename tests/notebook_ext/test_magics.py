@@ -29,8 +29,9 @@ def test_cell_shows_header_html_table_and_png(shell):
     run = shell.run(f"%%record_function\n{NESTED_CELL}")
     assert run.error is None
     html = run.mime("text/html")
-    assert len(html) == 1
+    assert len(html) == 2  # the summary, and the stand-in for the interactive view
     assert "<table" in html[0] and "outer" in html[0] and "inner" in html[0]
+    assert "recfn-fallback" in html[1]
     count = shell.ip.execution_count - 1
     assert f"recfn · cell[{count}]" in html[0]
     pngs = run.mime("image/png")
@@ -40,7 +41,7 @@ def test_cell_shows_header_html_table_and_png(shell):
 
 
 def test_cell_range_is_a_user_scope_root_around_the_cell(shell):
-    run = shell.run(f"%%record_function train_loop --var df\n{NESTED_CELL}")
+    run = shell.run(f"%%record_function train_loop --var df --no-trace-calls\n{NESTED_CELL}")
     assert run.error is None
     df = shell.ns["df"]
     root = df[df["name"] == "train_loop"]
@@ -89,7 +90,7 @@ def test_save_writes_parquet_and_chrome_json(shell, tmp_path):
         ("--max-events 0", "--max-events must be positive"),
         ("--max-events lots", "expects an integer"),
         ("--record-scopes function,nope", "unknown RecordScope name 'nope'"),
-        ("--trace-c-calls", "needs trace_calls"),
+        ("--no-trace-calls --trace-c-calls", "needs trace_calls"),
         ("--trace-max-depth 0", "at least 1"),
         ("--bogus", "unrecognized"),
         ("--last", "line magic"),
@@ -111,7 +112,10 @@ a, b = np.ones((4, 5)), np.ones((5, 6))
 with recfn.record_function_fast("matmul", (a, b)):
     c = [bytearray(1000) for _ in range(10)]
 """
-    run = shell.run(f"%%record_function --var df --shapes --memory --stack --flops --quiet\n{cell}")
+    run = shell.run(
+        f"%%record_function --var df --shapes --memory --stack --flops --quiet --no-trace-calls\n"
+        f"{cell}"
+    )
     assert run.error is None
     df = shell.ns["df"]
     for column in ("input_shapes", "input_dtypes", "stack", "memory_bytes", "flops"):
@@ -429,3 +433,43 @@ def test_unload_and_reload_extension(shell):
     finally:
         ip.run_line_magic("load_ext", "recfn")
     assert shell.run(f"%%record_function --quiet\n{NESTED_CELL}").error is None
+
+
+DEEP_CELL = """\
+def down(n):
+    return 0 if n == 0 else down(n - 1)
+down(10)
+"""
+
+
+def traced(df: pd.DataFrame) -> pd.DataFrame:
+    return df[(df["kind"] == "range") & (df["scope"] == "function")]
+
+
+def test_plain_code_gets_its_calls_traced_four_deep_by_default(shell):
+    run = shell.run(f"%%record_function --var df\n{DEEP_CELL}")
+    assert run.error is None
+    calls = traced(shell.ns["df"])
+    assert list(calls["name"]) == ["__main__::down"] * 4  # the cell's call and 3 nested, no more
+    assert sorted(calls["depth"]) == [1, 2, 3, 4]  # under the cell's range, no <module> row
+    header = run.mime("text/html")[0]
+    assert "calls traced 4 deep (--no-trace-calls: off)" in header
+    assert "recording overhead" in header
+    assert "__main__::down" in header  # the summary table is useful without annotations
+
+
+def test_trace_flags_decide_over_the_default(shell):
+    assert (
+        shell.run(f"%%record_function --var df --quiet --no-trace-calls\n{DEEP_CELL}").error is None
+    )
+    assert traced(shell.ns["df"]).empty
+    assert shell.run(f"%%record_function --var df --quiet --trace-calls\n{DEEP_CELL}").error is None
+    assert len(traced(shell.ns["df"]).query("name == '__main__::down'")) == 11  # every depth
+    assert "calls traced" not in get_session().last.header()
+    assert (
+        shell.run(f"%%record_function --var df --quiet --trace-max-depth 2\n{DEEP_CELL}").error
+        is None
+    )
+    assert len(traced(shell.ns["df"])) == 2
+    run = shell.run(f"%%record_function --var df --quiet --record-scopes user_scope\n{DEEP_CELL}")
+    assert run.error is None and traced(shell.ns["df"]).empty

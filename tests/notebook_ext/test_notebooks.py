@@ -63,9 +63,11 @@ def test_notebooks_are_committed_without_outputs(name: str):
 def test_quickstart(tmp_path: Path, checkout_env: dict[str, str]):
     notebook = execute("quickstart.ipynb", tmp_path, checkout_env)
     cells = magic_cells(notebook)
-    assert len(cells) == 2
+    assert len(cells) == 3
     for cell in cells:
         assert_magic_output(cell)
+    plain = next(o.data["text/html"] for o in cells[0].outputs if "text/html" in o.get("data", {}))
+    assert "calls traced 4 deep" in plain and "numpy" in plain  # no annotations, still a table
     assert (tmp_path / "baseline.parquet").is_file()
 
 

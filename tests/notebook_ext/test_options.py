@@ -18,10 +18,13 @@ from IPython.core.error import UsageError
 import recfn
 from recfn.notebook_ext.cli import _subparser, build_parser, main
 from recfn.notebook_ext.magics import RecordFunctionMagics
-from recfn.notebook_ext.options import config_flags, config_from_args
+from recfn.notebook_ext.options import config_flags, config_from_args, is_zero_annotation
 from recfn.notebook_ext.session import current_session
 from recfn.options import ProfilerConfig
 
+ZERO_ANNOTATION = ProfilerConfig(
+    trace_calls=True, trace_max_depth=4, trace_exclude=("__main__::<module>",)
+)
 FIELDS = [field.name for field in dataclasses.fields(ProfilerConfig)]
 # The short spellings decided for the front ends; every option also has --its-name.
 ALIASES = {
@@ -156,13 +159,26 @@ def test_each_option_reaches_the_recorded_config_from_all_three(
     assert main(["run", "-q", *flags, str(script), "-o", str(out)]) == 0
     from_cli = config_in(out)
 
-    for config in (from_profile, from_magic, from_cli):
-        assert config[name] == value, config
+    # The front ends trace calls 4 deep unless a flag decides about tracing.
+    front_end = ProfilerConfig() if "trace_calls" in (name, *extra) else ZERO_ANNOTATION
+    for config, base in (
+        (from_profile, ProfilerConfig()),
+        (from_magic, front_end),
+        (from_cli, front_end),
+    ):
+        added = list(base.trace_exclude or ()) if name == "trace_exclude" else []
+        assert config[name] == added + value if added else config[name] == value, config
         assert {k: v for k, v in config.items() if k != name and k not in extra} == {
-            k: v for k, v in ProfilerConfig().to_dict().items() if k != name and k not in extra
+            k: v
+            for k, v in json.loads(json.dumps(base.to_dict())).items()
+            if k != name and k not in extra
         }
     if name == "sampling_prob":
         assert "ranges sampled at 50%" in trace.header()
+    elif is_zero_annotation(from_magic):
+        assert "calls traced 4 deep" in trace.header()
+        shown = config_flags(from_magic, skip=("trace_calls", "trace_max_depth", "trace_exclude"))
+        assert all(flag in trace.header() for flag in shown)
     else:
         assert all(flag in trace.header() for flag in config_flags(from_magic))
 
@@ -175,7 +191,7 @@ def test_each_option_reaches_the_recorded_config_from_all_three(
         (["--sample", "x"], "expects a number"),
         (["--record-scopes", "function,,user_scope"], "empty item"),
         (["--record-scopes", "nope"], "--record-scopes: unknown RecordScope name 'nope'"),
-        (["--trace-c-calls"], "--trace-c-calls needs trace_calls"),
+        (["--no-trace-calls", "--trace-c-calls"], "--trace-c-calls needs trace_calls"),
         (["--trace-max-depth", "-2"], "at least 1"),
     ],
 )

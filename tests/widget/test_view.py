@@ -77,3 +77,17 @@ def test_timeline_widget_takes_a_table_or_a_trace(table: pa.Table) -> None:
 def test_widget_only_where_a_kernel_runs() -> None:
     assert not can_show(SimpleNamespace())
     assert can_show(SimpleNamespace(kernel=object()))
+
+
+def test_export_is_the_trace_as_chrome_json_that_loads_back(tmp_path) -> None:
+    import recfn
+    from recfn.trace import Trace
+
+    frame = make_synthetic_trace(300, 2, seed=3)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    file_name, data = timeline_widget(Trace(table, name="cell[7]")).export()
+    assert file_name == "cell_7.json.gz" and data[:2] == b"\x1f\x8b"
+    (tmp_path / file_name).write_bytes(data)
+    loaded = recfn.load(tmp_path / file_name, as_pandas=True)
+    ranges = lambda df: sorted(map(str, df.loc[df["kind"] == "range", "name"]))  # noqa: E731
+    assert ranges(loaded) == ranges(frame)
