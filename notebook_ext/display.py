@@ -199,25 +199,35 @@ def table_text(trace: Trace, top: int = 15, **summary_kwargs: Any) -> str:
     return f"{header_text(trace)}\n{body}"
 
 
-def render_timeline_png(trace: Trace, width_in: float = TIMELINE_WIDTH_IN) -> bytes:
-    """Draw ``df.recfn.timeline`` on an off-screen Agg figure and return the PNG bytes."""
+def render_timeline_png(trace: Trace, width_in: float = TIMELINE_WIDTH_IN) -> tuple[bytes, str]:
+    """Draw ``df.recfn.timeline`` on an off-screen Agg figure: the PNG bytes and its alt text
+    (``recfn.analysis.alt_text``), which the PNG also carries as its Description."""
+    from recfn.analysis import alt_text
+
     fig = new_figure(trace.threads, width_in)
     ax = fig.add_subplot()
     trace.timeline(ax=ax, title=header_text(trace))
+    alt = alt_text(ax)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=TIMELINE_DPI, bbox_inches="tight")
-    return buffer.getvalue()
+    fig.savefig(
+        buffer,
+        format="png",
+        dpi=TIMELINE_DPI,
+        bbox_inches="tight",
+        metadata={"Description": alt},
+    )
+    return buffer.getvalue(), alt
 
 
-_PNGS: weakref.WeakKeyDictionary[Trace, bytes] = weakref.WeakKeyDictionary()
+_PNGS: weakref.WeakKeyDictionary[Trace, tuple[bytes, str]] = weakref.WeakKeyDictionary()
 
 
-def timeline_png(trace: Trace) -> bytes:
+def timeline_png(trace: Trace) -> tuple[bytes, str]:
     """``render_timeline_png``, cached per trace (showing a trace twice draws it once)."""
-    png = _PNGS.get(trace)
-    if png is None:
-        png = _PNGS[trace] = render_timeline_png(trace)
-    return png
+    picture = _PNGS.get(trace)
+    if picture is None:
+        picture = _PNGS[trace] = render_timeline_png(trace)
+    return picture
 
 
 def new_figure(threads: int, width_in: float = TIMELINE_WIDTH_IN) -> Any:
@@ -314,11 +324,11 @@ def show(
     if view_handle is not None or view.get("text/html"):
         used += bundle_size(view)
     try:
-        png = timeline_png(trace)
+        png, alt = timeline_png(trace)
     except Exception as exc:  # a drawing problem must not hide the captured result
         print(f"recfn: timeline not drawn: {type(exc).__name__}: {exc}", file=sys.stderr)
         return used
-    picture = {"image/png": png, "text/plain": f"<recfn timeline of {trace.name}>"}
+    picture = {"image/png": png, "text/plain": alt}  # text/plain: what shows where images do not
     if used + bundle_size(picture) > budget:
         print(
             f"recfn: timeline picture left out: over the cell output budget ({budget:,} bytes; "

@@ -66,20 +66,10 @@ _PERFETTO_JS = """<script>(function () {
 
 
 def describe_trace(trace: Trace, top: int = 3) -> str:
-    """One or two sentences saying what the timeline shows, for alt text and screen readers.
-
-    Uses the analysis accessor's ``describe()`` when it has one, else says it here.
-    """
+    """One or two sentences saying what the timeline shows, for screen readers and for pages
+    that cannot show the interactive view (it needs no drawing, unlike ``alt_text``)."""
     from recfn.analysis.units import format_ns
 
-    described = getattr(getattr(trace.to_pandas(), "recfn", None), "describe", None)
-    if callable(described):
-        try:
-            text = described()
-        except Exception:
-            text = None
-        if isinstance(text, str) and text:
-            return text
     threads = trace.threads
     parts = [
         f"Timeline of {trace.name}: {format_ns(trace.wall_ns)} of wall time, "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import pytest
 from IPython.core.error import UsageError
@@ -38,6 +40,16 @@ def test_cell_shows_header_html_table_and_png(shell):
     assert len(pngs) == 1 and pngs[0].startswith(PNG_MAGIC)
     text = run.mime("text/plain")[0]
     assert text.startswith(f"recfn · cell[{count}]") and "events" in text and "dropped" in text
+
+
+def test_timeline_picture_carries_its_alt_text(shell):
+    from PIL import Image
+
+    run = shell.run(f"%%record_function\n{NESTED_CELL}")
+    picture = next(data for data in run.outputs if "image/png" in data)
+    alt = picture["text/plain"]
+    assert alt.startswith("Timeline of 5 ranges on 1 thread") and "longest: cell[" in alt
+    assert Image.open(io.BytesIO(picture["image/png"])).info["Description"] == alt
 
 
 def test_cell_range_is_a_user_scope_root_around_the_cell(shell):
