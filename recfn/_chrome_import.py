@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from recfn._frames import INT64_MAX
+from recfn._frames import INT64_MAX, INT64_MIN
 from recfn._jsonio import json_strings, loads
 from recfn._nesting import depths, parents_from_nesting
+from recfn.errors import TraceFormatError
 from recfn.schema import (
     BY_NAME,
     KINDS,
@@ -90,14 +91,30 @@ class _TorchArgs(msgspec.Struct, gc=False):
 
 
 _TORCH_ARGS = msgspec.json.Decoder(list[Union[_TorchArgs, list[Any], str, int, float, bool, None]])
+NUMBERS = frozenset({int, float, type(None)})
+SCALARS = frozenset({str, int, float, bool, type(None)})
+FIELD_TYPES = {
+    "ph": (frozenset({str, type(None)}), "a string"),
+    "name": (SCALARS, "a string or number"),
+    "cat": (SCALARS, "a string or number"),
+    "pid": (SCALARS, "a string or number"),
+    "tid": (SCALARS, "a string or number"),
+    "ts": (NUMBERS, "a number"),
+    "dur": (NUMBERS, "a number"),
+}
+"""What each consumed field may be (None: absent), and how an error message says it."""
 
 
 def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
     """The event table of trace `events`; `source` names the file in error messages."""
     phases, fields = _columns(events, source)
-    ts = _floats(fields["ts"], source)
-    dur = np.nan_to_num(_floats(fields["dur"], source))
-    name, pid, tid = _objects(fields["name"]), _ids(fields["pid"]), _ids(fields["tid"])
+    ts = _floats(fields["ts"], "ts", source)
+    dur = _floats(fields["dur"], "dur", source)
+    if (dur < 0).any():
+        raise TraceFormatError(f"{source}: an event has a negative dur ({dur[dur < 0][0]!r} us)")
+    dur = np.nan_to_num(dur)  # "X" events without dur last 0 us
+    name = _objects(fields["name"])
+    pid, tid = _ids(fields["pid"], "pid", source), _ids(fields["tid"], "tid", source)
     args = fields["args"]
 
     rows = _Rows(base_ns, ts, source)
@@ -108,10 +125,7 @@ def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
     _add_counters(rows, phases, name, pid, args)
     if rows.count() == 0:
         return _empty_frame()
-    try:
-        return _frame(rows, phases, name, _objects(fields["cat"]), pid, tid, args)
-    except TypeError as error:  # unhashable names, pids, ...
-        raise ValueError(f"{source}: malformed event fields: {error}") from error
+    return _frame(rows, phases, name, _objects(fields["cat"]), pid, tid, args)
 
 
 class _Phases:
@@ -134,14 +148,32 @@ class _Phases:
 
 def _columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[Any]]]:
     """Phases and `CONSUMED` fields of every event, complete ("X") events first; ``args`` are
-    values, or ``msgspec.Raw`` JSON text for complete `Event` structs without kept fields."""
+    values, or ``msgspec.Raw`` JSON text for complete `Event` structs without kept fields.
+    TraceFormatError for fields of other types than `FIELD_TYPES` allows."""
     if events and events[0].__class__ is Event:  # `TRACE` decodes all events or none
-        return _event_columns(events)
-    return _dict_columns(events, source)
+        n_complete, others, fields = _event_columns(events)
+    else:
+        n_complete, others, fields = _dict_columns(events, source)
+    for key, (allowed, what) in FIELD_TYPES.items():
+        values = others if key == "ph" else fields[key]
+        wrong = set(map(type, values)).difference(allowed)
+        if wrong:
+            value = next(v for v in values if type(v) in wrong)
+            raise TraceFormatError(
+                f"{source}: an event's {key} must be {what}, not {type(value).__name__} "
+                f"({_short(value)})"
+            )
+    return _Phases(n_complete, others), fields
 
 
-def _event_columns(events: list[Event]) -> tuple[_Phases, dict[str, list[Any]]]:
-    """`_columns` of `Event` structs. The args of complete events stay JSON text (``null``
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _event_columns(events: list[Event]) -> tuple[int, list[Any], dict[str, list[Any]]]:
+    """The number of complete events, the others' phases and the `CONSUMED` fields of
+    `Event` structs. The args of complete events stay JSON text (``null``
     when absent); those of the others (few: instants, counters, B/E, metadata, flows) are
     decoded, in one call.
 
@@ -181,12 +213,12 @@ def _event_columns(events: list[Event]) -> tuple[_Phases, dict[str, list[Any]]]:
             own = loads(args[i]) if args[i].__class__ is msgspec.Raw else args[i]
             fields_kept = {k: v[j] for k, v in kept.items() if v[j] is not msgspec.UNSET}
             args[i] = {**fields_kept, **(own if isinstance(own, dict) else {})}
-    return _Phases(n_complete, [e.ph for e in others]), fields
+    return n_complete, [e.ph for e in others], fields
 
 
-def _dict_columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[Any]]]:
-    """Phases and `CONSUMED` fields (None where absent) of every event, complete ("X") events
-    first; fields outside `CONSUMED` are merged into ``args``.
+def _dict_columns(events: list[Any], source: str) -> tuple[int, list[Any], dict[str, list[Any]]]:
+    """The number of complete events, the others' phases and the `CONSUMED` fields (None where
+    absent) of every event, complete ("X") events first; fields outside `CONSUMED` are merged into ``args``.
 
     Complete events, usually nearly all, go through ``itemgetter``, one field at a time:
     faster than ``dict.get``, and than one ``itemgetter`` of all fields and a transposition.
@@ -196,8 +228,8 @@ def _dict_columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, li
             phases = list(map(itemgetter("ph"), events))
         except KeyError:
             phases = [e.get("ph") for e in events]
-    except (AttributeError, TypeError) as error:
-        raise ValueError(f"{source}: every trace event must be a JSON object") from error
+    except (AttributeError, TypeError):
+        raise TraceFormatError(f"{source}: every trace event must be a JSON object") from None
     is_complete = np.fromiter(map(operator.eq, phases, repeat("X")), dtype=bool, count=len(phases))
     complete = _pick(events, np.flatnonzero(is_complete))
     others = _pick(events, np.flatnonzero(~is_complete))
@@ -222,7 +254,7 @@ def _dict_columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, li
             if not extra.isdisjoint(event):
                 kept = {k: event[k] for k in sorted(extra) if k in event}
                 args[i] = {**kept, **(args[i] if isinstance(args[i], dict) else {})}
-    return _Phases(len(complete), [e.get("ph") for e in others]), fields
+    return len(complete), [e.get("ph") for e in others], fields
 
 
 def _pick(items: list[Any], index: np.ndarray) -> list[Any]:
@@ -238,21 +270,28 @@ def _objects(values: Sequence[Any]) -> np.ndarray:
     return array if array.ndim == 1 else np.fromiter(values, dtype=object, count=len(values))
 
 
-def _ids(values: list[Any]) -> np.ndarray:
+def _ids(values: list[Any], key: str, source: str) -> np.ndarray:
     """pid or tid values (absent ones count as 0): int64 when all are integers (fast to
-    factorize), else objects."""
+    factorize), else objects; TraceFormatError for integers outside int64."""
     array = np.array(values) if len(values) else np.empty(0, dtype=np.int64)
     if array.dtype == np.int64:
         return array
+    for value in values:
+        if value.__class__ is int and not INT64_MIN <= value <= INT64_MAX:
+            raise TraceFormatError(f"{source}: an event's {key} {value} does not fit int64")
     return _objects([0 if v is None else v for v in values])
 
 
-def _floats(values: list[Any], source: str) -> np.ndarray:
-    """Numbers as float64, NaN for None."""
+def _floats(values: list[Any], key: str, source: str) -> np.ndarray:
+    """Numbers (`FIELD_TYPES` checked) as float64, NaN for None; TraceFormatError for numbers
+    that are not finite or do not fit a float."""
     try:
-        return np.fromiter(values, dtype=np.float64, count=len(values))
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{source}: event timestamps (ts, dur) must be numbers") from error
+        array = np.fromiter(values, dtype=np.float64, count=len(values))
+    except OverflowError:
+        raise TraceFormatError(f"{source}: an event's {key} is too large a number") from None
+    if np.isinf(array).any():
+        raise TraceFormatError(f"{source}: an event's {key} is not finite")
+    return array
 
 
 class _Rows:
@@ -263,10 +302,19 @@ class _Rows:
         self.parts: list[dict[str, np.ndarray]] = []
 
     def ns(self, micros: np.ndarray) -> np.ndarray:
-        """Float microseconds to int64 nanoseconds since the epoch."""
+        """Float microseconds to int64 nanoseconds since the epoch; TraceFormatError for times
+        that int64 nanoseconds cannot hold (rather than wrapping them)."""
         if np.isnan(micros).any():
-            raise ValueError(f"{self.source}: a range, instant or counter event has no ts")
-        return self.base_ns + np.rint(micros * 1000.0).astype(np.int64)
+            raise TraceFormatError(f"{self.source}: a range, instant or counter event has no ts")
+        after = np.rint(micros * 1000.0)
+        # float64 bounds a little inside int64's, so that the conversion cannot wrap.
+        low, high = float(INT64_MIN - self.base_ns) + 2048, float(INT64_MAX - self.base_ns) - 2048
+        if len(after) and not (low <= after.min() and after.max() <= high):
+            raise TraceFormatError(
+                f"{self.source}: an event's time (ts, or ts + dur) is outside the int64 "
+                "nanosecond range"
+            )
+        return self.base_ns + after.astype(np.int64)
 
     def add(
         self,
@@ -343,14 +391,33 @@ def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: list[Any
     rows.add(index[~memory], MARK)
     allocations = index[memory]
     if allocations.size:
-        sizes = np.array([int(args[i]["Bytes"]) for i in allocations], dtype=np.int64)
+        sizes = _int64s(
+            [args[i]["Bytes"] for i in allocations.tolist()], "memory Bytes", rows.source
+        )
         devices = _objects([_torch_device(args[i]) for i in allocations])
         rows.add(allocations, MEMORY, memory_bytes=sizes, device=devices)
 
 
+def _int64s(values: list[Any], what: str, source: str) -> np.ndarray:
+    """Integers (or integral floats) as int64; TraceFormatError for anything else."""
+    for value in values:
+        if (
+            value.__class__ not in (int, float)
+            or value != value
+            or not INT64_MIN < value < INT64_MAX
+            or value != int(value)
+        ):
+            raise TraceFormatError(
+                f"{source}: {what} must be an int64 integer, not {_short(value)}"
+            )
+    return np.array([int(v) for v in values], dtype=np.int64)
+
+
 def _torch_device(args: dict[str, Any]) -> str:
-    kind = TORCH_DEVICE_TYPES.get(args.get("Device Type", 0), f"device{args.get('Device Type')}")
-    return kind if kind == "cpu" else f"{kind}:{args.get('Device Id', 0)}"
+    device_type, device_id = args.get("Device Type", 0), args.get("Device Id", 0)
+    kind = TORCH_DEVICE_TYPES.get(device_type, "") if device_type.__class__ is int else ""
+    kind = kind or f"device{_short(device_type)}"
+    return kind if kind == "cpu" else f"{kind}:{_short(device_id)}"
 
 
 def _add_counters(
@@ -373,7 +440,13 @@ def _add_counters(
         return
     index = np.array(event, dtype=np.int64)
     series = _pair_codes(_objects(key), _pair_codes(pid[index], name[index]))
-    level = np.rint(np.array(value, dtype=np.float64)).astype(np.int64)
+    try:
+        floats = np.rint(np.array(value, dtype=np.float64))
+    except OverflowError:
+        floats = np.array([np.inf])
+    if not (np.abs(floats) < 2.0**63 - 2048).all():
+        raise TraceFormatError(f"{rows.source}: a counter value does not fit int64")
+    level = floats.astype(np.int64)
     order = np.lexsort((np.arange(index.size), rows.ts_us[index], series))
     change = np.empty_like(level)
     change[order] = np.diff(level[order], prepend=0)
@@ -492,7 +565,11 @@ def _pids(values: np.ndarray) -> np.ndarray:
     for i, value in enumerate(values):
         if isinstance(value, int | np.integer) and not isinstance(value, bool):
             out[i] = value
-        elif isinstance(value, str) and value.lstrip("-").isdigit():
+        elif (
+            isinstance(value, str)
+            and value.lstrip("-").isdigit()
+            and INT64_MIN <= int(value) <= INT64_MAX
+        ):
             out[i] = int(value)
         else:
             out[i] = named.setdefault(value, -1 - len(named))

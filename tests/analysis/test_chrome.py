@@ -15,6 +15,7 @@ import pytest
 import recfn.analysis as analysis
 from recfn import _jsonio as jsonio
 from recfn.analysis import read_chrome_trace, write_chrome_trace
+from recfn.errors import TraceFormatError
 from recfn.schema import REQUIRED as COLUMNS
 
 DATA = Path(__file__).parent.parent / "data"
@@ -264,14 +265,14 @@ def test_empty_traces(tmp_path: Path) -> None:
         ('{"traceEvents": 5}', "traceEvents list"),
         ('"text"', "list of events"),
         ("[1, 2]", "must be a JSON object"),
-        ('[{"ph": "X", "ts": "soon", "dur": 1}]', "must be numbers"),
+        ('[{"ph": "X", "ts": "soon", "dur": 1}]', "ts must be a number"),
         ('[{"ph": "X", "name": "a", "dur": 1}]', "has no ts"),
         ('{"traceEvents": [], "baseTimeNanoseconds": "1"}', "baseTimeNanoseconds"),
     ],
 )
 def test_malformed_input(tmp_path: Path, content: str, message: str) -> None:
     (tmp_path / "bad.json").write_text(content)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(TraceFormatError, match=message):
         read_chrome_trace(tmp_path / "bad.json")
 
 
