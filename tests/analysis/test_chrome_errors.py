@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import recfn
-from recfn.chrome import read_chrome_trace
+from recfn.chrome import MAX_DEPTH, read_chrome_trace
 from recfn.errors import TraceFormatError
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -81,6 +81,25 @@ def test_bad_events_are_refused(tmp_path: Path, content: str, match: str) -> Non
     path = tmp_path / "bad.json"
     path.write_text(content)
     refused(path, match)
+
+
+def test_nesting_is_bounded_at_max_depth(tmp_path: Path) -> None:
+    """List, event and args take 3 levels; values in args may nest 125 more, not 126, wherever
+    the reader's stack stands (Python's own recursion limit would depend on it)."""
+    for depth, loads in ((MAX_DEPTH - 3, True), (MAX_DEPTH - 2, False)):
+        path = tmp_path / f"depth{depth}.json"
+        path.write_text(event(dur=1, args={"d": "@"}).replace('"@"', "[" * depth + "]" * depth))
+        if loads:
+            assert json.loads(read_chrome_trace(path)["args"].iloc[-1])["d"]
+        else:
+            refused(path, f"nested deeper than {MAX_DEPTH} levels")
+
+
+def test_brackets_and_escapes_inside_strings_do_not_nest(tmp_path: Path) -> None:
+    name = '[{\\"' + "[" * 300 + "\\\\" + "{" * 300 + '\\"}'
+    path = tmp_path / "strings.json"
+    path.write_text(event(dur=1, name="@").replace('"@"', f'"{name}"'))
+    assert read_chrome_trace(path)["name"].iloc[-1] == json.loads(f'"{name}"')
 
 
 def test_invalid_utf8_is_refused(tmp_path: Path) -> None:
