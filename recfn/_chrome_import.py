@@ -36,7 +36,10 @@ from recfn.schema import (
 )
 
 CONSUMED = ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")
-"""Event fields that map to columns; every other field is kept in ``args``."""
+"""Event fields that map to columns; every other field is kept in ``args`` (but `IDS`)."""
+IDS = ("recfn_id", "recfn_parent_id")
+"""Event fields recfn writes with each row's ``id`` and ``parent_id``: the parent links that
+nesting cannot rebuild (asyncio tasks' ranges overlap on one thread). Viewers ignore them."""
 INSTANT_PHASES = ("i", "I", "R")
 TORCH_MEMORY = "[memory]"
 """Name of torch's memory instants (args: Bytes, Device Type, Device Id, totals)."""
@@ -64,6 +67,8 @@ class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     id: Any = msgspec.UNSET
     bp: Any = msgspec.UNSET
     args: msgspec.Raw = msgspec.Raw(b"null")
+    recfn_id: Any = None
+    recfn_parent_id: Any = None
 
 
 KEPT = ("bp", "id", "s")
@@ -101,6 +106,8 @@ FIELD_TYPES = {
     "tid": (SCALARS, "a string or number"),
     "ts": (NUMBERS, "a number"),
     "dur": (NUMBERS, "a number"),
+    "recfn_id": (frozenset({int, type(None)}), "an integer"),
+    "recfn_parent_id": (frozenset({int, type(None)}), "an integer"),
 }
 """What each consumed field may be (None: absent), and how an error message says it."""
 
@@ -125,7 +132,8 @@ def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
     _add_counters(rows, phases, name, pid, args)
     if rows.count() == 0:
         return _empty_frame()
-    return _frame(rows, phases, name, _objects(fields["cat"]), pid, tid, args)
+    ids = {key: _optional_ints(fields[key], key, source) for key in IDS}
+    return _frame(rows, phases, name, _objects(fields["cat"]), pid, tid, args, ids)
 
 
 class _Phases:
@@ -188,7 +196,7 @@ def _event_columns(events: list[Event]) -> tuple[int, list[Any], dict[str, list[
         complete = _pick(events, np.flatnonzero(is_complete))
         others = _pick(events, np.flatnonzero(~is_complete))
     ordered = complete + others if others else complete
-    fields = {key: list(map(attrgetter(key), ordered)) for key in CONSUMED if key != "ph"}
+    fields = {key: list(map(attrgetter(key), ordered)) for key in (*CONSUMED, *IDS) if key != "ph"}
     args: list[Any] = fields["args"]
     if others:
         args[n_complete:] = loads(b"[" + b",".join(args[n_complete:]) + b"]")
@@ -248,6 +256,9 @@ def _dict_columns(events: list[Any], source: str) -> tuple[int, list[Any], dict[
     start = len(complete) if exact else 0
     ordered = complete + others
     extra = set(chain.from_iterable(ordered[start:])).difference(CONSUMED)
+    for key in IDS:
+        fields[key] = [e.get(key) for e in ordered] if key in extra else [None] * len(ordered)
+    extra.difference_update(IDS)
     if extra:
         args = fields["args"]
         for i, event in enumerate(ordered[start:], start):
@@ -471,16 +482,23 @@ def _frame(
     pid: np.ndarray,
     tid: np.ndarray,
     args: list[Any],
+    ids: dict[str, tuple[np.ndarray, np.ndarray]],
 ) -> pd.DataFrame:
-    """Sort the rows by start (parents first), nest them per thread and build the columns."""
+    """Sort the rows by start (parents first), nest them per thread (or link them by recfn's
+    ids, `_linked`) and build the columns."""
     start, end, closed = rows.column("start"), rows.column("end"), rows.column("closed")
     nest_end = np.where(closed, end, INT64_MAX)
     order = np.lexsort((np.arange(len(start)), -nest_end, start))
     event, kind = rows.column("event")[order], rows.column("kind")[order]
     start, end, closed, nest_end = start[order], end[order], closed[order], nest_end[order]
     thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
-    parent = parents_from_nesting(thread, start, nest_end, kind == 0)
     n = len(event)
+    row_ids, parent = _linked(ids, event, kind, thread, start, nest_end)
+    if parent is None:
+        row_ids, parent = (
+            np.arange(n, dtype=np.int64),
+            parents_from_nesting(thread, start, nest_end, kind == 0),
+        )
 
     first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
     named = _thread_names(phases, name, pid, tid, args)
@@ -493,8 +511,8 @@ def _frame(
     }
     frame = pd.DataFrame(
         {
-            "id": np.arange(n, dtype=np.int64),
-            "parent_id": pd.arrays.IntegerArray(np.maximum(parent, 0), parent < 0),
+            "id": row_ids,
+            "parent_id": pd.arrays.IntegerArray(row_ids[np.maximum(parent, 0)], parent < 0),
             "name": _category(name, event),
             "kind": pd.Categorical.from_codes(kind, categories=list(KINDS)),
             "scope": _category(cat, event),
@@ -521,6 +539,52 @@ def _frame(
     if torch_args is not None and b'"Input Dims"' in text:
         _add_shapes(frame, torch_args, event)
     return frame
+
+
+def _optional_ints(values: list[Any], key: str, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """Integers or None (`FIELD_TYPES` checked) as int64 values (0 for None) and presence;
+    TraceFormatError for integers outside int64."""
+    present = np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=len(values))
+    if not present.any():
+        return np.zeros(len(values), dtype=np.int64), present
+    try:
+        return np.array([0 if v is None else v for v in values], dtype=np.int64), present
+    except OverflowError:
+        raise TraceFormatError(f"{source}: an event's {key} does not fit int64") from None
+
+
+def _linked(
+    ids: dict[str, tuple[np.ndarray, np.ndarray]],
+    event: np.ndarray,
+    kind: np.ndarray,
+    thread: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Row ids and parent positions from recfn's `IDS` fields, when every row has a unique id
+    and every parent id names an earlier range of the row's thread that is open when the row
+    starts (so the links form a forest that matches the times); else None."""
+    own, has_id = (values[event] for values in ids["recfn_id"])
+    parent_id, has_parent = (values[event] for values in ids["recfn_parent_id"])
+    if own.size == 0 or not has_id.all():
+        return own, None
+    by_id = np.argsort(own, kind="stable")
+    if (np.diff(own[by_id]) == 0).any():
+        return own, None
+    slot = np.minimum(np.searchsorted(own[by_id], parent_id), len(own) - 1)
+    parent = np.where(has_parent, by_id[slot], -1)
+    found = ~has_parent | (own[parent] == parent_id)
+    root = parent < 0
+    fits = (
+        (parent < np.arange(len(own)))
+        & (kind[parent] == KINDS.index(RANGE))
+        & (thread[parent] == thread)
+        & (start[parent] <= start)
+        & (end[parent] >= start)
+    )
+    if not (found & (root | fits)).all():
+        return own, None
+    return own, parent
 
 
 def _thread_names(

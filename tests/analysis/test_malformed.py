@@ -55,8 +55,8 @@ def frames(draw: st.DrawFn) -> pd.DataFrame:
             starts[row] = draw(EXTREMES)
         elif flaw == "extreme end":
             ends[row] = draw(EXTREMES)
-        elif starts[row] is not None:
-            ends[row] = starts[row] - draw(st.integers(1, 50))
+        elif starts[row] is not None:  # an extreme start stays in int64
+            ends[row] = max(starts[row] - draw(st.integers(1, 50)), -BIG - 1)
     threads = draw(st.lists(st.integers(1, 3), min_size=n, max_size=n))
     nullable_ids = draw(st.booleans())
     df = pd.DataFrame(
