@@ -232,6 +232,12 @@ def silently_wrong(df: Any) -> str | None:
     """What invariant a loaded table breaks, or None."""
     import numpy as np
 
+    for column in ("name", "scope", "thread_name", "args"):
+        if column in df.columns:
+            try:
+                df[column].astype(object).tolist()
+            except Exception as exc:  # any failure to read a value back
+                return f"{column} unreadable: {type(exc).__name__}"
     if df["id"].duplicated().any():
         return "duplicate ids"
     start = df["start_ns"].to_numpy(dtype=np.int64)

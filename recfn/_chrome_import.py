@@ -505,6 +505,10 @@ def _frame(
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
     strings, text = json_strings(args, event)
+    try:  # args kept as JSON text were not decoded, so nothing has checked their UTF-8 yet
+        strings.validate(full=True)
+    except pa.ArrowInvalid:
+        raise TraceFormatError(f"{rows.source}: an event's args are not valid UTF-8") from None
     torch_args = _torch_args(text)
     torch_ints = {
         key: _arg_ints(torch_args, key, default, len(args)) for key, default in TORCH_INTS.items()

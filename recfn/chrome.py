@@ -78,6 +78,8 @@ def read_chrome_trace(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pd.
             return _decode(raw, source)
     except TraceFormatError:
         raise
+    except UnicodeDecodeError as error:
+        raise TraceFormatError(f"{source}: not UTF-8 text ({error})") from None
     except RecursionError:
         raise TraceFormatError(f"{source}: JSON nested too deeply to decode") from None
     except (ValueError, TypeError, OverflowError, KeyError, IndexError, pa.ArrowException) as error:

@@ -108,6 +108,13 @@ def test_invalid_utf8_is_refused(tmp_path: Path) -> None:
     refused(path, "not a JSON trace")
 
 
+def test_invalid_utf8_in_args_is_refused(tmp_path: Path) -> None:
+    """args stay JSON text, never decoded: their bytes are checked on their own."""
+    path = tmp_path / "args.json"
+    path.write_bytes(event(dur=1, args={"k": "@"}).encode().replace(b"@", b"\xc4x"))
+    refused(path, "args are not valid UTF-8")
+
+
 def gz(text: str) -> bytes:
     return gzip.compress(text.encode())
 
