@@ -13,6 +13,7 @@ import gzip
 import os
 import stat
 import tempfile
+import zlib
 from collections.abc import Callable
 from typing import BinaryIO, Final
 
@@ -31,19 +32,19 @@ def written_by_recfn(path: str) -> bool:
     """True when the file at ``path`` is one recfn wrote: a trace (Parquet or Chrome JSON) or
     an image, recognised by content, never by name."""
     try:
-        with open(path, "rb") as fh:
+        with open_trace_file(path) as fh:  # a FIFO is not recfn's, and must not block
             head = fh.read(4096)
             if head.startswith(b"PAR1"):
                 size = fh.seek(0, os.SEEK_END)
                 fh.seek(max(size - _FOOTER_BYTES, 0))
                 return PARQUET_MARK in fh.read()
-    except OSError:
+    except (OSError, TraceFormatError):
         return False
     if head.startswith(b"\x1f\x8b"):
         try:
             with gzip.open(path, "rb") as fh:
                 head = fh.read(len(CHROME_MARK))
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):
             return False
     if head.startswith(CHROME_MARK):
         return True

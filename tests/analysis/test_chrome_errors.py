@@ -225,3 +225,25 @@ def test_mutated_chrome_traces_load_or_are_refused(tmp_path_factory: Any, seed: 
         assert path.name in str(exc), (kind, str(exc))
         return
     assert fuzzer().silently_wrong(df) is None, kind
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_saving_over_a_fifo_neither_blocks_nor_replaces_it(tmp_path: Path) -> None:
+    """Whether recfn wrote the target is read from its content: a FIFO has none to read."""
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with recfn.profile() as prof:
+        recfn.mark("m")
+    with pytest.raises(FileExistsError, match="recfn did not write it"):
+        prof.trace.save(fifo)
+    prof.trace.save(fifo, overwrite=True)
+    assert recfn.load(fifo).events == prof.trace.events
+
+
+def test_saving_over_corrupt_gzip_is_refused_politely(tmp_path: Path) -> None:
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(b"[]")[:10] + b"\xff" * 40)  # a gzip header, bad deflate
+    with recfn.profile() as prof:
+        recfn.mark("m")
+    with pytest.raises(FileExistsError, match="recfn did not write it"):
+        prof.trace.save(path)
