@@ -93,7 +93,8 @@ def _read_json(fh: BinaryIO, source: str, max_bytes: int) -> bytes | bytearray:
     """The file's JSON bytes, inflated if gzip-compressed; refuses more than `max_bytes`."""
     head = fh.read(2)
     if head != b"\x1f\x8b":
-        raw = head + fh.read(max_bytes - len(head) + 1)
+        fh.seek(0)  # one read, not head + rest: a large trace is not copied again
+        raw = fh.read(max_bytes + 1)
         if len(raw) > max_bytes:
             raise TraceFormatError(f"{source}: more than {max_bytes} bytes of JSON")
         return raw
