@@ -10,8 +10,10 @@ The capture options (``--shapes``, ``--trace-calls``, ``--max-events N``, ...) a
 always names a file to write.
 
 User mistakes (missing files, files that are not traces, bad options) end with one line on
-stderr and a non-zero exit, never a traceback. Exit codes: 0 success, 1 failure, 2 bad usage;
-``run`` exits with the script's own code (130 when interrupted).
+stderr, ``recfn: error: <file>: <what is wrong>``, and a non-zero exit, never a traceback. Any
+other exception also ends with one line (``RECFN_DEBUG=1`` adds its traceback). Exit codes:
+0 success, 1 failure or bad input, 2 bad usage; ``run`` exits with the script's own code (130
+when interrupted), and shows the script's own exceptions as Python would.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from recfn.options import ProfilerConfig
 PROG = "recfn"
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130
+DEBUG_ENV = "RECFN_DEBUG"
+"""``RECFN_DEBUG=1`` prints the traceback of an unexpected error before its one-line message."""
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 SORT_KEYS = {"total": "total_ns", "self": "self_ns", "mean": "mean_ns", "max": "max_ns",
              "min": "min_ns", "count": "count", "calls": "count"}  # fmt: skip
@@ -524,6 +528,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         _error("interrupted")
         return EXIT_INTERRUPTED
+    except Exception as exc:  # a recfn bug or an input no check foresaw: still one line
+        if os.environ.get(DEBUG_ENV) == "1":
+            traceback.print_exc()
+        _error(
+            f"unexpected {type(exc).__name__}: {_describe(exc)} "
+            f"(set {DEBUG_ENV}=1 for the traceback, and please report it)"
+        )
+        return EXIT_FAILURE
 
 
 def _dispatch(argv: list[str]) -> int:

@@ -25,7 +25,10 @@ LIST_ARGS = (
 
 def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
     """Thread-name metadata, then one event per row: "X" for ranges ("B" while still open),
-    "i" for marks, "C" for memory events. ``ts``/``dur`` are microseconds after `base_ns`."""
+    "i" for marks, "C" for memory events. ``ts``/``dur`` are microseconds after `base_ns`.
+    Each row's ``id`` and ``parent_id`` go into the event's ``recfn_id``/``recfn_parent_id``,
+    so that recfn reads back the parents of ranges that overlap on one thread (asyncio tasks),
+    which nesting alone cannot tell."""
     n = len(df)
     start = ints(df["start_ns"], 0)
     ts = ((start - base_ns) / 1000.0).tolist()
@@ -35,6 +38,7 @@ def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
     pid = ints(df["pid"], 0).tolist() if "pid" in df.columns else [0] * n
     tid = ints(df["thread_id"], 0).tolist()
     args = _event_args(df)
+    links = _links(df)
 
     ranges = equals(df["kind"], RANGE)
     open_range = nulls(df["end_ns"])
@@ -49,6 +53,7 @@ def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
             "ts": ts[i],
             "dur": dur[i],
             "args": args[i],
+            **links[i],
         }
         for i in np.flatnonzero(ranges & ~open_range).tolist()
     ]
@@ -61,6 +66,7 @@ def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
             "tid": tid[i],
             "ts": ts[i],
             "args": args[i],
+            **links[i],
         }
         for i in np.flatnonzero(ranges & open_range).tolist()
     ]
@@ -74,6 +80,7 @@ def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
             "tid": tid[i],
             "ts": ts[i],
             "args": args[i],
+            **links[i],
         }
         for i in np.flatnonzero(equals(df["kind"], MARK)).tolist()
     ]
@@ -87,9 +94,23 @@ def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
                 "tid": tid[i],
                 "ts": ts[i],
                 "args": {key: total},
+                **links[i],
             }
         )
     return events
+
+
+def _links(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per row: ``recfn_id`` and ``recfn_parent_id`` (null for roots); nothing without an
+    ``id`` column."""
+    if "id" not in df.columns:
+        return [{}] * len(df)
+    ids = ints(df["id"], 0).tolist()
+    if "parent_id" not in df.columns:
+        return [{"recfn_id": i} for i in ids]
+    has_parent = ~nulls(df["parent_id"])
+    parents = [p if has else None for p, has in zip(ints(df["parent_id"], 0).tolist(), has_parent)]
+    return [{"recfn_id": i, "recfn_parent_id": p} for i, p in zip(ids, parents)]
 
 
 def _strings(series: pd.Series) -> list[str]:

@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from recfn._frames import INT64_MAX
+from recfn._frames import INT64_MAX, INT64_MIN
 from recfn._jsonio import json_strings, loads
 from recfn._nesting import depths, parents_from_nesting
+from recfn.errors import TraceFormatError
 from recfn.schema import (
     BY_NAME,
     KINDS,
@@ -35,7 +36,10 @@ from recfn.schema import (
 )
 
 CONSUMED = ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")
-"""Event fields that map to columns; every other field is kept in ``args``."""
+"""Event fields that map to columns; every other field is kept in ``args`` (but `IDS`)."""
+IDS = ("recfn_id", "recfn_parent_id")
+"""Event fields recfn writes with each row's ``id`` and ``parent_id``: the parent links that
+nesting cannot rebuild (asyncio tasks' ranges overlap on one thread). Viewers ignore them."""
 INSTANT_PHASES = ("i", "I", "R")
 TORCH_MEMORY = "[memory]"
 """Name of torch's memory instants (args: Bytes, Device Type, Device Id, totals)."""
@@ -63,6 +67,8 @@ class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     id: Any = msgspec.UNSET
     bp: Any = msgspec.UNSET
     args: msgspec.Raw = msgspec.Raw(b"null")
+    recfn_id: Any = None
+    recfn_parent_id: Any = None
 
 
 KEPT = ("bp", "id", "s")
@@ -90,14 +96,32 @@ class _TorchArgs(msgspec.Struct, gc=False):
 
 
 _TORCH_ARGS = msgspec.json.Decoder(list[Union[_TorchArgs, list[Any], str, int, float, bool, None]])
+NUMBERS = frozenset({int, float, type(None)})
+SCALARS = frozenset({str, int, float, bool, type(None)})
+FIELD_TYPES = {
+    "ph": (frozenset({str, type(None)}), "a string"),
+    "name": (SCALARS, "a string or number"),
+    "cat": (SCALARS, "a string or number"),
+    "pid": (SCALARS, "a string or number"),
+    "tid": (SCALARS, "a string or number"),
+    "ts": (NUMBERS, "a number"),
+    "dur": (NUMBERS, "a number"),
+    "recfn_id": (frozenset({int, type(None)}), "an integer"),
+    "recfn_parent_id": (frozenset({int, type(None)}), "an integer"),
+}
+"""What each consumed field may be (None: absent), and how an error message says it."""
 
 
 def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
     """The event table of trace `events`; `source` names the file in error messages."""
     phases, fields = _columns(events, source)
-    ts = _floats(fields["ts"], source)
-    dur = np.nan_to_num(_floats(fields["dur"], source))
-    name, pid, tid = _objects(fields["name"]), _ids(fields["pid"]), _ids(fields["tid"])
+    ts = _floats(fields["ts"], "ts", source)
+    dur = _floats(fields["dur"], "dur", source)
+    if (dur < 0).any():
+        raise TraceFormatError(f"{source}: an event has a negative dur ({dur[dur < 0][0]!r} us)")
+    dur = np.nan_to_num(dur)  # "X" events without dur last 0 us
+    name = _objects(fields["name"])
+    pid, tid = _ids(fields["pid"], "pid", source), _ids(fields["tid"], "tid", source)
     args = fields["args"]
 
     rows = _Rows(base_ns, ts, source)
@@ -108,10 +132,8 @@ def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
     _add_counters(rows, phases, name, pid, args)
     if rows.count() == 0:
         return _empty_frame()
-    try:
-        return _frame(rows, phases, name, _objects(fields["cat"]), pid, tid, args)
-    except TypeError as error:  # unhashable names, pids, ...
-        raise ValueError(f"{source}: malformed event fields: {error}") from error
+    ids = {key: _optional_ints(fields[key], key, source) for key in IDS}
+    return _frame(rows, phases, name, _objects(fields["cat"]), pid, tid, args, ids)
 
 
 class _Phases:
@@ -134,14 +156,32 @@ class _Phases:
 
 def _columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[Any]]]:
     """Phases and `CONSUMED` fields of every event, complete ("X") events first; ``args`` are
-    values, or ``msgspec.Raw`` JSON text for complete `Event` structs without kept fields."""
+    values, or ``msgspec.Raw`` JSON text for complete `Event` structs without kept fields.
+    TraceFormatError for fields of other types than `FIELD_TYPES` allows."""
     if events and events[0].__class__ is Event:  # `TRACE` decodes all events or none
-        return _event_columns(events)
-    return _dict_columns(events, source)
+        n_complete, others, fields = _event_columns(events)
+    else:
+        n_complete, others, fields = _dict_columns(events, source)
+    for key, (allowed, what) in FIELD_TYPES.items():
+        values = others if key == "ph" else fields[key]
+        wrong = set(map(type, values)).difference(allowed)
+        if wrong:
+            value = next(v for v in values if type(v) in wrong)
+            raise TraceFormatError(
+                f"{source}: an event's {key} must be {what}, not {type(value).__name__} "
+                f"({_short(value)})"
+            )
+    return _Phases(n_complete, others), fields
 
 
-def _event_columns(events: list[Event]) -> tuple[_Phases, dict[str, list[Any]]]:
-    """`_columns` of `Event` structs. The args of complete events stay JSON text (``null``
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _event_columns(events: list[Event]) -> tuple[int, list[Any], dict[str, list[Any]]]:
+    """The number of complete events, the others' phases and the `CONSUMED` fields of
+    `Event` structs. The args of complete events stay JSON text (``null``
     when absent); those of the others (few: instants, counters, B/E, metadata, flows) are
     decoded, in one call.
 
@@ -156,7 +196,7 @@ def _event_columns(events: list[Event]) -> tuple[_Phases, dict[str, list[Any]]]:
         complete = _pick(events, np.flatnonzero(is_complete))
         others = _pick(events, np.flatnonzero(~is_complete))
     ordered = complete + others if others else complete
-    fields = {key: list(map(attrgetter(key), ordered)) for key in CONSUMED if key != "ph"}
+    fields = {key: list(map(attrgetter(key), ordered)) for key in (*CONSUMED, *IDS) if key != "ph"}
     args: list[Any] = fields["args"]
     if others:
         args[n_complete:] = loads(b"[" + b",".join(args[n_complete:]) + b"]")
@@ -181,12 +221,12 @@ def _event_columns(events: list[Event]) -> tuple[_Phases, dict[str, list[Any]]]:
             own = loads(args[i]) if args[i].__class__ is msgspec.Raw else args[i]
             fields_kept = {k: v[j] for k, v in kept.items() if v[j] is not msgspec.UNSET}
             args[i] = {**fields_kept, **(own if isinstance(own, dict) else {})}
-    return _Phases(n_complete, [e.ph for e in others]), fields
+    return n_complete, [e.ph for e in others], fields
 
 
-def _dict_columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[Any]]]:
-    """Phases and `CONSUMED` fields (None where absent) of every event, complete ("X") events
-    first; fields outside `CONSUMED` are merged into ``args``.
+def _dict_columns(events: list[Any], source: str) -> tuple[int, list[Any], dict[str, list[Any]]]:
+    """The number of complete events, the others' phases and the `CONSUMED` fields (None where
+    absent) of every event, complete ("X") events first; fields outside `CONSUMED` are merged into ``args``.
 
     Complete events, usually nearly all, go through ``itemgetter``, one field at a time:
     faster than ``dict.get``, and than one ``itemgetter`` of all fields and a transposition.
@@ -196,8 +236,8 @@ def _dict_columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, li
             phases = list(map(itemgetter("ph"), events))
         except KeyError:
             phases = [e.get("ph") for e in events]
-    except (AttributeError, TypeError) as error:
-        raise ValueError(f"{source}: every trace event must be a JSON object") from error
+    except (AttributeError, TypeError):
+        raise TraceFormatError(f"{source}: every trace event must be a JSON object") from None
     is_complete = np.fromiter(map(operator.eq, phases, repeat("X")), dtype=bool, count=len(phases))
     complete = _pick(events, np.flatnonzero(is_complete))
     others = _pick(events, np.flatnonzero(~is_complete))
@@ -216,13 +256,16 @@ def _dict_columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, li
     start = len(complete) if exact else 0
     ordered = complete + others
     extra = set(chain.from_iterable(ordered[start:])).difference(CONSUMED)
+    for key in IDS:
+        fields[key] = [e.get(key) for e in ordered] if key in extra else [None] * len(ordered)
+    extra.difference_update(IDS)
     if extra:
         args = fields["args"]
         for i, event in enumerate(ordered[start:], start):
             if not extra.isdisjoint(event):
                 kept = {k: event[k] for k in sorted(extra) if k in event}
                 args[i] = {**kept, **(args[i] if isinstance(args[i], dict) else {})}
-    return _Phases(len(complete), [e.get("ph") for e in others]), fields
+    return len(complete), [e.get("ph") for e in others], fields
 
 
 def _pick(items: list[Any], index: np.ndarray) -> list[Any]:
@@ -238,21 +281,28 @@ def _objects(values: Sequence[Any]) -> np.ndarray:
     return array if array.ndim == 1 else np.fromiter(values, dtype=object, count=len(values))
 
 
-def _ids(values: list[Any]) -> np.ndarray:
+def _ids(values: list[Any], key: str, source: str) -> np.ndarray:
     """pid or tid values (absent ones count as 0): int64 when all are integers (fast to
-    factorize), else objects."""
+    factorize), else objects; TraceFormatError for integers outside int64."""
     array = np.array(values) if len(values) else np.empty(0, dtype=np.int64)
     if array.dtype == np.int64:
         return array
+    for value in values:
+        if value.__class__ is int and not INT64_MIN <= value <= INT64_MAX:
+            raise TraceFormatError(f"{source}: an event's {key} {value} does not fit int64")
     return _objects([0 if v is None else v for v in values])
 
 
-def _floats(values: list[Any], source: str) -> np.ndarray:
-    """Numbers as float64, NaN for None."""
+def _floats(values: list[Any], key: str, source: str) -> np.ndarray:
+    """Numbers (`FIELD_TYPES` checked) as float64, NaN for None; TraceFormatError for numbers
+    that are not finite or do not fit a float."""
     try:
-        return np.fromiter(values, dtype=np.float64, count=len(values))
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{source}: event timestamps (ts, dur) must be numbers") from error
+        array = np.fromiter(values, dtype=np.float64, count=len(values))
+    except OverflowError:
+        raise TraceFormatError(f"{source}: an event's {key} is too large a number") from None
+    if np.isinf(array).any():
+        raise TraceFormatError(f"{source}: an event's {key} is not finite")
+    return array
 
 
 class _Rows:
@@ -263,10 +313,19 @@ class _Rows:
         self.parts: list[dict[str, np.ndarray]] = []
 
     def ns(self, micros: np.ndarray) -> np.ndarray:
-        """Float microseconds to int64 nanoseconds since the epoch."""
+        """Float microseconds to int64 nanoseconds since the epoch; TraceFormatError for times
+        that int64 nanoseconds cannot hold (rather than wrapping them)."""
         if np.isnan(micros).any():
-            raise ValueError(f"{self.source}: a range, instant or counter event has no ts")
-        return self.base_ns + np.rint(micros * 1000.0).astype(np.int64)
+            raise TraceFormatError(f"{self.source}: a range, instant or counter event has no ts")
+        after = np.rint(micros * 1000.0)
+        # float64 bounds a little inside int64's, so that the conversion cannot wrap.
+        low, high = float(INT64_MIN - self.base_ns) + 2048, float(INT64_MAX - self.base_ns) - 2048
+        if len(after) and not (low <= after.min() and after.max() <= high):
+            raise TraceFormatError(
+                f"{self.source}: an event's time (ts, or ts + dur) is outside the int64 "
+                "nanosecond range"
+            )
+        return self.base_ns + after.astype(np.int64)
 
     def add(
         self,
@@ -343,14 +402,33 @@ def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: list[Any
     rows.add(index[~memory], MARK)
     allocations = index[memory]
     if allocations.size:
-        sizes = np.array([int(args[i]["Bytes"]) for i in allocations], dtype=np.int64)
+        sizes = _int64s(
+            [args[i]["Bytes"] for i in allocations.tolist()], "memory Bytes", rows.source
+        )
         devices = _objects([_torch_device(args[i]) for i in allocations])
         rows.add(allocations, MEMORY, memory_bytes=sizes, device=devices)
 
 
+def _int64s(values: list[Any], what: str, source: str) -> np.ndarray:
+    """Integers (or integral floats) as int64; TraceFormatError for anything else."""
+    for value in values:
+        if (
+            value.__class__ not in (int, float)
+            or value != value
+            or not INT64_MIN < value < INT64_MAX
+            or value != int(value)
+        ):
+            raise TraceFormatError(
+                f"{source}: {what} must be an int64 integer, not {_short(value)}"
+            )
+    return np.array([int(v) for v in values], dtype=np.int64)
+
+
 def _torch_device(args: dict[str, Any]) -> str:
-    kind = TORCH_DEVICE_TYPES.get(args.get("Device Type", 0), f"device{args.get('Device Type')}")
-    return kind if kind == "cpu" else f"{kind}:{args.get('Device Id', 0)}"
+    device_type, device_id = args.get("Device Type", 0), args.get("Device Id", 0)
+    kind = TORCH_DEVICE_TYPES.get(device_type, "") if device_type.__class__ is int else ""
+    kind = kind or f"device{_short(device_type)}"
+    return kind if kind == "cpu" else f"{kind}:{_short(device_id)}"
 
 
 def _add_counters(
@@ -373,7 +451,13 @@ def _add_counters(
         return
     index = np.array(event, dtype=np.int64)
     series = _pair_codes(_objects(key), _pair_codes(pid[index], name[index]))
-    level = np.rint(np.array(value, dtype=np.float64)).astype(np.int64)
+    try:
+        floats = np.rint(np.array(value, dtype=np.float64))
+    except OverflowError:
+        floats = np.array([np.inf])
+    if not (np.abs(floats) < 2.0**63 - 2048).all():
+        raise TraceFormatError(f"{rows.source}: a counter value does not fit int64")
+    level = floats.astype(np.int64)
     order = np.lexsort((np.arange(index.size), rows.ts_us[index], series))
     change = np.empty_like(level)
     change[order] = np.diff(level[order], prepend=0)
@@ -398,30 +482,41 @@ def _frame(
     pid: np.ndarray,
     tid: np.ndarray,
     args: list[Any],
+    ids: dict[str, tuple[np.ndarray, np.ndarray]],
 ) -> pd.DataFrame:
-    """Sort the rows by start (parents first), nest them per thread and build the columns."""
+    """Sort the rows by start (parents first), nest them per thread (or link them by recfn's
+    ids, `_linked`) and build the columns."""
     start, end, closed = rows.column("start"), rows.column("end"), rows.column("closed")
     nest_end = np.where(closed, end, INT64_MAX)
     order = np.lexsort((np.arange(len(start)), -nest_end, start))
     event, kind = rows.column("event")[order], rows.column("kind")[order]
     start, end, closed, nest_end = start[order], end[order], closed[order], nest_end[order]
     thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
-    parent = parents_from_nesting(thread, start, nest_end, kind == 0)
     n = len(event)
+    row_ids, parent = _linked(ids, event, kind, thread, start, nest_end)
+    if parent is None:
+        row_ids, parent = (
+            np.arange(n, dtype=np.int64),
+            parents_from_nesting(thread, start, nest_end, kind == 0),
+        )
 
     first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
     named = _thread_names(phases, name, pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
     strings, text = json_strings(args, event)
+    try:  # args kept as JSON text were not decoded, so nothing has checked their UTF-8 yet
+        strings.validate(full=True)
+    except pa.ArrowInvalid:
+        raise TraceFormatError(f"{rows.source}: an event's args are not valid UTF-8") from None
     torch_args = _torch_args(text)
     torch_ints = {
         key: _arg_ints(torch_args, key, default, len(args)) for key, default in TORCH_INTS.items()
     }
     frame = pd.DataFrame(
         {
-            "id": np.arange(n, dtype=np.int64),
-            "parent_id": pd.arrays.IntegerArray(np.maximum(parent, 0), parent < 0),
+            "id": row_ids,
+            "parent_id": pd.arrays.IntegerArray(row_ids[np.maximum(parent, 0)], parent < 0),
             "name": _category(name, event),
             "kind": pd.Categorical.from_codes(kind, categories=list(KINDS)),
             "scope": _category(cat, event),
@@ -448,6 +543,52 @@ def _frame(
     if torch_args is not None and b'"Input Dims"' in text:
         _add_shapes(frame, torch_args, event)
     return frame
+
+
+def _optional_ints(values: list[Any], key: str, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """Integers or None (`FIELD_TYPES` checked) as int64 values (0 for None) and presence;
+    TraceFormatError for integers outside int64."""
+    present = np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=len(values))
+    if not present.any():
+        return np.zeros(len(values), dtype=np.int64), present
+    try:
+        return np.array([0 if v is None else v for v in values], dtype=np.int64), present
+    except OverflowError:
+        raise TraceFormatError(f"{source}: an event's {key} does not fit int64") from None
+
+
+def _linked(
+    ids: dict[str, tuple[np.ndarray, np.ndarray]],
+    event: np.ndarray,
+    kind: np.ndarray,
+    thread: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Row ids and parent positions from recfn's `IDS` fields, when every row has a unique id
+    and every parent id names an earlier range of the row's thread that is open when the row
+    starts (so the links form a forest that matches the times); else None."""
+    own, has_id = (values[event] for values in ids["recfn_id"])
+    parent_id, has_parent = (values[event] for values in ids["recfn_parent_id"])
+    if own.size == 0 or not has_id.all():
+        return own, None
+    by_id = np.argsort(own, kind="stable")
+    if (np.diff(own[by_id]) == 0).any():
+        return own, None
+    slot = np.minimum(np.searchsorted(own[by_id], parent_id), len(own) - 1)
+    parent = np.where(has_parent, by_id[slot], -1)
+    found = ~has_parent | (own[parent] == parent_id)
+    root = parent < 0
+    fits = (
+        (parent < np.arange(len(own)))
+        & (kind[parent] == KINDS.index(RANGE))
+        & (thread[parent] == thread)
+        & (start[parent] <= start)
+        & (end[parent] >= start)
+    )
+    if not (found & (root | fits)).all():
+        return own, None
+    return own, parent
 
 
 def _thread_names(
@@ -492,7 +633,11 @@ def _pids(values: np.ndarray) -> np.ndarray:
     for i, value in enumerate(values):
         if isinstance(value, int | np.integer) and not isinstance(value, bool):
             out[i] = value
-        elif isinstance(value, str) and value.lstrip("-").isdigit():
+        elif (
+            isinstance(value, str)
+            and value.lstrip("-").isdigit()
+            and INT64_MIN <= int(value) <= INT64_MAX
+        ):
             out[i] = int(value)
         else:
             out[i] = named.setdefault(value, -1 - len(named))

@@ -1,4 +1,5 @@
-"""Writing files whole or not at all, and never over a file recfn did not write.
+"""Writing files whole or not at all, and never over a file recfn did not write; opening trace
+files for reading without blocking on a FIFO.
 
 Every writer goes through `write_atomic`: the content goes to a temporary file beside the target,
 is flushed to disk, and replaces the target in one rename, so a crash (even SIGKILL) leaves either
@@ -10,9 +11,13 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 import tempfile
+import zlib
 from collections.abc import Callable
-from typing import Final
+from typing import BinaryIO, Final
+
+from recfn.errors import TraceFormatError
 
 CHROME_MARK: Final = b'{"schemaVersion":1,"baseTimeNanoseconds":'
 """How every Chrome JSON trace recfn writes begins (its first keys, in order)."""
@@ -27,19 +32,19 @@ def written_by_recfn(path: str) -> bool:
     """True when the file at ``path`` is one recfn wrote: a trace (Parquet or Chrome JSON) or
     an image, recognised by content, never by name."""
     try:
-        with open(path, "rb") as fh:
+        with open_trace_file(path) as fh:  # a FIFO is not recfn's, and must not block
             head = fh.read(4096)
             if head.startswith(b"PAR1"):
                 size = fh.seek(0, os.SEEK_END)
                 fh.seek(max(size - _FOOTER_BYTES, 0))
                 return PARQUET_MARK in fh.read()
-    except OSError:
+    except (OSError, TraceFormatError):
         return False
     if head.startswith(b"\x1f\x8b"):
         try:
             with gzip.open(path, "rb") as fh:
                 head = fh.read(len(CHROME_MARK))
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):
             return False
     if head.startswith(CHROME_MARK):
         return True
@@ -93,3 +98,39 @@ def _sync_folder(folder: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def open_trace_file(path: str) -> BinaryIO:
+    """Open `path` for reading if it is a regular file, without ever blocking on a FIFO.
+
+    FileNotFoundError for a missing path, IsADirectoryError for a folder (both OSErrors: there
+    is no file), TraceFormatError for a FIFO, device or socket (something that is not a file).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file: {path!r}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(f"{path!r} is a folder, not a trace file")
+        if not stat.S_ISREG(mode):
+            raise TraceFormatError(f"{path!r} is {_file_kind(mode)}, not a regular trace file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"

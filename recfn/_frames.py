@@ -15,6 +15,7 @@ import pandas as pd
 from recfn.errors import MissingColumnsError
 
 INT64_MAX = np.iinfo(np.int64).max
+INT64_MIN = np.iinfo(np.int64).min
 
 
 def require(df: pd.DataFrame, columns: Iterable[str], operation: str) -> None:

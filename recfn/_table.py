@@ -197,5 +197,5 @@ def _device_columns(columns: dict[str, Any], times: DeviceTimes, n: int) -> dict
     memory = columns.get("device")
     if memory is not None:  # memory events keep theirs
         gpu = pc.coalesce(gpu, memory.cast(pa.string()))
-    out["device"] = gpu.dictionary_encode()
+    out["device"] = gpu.dictionary_encode().cast(column_type("device"))
     return out

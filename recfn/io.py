@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, Union
 import pyarrow as pa
 
 from recfn import schema
+from recfn._files import open_trace_file
 from recfn.errors import TraceFormatError
 
 if TYPE_CHECKING:
@@ -51,12 +52,9 @@ def trace_format(path: Any) -> str:
 
 
 def sniff(path: str) -> str:
-    """``"parquet"`` or ``"chrome"`` from the file's first bytes; errors for anything else."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no such file: {path!r}")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"{path!r} is a folder, not a trace file")
-    with open(path, "rb") as fh:
+    """``"parquet"`` or ``"chrome"`` from the file's first bytes; errors as `open_trace_file`,
+    and TraceFormatError for a file that is neither."""
+    with open_trace_file(path) as fh:
         head = fh.read(64)
     if not head:
         raise TraceFormatError(f"{path!r} is empty")
@@ -192,9 +190,4 @@ def read_chrome(path: str) -> pd.DataFrame:
     """A Chrome JSON trace as an event-table DataFrame; TraceFormatError for broken files."""
     from recfn.chrome import read_chrome_trace
 
-    try:
-        return read_chrome_trace(path)
-    except (ValueError, UnicodeDecodeError, EOFError) as exc:  # JSONDecodeError is a ValueError
-        raise TraceFormatError(f"{path!r} is not a Chrome trace: {exc}") from None
-    except OSError as exc:  # gzip errors and truncated .gz files
-        raise TraceFormatError(f"{path!r} could not be read as a Chrome trace: {exc}") from None
+    return read_chrome_trace(path)

@@ -524,4 +524,7 @@ def _family(dtype: pa.DataType) -> str:
 
 def _same_family(actual: pa.DataType, expected: pa.DataType) -> bool:
     """Whether a cast could be lossless (values that do not fit are refused by the cast)."""
-    return pa.types.is_null(actual) or _family(actual) == _family(expected)
+    empty = pa.types.is_null(actual) or (
+        pa.types.is_dictionary(actual) and pa.types.is_null(actual.value_type)
+    )  # all null: fits any type (pandas' categoricals without categories become these)
+    return empty or _family(actual) == _family(expected)

@@ -254,8 +254,12 @@ def load(path: Any, as_pandas: bool = False) -> Any:
     """A ``Trace`` of a trace file: recfn Parquet, any Parquet with the event table's columns, or
     Chrome JSON (``.json``/``.json.gz``, torch.profiler's too), told apart by the first bytes.
 
-    ``as_pandas=True`` returns ``trace.to_pandas()`` instead. FileNotFoundError for a missing
-    path, IsADirectoryError for a folder, ``TraceFormatError`` for anything that is not a trace.
+    ``as_pandas=True`` returns ``trace.to_pandas()`` instead. Errors: FileNotFoundError for a
+    missing path and IsADirectoryError for a folder (there is no file); ``TraceFormatError``,
+    naming the file and what is wrong, for everything else that is not a readable trace: a
+    FIFO, device or socket (refused without blocking), an empty, foreign, corrupt or truncated
+    file, or Chrome JSON that ``recfn.chrome.read_chrome_trace`` refuses; TypeError for a
+    `path` that is not a path. No other exception comes from a bad file.
     """
     from recfn import io
 

@@ -14,7 +14,9 @@ import pytest
 
 import recfn.analysis as analysis
 from recfn import _jsonio as jsonio
+from recfn._chrome_import import IDS
 from recfn.analysis import read_chrome_trace, write_chrome_trace
+from recfn.errors import TraceFormatError
 from recfn.schema import REQUIRED as COLUMNS
 
 DATA = Path(__file__).parent.parent / "data"
@@ -241,7 +243,7 @@ def test_write_accepts_an_arrow_table(tmp_path: Path) -> None:
     phases = pd.Series([e["ph"] for e in document["traceEvents"]]).value_counts()
     assert phases.to_dict() == {"X": 199, "i": 3, "M": 2, "B": 1}
     first = next(e for e in document["traceEvents"] if e["ph"] == "X")
-    assert set(first) == {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args"}
+    assert set(first) == {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args", *IDS}
     assert isinstance(first["ts"], float) and isinstance(first["dur"], float)
     back = read_chrome_trace(tmp_path / "t.json")
     assert back["end_ns"].astype(str).tolist() == df["end_ns"].astype(str).tolist()
@@ -264,14 +266,14 @@ def test_empty_traces(tmp_path: Path) -> None:
         ('{"traceEvents": 5}', "traceEvents list"),
         ('"text"', "list of events"),
         ("[1, 2]", "must be a JSON object"),
-        ('[{"ph": "X", "ts": "soon", "dur": 1}]', "must be numbers"),
+        ('[{"ph": "X", "ts": "soon", "dur": 1}]', "ts must be a number"),
         ('[{"ph": "X", "name": "a", "dur": 1}]', "has no ts"),
         ('{"traceEvents": [], "baseTimeNanoseconds": "1"}', "baseTimeNanoseconds"),
     ],
 )
 def test_malformed_input(tmp_path: Path, content: str, message: str) -> None:
     (tmp_path / "bad.json").write_text(content)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(TraceFormatError, match=message):
         read_chrome_trace(tmp_path / "bad.json")
 
 
@@ -323,3 +325,61 @@ def test_typed_and_plain_decoding_agree(tmp_path: Path) -> None:
         and json.loads(row["args"])["id"] == 4
         and list(row["input_shapes"][0]) == [2, 3]
     )
+
+
+def test_concurrent_asyncio_tasks_round_trip(tmp_path: Path) -> None:
+    """50 tasks interleave nested ranges on one thread: their ranges overlap, so nesting alone
+    cannot rebuild the parents; recfn_id/recfn_parent_id carry them through the file."""
+    import asyncio
+
+    import recfn
+
+    async def task(i: int) -> None:
+        with recfn.record_function(f"task{i}"):
+            for _ in range(3):
+                with recfn.record_function("step"):
+                    await asyncio.sleep(0)
+                    with recfn.record_function("inner"):
+                        await asyncio.sleep(0)
+
+    async def run() -> None:
+        await asyncio.gather(*(task(i) for i in range(50)))
+
+    with recfn.profile() as prof:
+        asyncio.run(run())
+    df = prof.trace.to_pandas()
+    path = tmp_path / "tasks.json"
+    prof.trace.save(path)
+    back = recfn.load(path, as_pandas=True)
+
+    def structure(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+        names = dict(zip(frame["id"], frame["name"].astype(str)))
+        parents = frame["parent_id"].astype(object).where(frame["parent_id"].notna(), None)
+        return sorted(
+            zip(
+                frame["id"],
+                parents,
+                frame["name"].astype(str),
+                parents.map(names.get),
+                frame["thread_id"],
+                frame["start_ns"],
+            )
+        )
+
+    assert len(df) > 50 * 7 and df["thread_id"].nunique() == 1
+    assert structure(back) == structure(df)
+
+    # Without the ids, interval nesting puts some ranges under another task's range.
+    document = json.loads(path.read_text())
+    for event in document["traceEvents"]:
+        for key in IDS:
+            event.pop(key, None)
+    nested = read_chrome_trace(write(tmp_path / "plain.json", document))
+    moved = [
+        (a[2], a[3]) != (b[2], b[3])
+        for a, b in zip(
+            sorted(structure(df), key=lambda r: (r[5], r[2])),
+            sorted(structure(nested), key=lambda r: (r[5], r[2])),
+        )
+    ]
+    assert any(moved)

@@ -407,3 +407,82 @@ def test_run_traces_a_plain_script_four_deep_by_default(tmp_path: Path):
     proc = recfn_cli("run", script, "-o", "t.parquet", "--force", "--no-trace-calls", cwd=tmp_path)
     df = recfn.load(tmp_path / "t.parquet", as_pandas=True)
     assert proc.returncode == 0 and (df["scope"] != "function").all()
+
+
+# -- one error contract over hostile Chrome files ---------------------------------------------
+
+HOSTILE_CHROME = {
+    "corrupt.json.gz": gzip.compress(b'[{"ph": "X", "ts": 1, "dur": 1}]')[:20] + b"\xff" * 20,
+    "cut.json.gz": gzip.compress(b'[{"ph": "X", "ts": 1, "dur": 1}]' * 50)[:-10],
+    "pid.json": b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1, "pid": 18446744073709551615}]',
+    "deep.json": b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1, "args": {"d": '
+    + b"[" * 1000
+    + b"]" * 1000
+    + b"}}]",
+    "phase.json": b'[{"ph": ["X"], "name": "a", "ts": 1, "dur": 1}]',
+    "huge_ts.json": b'[{"ph": "X", "name": "a", "ts": 1e300, "dur": 1}]',
+    "negative.json": b'[{"ph": "X", "name": "a", "ts": 1, "dur": -50}]',
+    "latin1.json": b'[{"ph": "X", "name": "\xe9t\xe9", "ts": 1, "dur": 1}]',
+}
+
+
+@pytest.fixture
+def hostile_chrome(tmp_path: Path) -> Path:
+    for name, content in HOSTILE_CHROME.items():
+        (tmp_path / name).write_bytes(content)
+    os.mkfifo(tmp_path / "pipe.json")
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", [*HOSTILE_CHROME, "pipe.json"])
+def test_hostile_chrome_files_get_one_line(
+    hostile_chrome: Path, capsys: pytest.CaptureFixture[str], name: str
+):
+    for args in (
+        ("summary", name),
+        ("timeline", name, "-o", "out.png"),
+        ("convert", name, "-o", "out.parquet"),
+        ("diff", name, name),
+    ):
+        code, stderr = in_process(capsys, *args, cwd=hostile_chrome)
+        assert code == 1, stderr
+        assert_one_line_error(code, stderr, name)
+        assert "unexpected" not in stderr  # refused by a check, not by the last resort
+
+
+def test_hostile_chrome_files_in_a_real_process(hostile_chrome: Path):
+    for name in ("corrupt.json.gz", "deep.json", "pipe.json"):
+        proc = recfn_cli("summary", name, cwd=hostile_chrome)
+        assert_user_error(proc, name)
+        assert proc.returncode == 1
+
+
+def test_an_unexpected_error_is_one_line_unless_debugging(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    """The last resort: an exception no check foresaw (here injected into the loader)."""
+
+    def broken(path: object, as_pandas: bool = False) -> object:
+        raise RuntimeError("the loader broke")
+
+    monkeypatch.setattr("recfn.trace.load", broken)
+    code, stderr = in_process(capsys, "summary", "demo.parquet", cwd=demo_dir)
+    assert code == 1
+    assert_one_line_error(
+        code, stderr, "unexpected RuntimeError: the loader broke", "RECFN_DEBUG=1"
+    )
+    monkeypatch.setenv("RECFN_DEBUG", "1")
+    code, stderr = in_process(capsys, "summary", "demo.parquet", cwd=demo_dir)
+    assert code == 1 and "Traceback" in stderr and "the loader broke" in stderr
+
+
+def test_timeline_draws_names_that_look_like_math(tmp_path: Path, capsys):
+    """matplotlib would parse ``$...$`` as math text and fail on a bad formula."""
+    name = "$" + "\\sqrt{" * 30 + "x" + "}" * 29 + "$"
+    with recfn.profile() as prof:
+        with recfn.record_function(name):
+            pass
+    prof.trace.save(tmp_path / "math.parquet")
+    code, stderr = in_process(capsys, "timeline", "math.parquet", "-o", "m.png", cwd=tmp_path)
+    assert code == 0, stderr
+    assert (tmp_path / "m.png").read_bytes().startswith(PNG_MAGIC)

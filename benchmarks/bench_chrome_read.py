@@ -1,0 +1,98 @@
+"""Speed and peak memory of ``read_chrome_trace`` on a torch-shaped trace, as a Markdown table.
+
+Run: ``python benchmarks/bench_chrome_read.py`` (``--events N``; default 300k). The trace is
+`bench_analysis.torch_shaped_trace`. Side by side in one process: the msgspec decode alone (the
+floor), the nesting-depth scan alone (the price of the bound on JSON nesting) and the whole
+read; best of 3 each. Peak memory is measured in a fresh process (maxrss growth during one read)
+and compared with the size of the resulting Arrow table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_analysis import parse_alone, torch_shaped_trace
+
+from recfn import chrome
+
+
+def best_of(repeat: int, run: Callable[[], Any]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _peak(path: str, queue: Any) -> None:
+    """In a fresh process: maxrss growth (bytes) of one read, and the Arrow table's size."""
+    import recfn
+
+    recfn.chrome.read_chrome_trace(
+        Path(__file__).resolve().parent.parent / "tests/data/torch_trace.json"
+    )
+    before = _high_water()
+    df = recfn.chrome.read_chrome_trace(path)
+    after = _high_water()
+    table = recfn.Trace.from_pandas(df).table
+    queue.put((after - before, table.nbytes))
+
+
+def _high_water() -> int:
+    """Peak resident bytes of this process: VmHWM, which exec resets (maxrss keeps the parent's)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=300_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "torch_trace.json"
+        n = torch_shaped_trace(args.events, path)
+        raw = path.read_bytes()
+        size = f"{n:,} events, {len(raw) / 2**20:.0f} MiB"
+        rows = [
+            ("JSON decode alone (msgspec)", best_of(3, lambda: parse_alone(raw))),
+            ("nesting-depth scan alone", best_of(3, lambda: chrome._check_depth(raw, "t"))),
+            ("read_chrome_trace", best_of(3, lambda: chrome.read_chrome_trace(path))),
+        ]
+        context = multiprocessing.get_context("spawn")
+        queue = context.Queue()
+        child = context.Process(target=_peak, args=(str(path), queue))
+        child.start()
+        peak, table_bytes = queue.get()
+        child.join()
+    floor = rows[0][1]
+    print("| operation | size | seconds | rate | / decode alone |")
+    print("|---|---|---:|---:|---:|")
+    for operation, seconds in rows:
+        print(f"| {operation} | {size} | {seconds:.3f} | {n / seconds:,.0f} events/s | "
+              f"{seconds / floor:.2f}x |")  # fmt: skip
+    print(
+        f"\npeak memory growth of one read: {peak / 2**20:.0f} MiB = "
+        f"{peak / table_bytes:.1f}x the Arrow table ({table_bytes / 2**20:.0f} MiB)"
+    )
+
+
+if __name__ == "__main__":
+    main()
