@@ -37,18 +37,7 @@ def best(fn: Callable[[], object], rounds: int) -> float:
 
 def plain_write(table: pa.Table, path: str) -> None:
     """recfn's Parquet options without checksums or the hash."""
-    pq.write_table(
-        table,
-        path,
-        compression="zstd",
-        compression_level=3,
-        use_dictionary=[c for c in schema.PARQUET_DICTIONARY if c in table.column_names],
-        column_encoding={
-            c: "DELTA_BINARY_PACKED" for c in schema.PARQUET_DELTA if c in table.column_names
-        },
-        store_schema=True,
-        use_compliant_nested_type=False,
-    )
+    pq.write_table(table, path, **io.parquet_options(table))
 
 
 def measure(rows: int, rounds: int, folder: str) -> list[tuple[str, float, float]]:

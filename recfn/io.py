@@ -87,24 +87,32 @@ def save(table: pa.Table, path: PathLike, *, overwrite: bool = False) -> None:
         write_atomic(name, lambda temporary: write_parquet(table, temporary), overwrite=overwrite)
 
 
+def parquet_options(table: pa.Table) -> dict[str, Any]:
+    """recfn's Parquet layout for ``table``: zstd, dictionary names, delta-coded ids and times,
+    the Arrow schema stored so round trips are exact."""
+    return {
+        "compression": "zstd",
+        "compression_level": 3,
+        "use_dictionary": [c for c in schema.PARQUET_DICTIONARY if c in table.column_names],
+        "column_encoding": {
+            c: "DELTA_BINARY_PACKED" for c in schema.PARQUET_DELTA if c in table.column_names
+        },
+        "store_schema": True,
+        "use_compliant_nested_type": False,  # keep Arrow's list item names: exact round trips
+    }
+
+
 def write_parquet(table: pa.Table, path: PathLike) -> None:
-    """Write a validated ``table`` as Parquet (zstd, dictionary columns kept, metadata kept) with
-    a CRC32 in every page header and the table's content hash in the footer, so that
-    ``read_parquet`` notices any byte that changes afterwards."""
+    """Write a validated ``table`` as Parquet (``parquet_options``) with a CRC32 in every page
+    header and the table's content hash in the footer, so that ``read_parquet`` notices any byte
+    that changes afterwards."""
     import pyarrow.parquet as pq
 
     pq.write_table(
         schema.with_content_hash(table),
         os.fspath(path),
-        compression="zstd",
-        compression_level=3,
-        use_dictionary=[c for c in schema.PARQUET_DICTIONARY if c in table.column_names],
-        column_encoding={
-            c: "DELTA_BINARY_PACKED" for c in schema.PARQUET_DELTA if c in table.column_names
-        },
-        store_schema=True,
-        use_compliant_nested_type=False,  # keep Arrow's list item names: exact round trips
         write_page_checksum=True,
+        **parquet_options(table),
     )
 
 
