@@ -29,6 +29,7 @@ from recfn._engine import (
     _ThreadData,
     current_range,
 )
+from recfn._stacks import FrameTable, StackCache
 from recfn.scope import SCOPE_USER
 
 CHUNK_ROWS: Final[i64] = 1 << 16  # later chunks reserve this much; pages are touched as filled
@@ -94,7 +95,7 @@ class _ThreadBuffer:
     extra_args: list[object]
     extra_shapes: list[object]
     extra_dtypes: list[object]
-    extra_stack: list[object]
+    extra_stack: list[object]  # FrameTable nodes (ints), symbolized when the table is built
     extra_flops: list[object]
     seq_rows: vec[i64]
     seq_vals: vec[i64]
@@ -103,6 +104,7 @@ class _ThreadBuffer:
     mem_bytes: vec[i64]
     mem_devices: list[str]
     last_traced: i64
+    stacks: StackCache
 
     def __init__(self, owner: Recorder, td: _ThreadData) -> None:
         self.owner = owner
@@ -125,6 +127,7 @@ class _ThreadBuffer:
         self.mem_bytes = vec[i64]()
         self.mem_devices = []
         self.last_traced = -1
+        self.stacks = StackCache()
 
     def add_row(self, rid: i64, parent: i64, start: i64, end: i64, name: i32, meta: i32) -> i64:
         """Append one row; returns its number within the current chunk."""
@@ -164,7 +167,7 @@ class Recorder(RecordFunctionCallback):
     name_list: list[str]
     flop_formulas: dict[str, Callable[[list[list[int]]], int]]
     shape_of: Callable[[object], tuple[list[int], str]]
-    stack_of: Callable[[], list[str]]
+    frames: FrameTable  # the stacks of with_stack
     _lock: threading.Lock
 
     def __init__(
@@ -178,7 +181,6 @@ class Recorder(RecordFunctionCallback):
         sampling_prob: float,
         flop_formulas: dict[str, Callable[[list[list[int]]], int]],
         shape_of: Callable[[object], tuple[list[int], str]],
-        stack_of: Callable[[], list[str]],
     ) -> None:
         super().__init__(
             needs_inputs=report_input_shapes or with_flops,
@@ -202,7 +204,7 @@ class Recorder(RecordFunctionCallback):
         self.name_list = []
         self.flop_formulas = flop_formulas
         self.shape_of = shape_of
-        self.stack_of = stack_of
+        self.frames = FrameTable()
         self._lock = threading.Lock()
 
     # -- hot path ---------------------------------------------------------------------------
@@ -320,7 +322,7 @@ class Recorder(RecordFunctionCallback):
                             flops = formula(shape_list)
                         except Exception:
                             flops = None
-        stack: object = self.stack_of() if self.with_stack else None
+        stack: object = self._stack(buf) if self.with_stack else None
         if args is None and shapes is None and stack is None and flops is None:
             return
         buf.extra_rows.append(buf.rows - 1)
@@ -329,6 +331,20 @@ class Recorder(RecordFunctionCallback):
         buf.extra_dtypes.append(dtypes)
         buf.extra_stack.append(stack)
         buf.extra_flops.append(flops)
+
+    def _stack(self, buf: _ThreadBuffer) -> i64:
+        """The caller's Python stack as a node of ``frames`` (raw frames: no strings yet)."""
+        try:
+            frame: Optional[FrameType] = sys._getframe(0)  # compiled: the nearest Python frame
+        except ValueError:
+            frame = None
+        return self.frames.capture(frame, buf.stacks)
+
+    def release_frames(self) -> None:
+        """Drop the frames each thread's stack cache holds (once stopped: they hold locals)."""
+        with self._lock:
+            for buf in self.buffers:
+                buf.stacks = StackCache()
 
     def _memory_tick(
         self, td: _ThreadData, buf: _ThreadBuffer, owner: Optional[RecordFunction]
@@ -377,20 +393,3 @@ class Recorder(RecordFunctionCallback):
             return
         td = _thread_data()
         self.add_instant(td, self._buffer(td), current_range(), name, kind, nbytes, device)
-
-
-def default_stack() -> list[str]:
-    """The caller's Python stack as ``file:line(function)``, outermost first, without recfn's frames."""
-    frames: list[str] = []
-    try:
-        frame: Optional[FrameType] = sys._getframe(0)  # compiled callers have no frame of their own
-    except ValueError:
-        return frames
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if not (module == "recfn" or module.startswith("recfn.") or module == "contextlib"):
-            code = frame.f_code
-            frames.append(f"{code.co_filename}:{frame.f_lineno}({code.co_name})")
-        frame = frame.f_back
-    frames.reverse()
-    return frames

@@ -162,7 +162,7 @@ def _optional_columns(
             n, rows, pa.array(gather("extra_dtypes"), column_type("input_dtypes"))
         )
     if recorder.with_stack:
-        out["stack"] = _scatter(n, rows, pa.array(gather("extra_stack"), column_type("stack")))
+        out["stack"] = _scatter(n, rows, _stacks(recorder, gather("extra_stack")))
     mem_rows = [_view(buf.mem_rows, np.int64) + offset for buf, offset in zip(buffers, offsets)]
     if recorder.profile_memory or any(len(r) for r in mem_rows):
         all_rows = np.concatenate(mem_rows) if mem_rows else np.empty(0, dtype=np.int64)
@@ -175,6 +175,15 @@ def _optional_columns(
     if recorder.with_flops:
         out["flops"] = _scatter(n, rows, pa.array(gather("extra_flops"), column_type("flops")))
     return out
+
+
+def _stacks(recorder: Recorder, nodes: list[Any]) -> pa.Array:
+    """Symbolize the captured stack nodes: once per distinct stack, then one ``take``."""
+    if not nodes:
+        return pa.array([], column_type("stack"))
+    unique, inverse = np.unique(np.asarray(nodes, dtype=np.int64), return_inverse=True)
+    frames = recorder.frames.symbolize([int(node) for node in unique])
+    return pa.array(frames, column_type("stack")).take(pa.array(inverse.astype(np.int64)))
 
 
 def _device_columns(columns: dict[str, Any], times: DeviceTimes, n: int) -> dict[str, pa.Array]:
