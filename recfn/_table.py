@@ -50,8 +50,8 @@ def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
     gaps[big_rows] = 0
     elapsed = np.cumsum(gaps)
     # each row's start: the last whole start at or before it, plus the gaps since
-    seg = np.searchsorted(big_rows, np.arange(n), side="right") - 1
-    starts = _view(chunk.big_starts, np.int64)[seg] + elapsed - elapsed[big_rows][seg]
+    lengths = np.diff(big_rows, append=n)
+    starts = elapsed + np.repeat(_view(chunk.big_starts, np.int64) - elapsed[big_rows], lengths)
     spans = _view(chunk.spans, np.int32).astype(np.int64)
     ends = np.where(spans == 0, 0, starts + spans - 1)
     end_rows = _view(chunk.big_end_rows, np.int64)
