@@ -162,7 +162,6 @@ class _ThreadBuffer:
     extra_args: list[object]
     extra_shapes: list[object]
     extra_dtypes: list[object]
-    extra_stack: list[object]  # FrameTable nodes (ints), symbolized when the table is built
     extra_flops: list[object]
     seq_rows: vec[i64]
     seq_vals: vec[i64]
@@ -172,6 +171,9 @@ class _ThreadBuffer:
     mem_devices: list[str]
     last_traced: i64
     stacks: StackCache
+    # with_stack: rows (within this buffer) and their FrameTable nodes, symbolized at the end
+    stack_rows: vec[i64]
+    stack_nodes: vec[i64]
 
     def __init__(self, owner: Recorder, td: _ThreadData) -> None:
         self.owner = owner
@@ -185,7 +187,6 @@ class _ThreadBuffer:
         self.extra_args = []
         self.extra_shapes = []
         self.extra_dtypes = []
-        self.extra_stack = []
         self.extra_flops = []
         self.seq_rows = vec[i64]()
         self.seq_vals = vec[i64]()
@@ -195,6 +196,8 @@ class _ThreadBuffer:
         self.mem_devices = []
         self.last_traced = -1
         self.stacks = StackCache()
+        self.stack_rows = vec[i64]()
+        self.stack_nodes = vec[i64]()
 
     def add_row(self, rid: i64, parent: i64, start: i64, name: i32, meta: i32) -> i64:
         """Append one open row; returns its number within the current chunk."""
@@ -323,7 +326,10 @@ class Recorder(RecordFunctionCallback):
             buf.seq_rows = append(buf.seq_rows, buf.rows - 1)
             buf.seq_vals = append(buf.seq_vals, rf.seq_nr)
             buf.fwd_vals = append(buf.fwd_vals, rf.forward_thread_id)
-        if rf._args is not None or self.report_input_shapes or self.with_stack or self.with_flops:
+        if self.with_stack:
+            buf.stack_rows = append(buf.stack_rows, buf.rows - 1)
+            buf.stack_nodes = append(buf.stack_nodes, self._stack(buf))
+        if rf._args is not None or self.report_input_shapes or self.with_flops:
             self._extras(buf, rf)
         return ref
 
@@ -379,14 +385,12 @@ class Recorder(RecordFunctionCallback):
                             flops = formula(shape_list)
                         except Exception:
                             flops = None
-        stack: object = self._stack(buf) if self.with_stack else None
-        if args is None and shapes is None and stack is None and flops is None:
+        if args is None and shapes is None and flops is None:
             return
         buf.extra_rows.append(buf.rows - 1)
         buf.extra_args.append(args)
         buf.extra_shapes.append(shapes)
         buf.extra_dtypes.append(dtypes)
-        buf.extra_stack.append(stack)
         buf.extra_flops.append(flops)
 
     def _stack(self, buf: _ThreadBuffer) -> i64:

@@ -55,6 +55,8 @@ class StackCache:
     def truncate(self, n: i64) -> None:
         """Keep the ``n`` outermost entries."""
         frames = self.frames
+        if len(frames) <= n:
+            return
         while len(frames) > n:
             f = frames.pop()
             self.where.pop(id(f), None)
@@ -124,39 +126,42 @@ class FrameTable:
     def capture(self, frame: Optional[FrameType], cache: StackCache) -> i64:
         """The node of the stack from ``frame`` outwards (recfn's and contextlib's frames left
         out), reusing what ``cache`` knows of this thread's previous capture."""
-        walked: list[FrameType] = []
-        walked_lastis = vec[i64]()
-        walked_kinds = vec[i64]()
+        walked: Optional[list[FrameType]] = (
+            None  # frames below the first known one, innermost first
+        )
         base: i64 = NO_STACK
         keep: i64 = 0  # entries of the cache that stay (the shared outer part)
         where = cache.where
         while frame is not None:
             kind = self._kind(frame, frame.f_code)
             if kind != SKIP:
-                lasti: i64 = frame.f_lasti
                 if kind == KEEP:
                     # the same running frame at the same offset: its callers are unchanged
                     pos = where.get(id(frame))
                     if (
                         pos is not None
                         and cache.frames[pos] is frame
-                        and cache.lastis[pos] == lasti
+                        and cache.lastis[pos] == frame.f_lasti
                     ):
                         base = cache.nodes[pos]
                         keep = pos + 1
                         break
-                walked.append(frame)
-                walked_lastis = append(walked_lastis, lasti)
-                walked_kinds = append(walked_kinds, kind)
+                if walked is None:
+                    walked = [frame]
+                else:
+                    walked.append(frame)
             frame = frame.f_back
         cache.truncate(keep)
+        if walked is None:
+            return base
         node = base
         i: i64 = len(walked) - 1
         while i >= 0:
             f = walked[i]
-            lasti = walked_lastis[i]
-            node = self._node(node, f.f_code, lasti)
-            if walked_kinds[i] == KEEP:
+            code = f.f_code
+            lasti: i64 = f.f_lasti  # unchanged: these frames wait on the calls below them
+            node = self._node(node, code, lasti)
+            if self.kinds[id(code)] == KEEP:
                 where[id(f)] = i64(len(cache.frames))
             cache.frames.append(f)
             cache.lastis = append(cache.lastis, lasti)

@@ -40,7 +40,7 @@ def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
     """The fixed columns of one chunk of thread ``tid``'s rows, exact: int64 ``id``,
     ``parent_id`` (0: none), ``start_ns``, ``end_ns`` (0: not ended), int32 ``name`` and ``meta``.
     """
-    n = len(chunk.seqs)
+    n = int(len(chunk.seqs))
     high = np.int64(tid) << np.int64(TID_SHIFT)
     ids = _view(chunk.seqs, np.uint32).astype(np.int64) | high
     parent_seqs = _view(chunk.parents, np.uint32).astype(np.int64)
@@ -50,7 +50,7 @@ def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
     gaps[big_rows] = 0
     elapsed = np.cumsum(gaps)
     # each row's start: the last whole start at or before it, plus the gaps since
-    lengths = np.diff(big_rows, append=n)
+    lengths = np.diff(np.append(big_rows, n))
     starts = elapsed + np.repeat(_view(chunk.big_starts, np.int64) - elapsed[big_rows], lengths)
     spans = _view(chunk.spans, np.int32).astype(np.int64)
     ends = np.where(spans == 0, 0, starts + spans - 1)
@@ -186,7 +186,13 @@ def _optional_columns(
             n, rows, pa.array(gather("extra_dtypes"), column_type("input_dtypes"))
         )
     if recorder.with_stack:
-        out["stack"] = _scatter(n, rows, _stacks(recorder, gather("extra_stack")))
+        stack_rows = [_view(b.stack_rows, np.int64) + offset for b, offset in zip(buffers, offsets)]
+        nodes = [_view(b.stack_nodes, np.int64) for b in buffers]
+        out["stack"] = _scatter(
+            n,
+            np.concatenate(stack_rows) if stack_rows else np.empty(0, dtype=np.int64),
+            _stacks(recorder, np.concatenate(nodes) if nodes else np.empty(0, dtype=np.int64)),
+        )
     mem_rows = [_view(buf.mem_rows, np.int64) + offset for buf, offset in zip(buffers, offsets)]
     if recorder.profile_memory or any(len(r) for r in mem_rows):
         all_rows = np.concatenate(mem_rows) if mem_rows else np.empty(0, dtype=np.int64)
@@ -201,11 +207,11 @@ def _optional_columns(
     return out
 
 
-def _stacks(recorder: Recorder, nodes: list[Any]) -> pa.Array:
+def _stacks(recorder: Recorder, nodes: np.ndarray) -> pa.Array:
     """Symbolize the captured stack nodes: once per distinct stack, then one ``take``."""
-    if not nodes:
+    if not len(nodes):
         return pa.array([], column_type("stack"))
-    unique, inverse = np.unique(np.asarray(nodes, dtype=np.int64), return_inverse=True)
+    unique, inverse = np.unique(nodes, return_inverse=True)
     frames = recorder.frames.symbolize([int(node) for node in unique])
     return pa.array(frames, column_type("stack")).take(pa.array(inverse.astype(np.int64)))
 
