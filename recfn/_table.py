@@ -40,7 +40,7 @@ def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
     """The fixed columns of one chunk of thread ``tid``'s rows, exact: int64 ``id``,
     ``parent_id`` (0: none), ``start_ns``, ``end_ns`` (0: not ended), int32 ``name`` and ``meta``.
     """
-    n = int(len(chunk.seqs))
+    n: int = len(chunk.seqs)
     high = np.int64(tid) << np.int64(TID_SHIFT)
     ids = _view(chunk.seqs, np.uint32).astype(np.int64) | high
     parent_seqs = _view(chunk.parents, np.uint32).astype(np.int64)
