@@ -8,6 +8,7 @@ COMPILED_MODULES = [
     "recfn/_engine.py",
     "recfn/_registry.py",
     "recfn/_recorder.py",
+    "recfn/_stacks.py",
     "recfn/_tracer.py",
 ]
 

@@ -85,6 +85,29 @@ def measure(cases: dict[str, Loop], n: int, rounds: int) -> dict[str, float]:
     return results
 
 
+def at_depth(depth: int, loop: Loop, n: int) -> None:
+    """Run ``loop(n)`` with ``depth`` more Python frames on the stack."""
+    if depth == 0:
+        loop(n)
+    else:
+        at_depth(depth - 1, loop, n)
+
+
+def stack_cost(n: int, rounds: int, depth: int = 25) -> tuple[float, float]:
+    """ns per range at Python depth ``depth``, profiler on with and without ``with_stack``
+    (alternating rounds, each under a fresh profiler; the best round of each)."""
+    best = {True: float("inf"), False: float("inf")}
+    for _ in range(rounds):
+        for with_stack in (True, False):
+            with recfn.profile(with_stack=with_stack, max_events=n + 10):
+                gc.collect()
+                start = time.perf_counter_ns()
+                at_depth(depth - 3, loop_record_function, n)  # the bench's own frames count
+                elapsed = time.perf_counter_ns() - start
+            best[with_stack] = min(best[with_stack], elapsed / n)
+    return best[True], best[False]
+
+
 def torch_loops() -> dict[
     str, tuple[Loop, Callable[[], contextlib.AbstractContextManager[object]]]
 ]:
@@ -136,8 +159,8 @@ def run(n: int, rounds: int) -> list[tuple[str, float, float, Optional[str]]]:
     )
     null = r["null"] - r["empty"]
     add("with nullcontext() (baseline)", null, null, None)
-    add("record_function, nothing active", r["rf"] - r["empty"], null, "<= 1.0x")
-    add("record_function_fast, nothing active", r["fast"] - r["empty"], null, None)
+    add("record_function, nothing active", r["rf"] - r["empty"], null, "<= 0.5x")
+    add("record_function_fast, nothing active", r["fast"] - r["empty"], null, "<= 0.5x")
     add("decorator, added cost per call, nothing active", r["deco"] - r["plain"], null, "<= 2x")
 
     # 2. one thread-local callback sampled at 0.001
@@ -174,17 +197,53 @@ def run(n: int, rounds: int) -> list[tuple[str, float, float, Optional[str]]]:
             rounds,
         )
     null = r["null"] - r["empty"]
-    add("record_function, profiler on", r["rf"] - r["empty"], null, "<= 2.5x")
-    add("record_function_fast, profiler on", r["fast"] - r["empty"], null, None)
+    add("record_function, profiler on", r["rf"] - r["empty"], null, "<= 1.5x")
+    add("record_function_fast, profiler on", r["fast"] - r["empty"], null, "<= 1.5x")
+
+    with_stack, without = stack_cost(n // 4, rounds)
+    rows.append(
+        (
+            "record_function, profiler on, with_stack=True at depth 25 (x: the same without stacks)",
+            with_stack,
+            with_stack / without,
+            "<= 3x",
+        )
+    )
 
     # 4. torch, under an active torch.profiler.profile
-    for label, (loop, make_profiler) in torch_loops().items():
+    loops = torch_loops()
+    for label, (loop, make_profiler) in loops.items():
         with make_profiler():
             r = measure(
                 {"empty": loop_empty, "null": loop_nullcontext, "torch": loop}, n // 4, rounds
             )
         null = r["null"] - r["empty"]
         add(f"{label}, torch.profiler on", r["torch"] - r["empty"], null, "recfn is cheaper")
+
+    # 5. both profilers on at once, loops interleaved: recfn's ranges against torch's fast one
+    if loops:
+        loop, make_profiler = loops["torch _RecordFunctionFast"]
+        with make_profiler(), recfn.profile(max_events=50_000_000):
+            r = measure(
+                {
+                    "empty": loop_empty,
+                    "torch": loop,
+                    "rf": loop_record_function,
+                    "fast": loop_record_function_fast,
+                },
+                n // 4,
+                rounds,
+            )
+        torch_ns = r["torch"] - r["empty"]
+        for key, label in (("rf", "record_function"), ("fast", "record_function_fast")):
+            rows.append(
+                (
+                    f"{label}, both profilers on (x: torch _RecordFunctionFast)",
+                    r[key] - r["empty"],
+                    (r[key] - r["empty"]) / torch_ns,
+                    "<= 0.5x",
+                )
+            )
     return rows
 
 
@@ -196,7 +255,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     rows = run(n, rounds)
     print(f"recfn {recfn.__version__}, compiled={recfn.COMPILED}, Python {sys.version.split()[0]}")
     print()
-    print("| case | ns/iter | x nullcontext | target |")
+    print("| case | ns/iter | x nullcontext (unless the case says) | target |")
     print("|---|---:|---:|---|")
     for label, ns, ratio, target in rows:
         print(f"| {label} | {ns:.0f} | {ratio:.2f}x | {target or ''} |")

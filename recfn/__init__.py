@@ -6,7 +6,7 @@ columnar buffers and hands back a ``recfn.Trace``. This module is the package's 
 place that reaches all three layers (the core, ``recfn.analysis``, ``recfn.notebook_ext``): it
 fills the core's hooks (rich reprs, the ``df.recfn`` accessor) with functions that import the
 layers above when called. The engine (``recfn._engine``, ``recfn._registry``), the capture buffers
-(``recfn._recorder``) and the call tracer (``recfn._tracer``) are compiled with mypyc.
+(``recfn._recorder``), the stack capture (``recfn._stacks``) and the call tracer (``recfn._tracer``) are compiled with mypyc.
 Importing recfn imports no pandas, pyarrow, matplotlib or IPython; the ``df.recfn`` accessor is
 registered as soon as pandas is imported (or at once, when it already is).
 """
@@ -48,6 +48,7 @@ from recfn._registry import (
     remove_callback,
     set_record_function_seed_for_testing,
 )
+from recfn._stacks import CapturedTraceback, gather_traceback, symbolize_tracebacks
 from recfn.errors import TraceFormatError
 from recfn.flops import register_flops, unregister_flops
 from recfn.options import ProfilerConfig
@@ -99,7 +100,13 @@ def session() -> Any:
     return importlib.import_module("recfn.notebook_ext").session()
 
 
-COMPILED_MODULES = ("recfn._engine", "recfn._registry", "recfn._recorder", "recfn._tracer")
+COMPILED_MODULES = (
+    "recfn._engine",
+    "recfn._registry",
+    "recfn._recorder",
+    "recfn._stacks",
+    "recfn._tracer",
+)
 
 
 def _is_extension(name: str) -> bool:
@@ -199,6 +206,7 @@ elif not any(isinstance(finder, _PandasWatcher) for finder in sys.meta_path):
 
 __all__ = [
     "COMPILED",
+    "CapturedTraceback",
     "DisableRecordFunctionGuard",
     "InstrumentHandle",
     "ModuleHooks",
@@ -224,6 +232,7 @@ __all__ = [
     "emit_nvtx",
     "enable_profiler",
     "enable_record_function",
+    "gather_traceback",
     "has_callbacks",
     "has_global_callbacks",
     "has_thread_local_callbacks",
@@ -246,5 +255,6 @@ __all__ = [
     "set_default_node_id",
     "set_record_function_seed_for_testing",
     "skip_list",
+    "symbolize_tracebacks",
     "unregister_flops",
 ]

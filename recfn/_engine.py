@@ -408,6 +408,7 @@ class RecordFunction:
     # Fields owned by the profiler (recfn._recorder): where this range's row lives.
     sink_chunk: object = None
     sink_row: i64 = -1
+    sink_start: i64 = 0
 
     def __init__(self, scope: object = RecordScope.FUNCTION) -> None:
         if isinstance(scope, int) and not isinstance(scope, bool) and 0 <= scope < NUM_SCOPES:

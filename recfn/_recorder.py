@@ -1,7 +1,7 @@
 """The profiler's capture side: a callback that writes events into typed columnar buffers.
 
 Compiled with mypyc. Each thread appends to its own ``_ThreadBuffer``: chunks of ``librt`` vecs
-(int64 ids, parents, start and end times; int32 interned names and packed metadata), 40 bytes a
+(ids, parents, start gaps, durations, interned names and packed metadata: int32 each), 24 bytes a
 row, never one Python object per event. Optional per-event data (args, shapes, stacks, memory,
 flops) goes into sparse side lists only when the option that needs it is on. ``recfn._table``
 turns the buffers into one Arrow table without touching events one by one.
@@ -29,6 +29,7 @@ from recfn._engine import (
     _ThreadData,
     current_range,
 )
+from recfn._stacks import FrameTable, StackCache
 from recfn.scope import SCOPE_USER
 
 CHUNK_ROWS: Final[i64] = 1 << 16  # later chunks reserve this much; pages are touched as filled
@@ -44,28 +45,93 @@ ASYNC_BIT: Final[i32] = 1 << 6
 LOW_META: Final[i32] = (1 << 7) - 1  # scope, kind and async bits
 DEPTH_SHIFT: Final = 8
 OPEN_END: Final[i64] = 0
+LOW32: Final[i64] = (1 << 32) - 1
+ESCAPED: Final[i32] = -1  # a gap or span stored in a chunk's big_* vecs
+ESCAPE_LIMIT: Final[i64] = (1 << 31) - 1
 MARK_SCOPE: Final[i32] = SCOPE_USER
 
 _clock: Final = time.perf_counter_ns
 
 
 class _Chunk:
-    """Up to CHUNK_ROWS rows of the fixed columns."""
+    """Up to CHUNK_ROWS rows of the fixed columns, 24 bytes a row, every value exact.
 
-    ids: vec[i64]
-    parents: vec[i64]
-    starts: vec[i64]
-    ends: vec[i64]
+    Ids and parents are the low 32 bits of per-thread sequence numbers (the thread id is the
+    buffer's; a parent is always on the same thread; 0: none). A start is stored as the gap
+    since the previous row's start and an end as ``end - start + 1`` (0: not ended); a value
+    that does not fit (the chunk's first start, gaps and durations of 2 s and more) is stored as
+    ESCAPED with the whole timestamp in the sparse ``big_*`` vecs. ``recfn._table.decode_chunk``
+    turns a chunk back into int64 columns.
+    """
+
+    seqs: vec[i32]
+    parents: vec[i32]
+    gaps: vec[i32]
+    spans: vec[i32]
     names: vec[i32]
     meta: vec[i32]  # see SCOPE_MASK ... DEPTH_SHIFT
+    last_start: i64
+    big_start_rows: vec[i64]
+    big_starts: vec[i64]
+    big_end_rows: vec[i64]
+    big_ends: vec[i64]
+    lock: threading.Lock  # ends may be written from other threads (end(), futures)
 
     def __init__(self, rows: i64) -> None:
-        self.ids = vec[i64](capacity=rows)
-        self.parents = vec[i64](capacity=rows)
-        self.starts = vec[i64](capacity=rows)
-        self.ends = vec[i64](capacity=rows)
+        self.seqs = vec[i32](capacity=rows)
+        self.parents = vec[i32](capacity=rows)
+        self.gaps = vec[i32](capacity=rows)
+        self.spans = vec[i32](capacity=rows)
         self.names = vec[i32](capacity=rows)
         self.meta = vec[i32](capacity=rows)
+        self.last_start = 0
+        self.big_start_rows = vec[i64]()
+        self.big_starts = vec[i64]()
+        self.big_end_rows = vec[i64]()
+        self.big_ends = vec[i64]()
+        self.lock = threading.Lock()
+
+    def add(self, rid: i64, parent: i64, start: i64, name: i32, meta: i32) -> i64:
+        """Append one open row; returns its number in this chunk."""
+        row: i64 = len(self.seqs)
+        gap = start - self.last_start
+        if row == 0 or gap < 0 or gap >= ESCAPE_LIMIT:
+            self.big_start_rows = append(self.big_start_rows, row)
+            self.big_starts = append(self.big_starts, start)
+            gap = -1  # ESCAPED
+        self.last_start = start
+        self.seqs = append(self.seqs, low32(rid))
+        self.parents = append(self.parents, low32(parent))
+        self.gaps = append(self.gaps, i32(gap))
+        self.spans = append(self.spans, 0)
+        self.names = append(self.names, name)
+        self.meta = append(self.meta, meta)
+        return row
+
+    def set_end(self, row: i64, start: i64, end: i64) -> None:
+        """End ``row``, which started at ``start``."""
+        span = end - start + 1
+        if 0 < span < ESCAPE_LIMIT:
+            self.spans[row] = i32(span)
+            return
+        with self.lock:
+            self.big_end_rows = append(self.big_end_rows, row)
+            self.big_ends = append(self.big_ends, end)
+            self.spans[row] = ESCAPED
+
+    def seq_at(self, row: i64) -> i64:
+        return i64(self.seqs[row]) & LOW32
+
+    def parent_seq_at(self, row: i64) -> i64:
+        return i64(self.parents[row]) & LOW32
+
+
+def low32(value: i64) -> i32:
+    """The low 32 bits of ``value`` as a (wrapped) int32."""
+    low = value & LOW32
+    if low >= 1 << 31:
+        low -= 1 << 32
+    return i32(low)
 
 
 class _RowRef:
@@ -73,10 +139,12 @@ class _RowRef:
 
     chunk: _Chunk
     row: i64
+    start: i64
 
-    def __init__(self, chunk: _Chunk, row: i64) -> None:
+    def __init__(self, chunk: _Chunk, row: i64, start: i64) -> None:
         self.chunk = chunk
         self.row = row
+        self.start = start
 
 
 class _ThreadBuffer:
@@ -94,7 +162,6 @@ class _ThreadBuffer:
     extra_args: list[object]
     extra_shapes: list[object]
     extra_dtypes: list[object]
-    extra_stack: list[object]
     extra_flops: list[object]
     seq_rows: vec[i64]
     seq_vals: vec[i64]
@@ -103,6 +170,10 @@ class _ThreadBuffer:
     mem_bytes: vec[i64]
     mem_devices: list[str]
     last_traced: i64
+    stacks: StackCache
+    # with_stack: rows (within this buffer) and their FrameTable nodes, symbolized at the end
+    stack_rows: vec[i64]
+    stack_nodes: vec[i64]
 
     def __init__(self, owner: Recorder, td: _ThreadData) -> None:
         self.owner = owner
@@ -116,7 +187,6 @@ class _ThreadBuffer:
         self.extra_args = []
         self.extra_shapes = []
         self.extra_dtypes = []
-        self.extra_stack = []
         self.extra_flops = []
         self.seq_rows = vec[i64]()
         self.seq_vals = vec[i64]()
@@ -125,21 +195,17 @@ class _ThreadBuffer:
         self.mem_bytes = vec[i64]()
         self.mem_devices = []
         self.last_traced = -1
+        self.stacks = StackCache()
+        self.stack_rows = vec[i64]()
+        self.stack_nodes = vec[i64]()
 
-    def add_row(self, rid: i64, parent: i64, start: i64, end: i64, name: i32, meta: i32) -> i64:
-        """Append one row; returns its number within the current chunk."""
+    def add_row(self, rid: i64, parent: i64, start: i64, name: i32, meta: i32) -> i64:
+        """Append one open row; returns its number within the current chunk."""
         if self.cur_rows == CHUNK_ROWS:
             self.cur = _Chunk(CHUNK_ROWS)
             self.chunks.append(self.cur)
             self.cur_rows = 0
-        c = self.cur
-        c.ids = append(c.ids, rid)
-        c.parents = append(c.parents, parent)
-        c.starts = append(c.starts, start)
-        c.ends = append(c.ends, end)
-        c.names = append(c.names, name)
-        c.meta = append(c.meta, meta)
-        row = self.cur_rows
+        row = self.cur.add(rid, parent, start, name, meta)
         self.cur_rows = row + 1
         self.rows += 1
         return row
@@ -164,7 +230,7 @@ class Recorder(RecordFunctionCallback):
     name_list: list[str]
     flop_formulas: dict[str, Callable[[list[list[int]]], int]]
     shape_of: Callable[[object], tuple[list[int], str]]
-    stack_of: Callable[[], list[str]]
+    frames: FrameTable  # the stacks of with_stack
     _lock: threading.Lock
 
     def __init__(
@@ -178,7 +244,6 @@ class Recorder(RecordFunctionCallback):
         sampling_prob: float,
         flop_formulas: dict[str, Callable[[list[list[int]]], int]],
         shape_of: Callable[[object], tuple[list[int], str]],
-        stack_of: Callable[[], list[str]],
     ) -> None:
         super().__init__(
             needs_inputs=report_input_shapes or with_flops,
@@ -202,7 +267,7 @@ class Recorder(RecordFunctionCallback):
         self.name_list = []
         self.flop_formulas = flop_formulas
         self.shape_of = shape_of
-        self.stack_of = stack_of
+        self.frames = FrameTable()
         self._lock = threading.Lock()
 
     # -- hot path ---------------------------------------------------------------------------
@@ -248,25 +313,23 @@ class Recorder(RecordFunctionCallback):
         parent = rf._parent
         parent_id: i64 = parent.handle if parent is not None else 0
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
-        row = buf.add_row(
-            rf.handle,
-            parent_id,
-            _clock() + self.clock_offset,
-            OPEN_END,
-            self._name_id(rf.name),
-            meta,
-        )
+        start = _clock() + self.clock_offset
+        row = buf.add_row(rf.handle, parent_id, start, self._name_id(rf.name), meta)
         ref: object = None
         if rf.sink_row < 0:
             rf.sink_chunk = buf.cur
             rf.sink_row = row
+            rf.sink_start = start
         else:  # another profiler already uses the range's fields: hand the row over as context
-            ref = _RowRef(buf.cur, row)
+            ref = _RowRef(buf.cur, row, start)
         if rf.seq_nr >= 0 or rf.forward_thread_id != 0:
             buf.seq_rows = append(buf.seq_rows, buf.rows - 1)
             buf.seq_vals = append(buf.seq_vals, rf.seq_nr)
             buf.fwd_vals = append(buf.fwd_vals, rf.forward_thread_id)
-        if rf._args is not None or self.report_input_shapes or self.with_stack or self.with_flops:
+        if self.with_stack:
+            buf.stack_rows = append(buf.stack_rows, buf.rows - 1)
+            buf.stack_nodes = append(buf.stack_nodes, self._stack(buf))
+        if rf._args is not None or self.report_input_shapes or self.with_flops:
             self._extras(buf, rf)
         return ref
 
@@ -277,6 +340,7 @@ class Recorder(RecordFunctionCallback):
         if isinstance(ctx, _RowRef):
             chunk = ctx.chunk
             row = ctx.row
+            start = ctx.start
         else:
             row = rf.sink_row
             if row < 0:
@@ -284,7 +348,8 @@ class Recorder(RecordFunctionCallback):
             sink = rf.sink_chunk
             assert isinstance(sink, _Chunk)
             chunk = sink
-        chunk.ends[row] = now
+            start = rf.sink_start
+        chunk.set_end(row, start, now)
         if rf.is_async:
             chunk.meta[row] = chunk.meta[row] | ASYNC_BIT
         if self.profile_memory:
@@ -320,15 +385,27 @@ class Recorder(RecordFunctionCallback):
                             flops = formula(shape_list)
                         except Exception:
                             flops = None
-        stack: object = self.stack_of() if self.with_stack else None
-        if args is None and shapes is None and stack is None and flops is None:
+        if args is None and shapes is None and flops is None:
             return
         buf.extra_rows.append(buf.rows - 1)
         buf.extra_args.append(args)
         buf.extra_shapes.append(shapes)
         buf.extra_dtypes.append(dtypes)
-        buf.extra_stack.append(stack)
         buf.extra_flops.append(flops)
+
+    def _stack(self, buf: _ThreadBuffer) -> i64:
+        """The caller's Python stack as a node of ``frames`` (raw frames: no strings yet)."""
+        try:
+            frame: Optional[FrameType] = sys._getframe(0)  # compiled: the nearest Python frame
+        except ValueError:
+            frame = None
+        return self.frames.capture(frame, buf.stacks)
+
+    def release_frames(self) -> None:
+        """Drop the frames each thread's stack cache holds (once stopped: they hold locals)."""
+        with self._lock:
+            for buf in self.buffers:
+                buf.stacks = StackCache()
 
     def _memory_tick(
         self, td: _ThreadData, buf: _ThreadBuffer, owner: Optional[RecordFunction]
@@ -365,7 +442,8 @@ class Recorder(RecordFunctionCallback):
             parent_id = parent.handle
         now = _clock() + self.clock_offset
         meta: i32 = MARK_SCOPE | (kind << KIND_SHIFT) | (depth << DEPTH_SHIFT)
-        buf.add_row(rid, parent_id, now, now, self._name_id(name), meta)
+        row = buf.add_row(rid, parent_id, now, self._name_id(name), meta)
+        buf.cur.set_end(row, now, now)
         if kind == KIND_MEMORY:
             buf.mem_rows = append(buf.mem_rows, buf.rows - 1)
             buf.mem_bytes = append(buf.mem_bytes, nbytes)
@@ -377,20 +455,3 @@ class Recorder(RecordFunctionCallback):
             return
         td = _thread_data()
         self.add_instant(td, self._buffer(td), current_range(), name, kind, nbytes, device)
-
-
-def default_stack() -> list[str]:
-    """The caller's Python stack as ``file:line(function)``, outermost first, without recfn's frames."""
-    frames: list[str] = []
-    try:
-        frame: Optional[FrameType] = sys._getframe(0)  # compiled callers have no frame of their own
-    except ValueError:
-        return frames
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if not (module == "recfn" or module.startswith("recfn.") or module == "contextlib"):
-            code = frame.f_code
-            frames.append(f"{code.co_filename}:{frame.f_lineno}({code.co_name})")
-        frame = frame.f_back
-    frames.reverse()
-    return frames

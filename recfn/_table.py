@@ -1,8 +1,9 @@
 """Consolidating a Recorder's thread buffers into one ``pyarrow.Table`` (schema: ``recfn.schema``).
 
-The fixed columns are read straight from the vec buffers through the buffer protocol and
-concatenated with numpy; sparse columns are scattered with one ``take``. No per-event Python work
-happens for the fixed columns.
+The fixed columns are read from the vec buffers through the buffer protocol and decoded with a
+few numpy passes per chunk (``decode_chunk``: the int32 sequence numbers, gaps and durations
+become int64 ids, parents and timestamps); sparse columns are scattered with one ``take``. No
+per-event Python work happens for the fixed columns.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recfn._cuda import DeviceTimes
+from recfn._engine import TID_SHIFT
 from recfn._recorder import (
     ASYNC_BIT,
     DEPTH_SHIFT,
     KIND_MASK,
     KIND_SHIFT,
-    OPEN_END,
     SCOPE_MASK,
     Recorder,
     _Chunk,
@@ -35,25 +36,41 @@ def _view(vector: Any, dtype: Any) -> np.ndarray:
     return np.frombuffer(memoryview(vector), dtype=dtype)
 
 
-def _chunks(buffers: Sequence[_ThreadBuffer]) -> list[_Chunk]:
-    return [chunk for buf in buffers for chunk in buf.chunks if len(chunk.ids)]
+def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
+    """The fixed columns of one chunk of thread ``tid``'s rows, exact: int64 ``id``,
+    ``parent_id`` (0: none), ``start_ns``, ``end_ns`` (0: not ended), int32 ``name`` and ``meta``.
+    """
+    n: int = len(chunk.seqs)
+    high = np.int64(tid) << np.int64(TID_SHIFT)
+    ids = _view(chunk.seqs, np.uint32).astype(np.int64) | high
+    parent_seqs = _view(chunk.parents, np.uint32).astype(np.int64)
+    parents = np.where(parent_seqs == 0, 0, parent_seqs | high)
+    gaps = _view(chunk.gaps, np.int32).astype(np.int64)
+    big_rows = _view(chunk.big_start_rows, np.int64)
+    gaps[big_rows] = 0
+    elapsed = np.cumsum(gaps)
+    # each row's start: the last whole start at or before it, plus the gaps since
+    lengths = np.diff(np.append(big_rows, n))
+    starts = elapsed + np.repeat(_view(chunk.big_starts, np.int64) - elapsed[big_rows], lengths)
+    spans = _view(chunk.spans, np.int32).astype(np.int64)
+    ends = np.where(spans == 0, 0, starts + spans - 1)
+    end_rows = _view(chunk.big_end_rows, np.int64)
+    if len(end_rows):
+        ends[end_rows] = _view(chunk.big_ends, np.int64)
+    return {
+        "id": ids,
+        "parent_id": parents,
+        "start_ns": starts,
+        "end_ns": ends,
+        "name": _view(chunk.names, np.int32),
+        "meta": _view(chunk.meta, np.int32),
+    }
 
 
-def _column(chunks: Sequence[_Chunk], field: str, dtype: Any) -> np.ndarray:
-    parts = [_view(getattr(chunk, field), dtype) for chunk in chunks]
-    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
-
-
-def _int64_zero_copy(chunks: Sequence[_Chunk], field: str, null_value: int) -> pa.ChunkedArray:
-    """An int64 column straight from the vecs; ``null_value`` entries become nulls."""
-    arrays = []
-    for chunk in chunks:
-        values = _view(getattr(chunk, field), np.int64)
-        data = pa.py_buffer(memoryview(getattr(chunk, field)))
-        nulls = values == null_value
-        validity = pa.array(~nulls).buffers()[1] if nulls.any() else None
-        arrays.append(pa.Array.from_buffers(pa.int64(), len(values), [validity, data]))
-    return pa.chunked_array(arrays, pa.int64())
+def _nullable(values: np.ndarray, null_value: int) -> pa.Array:
+    """An int64 array whose ``null_value`` entries are nulls."""
+    nulls = values == null_value
+    return pa.array(values, pa.int64(), mask=nulls if nulls.any() else None)
 
 
 def _dictionary(column: str, indices: np.ndarray, values: Sequence[str]) -> pa.Array:
@@ -84,16 +101,23 @@ def build_table(
     wall_ns: int,
     device_times: Optional[DeviceTimes] = None,
 ) -> pa.Table:
-    """One table for everything ``recorder`` captured (it must be stopped: the int64 columns
-    share memory with its buffers), with the GPU times of ``profile(cuda=True)``."""
+    """One table for everything ``recorder`` captured (it must be stopped), with the GPU times
+    of ``profile(cuda=True)``."""
     buffers = [buf for buf in recorder.buffers if buf.rows]
-    chunks = _chunks(buffers)
+    decoded = [
+        decode_chunk(chunk, buf.tid) for buf in buffers for chunk in buf.chunks if len(chunk.seqs)
+    ]
+
+    def fixed(field: str, dtype: Any) -> np.ndarray:
+        parts = [d[field] for d in decoded]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
     rows_per_buffer = np.array([buf.rows for buf in buffers], dtype=np.int64)
     n = int(rows_per_buffer.sum())
     buffer_offsets = np.concatenate([[0], np.cumsum(rows_per_buffer)[:-1]]).astype(np.int64)
 
-    names = _column(chunks, "names", np.int32)
-    meta = _column(chunks, "meta", np.int32)
+    names = fixed("name", np.int32)
+    meta = fixed("meta", np.int32)
     thread_names = sorted({buf.thread_name for buf in buffers})
     name_index = {name: i for i, name in enumerate(thread_names)}
     thread_ids = np.repeat(np.array([buf.tid for buf in buffers], dtype=np.int64), rows_per_buffer)
@@ -110,13 +134,13 @@ def build_table(
             fwd_thread_id[rows] = _view(buf.fwd_vals, np.int64)
 
     columns: dict[str, Any] = {
-        "id": _int64_zero_copy(chunks, "ids", 0),
-        "parent_id": _int64_zero_copy(chunks, "parents", 0),
+        "id": pa.array(fixed("id", np.int64)),
+        "parent_id": _nullable(fixed("parent_id", np.int64), 0),
         "name": _dictionary("name", names, recorder.name_list),
         "kind": _dictionary("kind", (meta >> KIND_SHIFT) & KIND_MASK, KINDS),
         "scope": _dictionary("scope", meta & SCOPE_MASK, SCOPE_LABELS),
-        "start_ns": _int64_zero_copy(chunks, "starts", OPEN_END),
-        "end_ns": _int64_zero_copy(chunks, "ends", OPEN_END),
+        "start_ns": pa.array(fixed("start_ns", np.int64)),
+        "end_ns": _nullable(fixed("end_ns", np.int64), 0),
         "thread_id": pa.array(thread_ids),
         "thread_name": _dictionary("thread_name", thread_name_idx, thread_names),
         "depth": pa.array((meta >> DEPTH_SHIFT).astype(np.int32)),
@@ -162,7 +186,13 @@ def _optional_columns(
             n, rows, pa.array(gather("extra_dtypes"), column_type("input_dtypes"))
         )
     if recorder.with_stack:
-        out["stack"] = _scatter(n, rows, pa.array(gather("extra_stack"), column_type("stack")))
+        stack_rows = [_view(b.stack_rows, np.int64) + offset for b, offset in zip(buffers, offsets)]
+        nodes = [_view(b.stack_nodes, np.int64) for b in buffers]
+        out["stack"] = _scatter(
+            n,
+            np.concatenate(stack_rows) if stack_rows else np.empty(0, dtype=np.int64),
+            _stacks(recorder, np.concatenate(nodes) if nodes else np.empty(0, dtype=np.int64)),
+        )
     mem_rows = [_view(buf.mem_rows, np.int64) + offset for buf, offset in zip(buffers, offsets)]
     if recorder.profile_memory or any(len(r) for r in mem_rows):
         all_rows = np.concatenate(mem_rows) if mem_rows else np.empty(0, dtype=np.int64)
@@ -175,6 +205,15 @@ def _optional_columns(
     if recorder.with_flops:
         out["flops"] = _scatter(n, rows, pa.array(gather("extra_flops"), column_type("flops")))
     return out
+
+
+def _stacks(recorder: Recorder, nodes: np.ndarray) -> pa.Array:
+    """Symbolize the captured stack nodes: once per distinct stack, then one ``take``."""
+    if not len(nodes):
+        return pa.array([], column_type("stack"))
+    unique, inverse = np.unique(nodes, return_inverse=True)
+    frames = recorder.frames.symbolize([int(node) for node in unique])
+    return pa.array(frames, column_type("stack")).take(pa.array(inverse.astype(np.int64)))
 
 
 def _device_columns(columns: dict[str, Any], times: DeviceTimes, n: int) -> dict[str, pa.Array]:

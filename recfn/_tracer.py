@@ -33,7 +33,7 @@ from librt.vecs import append, vec
 from mypy_extensions import i32, i64
 
 from recfn._engine import TID_SHIFT, _innermost, _thread_data, _ThreadData
-from recfn._recorder import DEPTH_SHIFT, LOW_META, OPEN_END, Recorder, _Chunk, _ThreadBuffer
+from recfn._recorder import DEPTH_SHIFT, LOW_META, Recorder, _Chunk, _ThreadBuffer, low32
 from recfn.scope import SCOPE_FUNCTION
 
 TRACED_BIT: Final[i32] = LOW_META + 1  # marks traced rows until fix_nesting clears it
@@ -437,6 +437,7 @@ class _ThreadTracer:
     chunks: list[_Chunk]
     ids: vec[i64]
     rows: vec[i64]
+    starts: vec[i64]
     slots: vec[i64]
     sp: i64
     # every traced call of this thread, in start order, for fix_nesting
@@ -459,6 +460,7 @@ class _ThreadTracer:
         self.chunks = []
         self.ids = vec[i64]()
         self.rows = vec[i64]()
+        self.starts = vec[i64]()
         self.slots = vec[i64]()
         self.sp = 0
         self.traced_ends = vec[i64]()
@@ -524,9 +526,8 @@ class _ThreadTracer:
         if cur is not None and cur._td is td and cur.handle > parent and cur._state == 1:
             parent = cur.handle
         buf = self.buf
-        row = buf.add_row(
-            rid, parent, _clock() + self.recorder.clock_offset, OPEN_END, nid, TRACED_META
-        )
+        start = _clock() + self.recorder.clock_offset
+        row = buf.add_row(rid, parent, start, nid, TRACED_META)
         slot: i64 = len(self.traced_ends)
         self.traced_ends = append(self.traced_ends, NOT_ENDED)
         if sp < len(self.keys):
@@ -534,12 +535,14 @@ class _ThreadTracer:
             self.chunks[sp] = buf.cur
             self.ids[sp] = rid
             self.rows[sp] = row
+            self.starts[sp] = start
             self.slots[sp] = slot
         else:
             self.keys.append(key)
             self.chunks.append(buf.cur)
             self.ids = append(self.ids, rid)
             self.rows = append(self.rows, row)
+            self.starts = append(self.starts, start)
             self.slots = append(self.slots, slot)
         self.sp = sp + 1
         if self.nvtx is not None:
@@ -551,8 +554,7 @@ class _ThreadTracer:
         if sp < 0 or self.keys[sp] is not key:
             return False
         now = _clock() + self.recorder.clock_offset
-        chunk = self.chunks[sp]
-        chunk.ends[self.rows[sp]] = now
+        self.chunks[sp].set_end(self.rows[sp], self.starts[sp], now)
         self.traced_ends[self.slots[sp]] = self.buf.rows
         self.keys[sp] = None
         self.sp = sp
@@ -571,7 +573,7 @@ class _ThreadTracer:
         """Re-parent this thread's user ranges, marks and memory events among its traced calls."""
         if len(self.traced_ends) == 0:
             return
-        depth_of: dict[i64, i64] = {}  # non-traced rows: id -> depth
+        depth_of: dict[i64, i64] = {}  # non-traced rows: sequence number -> depth
         st_ids = vec[i64]()
         st_ends = vec[i64]()
         st_depths = vec[i64]()
@@ -579,12 +581,12 @@ class _ThreadTracer:
         ti: i64 = 0
         r: i64 = 0
         for chunk in self.buf.chunks:
-            n: i64 = len(chunk.ids)
+            n: i64 = len(chunk.seqs)
             for k in range(n):
                 while top > 0 and st_ends[top - 1] <= r:
                     top -= 1
-                rid = chunk.ids[k]
-                parent = chunk.parents[k]
+                rid = chunk.seq_at(k)  # ids and parents of one thread differ in these bits only
+                parent = chunk.parent_seq_at(k)
                 meta = chunk.meta[k]
                 d: i64 = 0
                 if meta & TRACED_BIT:
@@ -606,7 +608,7 @@ class _ThreadTracer:
                 else:
                     if top > 0 and (parent == 0 or st_ids[top - 1] > parent):
                         parent = st_ids[top - 1]
-                        chunk.parents[k] = parent
+                        chunk.parents[k] = low32(parent)
                         d = st_depths[top - 1] + 1
                     elif parent != 0:
                         known = depth_of.get(parent)

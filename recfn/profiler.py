@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from recfn import _registry
 from recfn._cuda import CudaTimer
 from recfn._nvtx import NvtxForwarder, forward_mark
-from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder, default_stack
+from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder
 from recfn._tracer import Tracer
 from recfn.flops import flop_formulas
 from recfn.options import ProfilerConfig, document_options
@@ -136,7 +136,6 @@ class profile:
             cfg.sampling_prob,
             flop_formulas(),
             shape_of,
-            default_stack,
         )
         recorder.node_id = _node_id
         tracer = None
@@ -195,6 +194,7 @@ class profile:
             _registry.remove_callback(self._handle)
             recorder.record_instant("__stop_profile", KIND_MARK, 0, "")
             recorder.stopped = True
+        recorder.release_frames()
         if self._tracer is not None:
             self._tracer.stop()  # uninstalls, then re-parents user ranges among traced calls
         if self._nvtx is not None:
