@@ -24,6 +24,7 @@ from matplotlib.patches import Patch
 
 from .drawing import FONT_SIZE, MAX_BARS, add_labels, add_rectangles, plain_text
 from .errors import NothingToDrawError
+from .lanes import lanes
 from .schema import INT64_MAX, MARK, MEMORY, RANGE, codes, equals, ints, nulls, require, thread_mask
 from .tree import nodes
 from .units import printable
@@ -85,7 +86,7 @@ def timeline(
             "timeline: no ranges or marks in the selected threads and time window"
         )
 
-    thread_ids = ints(df["thread_id"], 0)
+    thread_ids, lane_labels = lanes(df)
     layout = _Layout.of(thread_ids, depth, bars, marks)
     own_figure = ax is None
     if ax is None:
@@ -102,8 +103,7 @@ def timeline(
     if "memory_bytes" in df.columns and memory.any():
         handles += _draw_memory(ax, df, memory, begin, scale)
 
-    names = _thread_names(df, layout.threads)
-    ticks = [f"{printable(name)} ({tid})" for name, tid in zip(names, layout.threads.tolist())]
+    ticks = [lane_labels[lane] for lane in layout.threads.tolist()]
     ax.set_yticks(layout.band_top + (layout.band_rows - 1) / 2, ticks, fontsize=FONT_SIZE + 1)
     plain_text(ax.get_yticklabels())
     ax.tick_params(axis="y", length=0)
@@ -321,14 +321,3 @@ def _draw_memory(
         )
         handles.append(line)
     return handles
-
-
-def _thread_names(df: pd.DataFrame, threads: np.ndarray) -> list[str]:
-    if "thread_name" not in df.columns:
-        return ["thread"] * len(threads)
-    first = (
-        pd.Series(df["thread_name"].astype(object).to_numpy())
-        .groupby(ints(df["thread_id"], 0))
-        .first()
-    )
-    return [str(first.get(t, "thread")) for t in threads.tolist()]

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recfn import _identity
 from recfn._cuda import DeviceTimes
 from recfn._recorder import (
     ASYNC_BIT,
@@ -125,6 +126,8 @@ def build_table(
         "is_async": pa.array((meta & ASYNC_BIT) != 0),
         "node_id": _constant(n, node_id, np.int32),
         "pid": _constant(n, recorder.pid, np.int64),
+        "host": _dictionary("host", np.zeros(n, dtype=np.int32), [_identity.host()]),
+        "rank": _constant(n, _identity.rank(), np.int32),
     }
     columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
     if device_times is not None:
@@ -135,6 +138,9 @@ def build_table(
         start_ns=start_ns,
         wall_ns=wall_ns,
         pid=recorder.pid,
+        rank=_identity.rank(),
+        local_rank=_identity.local_rank(),
+        world_size=_identity.world_size(),
     )
     return pa.table(columns).replace_schema_metadata(metadata)
 

@@ -38,6 +38,9 @@ DROPPED_EVENTS_KEY: Final = "recfn.dropped_events"
 HOST_KEY: Final = "recfn.host"
 PID_KEY: Final = "recfn.pid"
 START_NS_KEY: Final = "recfn.start_ns"
+RANK_KEY: Final = "recfn.rank"
+LOCAL_RANK_KEY: Final = "recfn.local_rank"
+WORLD_SIZE_KEY: Final = "recfn.world_size"
 WALL_NS_KEY: Final = "recfn.wall_ns"
 METADATA_PREFIX: Final = "recfn."
 
@@ -102,6 +105,12 @@ COLUMNS: Final[tuple[Column, ...]] = (
            "`recfn.set_default_node_id(n)`, `-1` by default", -1),
     Column("pid", pa.int64(), "int64", True, False,
            "process id of the capturing process", 0),
+    Column("host", _STRINGS32, "category", False, False,
+           "host name of the capturing process; with `pid` and `thread_id` it identifies a "
+           "thread across a fleet (absent in imported tables)", ""),
+    Column("rank", pa.int32(), "int32", False, False,
+           "`torch.distributed` rank (else `RANK`, MPI or Slurm's), `-1` outside distributed "
+           "jobs (absent in imported tables)", -1),
     Column("args", pa.string(), "str", False, True,
            "`record_function(name, args=...)` / `record_function_fast(..., input_values, "
            "keyword_values)`"),
@@ -135,10 +144,16 @@ OPTIONAL: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if not c.requir
 ESSENTIAL: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if c.default is NO_DEFAULT)
 """Columns that ``conform`` cannot make up."""
 NULLABLE_INTS: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if c.pandas_dtype == "Int64")
-PARQUET_DICTIONARY: Final = ("name", "kind", "scope", "thread_name", "device", "args")
+PARQUET_DICTIONARY: Final = ("name", "kind", "scope", "thread_name", "host", "device", "args")
 """Columns Parquet stores dictionary-encoded."""
 PARQUET_DELTA: Final = ("id", "parent_id", "start_ns", "end_ns", "depth", "thread_id")
 """Columns Parquet stores delta-encoded (mostly increasing integers)."""
+
+
+PROCESS_KEYS: Final = ("host", "pid")
+"""Columns that identify a process across a fleet: ids are unique within one process."""
+THREAD_KEYS: Final = ("host", "pid", "thread_id")
+"""Columns that identify a thread (a timeline lane) across a fleet."""
 
 
 def column_type(name: str) -> pa.DataType:
@@ -173,6 +188,9 @@ def build_metadata(
     wall_ns: Optional[int] = None,
     pid: Optional[int] = None,
     host: Optional[str] = None,
+    rank: Optional[int] = None,
+    local_rank: Optional[int] = None,
+    world_size: Optional[int] = None,
 ) -> dict[str, str]:
     """The schema metadata of a trace (every key is a ``*_KEY`` constant of this module)."""
     from recfn import __version__
@@ -189,6 +207,13 @@ def build_metadata(
         metadata[PID_KEY] = str(int(pid))
     if wall_ns is not None:
         metadata[WALL_NS_KEY] = str(int(wall_ns))
+    for key, value in (
+        (RANK_KEY, rank),
+        (LOCAL_RANK_KEY, local_rank),
+        (WORLD_SIZE_KEY, world_size),
+    ):
+        if value is not None:
+            metadata[key] = str(int(value))
     return metadata
 
 

@@ -71,7 +71,8 @@ def test_docs_list_every_metadata_key() -> None:
     keys = [value for name, value in vars(schema).items() if name.endswith("_KEY")]
     text = DOC.read_text()
     assert keys and all(f"| `{key}` |" in text for key in keys)
-    assert set(schema.build_metadata(config={}, pid=1, wall_ns=2)) == set(keys)
+    full = schema.build_metadata(config={}, pid=1, wall_ns=2, rank=0, local_rank=0, world_size=1)
+    assert set(full) == set(keys)
 
 
 def full_table() -> pa.Table:
