@@ -20,6 +20,7 @@ from recfn import _registry
 from recfn._cuda import CudaTimer
 from recfn._nvtx import NvtxForwarder, forward_mark
 from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder, default_stack
+from recfn._stream import DatasetWriter
 from recfn._tracer import Tracer
 from recfn.flops import flop_formulas
 from recfn.options import ProfilerConfig, document_options
@@ -91,14 +92,33 @@ class profile:
     (``device_start_ns``, ``device_duration_ns``, ``device``) from CUDA events.
     Also ``start()``/``stop()``. Events from every thread are captured while it runs. An exception
     (KeyboardInterrupt included) inside the block still stops the profiler and keeps the events.
+
+    ``output="traces/"`` streams the capture into a Hive-partitioned Parquet dataset
+    (``traces/host=<host>/pid=<pid>/part-<n>.parquet``, see ``recfn._stream``): full buffers are
+    written as the program runs, so ``max_events`` bounds memory, not the events kept; ``trace``
+    is then the dataset of this process's parts, read lazily.
     """
 
-    def __init__(self, *, config: Optional[ProfilerConfig] = None, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        config: Optional[ProfilerConfig] = None,
+        output: Any = None,
+        **options: Any,
+    ) -> None:
         if config is not None and not isinstance(config, ProfilerConfig):
             raise TypeError(f"config must be a ProfilerConfig, got {type(config).__name__}")
         if options or config is None:
             config = ProfilerConfig.from_options(options, base=config)
         self.config = config
+        self.output: Optional[str] = None
+        if output is not None:
+            from recfn.io import path_name
+
+            self.output = path_name(output)
+            if os.path.isfile(self.output):
+                raise ValueError(f"output must be a folder for the dataset, not a file: {output!r}")
+        self._writer: Optional[DatasetWriter] = None
         self._recorder: Optional[Recorder] = None
         self._tracer: Optional[Tracer] = None
         self._nvtx: Optional[NvtxForwarder] = None
@@ -161,6 +181,11 @@ class profile:
             self._started_tracemalloc = True
         self._start_ns = time.time_ns()
         recorder.clock_offset = self._start_ns - time.perf_counter_ns()
+        if self.output is not None:
+            self._writer = DatasetWriter(
+                self.output, recorder, self.config.to_dict(), self._start_ns
+            )
+            self._writer.attach(cfg.max_events)
         self._recorder = recorder
         self._token = _context_profiler.set(self)
         with _active_lock:
@@ -215,6 +240,11 @@ class profile:
         from recfn._table import build_table
         from recfn.trace import Trace
 
+        if self._writer is not None and not inherited:
+            files = self._writer.finish(self._wall_ns)
+            self._trace = Trace.from_files(files, name="profile", wall_ns=self._wall_ns)
+            self._warn_dropped(recorder)
+            return self._trace
         table = build_table(
             recorder,
             start_ns=self._start_ns,
@@ -224,14 +254,17 @@ class profile:
             device_times=device_times,
         )
         self._trace = Trace(table, name="profile", wall_ns=self._wall_ns)
+        self._warn_dropped(recorder)
+        return self._trace
+
+    def _warn_dropped(self, recorder: Recorder) -> None:
         if recorder.dropped:
             warnings.warn(
                 f"recfn: max_events={self.config.max_events} reached; {recorder.dropped} events "
                 "were dropped (their count is in the table metadata 'recfn.dropped_events')",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        return self._trace
 
     def __enter__(self) -> profile:
         return self.start()
