@@ -109,9 +109,19 @@ def build_parser() -> _Parser:
     summary = commands.add_parser(
         "summary", help="print the summary table of a trace", allow_abbrev=False
     )
-    summary.add_argument("trace", help="a recfn Parquet trace or a Chrome JSON trace")
+    summary.add_argument(
+        "trace",
+        nargs="+",
+        help="recfn Parquet or Chrome JSON traces, or folders of them (a dataset written by "
+        "profile(output=...)): summarised together",
+    )
     summary.add_argument("--top", type=int, default=20, metavar="N", help="rows (default 20)")
-    summary.add_argument("--by", default="name", metavar="COLUMN", help="group by (default name)")
+    summary.add_argument(
+        "--by",
+        default="name",
+        metavar="COLUMN[,COLUMN]",
+        help="group by (default name; rank,name: per rank)",
+    )
     summary.add_argument(
         "--sort", default="total", choices=sorted(SORT_KEYS), help="sort key (default total)"
     )
@@ -177,7 +187,7 @@ def _out(text: str = "") -> None:
     sys.stdout.write(text + "\n")
 
 
-def _load(path: str) -> Any:
+def _load(path: Any) -> Any:
     from recfn.trace import load
 
     return load(path)
@@ -345,19 +355,47 @@ def _print_script_traceback(exc: BaseException, script_path: str) -> None:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     _positive(args.top, "--top")
-    trace = _load(args.trace)
-    if args.by not in trace.table.column_names:
-        raise CLIError(f"summary: no column {args.by!r} in {args.trace!r}", EXIT_USAGE)
+    sources = list(args.trace)
+    trace = _load(sources[0] if len(sources) == 1 else sources)
+    keys = [key.strip() for key in args.by.split(",") if key.strip()]
+    if not keys:
+        raise CLIError("summary: --by needs a column", EXIT_USAGE)
+    if trace.files and not args.shapes:
+        text = _files_summary_text(trace, keys, args.top, SORT_KEYS[args.sort])
+        if text is not None:
+            _out(text)
+            return EXIT_OK
+    missing = [key for key in keys if key not in trace.table.column_names]
+    if missing:
+        where = ", ".join(map(repr, sources))
+        raise CLIError(f"summary: no column {missing[0]!r} in {where}", EXIT_USAGE)
     _out(
         _summary_text(
             trace,
             args.top,
-            by=args.by,
+            by=keys[0] if len(keys) == 1 else keys,
             sort_by=SORT_KEYS[args.sort],
             group_by_input_shape=args.shapes,
         )
     )
     return EXIT_OK
+
+
+def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> Optional[str]:
+    """The summary of a trace of many files computed out of core (DuckDB), or None when it
+    cannot be (DuckDB missing, Chrome files, a grouping without name)."""
+    from recfn.analysis.outofcore import summarize_files, supports
+    from recfn.analysis.summary import render_text
+
+    options = {"by": keys, "sort_by": sort_by, "top": top}
+    if not supports(trace.files, options):
+        return None
+    try:
+        result = summarize_files(trace.files, keys, sort_by=sort_by, top=top, as_index=False)
+    except ValueError as exc:
+        raise CLIError(f"summary: {exc}", EXIT_USAGE) from None
+    header = f"recfn · {trace.name} · {len(trace.files)} files · {result.attrs['events']:,} ranges"
+    return f"{header}\n{render_text(result, keys, result.attrs['self_total_ns'])}"
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:

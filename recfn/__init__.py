@@ -140,6 +140,14 @@ def _trace_html(trace: Any) -> str:
     return text
 
 
+def _files_summary(files: Any, **options: Any) -> Any:
+    """A trace of files' summary through DuckDB when it can compute it, else None (pandas)."""
+    outofcore = importlib.import_module("recfn.analysis.outofcore")
+    if not outofcore.supports(files, options):
+        return None
+    return outofcore.summarize_files(files, **options)
+
+
 class _LazyAccessor:
     """``df.recfn`` until first used: then ``recfn.analysis`` (and matplotlib) is imported."""
 
@@ -190,6 +198,7 @@ class _PandasWatcher:
 _hooks.header_renderer = _trace_header
 _hooks.text_renderer = _trace_text
 _hooks.html_renderer = _trace_html
+_hooks.files_summary = _files_summary
 _hooks.on_pandas = _register_accessor
 if "pandas" in sys.modules:
     _register_accessor()

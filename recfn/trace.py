@@ -226,7 +226,9 @@ class Trace:
     # -- analysis (through the df.recfn accessor) ---------------------------------------------
 
     def summary(self, **kwargs: Any) -> pd.DataFrame:
-        """``df.recfn.summary(**kwargs)``; cached per arguments."""
+        """``df.recfn.summary(**kwargs)``; cached per arguments. A trace of Parquet files not yet
+        read is summarised out of core by DuckDB (``recfn.analysis.outofcore``) when installed
+        and the options allow (grouped by name), with the same numbers."""
         try:
             key: Any = tuple(sorted(kwargs.items()))
             hash(key)
@@ -234,10 +236,10 @@ class Trace:
             key = None
         if key is not None and key in self._summaries:
             return self._summaries[key]
-        result: pd.DataFrame
+        result: Optional[pd.DataFrame] = None
         if self._table is None and _hooks.files_summary is not None:
             result = _hooks.files_summary(self._files, **kwargs)
-        else:
+        if result is None:
             result = self.to_pandas().recfn.summary(**kwargs)
         if key is not None:
             self._summaries[key] = result
