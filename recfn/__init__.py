@@ -167,18 +167,29 @@ def _register_accessor() -> None:
         register("recfn")(_LazyAccessor)
 
 
+def _register_dask_accessor() -> None:
+    """Register ``ddf.recfn`` on Dask DataFrames (imports recfn.analysis)."""
+    importlib.import_module("recfn.analysis.dask_accessor").register()
+
+
 class _PandasWatcher:
-    """A one-shot ``sys.meta_path`` entry: when pandas is imported, register ``df.recfn`` right
-    after pandas' own module code has run."""
+    """A one-shot ``sys.meta_path`` entry: when pandas (``module``) is imported, register
+    ``df.recfn`` (``register``) right after the module's own code has run."""
+
+    module = "pandas"
+
+    @staticmethod
+    def register() -> None:
+        _register_accessor()
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "pandas":
+        if fullname != self.module:
             return None
         if self in sys.meta_path:
             sys.meta_path.remove(self)
         import importlib.util
 
-        spec = importlib.util.find_spec("pandas")
+        spec = importlib.util.find_spec(self.module)
         loader = None if spec is None else spec.loader
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
@@ -189,7 +200,7 @@ class _PandasWatcher:
                 run(module)
             finally:
                 del loader.exec_module  # back to the class's method
-            _register_accessor()
+            self.register()
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
@@ -202,8 +213,24 @@ _hooks.files_summary = _files_summary
 _hooks.on_pandas = _register_accessor
 if "pandas" in sys.modules:
     _register_accessor()
-elif not any(isinstance(finder, _PandasWatcher) for finder in sys.meta_path):
+elif not any(type(finder) is _PandasWatcher for finder in sys.meta_path):
     sys.meta_path.insert(0, _PandasWatcher())
+
+
+class _DaskWatcher(_PandasWatcher):
+    """The same for ``ddf.recfn`` when ``dask.dataframe`` is imported."""
+
+    module = "dask.dataframe"
+
+    @staticmethod
+    def register() -> None:
+        _register_dask_accessor()
+
+
+if "dask.dataframe" in sys.modules:
+    _register_dask_accessor()
+elif not any(type(finder) is _DaskWatcher for finder in sys.meta_path):
+    sys.meta_path.insert(0, _DaskWatcher())
 
 
 __all__ = [

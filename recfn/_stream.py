@@ -1,7 +1,7 @@
 """Streaming capture into a dataset: ``profile(output="traces/")`` writes full thread buffers
 to new Parquet parts as it records, so memory stays bounded however long the process runs.
 
-The layout is Hive-partitioned, one folder per process: ``<output>/host=<host>/pid=<pid>/
+The layout is Hive-partitioned, one folder per process: ``<output>/hostname=<host>/process=<pid>/
 part-<n>.parquet``. Processes write side by side without coordination, each part appears whole
 (``recfn._files.write_atomic``), and a process that dies loses only its unwritten rows.
 
@@ -34,7 +34,7 @@ PART_PATTERN = "part-*.parquet"
 def process_folder(output: str, host: str, pid: int) -> str:
     """The folder of one process's parts inside the dataset ``output``."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", host) or "_"
-    return os.path.join(output, f"host={safe}", f"pid={pid}")
+    return os.path.join(output, f"hostname={safe}", f"process={pid}")
 
 
 def spill_rows(max_events: int) -> int:

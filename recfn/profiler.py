@@ -94,7 +94,7 @@ class profile:
     (KeyboardInterrupt included) inside the block still stops the profiler and keeps the events.
 
     ``output="traces/"`` streams the capture into a Hive-partitioned Parquet dataset
-    (``traces/host=<host>/pid=<pid>/part-<n>.parquet``, see ``recfn._stream``): full buffers are
+    (``traces/hostname=<host>/process=<pid>/part-<n>.parquet``, see ``recfn._stream``): full buffers are
     written as the program runs, so ``max_events`` bounds memory, not the events kept; ``trace``
     is then the dataset of this process's parts, read lazily.
     """

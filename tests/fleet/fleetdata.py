@@ -34,7 +34,7 @@ def overlapping(pid: int) -> pd.DataFrame:
 
 
 def write_fleet(folder: Path, processes: int = 3, ranges: int = 2000) -> list[Path]:
-    """One Parquet file per process under ``folder/host=.../pid=.../``; returns the files."""
+    """One Parquet file per process under ``folder/hostname=.../process=.../``; returns the files."""
     files = []
     for k in range(processes):
         df = make_synthetic_trace(ranges, n_threads=2, seed=k)
@@ -43,7 +43,7 @@ def write_fleet(folder: Path, processes: int = 3, ranges: int = 2000) -> list[Pa
         df["id"] = df["id"].astype("int64")
         df["host"] = pd.Categorical([f"node{k % 2}"] * len(df))
         df["rank"] = pd.Series([k] * len(df), dtype="int32")
-        path = folder / f"host=node{k % 2}" / f"pid={1000 + k}" / "part-00000.parquet"
+        path = folder / f"hostname=node{k % 2}" / f"process={1000 + k}" / "part-00000.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         recfn.Trace.from_pandas(df).save(path)
         files.append(path)

@@ -34,9 +34,9 @@ def test_processes_record_side_by_side_into_one_dataset(
 ) -> None:
     output = tmp_path / "traces"
     pids = run_workers(method, output, n, steps=20)
-    folders = sorted(p.relative_to(output).as_posix() for p in output.glob("host=*/pid=*"))
+    folders = sorted(p.relative_to(output).as_posix() for p in output.glob("hostname=*/process=*"))
     host = folders[0].split("/")[0]
-    assert folders == sorted(f"{host}/pid={pid}" for pid in pids)
+    assert folders == sorted(f"{host}/process={pid}" for pid in pids)
     trace = recfn.load(output)
     assert len(trace.files) == n
     df = trace.to_pandas()
