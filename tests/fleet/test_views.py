@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -58,3 +60,24 @@ def test_processes_stand_in_for_missing_ranks() -> None:
     df = fleet().assign(rank=-1)
     assert list(df.recfn.rank_summary().columns) == ["100", "101", "102", "imbalance"]
     assert df.recfn.stragglers("step")["last_rank"].tolist()[:2] == ["102", "101"]
+
+
+def test_chrome_export_names_processes_and_carries_the_rank(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    import recfn
+
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    with recfn.profile() as prof, recfn.record_function("step"):
+        pass
+    path = tmp_path / "rank3.json"
+    prof.save(path)
+    document = json.loads(path.read_text())
+    assert document["distributedInfo"] == {"rank": 3, "world_size": 4}
+    names = [e for e in document["traceEvents"] if e.get("name") == "process_name"]
+    assert len(names) == 1 and names[0]["args"]["name"].startswith("rank 3 · ")
+    back = recfn.load(path).to_pandas()
+    assert back.recfn.summary().loc["step", "count"] == 1
