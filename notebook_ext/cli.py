@@ -71,7 +71,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         metavar="TRACE",
-        help="write the trace (.parquet, or Chrome .json/.json.gz)",
+        help="write the trace (.parquet, or Chrome .json/.json.gz); a folder (ending in / or "
+        "existing) gets a Parquet dataset streamed as the script runs, with one folder per "
+        "process: child processes (multiprocessing, process pools) are followed",
     )
     parser.add_argument(
         "--timeline", metavar="IMAGE", help="also render the timeline (.png/.svg/.pdf)"
@@ -280,7 +282,8 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
         raise CLIError(f"run: no such script: {script!r}")
     if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
         raise CLIError(f"run: {script!r} is a folder without __main__.py")
-    if args.output is not None:
+    dataset = _dataset_folder(args.output)
+    if args.output is not None and dataset is None:
         _check_trace_path(args.output, "-o")
     if args.timeline is not None:
         _check_image_path(args.timeline, "--timeline")
@@ -290,11 +293,15 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
     except OptionError as exc:
         raise CLIError(f"run: {exc}", EXIT_USAGE) from None
 
-    capture = Capture(os.path.basename(os.path.abspath(script)), config, range_name="__main__")
+    capture = Capture(
+        os.path.basename(os.path.abspath(script)), config, range_name="__main__", dataset=dataset
+    )
     code = _run_script(capture, script, script_args)
     trace = capture.trace
     if trace is None:
         return code
+    if dataset is not None:
+        return _report_dataset(dataset, args, code)
     if not args.quiet:
         sys.stdout.flush()
         sys.stderr.write(_summary_text(trace, args.top) + "\n")
@@ -303,6 +310,32 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
         sys.stderr.write(f"recfn: wrote {args.output}\n")
     elif not args.quiet:
         sys.stderr.write("recfn: trace not saved (use -o trace.parquet to keep it)\n")
+    if args.timeline is not None:
+        _write_timeline(trace, args.timeline, overwrite=args.force)
+        sys.stderr.write(f"recfn: wrote {args.timeline}\n")
+    return code
+
+
+def _dataset_folder(output: Optional[str]) -> Optional[str]:
+    """``output`` when it names a folder for a dataset (ends in a separator, or exists as one)."""
+    if output is None:
+        return None
+    if output.endswith(("/", os.sep)) or os.path.isdir(output):
+        parent = os.path.dirname(os.path.abspath(output.rstrip("/" + os.sep)))
+        if not os.path.isdir(parent):
+            raise CLIError(f"-o: folder {parent!r} does not exist")
+        return output
+    return None
+
+
+def _report_dataset(folder: str, args: argparse.Namespace, code: int) -> int:
+    """The summary of every process's parts in ``folder`` (out of core when it can be)."""
+    trace = _load(folder)
+    if not args.quiet:
+        sys.stdout.flush()
+        text = _files_summary_text(trace, ["name"], args.top, "total_ns")
+        sys.stderr.write((text if text is not None else _summary_text(trace, args.top)) + "\n")
+    sys.stderr.write(f"recfn: wrote {len(trace.files)} parts into {folder}\n")
     if args.timeline is not None:
         _write_timeline(trace, args.timeline, overwrite=args.force)
         sys.stderr.write(f"recfn: wrote {args.timeline}\n")

@@ -16,7 +16,7 @@ import tracemalloc
 import warnings
 from typing import TYPE_CHECKING, Any, Optional
 
-from recfn import _registry
+from recfn import _follow, _registry
 from recfn._cuda import CudaTimer
 from recfn._nvtx import NvtxForwarder, forward_mark
 from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder, default_stack
@@ -48,6 +48,9 @@ def _forget_after_fork() -> None:
     for prof in _active:
         prof._orphan()
     _active.clear()
+    inherited = _follow.following()
+    if inherited is not None:  # the parent follows its children: profile this one
+        _follow.start_in_child(*inherited)
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
@@ -96,7 +99,9 @@ class profile:
     ``output="traces/"`` streams the capture into a Hive-partitioned Parquet dataset
     (``traces/hostname=<host>/process=<pid>/part-<n>.parquet``, see ``recfn._stream``): full buffers are
     written as the program runs, so ``max_events`` bounds memory, not the events kept; ``trace``
-    is then the dataset of this process's parts, read lazily.
+    is then the dataset of this process's parts, read lazily. ``follow_children=True`` also
+    profiles every child process (``multiprocessing`` fork and spawn, process pools,
+    ``os.fork``) into the same dataset (``recfn._follow``).
     """
 
     def __init__(
@@ -104,6 +109,7 @@ class profile:
         *,
         config: Optional[ProfilerConfig] = None,
         output: Any = None,
+        follow_children: bool = False,
         **options: Any,
     ) -> None:
         if config is not None and not isinstance(config, ProfilerConfig):
@@ -118,6 +124,9 @@ class profile:
             self.output = path_name(output)
             if os.path.isfile(self.output):
                 raise ValueError(f"output must be a folder for the dataset, not a file: {output!r}")
+        if follow_children and self.output is None:
+            raise ValueError("follow_children=True needs output= (a folder for the dataset)")
+        self.follow_children = bool(follow_children)
         self._writer: Optional[DatasetWriter] = None
         self._recorder: Optional[Recorder] = None
         self._tracer: Optional[Tracer] = None
@@ -186,6 +195,8 @@ class profile:
                 self.output, recorder, self.config.to_dict(), self._start_ns
             )
             self._writer.attach(cfg.max_events)
+            if self.follow_children:
+                _follow.follow(self.output, self.config)
         self._recorder = recorder
         self._token = _context_profiler.set(self)
         with _active_lock:
@@ -241,6 +252,8 @@ class profile:
         from recfn.trace import Trace
 
         if self._writer is not None and not inherited:
+            if self.follow_children and _follow.following() is not None:
+                _follow.unfollow()
             files = self._writer.finish(self._wall_ns)
             self._trace = Trace.from_files(files, name="profile", wall_ns=self._wall_ns)
             self._warn_dropped(recorder)
@@ -340,6 +353,9 @@ class profile:
 
 
 document_options(profile)
+_follow.make_profile = lambda output, config: profile(
+    config=config, output=output, follow_children=True
+)
 
 
 def enable_profiler(config: Optional[ProfilerConfig] = None) -> profile:
