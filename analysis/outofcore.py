@@ -31,6 +31,14 @@ def available() -> bool:
     return True
 
 
+def interactive() -> bool:
+    """Whether progress may be shown: standard error is a terminal and not under CI."""
+    import os
+    import sys
+
+    return bool(sys.stderr.isatty()) and not os.environ.get("CI")
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -79,6 +87,7 @@ def summarize_files(
     connection = duckdb.connect()
     try:
         connection.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        connection.execute(f"SET enable_progress_bar = {str(interactive()).lower()}")
         if threads is not None:
             connection.execute(f"SET threads = {int(threads)}")
         listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)

@@ -71,9 +71,10 @@ def read(files: Sequence[str]) -> pa.Table:
     the dropped events summed. TraceFormatError names a file that is not a trace."""
     import pyarrow as pa
 
+    from recfn._progress import progress
     from recfn.schema import DROPPED_EVENTS_KEY, metadata_of
 
-    tables = [read_one(name) for name in files]
+    tables = [read_one(name) for name in progress(files, desc="recfn: reading traces")]
     total = sum(_dropped(t) for t in tables)
     metadata = metadata_of(tables[0]) if tables else {}
     metadata[DROPPED_EVENTS_KEY] = str(total)
