@@ -144,6 +144,7 @@ class DatasetWriter:
         self.config = config
         self.start_ns = start_ns
         self.files: list[str] = []
+        self.errors: list[str] = []  # parts that could not be written (their rows are dropped)
         self._held: dict[int, list[_Held]] = {}
         self._lock = threading.Lock()
         self._busy = threading.local()
@@ -164,8 +165,15 @@ class DatasetWriter:
         if getattr(self._busy, "on", False):
             return
         self._busy.on = True
+        rows = int(buf.rows)
         try:
             self._write(buf, final=False)
+        except Exception as exc:  # a full disk must not break the program: count the loss
+            self.recorder.dropped += rows
+            self.recorder.events -= rows
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+            if int(buf.rows) >= rows:  # the write failed before the rows were taken
+                buf.clear()
         finally:
             self._busy.on = False
 
