@@ -19,10 +19,17 @@ def interactive() -> bool:
     under CI (``CI`` set) or with ``RECFN_PROGRESS=0``."""
     if os.environ.get("CI") or os.environ.get("RECFN_PROGRESS", "1") == "0":
         return False
-    if "ipykernel" in sys.modules:
+    if _in_notebook():
         return True
     stream = sys.stderr
     return stream is not None and hasattr(stream, "isatty") and stream.isatty()
+
+
+def _in_notebook() -> bool:
+    """Whether this code runs in a Jupyter kernel (not merely with ipykernel imported)."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 def progress(items: Iterable[T], *, total: Optional[int] = None, desc: str = "") -> Iterator[T]:
