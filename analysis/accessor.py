@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 
 from recfn import chrome
 
-from . import flame, timeline
+from . import flame, fleet, timeline
 from .diff import diff
 from .schema import INT64_MAX, codes, ints, isin, nulls, require, thread_mask
 from .summary import summarize, summary_text
@@ -126,6 +126,18 @@ class RecfnAccessor:
         points at the group that got slower, while totals grow for all its callers too.
         """
         return diff(self._df, baseline, by=by, as_index=as_index)
+
+    # --- fleets -------------------------------------------------------------------------
+
+    def rank_summary(self, value: str = "total_ns", *, top: int | None = None) -> pd.DataFrame:
+        """`value` (a `summary` column) per name and rank, side by side, with ``imbalance``
+        (largest rank over the mean); processes stand in for ranks when there are none."""
+        return fleet.rank_summary(self._df, value, top=top)
+
+    def stragglers(self, name: str) -> pd.DataFrame:
+        """Per occurrence of the range `name` (the k-th on each rank): the rank that finished
+        last, ``lag_ns`` behind the first and ``behind_median_ns`` behind the median."""
+        return fleet.stragglers(self._df, name)
 
     # --- call tree ------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ __all__ = [
     "ints",
     "isin",
     "nulls",
+    "process_groups",
     "require",
     "thread_groups",
     "thread_mask",
@@ -48,17 +49,33 @@ def codes(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
     return found.astype(np.int64, copy=False), pd.Index(uniques)
 
 
+def process_groups(df: pd.DataFrame) -> np.ndarray | None:
+    """One integer per row identifying its process, ``(host, pid)``; None when the frame holds
+    a single process (or says nothing about processes)."""
+    keys = [ints(df["pid"], -1)] if "pid" in df.columns else []
+    if "host" in df.columns:
+        keys.append(codes(df["host"])[0])
+    if not keys:
+        return None
+    combined = _combine(keys)
+    return combined if combined.size and combined.max() > 0 else None
+
+
 def thread_groups(df: pd.DataFrame) -> np.ndarray:
-    """One integer per row identifying its thread: ``(pid, thread_id)`` when ``pid`` exists."""
+    """One integer per row identifying its thread across a fleet: ``(host, pid, thread_id)``."""
     thread = ints(df["thread_id"], -1)
-    if "pid" not in df.columns:
-        return thread
-    pid_codes, pids = pd.factorize(ints(df["pid"], -1))
-    if len(pids) <= 1:
-        return thread
-    thread_codes, threads = pd.factorize(thread)
-    combined = np.asarray(pid_codes, dtype=np.int64) * len(threads) + thread_codes
-    return np.asarray(combined, dtype=np.int64)
+    process = process_groups(df)
+    return thread if process is None else _combine([process, thread])
+
+
+def _combine(keys: list[np.ndarray]) -> np.ndarray:
+    """Dense codes (0, 1, ...) of the distinct tuples of `keys`, in order of first appearance."""
+    combined = np.zeros(len(keys[0]), dtype=np.int64)
+    for key in keys:
+        found, uniques = pd.factorize(key)
+        combined = combined * max(len(uniques), 1) + found
+        combined = pd.factorize(combined)[0].astype(np.int64)
+    return combined
 
 
 def thread_mask(df: pd.DataFrame, threads: Iterable[int | str]) -> np.ndarray:

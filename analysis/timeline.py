@@ -32,6 +32,7 @@ from .drawing import (
     set_alt_text,
 )
 from .errors import NothingToDrawError
+from .lanes import lanes
 from .schema import INT64_MAX, MARK, MEMORY, RANGE, codes, equals, ints, nulls, require, thread_mask
 from .times import TimeLike, to_ns, trace_start, window_of
 from .tree import nodes
@@ -122,7 +123,7 @@ def timeline(
             "timeline: no ranges or marks in the selected threads and time window"
         )
 
-    thread_ids = ints(df["thread_id"], 0)
+    thread_ids, lane_labels = lanes(df)  # one lane per (host, pid, thread)
     threads = np.unique(thread_ids[bars | marks])
     gpu_rows = np.flatnonzero(on_gpu)
     devices, device_code = np.unique(gpu.device[gpu_rows].astype(str), return_inverse=True)
@@ -161,8 +162,7 @@ def timeline(
         if cut_start is not None:  # window() dropped the events before: levels are changes
             memory_ax.set_ylabel("MiB since window start", fontsize=FONT_SIZE + 1)
 
-    names = _thread_names(df, threads)
-    ticks = [f"{printable(name)} ({tid})" for name, tid in zip(names, threads.tolist())]
+    ticks = [lane_labels[lane] for lane in threads.tolist()]
     ticks += [GPU_LANE.format(device=printable(str(d))) for d in devices.tolist()]
     ax.set_yticks(layout.band_top + (layout.band_rows - 1) / 2, ticks, fontsize=FONT_SIZE + 1)
     plain_text(ax.get_yticklabels())
@@ -472,14 +472,3 @@ def _describe(
         parts.append(f"GPU time on {', '.join(map(printable, devices))}")
     parts += peaks
     return "; ".join(parts)
-
-
-def _thread_names(df: pd.DataFrame, threads: np.ndarray) -> list[str]:
-    if "thread_name" not in df.columns:
-        return ["thread"] * len(threads)
-    first = (
-        pd.Series(df["thread_name"].astype(object).to_numpy())
-        .groupby(ints(df["thread_id"], 0))
-        .first()
-    )
-    return [str(first.get(t, "thread")) for t in threads.tolist()]

@@ -16,18 +16,48 @@ import pandas as pd
 from recfn._nesting import INT64_MIN, depths, parents_from_nesting
 
 from .errors import MalformedFrameError
-from .schema import INT64_MAX, RANGE, codes, equals, ints, nulls, require, thread_groups
+from .schema import (
+    INT64_MAX,
+    RANGE,
+    codes,
+    equals,
+    ints,
+    nulls,
+    process_groups,
+    require,
+    thread_groups,
+)
 
 MAX_TIME_NS = 1 << 62
 """Largest timestamp magnitude analysed (146 years of nanoseconds): any two times then differ
 by less than int64 can hold."""
 
 
-def parents_from_ids(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray) -> np.ndarray:
-    """Positions of the rows that `parent_ids` name; -1 where null or not in the frame."""
+def parents_from_ids(
+    ids: np.ndarray,
+    parent_ids: np.ndarray,
+    has_parent: np.ndarray,
+    process: np.ndarray | None = None,
+) -> np.ndarray:
+    """Positions of the rows that `parent_ids` name; -1 where null or not in the frame.
+
+    With `process` (one code per row, see `schema.process_groups`) ids are looked up within
+    each row's own process: ids are unique per process, not across a fleet.
+    """
     parent = np.full(len(ids), -1, dtype=np.int64)
     wanted = np.flatnonzero(has_parent)
     if wanted.size == 0:
+        return parent
+    if process is not None:
+        index = pd.MultiIndex.from_arrays([process, ids])
+        if not index.is_unique:
+            repeated = ids[index.duplicated()][:5].tolist()
+            raise MalformedFrameError(
+                f"the id column has duplicate values within a process (e.g. {repeated}); "
+                "ids must be unique within each (host, pid)"
+            )
+        lookup = pd.MultiIndex.from_arrays([process[wanted], parent_ids[wanted]])
+        parent[wanted] = index.get_indexer(lookup)
         return parent
     if ids.size > 1 and np.all(ids[1:] > ids[:-1]):
         found = np.searchsorted(ids, parent_ids[wanted]).clip(max=len(ids) - 1)
@@ -184,7 +214,9 @@ def parent_positions(df: pd.DataFrame) -> np.ndarray:
     if "parent_id" in df.columns:
         require(df, ("id",), "parent lookup")
         parent_id = df["parent_id"]
-        return parents_from_ids(ints(df["id"], -1), ints(parent_id, -1), ~nulls(parent_id))
+        return parents_from_ids(
+            ints(df["id"], -1), ints(parent_id, -1), ~nulls(parent_id), process_groups(df)
+        )
     require(df, ("kind", "start_ns", "end_ns", "thread_id"), "parent reconstruction")
     start = ints(df["start_ns"], 0)
     end = ints(df["end_ns"], INT64_MAX)

@@ -22,9 +22,12 @@ class CaptureError(Exception):
     """A capture could not start (bad option, a profiler already running): a user mistake."""
 
 
-def start_profile(config: ProfilerConfig) -> recfn.profile:
-    """Start a ``recfn.profile`` for ``config``; CaptureError if one already runs here."""
-    prof = recfn.profile(config=config)
+def start_profile(
+    config: ProfilerConfig, *, output: Optional[str] = None, follow_children: bool = False
+) -> recfn.profile:
+    """Start a ``recfn.profile`` for ``config`` (streaming into the dataset ``output``, and
+    following child processes, when given); CaptureError if one already runs here."""
+    prof = recfn.profile(config=config, output=output, follow_children=follow_children)
     try:
         prof.start()
     except RuntimeError as exc:
@@ -63,18 +66,22 @@ class Capture:
         *,
         execution_count: Optional[int] = None,
         range_name: Optional[str] = None,
+        dataset: Optional[str] = None,
     ) -> None:
         self.name = name
         self.range_name = range_name or name
         self.config = config or ProfilerConfig()
         self.execution_count = execution_count
+        self.dataset = dataset  # a folder: stream into it, following child processes
         self.trace: Optional[Trace] = None
         self._prof: Optional[recfn.profile] = None
         self._range: Optional[recfn.record_function] = None
 
     def __enter__(self) -> Capture:
         recording_costs()  # calibrated before the capture, once per process
-        self._prof = start_profile(self.config)
+        self._prof = start_profile(
+            self.config, output=self.dataset, follow_children=self.dataset is not None
+        )
         self._range = recfn.record_function(self.range_name)
         self._range.__enter__()
         return self
@@ -87,6 +94,11 @@ class Capture:
             rng.__exit__(exc_type, exc, tb)
         finally:
             prof.stop()
+        if self.dataset is not None:  # this process's parts, read when needed
+            self.trace = Trace.from_files(prof.trace.files, name=self.name, wall_ns=prof.wall_ns)
+            self.trace.error = describe_error(exc)
+            self.trace.execution_count = self.execution_count
+            return
         self.trace = Trace(
             prof.table,
             name=self.name,

@@ -77,7 +77,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         metavar="TRACE",
-        help="write the trace (.parquet, or Chrome .json/.json.gz)",
+        help="write the trace (.parquet, or Chrome .json/.json.gz); a folder (ending in / or "
+        "existing) gets a Parquet dataset streamed as the script runs, with one folder per "
+        "process: child processes (multiprocessing, process pools) are followed",
     )
     parser.add_argument(
         "--timeline", metavar="IMAGE", help="also render the timeline (.png/.svg/.pdf)"
@@ -117,9 +119,19 @@ def build_parser() -> _Parser:
     summary = commands.add_parser(
         "summary", help="print the summary table of a trace", allow_abbrev=False
     )
-    summary.add_argument("trace", help="a recfn Parquet trace or a Chrome JSON trace")
+    summary.add_argument(
+        "trace",
+        nargs="+",
+        help="recfn Parquet or Chrome JSON traces, or folders of them (a dataset written by "
+        "profile(output=...)): summarised together",
+    )
     summary.add_argument("--top", type=int, default=20, metavar="N", help="rows (default 20)")
-    summary.add_argument("--by", default="name", metavar="COLUMN", help="group by (default name)")
+    summary.add_argument(
+        "--by",
+        default="name",
+        metavar="COLUMN[,COLUMN]",
+        help="group by (default name; rank,name: per rank)",
+    )
     summary.add_argument(
         "--sort", default="total", choices=sorted(SORT_KEYS), help="sort key (default total)"
     )
@@ -185,7 +197,7 @@ def _out(text: str = "") -> None:
     sys.stdout.write(text + "\n")
 
 
-def _load(path: str) -> Any:
+def _load(path: Any) -> Any:
     from recfn.trace import load
 
     return load(path)
@@ -278,7 +290,8 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
         raise CLIError(f"run: no such script: {script!r}")
     if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
         raise CLIError(f"run: {script!r} is a folder without __main__.py")
-    if args.output is not None:
+    dataset = _dataset_folder(args.output)
+    if args.output is not None and dataset is None:
         _check_trace_path(args.output, "-o")
     if args.timeline is not None:
         _check_image_path(args.timeline, "--timeline")
@@ -288,11 +301,15 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
     except OptionError as exc:
         raise CLIError(f"run: {exc}", EXIT_USAGE) from None
 
-    capture = Capture(os.path.basename(os.path.abspath(script)), config, range_name="__main__")
+    capture = Capture(
+        os.path.basename(os.path.abspath(script)), config, range_name="__main__", dataset=dataset
+    )
     code = _run_script(capture, script, script_args)
     trace = capture.trace
     if trace is None:
         return code
+    if dataset is not None:
+        return _report_dataset(dataset, args, code)
     if not args.quiet:
         sys.stdout.flush()
         sys.stderr.write(_summary_text(trace, args.top) + "\n")
@@ -301,6 +318,32 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
         sys.stderr.write(f"recfn: wrote {args.output}\n")
     elif not args.quiet:
         sys.stderr.write("recfn: trace not saved (use -o trace.parquet to keep it)\n")
+    if args.timeline is not None:
+        _write_timeline(trace, args.timeline, overwrite=args.force)
+        sys.stderr.write(f"recfn: wrote {args.timeline}\n")
+    return code
+
+
+def _dataset_folder(output: Optional[str]) -> Optional[str]:
+    """``output`` when it names a folder for a dataset (ends in a separator, or exists as one)."""
+    if output is None:
+        return None
+    if output.endswith(("/", os.sep)) or os.path.isdir(output):
+        parent = os.path.dirname(os.path.abspath(output.rstrip("/" + os.sep)))
+        if not os.path.isdir(parent):
+            raise CLIError(f"-o: folder {parent!r} does not exist")
+        return output
+    return None
+
+
+def _report_dataset(folder: str, args: argparse.Namespace, code: int) -> int:
+    """The summary of every process's parts in ``folder`` (out of core when it can be)."""
+    trace = _load(folder)
+    if not args.quiet:
+        sys.stdout.flush()
+        text = _files_summary_text(trace, ["name"], args.top, "total_ns")
+        sys.stderr.write((text if text is not None else _summary_text(trace, args.top)) + "\n")
+    sys.stderr.write(f"recfn: wrote {len(trace.files)} parts into {folder}\n")
     if args.timeline is not None:
         _write_timeline(trace, args.timeline, overwrite=args.force)
         sys.stderr.write(f"recfn: wrote {args.timeline}\n")
@@ -374,19 +417,47 @@ def _print_script_traceback(exc: BaseException, script_path: str) -> None:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     _positive(args.top, "--top")
-    trace = _load(args.trace)
-    if args.by not in trace.table.column_names:
-        raise CLIError(f"summary: no column {args.by!r} in {args.trace!r}", EXIT_USAGE)
+    sources = list(args.trace)
+    trace = _load(sources[0] if len(sources) == 1 else sources)
+    keys = [key.strip() for key in args.by.split(",") if key.strip()]
+    if not keys:
+        raise CLIError("summary: --by needs a column", EXIT_USAGE)
+    if trace.files and not args.shapes:
+        text = _files_summary_text(trace, keys, args.top, SORT_KEYS[args.sort])
+        if text is not None:
+            _out(text)
+            return EXIT_OK
+    missing = [key for key in keys if key not in trace.table.column_names]
+    if missing:
+        where = ", ".join(map(repr, sources))
+        raise CLIError(f"summary: no column {missing[0]!r} in {where}", EXIT_USAGE)
     _out(
         _summary_text(
             trace,
             args.top,
-            by=args.by,
+            by=keys[0] if len(keys) == 1 else keys,
             sort_by=SORT_KEYS[args.sort],
             group_by_input_shape=args.shapes,
         )
     )
     return EXIT_OK
+
+
+def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> Optional[str]:
+    """The summary of a trace of many files computed out of core (DuckDB), or None when it
+    cannot be (DuckDB missing, Chrome files, a grouping without name)."""
+    from recfn.analysis.outofcore import summarize_files, supports
+    from recfn.analysis.summary import render_text
+
+    options = {"by": keys, "sort_by": sort_by, "top": top}
+    if not supports(trace.files, options):
+        return None
+    try:
+        result = summarize_files(trace.files, keys, sort_by=sort_by, top=top, as_index=False)
+    except ValueError as exc:
+        raise CLIError(f"summary: {exc}", EXIT_USAGE) from None
+    header = f"recfn · {trace.name} · {len(trace.files)} files · {result.attrs['events']:,} ranges"
+    return f"{header}\n{render_text(result, keys, result.attrs['self_total_ns'])}"
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:

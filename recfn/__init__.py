@@ -147,6 +147,14 @@ def _trace_html(trace: Any) -> str:
     return text
 
 
+def _files_summary(files: Any, **options: Any) -> Any:
+    """A trace of files' summary through DuckDB when it can compute it, else None (pandas)."""
+    outofcore = importlib.import_module("recfn.analysis.outofcore")
+    if not outofcore.supports(files, options):
+        return None
+    return outofcore.summarize_files(files, **options)
+
+
 class _LazyAccessor:
     """``df.recfn`` until first used: then ``recfn.analysis`` (and matplotlib) is imported."""
 
@@ -166,18 +174,29 @@ def _register_accessor() -> None:
         register("recfn")(_LazyAccessor)
 
 
+def _register_dask_accessor() -> None:
+    """Register ``ddf.recfn`` on Dask DataFrames (imports recfn.analysis)."""
+    importlib.import_module("recfn.analysis.dask_accessor").register()
+
+
 class _PandasWatcher:
-    """A one-shot ``sys.meta_path`` entry: when pandas is imported, register ``df.recfn`` right
-    after pandas' own module code has run."""
+    """A one-shot ``sys.meta_path`` entry: when pandas (``module``) is imported, register
+    ``df.recfn`` (``register``) right after the module's own code has run."""
+
+    module = "pandas"
+
+    @staticmethod
+    def register() -> None:
+        _register_accessor()
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "pandas":
+        if fullname != self.module:
             return None
         if self in sys.meta_path:
             sys.meta_path.remove(self)
         import importlib.util
 
-        spec = importlib.util.find_spec("pandas")
+        spec = importlib.util.find_spec(self.module)
         loader = None if spec is None else spec.loader
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
@@ -188,7 +207,7 @@ class _PandasWatcher:
                 run(module)
             finally:
                 del loader.exec_module  # back to the class's method
-            _register_accessor()
+            self.register()
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
@@ -197,11 +216,28 @@ class _PandasWatcher:
 _hooks.header_renderer = _trace_header
 _hooks.text_renderer = _trace_text
 _hooks.html_renderer = _trace_html
+_hooks.files_summary = _files_summary
 _hooks.on_pandas = _register_accessor
 if "pandas" in sys.modules:
     _register_accessor()
-elif not any(isinstance(finder, _PandasWatcher) for finder in sys.meta_path):
+elif not any(type(finder) is _PandasWatcher for finder in sys.meta_path):
     sys.meta_path.insert(0, _PandasWatcher())
+
+
+class _DaskWatcher(_PandasWatcher):
+    """The same for ``ddf.recfn`` when ``dask.dataframe`` is imported."""
+
+    module = "dask.dataframe"
+
+    @staticmethod
+    def register() -> None:
+        _register_dask_accessor()
+
+
+if "dask.dataframe" in sys.modules:
+    _register_dask_accessor()
+elif not any(type(finder) is _DaskWatcher for finder in sys.meta_path):
+    sys.meta_path.insert(0, _DaskWatcher())
 
 
 __all__ = [

@@ -42,7 +42,7 @@ def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
 
     ranges = equals(df["kind"], RANGE)
     open_range = nulls(df["end_ns"])
-    events = _thread_metadata(df)
+    events = _process_metadata(df) + _thread_metadata(df)
     events += [
         {
             "ph": "X",
@@ -155,6 +155,41 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray | list | tuple):
         return [_plain(v) for v in value]
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _process_metadata(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A "process_name" per process (its host, pid and rank) and, with ranks, a
+    "process_sort_index" that orders the processes by rank."""
+    if "pid" not in df.columns or ("host" not in df.columns and "rank" not in df.columns):
+        return []
+    keys = [c for c in ("pid", "host", "rank") if c in df.columns]
+    processes = df[keys].drop_duplicates("pid")
+    events: list[dict[str, Any]] = []
+    for row in processes.to_dict("records"):
+        pid = int(row["pid"])
+        rank = int(row["rank"]) if pd.notna(row.get("rank")) else -1
+        label = f"{row['host']} pid {pid}" if row.get("host") else f"pid {pid}"
+        if rank >= 0:
+            label = f"rank {rank} · {label}"
+            events.append(
+                {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": rank}}
+            )
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": label}})
+    return events
+
+
+def distributed_info(df: pd.DataFrame, metadata: dict[str, str]) -> dict[str, Any]:
+    """HTA's ``distributedInfo`` (``rank``, ``world_size``) for a table of one rank, else {}."""
+    if "rank" not in df.columns or not len(df):
+        return {}
+    ranks = pd.unique(ints(df["rank"], -1))
+    if len(ranks) != 1 or ranks[0] < 0:
+        return {}
+    info: dict[str, Any] = {"rank": int(ranks[0])}
+    world = metadata.get("recfn.world_size", "")
+    if world.lstrip("-").isdigit() and int(world) > 0:
+        info["world_size"] = int(world)
+    return info
 
 
 def _thread_metadata(df: pd.DataFrame) -> list[dict[str, Any]]:

@@ -199,8 +199,35 @@ class _ThreadBuffer:
         self.stack_rows = vec[i64]()
         self.stack_nodes = vec[i64]()
 
+    def clear(self) -> None:
+        """Forget every row (the spill hook took them) and start a fresh chunk."""
+        self.cur = _Chunk(CHUNK_ROWS)
+        self.chunks = [self.cur]
+        self.cur_rows = 0
+        self.rows = 0
+        self.extra_rows = []
+        self.extra_args = []
+        self.extra_shapes = []
+        self.extra_dtypes = []
+        self.extra_flops = []
+        self.seq_rows = vec[i64]()
+        self.seq_vals = vec[i64]()
+        self.fwd_vals = vec[i64]()
+        self.mem_rows = vec[i64]()
+        self.mem_bytes = vec[i64]()
+        self.mem_devices = []
+        self.stack_rows = vec[i64]()
+        self.stack_nodes = vec[i64]()
+
     def add_row(self, rid: i64, parent: i64, start: i64, name: i32, meta: i32) -> i64:
-        """Append one open row; returns its number within the current chunk."""
+        """Append one open row; returns its number within the current chunk. When the chunk is
+        full and the buffer holds ``spill_rows`` rows, the owner's ``spill`` hook takes the rows
+        and ``clear``s the buffer first (streaming to a dataset)."""
+        if self.cur_rows == CHUNK_ROWS:
+            owner = self.owner
+            spill = owner.spill
+            if spill is not None and self.rows >= owner.spill_rows:
+                spill(self)
         if self.cur_rows == CHUNK_ROWS:
             self.cur = _Chunk(CHUNK_ROWS)
             self.chunks.append(self.cur)
@@ -225,6 +252,8 @@ class Recorder(RecordFunctionCallback):
     node_id: i64
     pid: i64  # the process that started capturing (a forked child keeps its parent's)
     clock_offset: i64  # added to the monotonic clock: timestamps are ns since the Unix epoch
+    spill: Optional[Callable[[_ThreadBuffer], None]]  # writes a full buffer out (streaming)
+    spill_rows: i64
     buffers: list[_ThreadBuffer]
     name_ids: dict[str, i32]
     name_list: list[str]
@@ -262,6 +291,8 @@ class Recorder(RecordFunctionCallback):
         self.node_id = -1
         self.pid = os.getpid()
         self.clock_offset = time.time_ns() - time.perf_counter_ns()
+        self.spill = None
+        self.spill_rows = 0
         self.buffers = []
         self.name_ids = {}
         self.name_list = []

@@ -9,12 +9,13 @@ per-event Python work happens for the fixed columns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any, Final, Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recfn import _identity
 from recfn._cuda import DeviceTimes
 from recfn._engine import TID_SHIFT
 from recfn._recorder import (
@@ -67,6 +68,31 @@ def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
     }
 
 
+DECODED_COLUMNS: Final = (
+    ("id", np.int64),
+    ("parent_id", np.int64),
+    ("start_ns", np.int64),
+    ("end_ns", np.int64),
+    ("name", np.int32),
+    ("meta", np.int32),
+)
+
+
+class DecodedRows:
+    """Rows already decoded (``decode_chunk``'s columns) standing in for a chunk: the open
+    ranges a streaming capture carries from one part to the next."""
+
+    def __init__(self, columns: dict[str, np.ndarray]) -> None:
+        self.columns = columns
+
+
+def _decoded(chunk: Any, tid: int) -> Optional[dict[str, np.ndarray]]:
+    """A chunk's columns, None when it has no rows."""
+    if isinstance(chunk, DecodedRows):
+        return chunk.columns if len(chunk.columns["id"]) else None
+    return decode_chunk(chunk, tid) if len(chunk.seqs) else None
+
+
 def _nullable(values: np.ndarray, null_value: int) -> pa.Array:
     """An int64 array whose ``null_value`` entries are nulls."""
     nulls = values == null_value
@@ -105,7 +131,10 @@ def build_table(
     of ``profile(cuda=True)``."""
     buffers = [buf for buf in recorder.buffers if buf.rows]
     decoded = [
-        decode_chunk(chunk, buf.tid) for buf in buffers for chunk in buf.chunks if len(chunk.seqs)
+        columns
+        for buf in buffers
+        for chunk in buf.chunks
+        if (columns := _decoded(chunk, buf.tid)) is not None
     ]
 
     def fixed(field: str, dtype: Any) -> np.ndarray:
@@ -149,6 +178,8 @@ def build_table(
         "is_async": pa.array((meta & ASYNC_BIT) != 0),
         "node_id": _constant(n, node_id, np.int32),
         "pid": _constant(n, recorder.pid, np.int64),
+        "host": _dictionary("host", np.zeros(n, dtype=np.int32), [_identity.host()]),
+        "rank": _constant(n, _identity.rank(), np.int32),
     }
     columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
     if device_times is not None:
@@ -159,6 +190,9 @@ def build_table(
         start_ns=start_ns,
         wall_ns=wall_ns,
         pid=recorder.pid,
+        rank=_identity.rank(),
+        local_rank=_identity.local_rank(),
+        world_size=_identity.world_size(),
     )
     return pa.table(columns).replace_schema_metadata(metadata)
 

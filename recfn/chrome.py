@@ -28,7 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from recfn import _jsonio as jsonio
-from recfn._chrome_export import trace_events
+from recfn._chrome_export import distributed_info, trace_events
 from recfn._chrome_import import TRACE, Document, events_frame
 from recfn._files import open_trace_file
 from recfn._frames import INT64_MAX, INT64_MIN, ints, require
@@ -186,7 +186,9 @@ def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:
     instant "i" events, memory events "C" counters of the running total per process, name and
     device, thread names "M" metadata events. ``ts``/``dur`` are float microseconds after
     ``baseTimeNanoseconds`` (the first start), so nanoseconds survive a round trip. A table's
-    ``recfn.*`` schema metadata goes to ``otherData``. A path ending in ``.gz`` is compressed.
+    ``recfn.*`` schema metadata goes to ``otherData``. Processes get "process_name" metadata
+    (host, pid, rank); a table of one rank gets ``distributedInfo`` (``rank``, ``world_size``)
+    as HTA reads it. A path ending in ``.gz`` is compressed.
     """
     metadata = {}
     if isinstance(data, pa.Table):
@@ -203,6 +205,9 @@ def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:
         "otherData": metadata,
         "traceEvents": trace_events(data, base_ns),
     }
+    info = distributed_info(data, metadata)
+    if info:
+        document["distributedInfo"] = info
     encoded = jsonio.dumps(document)
     if str(path).endswith(".gz"):
         encoded = gzip.compress(encoded, compresslevel=6)

@@ -16,10 +16,11 @@ import tracemalloc
 import warnings
 from typing import TYPE_CHECKING, Any, Optional
 
-from recfn import _registry
+from recfn import _follow, _registry
 from recfn._cuda import CudaTimer
 from recfn._nvtx import NvtxForwarder, forward_mark
 from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder
+from recfn._stream import DatasetWriter
 from recfn._tracer import Tracer
 from recfn.flops import flop_formulas
 from recfn.options import ProfilerConfig, document_options
@@ -47,6 +48,9 @@ def _forget_after_fork() -> None:
     for prof in _active:
         prof._orphan()
     _active.clear()
+    inherited = _follow.following()
+    if inherited is not None:  # the parent follows its children: profile this one
+        _follow.start_in_child(*inherited)
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
@@ -91,14 +95,39 @@ class profile:
     (``device_start_ns``, ``device_duration_ns``, ``device``) from CUDA events.
     Also ``start()``/``stop()``. Events from every thread are captured while it runs. An exception
     (KeyboardInterrupt included) inside the block still stops the profiler and keeps the events.
+
+    ``output="traces/"`` streams the capture into a Hive-partitioned Parquet dataset
+    (``traces/hostname=<host>/process=<pid>/part-<n>.parquet``, see ``recfn._stream``): full buffers are
+    written as the program runs, so ``max_events`` bounds memory, not the events kept; ``trace``
+    is then the dataset of this process's parts, read lazily. ``follow_children=True`` also
+    profiles every child process (``multiprocessing`` fork and spawn, process pools,
+    ``os.fork``) into the same dataset (``recfn._follow``).
     """
 
-    def __init__(self, *, config: Optional[ProfilerConfig] = None, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        config: Optional[ProfilerConfig] = None,
+        output: Any = None,
+        follow_children: bool = False,
+        **options: Any,
+    ) -> None:
         if config is not None and not isinstance(config, ProfilerConfig):
             raise TypeError(f"config must be a ProfilerConfig, got {type(config).__name__}")
         if options or config is None:
             config = ProfilerConfig.from_options(options, base=config)
         self.config = config
+        self.output: Optional[str] = None
+        if output is not None:
+            from recfn.io import path_name
+
+            self.output = path_name(output)
+            if os.path.isfile(self.output):
+                raise ValueError(f"output must be a folder for the dataset, not a file: {output!r}")
+        if follow_children and self.output is None:
+            raise ValueError("follow_children=True needs output= (a folder for the dataset)")
+        self.follow_children = bool(follow_children)
+        self._writer: Optional[DatasetWriter] = None
         self._recorder: Optional[Recorder] = None
         self._tracer: Optional[Tracer] = None
         self._nvtx: Optional[NvtxForwarder] = None
@@ -160,6 +189,13 @@ class profile:
             self._started_tracemalloc = True
         self._start_ns = time.time_ns()
         recorder.clock_offset = self._start_ns - time.perf_counter_ns()
+        if self.output is not None:
+            self._writer = DatasetWriter(
+                self.output, recorder, self.config.to_dict(), self._start_ns
+            )
+            self._writer.attach(cfg.max_events)
+            if self.follow_children:
+                _follow.follow(self.output, self.config)
         self._recorder = recorder
         self._token = _context_profiler.set(self)
         with _active_lock:
@@ -215,6 +251,13 @@ class profile:
         from recfn._table import build_table
         from recfn.trace import Trace
 
+        if self._writer is not None and not inherited:
+            if self.follow_children and _follow.following() is not None:
+                _follow.unfollow()
+            files = self._writer.finish(self._wall_ns)
+            self._trace = Trace.from_files(files, name="profile", wall_ns=self._wall_ns)
+            self._warn_dropped(recorder)
+            return self._trace
         table = build_table(
             recorder,
             start_ns=self._start_ns,
@@ -224,14 +267,17 @@ class profile:
             device_times=device_times,
         )
         self._trace = Trace(table, name="profile", wall_ns=self._wall_ns)
+        self._warn_dropped(recorder)
+        return self._trace
+
+    def _warn_dropped(self, recorder: Recorder) -> None:
         if recorder.dropped:
             warnings.warn(
                 f"recfn: max_events={self.config.max_events} reached; {recorder.dropped} events "
                 "were dropped (their count is in the table metadata 'recfn.dropped_events')",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        return self._trace
 
     def __enter__(self) -> profile:
         return self.start()
@@ -307,6 +353,9 @@ class profile:
 
 
 document_options(profile)
+_follow.make_profile = lambda output, config: profile(
+    config=config, output=output, follow_children=True
+)
 
 
 def enable_profiler(config: Optional[ProfilerConfig] = None) -> profile:

@@ -39,8 +39,12 @@ DROPPED_EVENTS_KEY: Final = "recfn.dropped_events"
 HOST_KEY: Final = "recfn.host"
 PID_KEY: Final = "recfn.pid"
 START_NS_KEY: Final = "recfn.start_ns"
+RANK_KEY: Final = "recfn.rank"
+LOCAL_RANK_KEY: Final = "recfn.local_rank"
+WORLD_SIZE_KEY: Final = "recfn.world_size"
 WALL_NS_KEY: Final = "recfn.wall_ns"
 CONTENT_HASH_KEY: Final = "recfn.content_hash"
+PART_KEY: Final = "recfn.part"
 """In Parquet files only: written by ``recfn.io`` (``with_content_hash``), checked and removed on
 load (``check_content_hash``); tables in memory never carry it."""
 _HASH_NAME: Final = CONTENT_HASH_KEY.encode()
@@ -107,6 +111,12 @@ COLUMNS: Final[tuple[Column, ...]] = (
            "`recfn.set_default_node_id(n)`, `-1` by default", -1),
     Column("pid", pa.int64(), "int64", True, False,
            "process id of the capturing process", 0),
+    Column("host", _STRINGS32, "category", False, False,
+           "host name of the capturing process; with `pid` and `thread_id` it identifies a "
+           "thread across a fleet (absent in imported tables)", ""),
+    Column("rank", pa.int32(), "int32", False, False,
+           "`torch.distributed` rank (else `RANK`, MPI or Slurm's), `-1` outside distributed "
+           "jobs (absent in imported tables)", -1),
     Column("args", pa.string(), "str", False, True,
            "`record_function(name, args=...)` / `record_function_fast(..., input_values, "
            "keyword_values)`"),
@@ -140,10 +150,16 @@ OPTIONAL: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if not c.requir
 ESSENTIAL: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if c.default is NO_DEFAULT)
 """Columns that ``conform`` cannot make up."""
 NULLABLE_INTS: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if c.pandas_dtype == "Int64")
-PARQUET_DICTIONARY: Final = ("name", "kind", "scope", "thread_name", "device", "args")
+PARQUET_DICTIONARY: Final = ("name", "kind", "scope", "thread_name", "host", "device", "args")
 """Columns Parquet stores dictionary-encoded."""
 PARQUET_DELTA: Final = ("id", "parent_id", "start_ns", "end_ns", "depth", "thread_id")
 """Columns Parquet stores delta-encoded (mostly increasing integers)."""
+
+
+PROCESS_KEYS: Final = ("host", "pid")
+"""Columns that identify a process across a fleet: ids are unique within one process."""
+THREAD_KEYS: Final = ("host", "pid", "thread_id")
+"""Columns that identify a thread (a timeline lane) across a fleet."""
 
 
 def column_type(name: str) -> pa.DataType:
@@ -178,6 +194,9 @@ def build_metadata(
     wall_ns: Optional[int] = None,
     pid: Optional[int] = None,
     host: Optional[str] = None,
+    rank: Optional[int] = None,
+    local_rank: Optional[int] = None,
+    world_size: Optional[int] = None,
 ) -> dict[str, str]:
     """The schema metadata of a trace (every key is a ``*_KEY`` constant of this module)."""
     from recfn import __version__
@@ -194,6 +213,13 @@ def build_metadata(
         metadata[PID_KEY] = str(int(pid))
     if wall_ns is not None:
         metadata[WALL_NS_KEY] = str(int(wall_ns))
+    for key, value in (
+        (RANK_KEY, rank),
+        (LOCAL_RANK_KEY, local_rank),
+        (WORLD_SIZE_KEY, world_size),
+    ):
+        if value is not None:
+            metadata[key] = str(int(value))
     return metadata
 
 
@@ -277,18 +303,20 @@ def validate(table: Any, source: str, *, exact: bool = False) -> pa.Table:
                 )
     else:
         table = _cast_known(table, source)
-    check_events(table, source)
+    check_events(table, source, whole=PART_KEY.encode() not in (table.schema.metadata or {}))
     return table
 
 
-def check_events(table: pa.Table, source: str) -> None:
+def check_events(table: pa.Table, source: str, *, whole: bool = True) -> None:
     """Refuse (``TraceFormatError`` naming ``source`` and a row) a schema-typed table whose
     events cannot be: nulls in a column that has none, an ``end_ns`` before its ``start_ns``, an
     id used twice, a ``parent_id`` that is no row's id, or a parent chain that loops.
 
     Vectorised (numpy and Arrow compute, no loop per row): parents' rows are found by
     ``_rows_of``; chains cannot loop when every child is deeper than its parent (``depth``),
-    else ``_check_acyclic`` follows them by pointer jumping.
+    else ``_check_acyclic`` follows them by pointer jumping. A table that is not ``whole`` (a
+    part of a streamed capture, ``recfn.part``) may name parents that are not in it: written in
+    another part, or never written by a process that was killed.
     """
     for field, values in zip(table.schema, table.columns):
         column = BY_NAME.get(field.name)
@@ -305,6 +333,47 @@ def check_events(table: pa.Table, source: str) -> None:
         raise TraceFormatError(
             f"{source}: row {row}: end_ns {end[row]} is before start_ns {start[row]}"
         )
+    processes = _process_rows(table)
+    if processes is None:
+        _check_links(table, source, whole)
+        return
+    for label, rows in processes:  # ids are unique within a process (host, pid), not a fleet
+        _check_links(table.take(rows), f"{source} ({label}; rows counted within it)", whole)
+
+
+def _process_rows(table: pa.Table) -> Optional[list[tuple[str, Any]]]:
+    """Each process's (host, pid) label and rows, in order; None for a table of one process."""
+    keys = [key for key in PROCESS_KEYS if key in table.column_names]
+    if not keys:
+        return None
+    codes = [
+        _numpy(
+            pc.dictionary_encode(
+                table.column(key).cast(pa.string()).fill_null("").combine_chunks()
+            ).indices
+        )
+        if key == "host"
+        else _numpy(table.column(key).fill_null(-1))
+        for key in keys
+    ]
+    distinct, process = np.unique(np.stack(codes), axis=1, return_inverse=True)
+    if distinct.shape[1] <= 1:
+        return None
+    process = process.reshape(-1)
+    order = np.argsort(process, kind="stable")
+    bounds = np.cumsum(np.bincount(process))[:-1]
+    groups = []
+    for rows in np.split(order, bounds):
+        first = int(rows[0])
+        label = ", ".join(f"{key}={table.column(key)[first].as_py()}" for key in keys)
+        groups.append((label, rows))
+    return groups
+
+
+def _check_links(table: pa.Table, source: str, whole: bool) -> None:
+    """Unique ids, parents that are rows of ``table`` (or anywhere, unless ``whole``), and no
+    loops among them."""
+    n = table.num_rows
     ids = _numpy(table.column("id"))
     parent_column = table.column("parent_id")
     has_parent = _numpy(pc.is_valid(parent_column))
@@ -312,10 +381,14 @@ def check_events(table: pa.Table, source: str) -> None:
     targets = _numpy(parent_column.fill_null(0))[children]
     parents, found = _rows_of(ids, targets, source)
     if not bool(found.all()):
-        bad = int(np.argmin(found))
-        raise TraceFormatError(
-            f"{source}: row {children[bad]}: parent_id {targets[bad]} is not the id of any row"
-        )
+        if whole:
+            bad = int(np.argmin(found))
+            raise TraceFormatError(
+                f"{source}: row {children[bad]}: parent_id {targets[bad]} is not the id of any row"
+            )
+        has_parent = has_parent.copy()
+        has_parent[children[~found]] = False  # its parent is elsewhere: a root here
+        children, parents = children[found], parents[found]
     depth = _numpy(table.column("depth"))
     if bool((depth[children] > depth[parents]).all()):
         return  # depth falls along every chain: no loops

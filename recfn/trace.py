@@ -34,7 +34,7 @@ class Trace:
 
     def __init__(
         self,
-        table: pa.Table,
+        table: Optional[pa.Table],
         *,
         name: str = "trace",
         wall_ns: Optional[int] = None,
@@ -42,11 +42,13 @@ class Trace:
         execution_count: Optional[int] = None,
         cells: tuple[str, ...] = (),
     ) -> None:
-        import pyarrow as pa
+        if table is not None:
+            import pyarrow as pa
 
-        if not isinstance(table, pa.Table):
-            raise TypeError(f"Trace needs a pyarrow.Table, got {type(table).__name__}")
+            if not isinstance(table, pa.Table):
+                raise TypeError(f"Trace needs a pyarrow.Table, got {type(table).__name__}")
         self._table = table
+        self._files: tuple[str, ...] = ()
         self.name = name
         self._wall_ns = wall_ns
         self.error = error
@@ -55,6 +57,23 @@ class Trace:
         self._df: Optional[pd.DataFrame] = None
         self._metadata: Optional[dict[str, str]] = None
         self._summaries: dict[Any, pd.DataFrame] = {}
+
+    @classmethod
+    def from_files(
+        cls, files: Sequence[str], *, name: str = "trace", wall_ns: Optional[int] = None
+    ) -> Trace:
+        """A trace of many files (a dataset), read only when ``.table`` is first used; its
+        ``summary()`` runs over the files out of core when DuckDB is installed."""
+        if not files:
+            raise ValueError("a trace of files needs at least one file")
+        trace = cls(None, name=name, wall_ns=wall_ns)
+        trace._files = tuple(files)
+        return trace
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files a lazily loaded trace reads (empty for a trace held in memory)."""
+        return self._files
 
     @classmethod
     def from_pandas(cls, df: pd.DataFrame, *, name: str = "trace") -> Trace:
@@ -70,7 +89,11 @@ class Trace:
 
     @property
     def table(self) -> pa.Table:
-        """The events as a ``pyarrow.Table`` (docs/schema.md)."""
+        """The events as a ``pyarrow.Table`` (docs/schema.md); a trace of files reads them now."""
+        if self._table is None:
+            from recfn.dataset import read
+
+            self._table = read(self._files)
         return self._table
 
     def to_pandas(self) -> pd.DataFrame:
@@ -78,7 +101,7 @@ class Trace:
         if self._df is None:
             from recfn.schema import to_pandas
 
-            df = to_pandas(self._table)
+            df = to_pandas(self.table)
             df.attrs["recfn"]["cell"] = self.name
             self._df = df
         else:
@@ -91,8 +114,28 @@ class Trace:
         if self._metadata is None:
             from recfn.schema import metadata_of
 
-            self._metadata = metadata_of(self._table)
+            self._metadata = metadata_of(self._metadata_table())
         return dict(self._metadata)
+
+    def _metadata_table(self) -> pa.Table:
+        """The table; for an unread trace of Parquet files an empty table with their combined
+        metadata (the first file's, dropped events summed, the longest wall time), read from
+        the footers alone."""
+        if self._table is not None or not all(f.endswith((".parquet", ".pq")) for f in self._files):
+            return self.table
+        import pyarrow.parquet as pq
+
+        from recfn.schema import DROPPED_EVENTS_KEY, WALL_NS_KEY, metadata_of
+
+        schemas = [pq.read_schema(f) for f in self._files]
+        facts = [metadata_of(schema.empty_table()) for schema in schemas]
+        combined = dict(facts[0])
+        combined[DROPPED_EVENTS_KEY] = str(sum(_int(f.get(DROPPED_EVENTS_KEY)) for f in facts))
+        walls = [_int(f.get(WALL_NS_KEY)) for f in facts if WALL_NS_KEY in f]
+        combined.pop(WALL_NS_KEY, None)
+        if walls:
+            combined[WALL_NS_KEY] = str(max(walls))
+        return schemas[0].empty_table().replace_schema_metadata(combined)
 
     def _meta_int(self, key: str) -> Optional[int]:
         try:
@@ -131,7 +174,7 @@ class Trace:
             return stored
         import pyarrow.compute as pc
 
-        table = self._table
+        table = self.table
         if table.num_rows == 0:
             return 0
         start = pc.min(table.column("start_ns")).as_py()
@@ -157,7 +200,7 @@ class Trace:
             return stored
         import pyarrow.compute as pc
 
-        pids = pc.unique(self._table.column("pid")).to_pylist()
+        pids = pc.unique(self.table.column("pid")).to_pylist()
         return int(pids[0]) if len(pids) == 1 and pids[0] is not None else None
 
     @property
@@ -168,21 +211,24 @@ class Trace:
     @property
     def events(self) -> int:
         """Number of events (rows)."""
-        return int(self._table.num_rows)
+        return int(self.table.num_rows)
 
     @property
     def threads(self) -> int:
         """Number of distinct threads that recorded events."""
-        import pyarrow.compute as pc
 
-        if self._table.num_rows == 0:
+        table = self.table
+        if table.num_rows == 0:
             return 0
-        return int(pc.count_distinct(self._table.column("thread_id")).as_py())
+        threads = table.select([c for c in ("host", "pid", "thread_id") if c in table.column_names])
+        return int(threads.group_by(threads.column_names).aggregate([]).num_rows)
 
     # -- analysis (through the df.recfn accessor) ---------------------------------------------
 
     def summary(self, **kwargs: Any) -> pd.DataFrame:
-        """``df.recfn.summary(**kwargs)``; cached per arguments."""
+        """``df.recfn.summary(**kwargs)``; cached per arguments. A trace of Parquet files not yet
+        read is summarised out of core by DuckDB (``recfn.analysis.outofcore``) when installed
+        and the options allow (grouped by name), with the same numbers."""
         try:
             key: Any = tuple(sorted(kwargs.items()))
             hash(key)
@@ -190,7 +236,11 @@ class Trace:
             key = None
         if key is not None and key in self._summaries:
             return self._summaries[key]
-        result: pd.DataFrame = self.to_pandas().recfn.summary(**kwargs)
+        result: Optional[pd.DataFrame] = None
+        if self._table is None and _hooks.files_summary is not None:
+            result = _hooks.files_summary(self._files, **kwargs)
+        if result is None:
+            result = self.to_pandas().recfn.summary(**kwargs)
         if key is not None:
             self._summaries[key] = result
         return result
@@ -216,7 +266,7 @@ class Trace:
         (FileExistsError otherwise)."""
         from recfn.io import save
 
-        save(self._table, path, overwrite=overwrite)
+        save(self.table, path, overwrite=overwrite)
 
     # -- reprs --------------------------------------------------------------------------------
 
@@ -254,14 +304,21 @@ def load(path: Any, as_pandas: bool = False) -> Any:
     """A ``Trace`` of a trace file: recfn Parquet, any Parquet with the event table's columns, or
     Chrome JSON (``.json``/``.json.gz``, torch.profiler's too), told apart by the first bytes.
 
+    A folder (a dataset of ``profile(output=...)``), a glob pattern or a list of paths gives one
+    trace over all their files, read lazily (``recfn.dataset``; ``Trace.files``).
     ``as_pandas=True`` returns ``trace.to_pandas()`` instead. Errors: FileNotFoundError for a
-    missing path and IsADirectoryError for a folder (there is no file); ``TraceFormatError``,
-    naming the file and what is wrong, for everything else that is not a readable trace: a
-    FIFO, device or socket (refused without blocking), an empty, foreign, corrupt or truncated
-    file, or Chrome JSON that ``recfn.chrome.read_chrome_trace`` refuses; TypeError for a
-    `path` that is not a path. No other exception comes from a bad file.
+    missing path or a folder with no trace files; ``TraceFormatError``, naming the file and what
+    is wrong, for everything else that is not a readable trace: a FIFO, device or socket
+    (refused without blocking), an empty, foreign, corrupt or truncated file, or Chrome JSON
+    that ``recfn.chrome.read_chrome_trace`` refuses; TypeError for a `path` that is not a path.
+    No other exception comes from a bad file.
     """
-    from recfn import io
+    from recfn import dataset, io
+
+    if dataset.is_many(path):
+        files = dataset.resolve(path)
+        many = Trace.from_files(files, name=_label(path))
+        return many.to_pandas() if as_pandas else many
 
     name = io.path_name(path)
     label = os.path.basename(name)
@@ -270,6 +327,20 @@ def load(path: Any, as_pandas: bool = False) -> Any:
     else:
         trace = Trace.from_pandas(io.read_chrome(name), name=label)
     return trace.to_pandas() if as_pandas else trace
+
+
+def _int(raw: Optional[str]) -> int:
+    try:
+        return int(raw or 0)
+    except ValueError:
+        return 0
+
+
+def _label(source: Any) -> str:
+    if isinstance(source, (list, tuple)):
+        return f"{len(source)} traces"
+    name = str(os.fspath(source))
+    return os.path.basename(name.rstrip("/\\")) or name
 
 
 def merge(

@@ -28,7 +28,7 @@ def test_table_has_the_documented_columns_and_types() -> None:
     with recfn.profile() as prof, recfn.record_function("a"):
         pass
     table = prof.table
-    assert tuple(table.column_names) == BASE_COLUMNS
+    assert tuple(table.column_names) == (*BASE_COLUMNS, "host", "rank")
     schema = table.schema
     assert schema.field("id").type == pa.int64()
     assert schema.field("name").type == pa.dictionary(pa.int32(), pa.string())

@@ -71,8 +71,9 @@ def test_docs_list_every_metadata_key() -> None:
     keys = [value for name, value in vars(schema).items() if name.endswith("_KEY")]
     text = DOC.read_text()
     assert keys and all(f"| `{key}` |" in text for key in keys)
-    in_memory = set(schema.build_metadata(config={}, pid=1, wall_ns=2))
-    assert in_memory | {schema.CONTENT_HASH_KEY} == set(keys)  # the hash: in files only
+    full = schema.build_metadata(config={}, pid=1, wall_ns=2, rank=0, local_rank=0, world_size=1)
+    in_files_only = {schema.CONTENT_HASH_KEY, schema.PART_KEY}
+    assert set(full) | in_files_only == set(keys)
 
 
 def full_table() -> pa.Table:

@@ -1,0 +1,153 @@
+"""``ddf.recfn`` on Dask DataFrames: the summary of a fleet computed per process, then combined.
+
+Self time needs each range's children, which live in the same process (ids are unique per
+``(host, pid)``). So the rows are grouped by process — a shuffle by process key, done by Dask,
+or none at all when the frame's partitions hold whole processes already (``read_dataset``,
+``summary(by_partition=True)``) — each process is summarised by the pandas code, and the
+per-process partial summaries are added up. Registered with Dask's accessor API when
+``dask.dataframe`` is imported (``recfn``'s import hook) or by ``register()``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .summary import STAT_COLUMNS, _summarize, self_time_total
+from .tree import nodes, self_durations
+
+_TOTAL = "__process_self_total"
+
+
+def register() -> None:
+    """Register ``ddf.recfn`` on ``dask.dataframe.DataFrame`` (once)."""
+    import dask.dataframe as dd
+    from dask.dataframe.extensions import register_dataframe_accessor
+
+    if not hasattr(dd.DataFrame, "recfn"):
+        register_dataframe_accessor("recfn")(DaskRecfnAccessor)  # type: ignore[no-untyped-call]
+
+
+def read_dataset(path: Any) -> Any:
+    """A Dask DataFrame of a dataset written by ``profile(output=...)`` (or any folder, glob or
+    list of trace files) with one partition per process folder, so that ``summary`` needs no
+    shuffle (``by_partition=True``)."""
+    import dask.dataframe as dd
+
+    from recfn.dataset import resolve
+
+    files = resolve(path)
+    folders = sorted({os.path.dirname(f) for f in files})
+    groups = [[f for f in files if os.path.dirname(f) == folder] for folder in folders]
+    return dd.from_map(_read_files, groups)  # type: ignore[no-untyped-call]
+
+
+def _read_files(files: Sequence[str]) -> pd.DataFrame:
+    from recfn.dataset import read
+    from recfn.schema import to_pandas
+
+    return to_pandas(read(files))
+
+
+def _partial(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The summary statistics of one process (or several whole ones), with their self-time
+    total, in a form that adds up across processes."""
+    lossy = [c for c in ("start_ns", "end_ns") if c in df.columns and df[c].dtype.kind == "f"]
+    if lossy:
+        raise TypeError(
+            f"{', '.join(lossy)} read as float64, which cannot hold nanosecond timestamps "
+            "exactly; read the dataset with dd.read_parquet(path, "
+            "dtype_backend='numpy_nullable') or recfn.analysis.dask_accessor.read_dataset"
+        )
+    if df.empty:
+        return _empty(keys)
+    result = _summarize(df, keys, "total_ns", None, False, 0).table
+    forest = nodes(df, "summary")
+    own = self_durations(forest.parent, forest.start, forest.end, forest.closed)
+    out = result[[*keys, "count", "total_ns", "self_ns", "min_ns", "max_ns"]].copy()
+    out["duration_ns"] = np.rint(result["mean_ns"] * result["count"]).astype(np.int64)
+    for key in keys:
+        out[key] = out[key].astype(object)
+    out[_TOTAL] = 0  # the frame's self-time total rides on its first row, to be summed
+    if len(out):
+        out.loc[out.index[0], _TOTAL] = self_time_total(df, forest, own)
+    return out
+
+
+def _empty(keys: list[str]) -> pd.DataFrame:
+    columns: dict[str, Any] = {key: pd.Series([], dtype=object) for key in keys}
+    for name in ("count", "total_ns", "self_ns", "min_ns", "max_ns", "duration_ns"):
+        columns[name] = pd.Series([], dtype=np.int64)
+    columns[_TOTAL] = pd.Series([], dtype=np.int64)
+    return pd.DataFrame(columns)
+
+
+class DaskRecfnAccessor:
+    """``ddf.recfn``: fleet analyses of a Dask DataFrame of recfn events."""
+
+    def __init__(self, frame: Any) -> None:
+        self._ddf = frame
+
+    def summary(
+        self,
+        by: str | Sequence[str] = "name",
+        *,
+        sort_by: str = "total_ns",
+        top: int | None = None,
+        as_index: bool = True,
+        by_partition: bool = False,
+    ) -> pd.DataFrame:
+        """``df.recfn.summary`` of the whole frame (computed now), the same numbers as pandas.
+
+        ``by`` must include ``name``. Rows are grouped by ``(host, pid)`` first (a shuffle by
+        process key); ``by_partition=True`` skips it when every partition holds whole
+        processes, as those of ``read_dataset`` do.
+        """
+        keys = [by] if isinstance(by, str) else list(by)
+        if "name" not in keys:
+            raise ValueError("the Dask summary groups by name (plus any other columns)")
+        ddf = self._ddf
+        meta = _empty(keys)
+        if by_partition:
+            partials = ddf.map_partitions(_partial, keys, meta=meta)
+        else:
+            process = [c for c in ("host", "pid") if c in ddf.columns]
+            partials = ddf.groupby(process, observed=True).apply(_partial, keys, meta=meta)
+        parts = partials.compute()
+        return _combine(parts, keys, sort_by, top, as_index)
+
+
+def _combine(
+    parts: pd.DataFrame, keys: list[str], sort_by: str, top: int | None, as_index: bool
+) -> pd.DataFrame:
+    total = int(parts[_TOTAL].sum()) if len(parts) else 0
+    result = (
+        parts.groupby(keys, sort=False, dropna=False)
+        .agg(
+            count=("count", "sum"),
+            total_ns=("total_ns", "sum"),
+            self_ns=("self_ns", "sum"),
+            min_ns=("min_ns", "min"),
+            max_ns=("max_ns", "max"),
+            duration_ns=("duration_ns", "sum"),
+        )
+        .reset_index()
+    )
+    result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
+    result["total_pct"] = 100.0 * result["total_ns"] / total if total else np.nan
+    result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
+    result = result[[*keys, *STAT_COLUMNS]]
+    if sort_by not in result.columns:
+        raise ValueError(f"sort_by={sort_by!r} is not a summary column")
+    result = result.sort_values(
+        [sort_by, *keys], ascending=[sort_by in keys, *[True] * len(keys)], kind="stable"
+    )
+    if top is not None:
+        result = result.head(top)
+    result = result.reset_index(drop=True)
+    result.attrs["self_total_ns"] = total
+    return result.set_index(keys) if as_index else result

@@ -1,0 +1,100 @@
+"""Traces of many files: a folder (a dataset written by ``profile(output=...)``, or any folder
+of trace files), a glob pattern, or a list of paths, resolved to files and read as one table.
+
+Tables of different processes are concatenated as they are: ids are unique per process
+(``recfn.schema.PROCESS_KEYS``), so nothing is renumbered.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from recfn import io
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+TRACE_SUFFIXES = (".parquet", ".pq", ".json", ".json.gz")
+
+
+def is_many(source: Any) -> bool:
+    """Whether ``source`` names several files: a list/tuple, a folder or a glob pattern."""
+    if isinstance(source, (list, tuple)):
+        return True
+    try:
+        name = io.path_name(source)
+    except TypeError:
+        return False
+    return os.path.isdir(name) or (not os.path.exists(name) and glob.has_magic(name))
+
+
+def resolve(source: Any) -> list[str]:
+    """The trace files ``source`` names, sorted: every trace file under a folder (recursively),
+    the matches of a glob pattern, or each path of a list (folders and patterns expanded).
+
+    FileNotFoundError when a path is missing or a folder or pattern holds no trace file;
+    TypeError for anything that is not a path.
+    """
+    items: Sequence[Any] = source if isinstance(source, (list, tuple)) else [source]
+    if not items:
+        raise ValueError("no trace files given")
+    files: list[str] = []
+    for item in items:
+        name = io.path_name(item)
+        if os.path.isdir(name):
+            found = [
+                os.path.join(root, f)
+                for root, _, names in os.walk(name)
+                for f in names
+                if f.lower().endswith(TRACE_SUFFIXES) and not f.startswith(".")
+            ]
+            if not found:
+                raise FileNotFoundError(f"no trace files (.parquet, .json, .json.gz) in {name!r}")
+            files += sorted(found)
+        elif os.path.exists(name):
+            files.append(name)
+        elif glob.has_magic(name):
+            found = sorted(p for p in glob.glob(name, recursive=True) if os.path.isfile(p))
+            if not found:
+                raise FileNotFoundError(f"no files match {name!r}")
+            files += found
+        else:
+            raise FileNotFoundError(f"no such file: {name!r}")
+    return files
+
+
+def read(files: Sequence[str]) -> pa.Table:
+    """The files' events as one table (optional columns unioned); the first file's metadata with
+    the dropped events summed. TraceFormatError names a file that is not a trace."""
+    import pyarrow as pa
+
+    from recfn._progress import progress
+    from recfn.schema import DROPPED_EVENTS_KEY, metadata_of
+
+    tables = [read_one(name) for name in progress(files, desc="recfn: reading traces")]
+    total = sum(_dropped(t) for t in tables)
+    metadata = metadata_of(tables[0]) if tables else {}
+    metadata[DROPPED_EVENTS_KEY] = str(total)
+    joined = pa.concat_tables(
+        [t.replace_schema_metadata(None) for t in tables], promote_options="default"
+    ).unify_dictionaries()
+    return joined.combine_chunks().replace_schema_metadata(metadata)
+
+
+def read_one(name: str) -> pa.Table:
+    """One trace file as a schema table (Parquet or Chrome JSON, told apart by content)."""
+    from recfn.schema import conform
+
+    if io.sniff(name) == io.PARQUET:
+        return io.read_parquet(name)
+    return conform(io.read_chrome(name), name)
+
+
+def _dropped(table: pa.Table) -> int:
+    from recfn.schema import DROPPED_EVENTS_KEY, metadata_of
+
+    raw = metadata_of(table).get(DROPPED_EVENTS_KEY, "0")
+    return int(raw) if raw.isdigit() else 0

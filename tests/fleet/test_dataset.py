@@ -1,0 +1,93 @@
+"""Capture into a Hive-partitioned dataset: many processes side by side, streaming past
+``max_events`` with nothing lost, a killed process leaving readable parts."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+import workers
+
+import recfn
+
+
+def run_workers(method: str, output: Path, n: int, steps: int) -> list[int]:
+    context = multiprocessing.get_context(method)
+    children = [
+        context.Process(target=workers.record, args=(str(output), rank, steps)) for rank in range(n)
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(120)
+        assert child.exitcode == 0
+    return [int(child.pid or 0) for child in children]
+
+
+@pytest.mark.parametrize(("method", "n"), [("fork", 2), ("spawn", 2), ("fork", 8), ("spawn", 8)])
+def test_processes_record_side_by_side_into_one_dataset(
+    tmp_path: Path, method: str, n: int
+) -> None:
+    output = tmp_path / "traces"
+    pids = run_workers(method, output, n, steps=20)
+    folders = sorted(p.relative_to(output).as_posix() for p in output.glob("hostname=*/process=*"))
+    host = folders[0].split("/")[0]
+    assert folders == sorted(f"{host}/process={pid}" for pid in pids)
+    trace = recfn.load(output)
+    assert len(trace.files) == n
+    df = trace.to_pandas()
+    assert sorted(df["pid"].unique().tolist()) == sorted(pids)
+    assert sorted(df["rank"].unique().tolist()) == list(range(n))
+    assert not df.duplicated(["host", "pid", "id"]).any()
+    assert df["id"].duplicated().any()  # every process numbers its ids alike
+    summary = df.recfn.summary()
+    assert summary.loc["step", "count"] == 20 * n and summary.loc["worker", "count"] == n
+    per_rank = df.recfn.summary(by=["rank", "name"])
+    assert (per_rank.xs("step", level="name")["count"] == 20).all()
+    ax = df.recfn.timeline()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(set(labels)) == n and all(label.endswith("MainThread (1)") for label in labels)
+
+
+def test_streaming_records_past_max_events_and_loses_nothing(tmp_path: Path) -> None:
+    output = tmp_path / "traces"
+    steps = 80_000  # 160,002 events: more than two spills of a 65,536-row buffer
+    with recfn.profile(output=output, max_events=70_000) as prof:
+        with recfn.record_function("outer", args="kept"):
+            for _ in range(steps):
+                with recfn.record_function("step"), recfn.record_function("inner"):
+                    pass
+    trace = prof.trace
+    assert len(trace.files) >= 3 and trace.dropped_events == 0
+    df = trace.to_pandas()
+    assert len(df) == 2 * steps + 3  # with the outer range and the start/stop marks
+    assert df["id"].is_unique
+    summary = df.recfn.summary()
+    assert summary.loc["step", "count"] == steps and summary.loc["inner", "count"] == steps
+    outer = df[df["name"] == "outer"].iloc[0]
+    assert outer["args"] == "kept" and not np.isnan(float(outer["end_ns"]))
+    assert (df["end_ns"].notna() | (df["kind"] != "range")).all()
+    assert recfn.load(output).summary().equals(trace.summary())
+
+
+def test_a_killed_process_leaves_readable_parts(tmp_path: Path) -> None:
+    output = tmp_path / "traces"
+    context = multiprocessing.get_context("fork")
+    written = context.Event()
+    child = context.Process(target=workers.record_until_killed, args=(str(output), written))
+    child.start()
+    try:
+        assert written.wait(120)
+    finally:
+        os.kill(int(child.pid or 0), signal.SIGKILL)
+        child.join(60)
+    assert child.exitcode == -signal.SIGKILL
+    assert not list(output.rglob(".*"))  # no half-written part is left behind
+    df = recfn.load(output, as_pandas=True)
+    steps = df[df["name"] == "step"]
+    assert len(steps) >= 65_000 and steps["end_ns"].notna().all()
+    assert "forever" not in set(df["name"])  # still open when killed: not yet written
