@@ -130,12 +130,8 @@ def build_table(
     """One table for everything ``recorder`` captured (it must be stopped), with the GPU times
     of ``profile(cuda=True)``."""
     buffers = [buf for buf in recorder.buffers if buf.rows]
-    decoded = [
-        columns
-        for buf in buffers
-        for chunk in buf.chunks
-        if (columns := _decoded(chunk, buf.tid)) is not None
-    ]
+    found = (_decoded(chunk, buf.tid) for buf in buffers for chunk in buf.chunks)
+    decoded = [columns for columns in found if columns is not None]
 
     def fixed(field: str, dtype: Any) -> np.ndarray:
         parts = [d[field] for d in decoded]
