@@ -20,7 +20,6 @@ from recfn import _follow, _registry
 from recfn._cuda import CudaTimer
 from recfn._nvtx import NvtxForwarder, forward_mark
 from recfn._recorder import KIND_MARK, KIND_MEMORY, Recorder
-from recfn._stream import DatasetWriter
 from recfn._tracer import Tracer
 from recfn.flops import flop_formulas
 from recfn.options import ProfilerConfig, document_options
@@ -29,6 +28,7 @@ if TYPE_CHECKING:  # pyarrow and pandas load on first use, keeping `import recfn
     import pandas as pd
     import pyarrow as pa
 
+    from recfn._stream import DatasetWriter
     from recfn.trace import Trace
 
 _node_id = -1
@@ -190,6 +190,8 @@ class profile:
         self._start_ns = time.time_ns()
         recorder.clock_offset = self._start_ns - time.perf_counter_ns()
         if self.output is not None:
+            from recfn._stream import DatasetWriter  # numpy and pyarrow: only when streaming
+
             self._writer = DatasetWriter(
                 self.output, recorder, self.config.to_dict(), self._start_ns
             )

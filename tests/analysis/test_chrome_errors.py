@@ -165,8 +165,10 @@ def test_missing_file_and_folder(tmp_path: Path) -> None:
     for read in (read_chrome_trace, recfn.load):
         with pytest.raises(FileNotFoundError, match="no such file: .*missing.json"):
             read(tmp_path / "missing.json")
-        with pytest.raises(IsADirectoryError, match="is a folder"):
-            read(tmp_path)
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        read_chrome_trace(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no trace files"):  # a folder is a dataset
+        recfn.load(tmp_path)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
