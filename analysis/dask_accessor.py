@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .summary import STAT_COLUMNS, _summarize, self_time_total
+from .summary import _summarize, finish_summary, self_time_total
 from .tree import nodes, self_durations
 
 _TOTAL = "__process_self_total"
@@ -138,16 +138,4 @@ def _combine(
         .reset_index()
     )
     result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
-    result["total_pct"] = 100.0 * result["total_ns"] / total if total else np.nan
-    result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
-    result = result[[*keys, *STAT_COLUMNS]]
-    if sort_by not in result.columns:
-        raise ValueError(f"sort_by={sort_by!r} is not a summary column")
-    result = result.sort_values(
-        [sort_by, *keys], ascending=[sort_by in keys, *[True] * len(keys)], kind="stable"
-    )
-    if top is not None:
-        result = result.head(top)
-    result = result.reset_index(drop=True)
-    result.attrs["self_total_ns"] = total
-    return result.set_index(keys) if as_index else result
+    return finish_summary(result, keys, [], total, sort_by, top, as_index)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from .summary import PROFILER_SPAN_SCOPES, STAT_COLUMNS
+from .summary import PROFILER_SPAN_SCOPES, finish_summary
 
 TEXT_KEYS = ("name", "host", "thread_name", "scope", "kind", "device")
 """Dictionary columns, grouped by their text."""
@@ -170,19 +170,7 @@ def summarize_files(
         connection.close()
     total = int(result.pop("counted_self_").sum()) if len(result) else 0
     ranges = int(result["count"].sum()) if len(result) else 0
-    result["total_pct"] = 100.0 * result["total_ns"] / total if total else float("nan")
-    result["self_pct"] = 100.0 * result["self_ns"] / total if total else float("nan")
-    ordered = [*keys, *STAT_COLUMNS, *(["flops"] if flops else [])]
-    result = result[ordered]
-    if sort_by not in result.columns:
-        raise ValueError(f"sort_by={sort_by!r} is not a summary column; choose from {ordered}")
-    result = result.sort_values(
-        [sort_by, *keys], ascending=[sort_by in keys, *[True] * len(keys)], kind="stable"
-    )
-    if top is not None:
-        result = result.head(top)
-    result = result.reset_index(drop=True)
-    result = result.set_index(keys) if as_index else result
-    result.attrs["self_total_ns"] = total  # what the percentages divide by
+    extra = ["flops"] if flops else []
+    result = finish_summary(result, keys, extra, total, sort_by, top, as_index)
     result.attrs["events"] = ranges  # closed ranges summarised
     return result

@@ -350,3 +350,31 @@ def _clip(text: str, width: int) -> str:
 
 def _pct(value: float) -> str:
     return "-" if np.isnan(value) else f"{value:.2f}%"
+
+
+def finish_summary(
+    result: pd.DataFrame,
+    keys: list[str],
+    extra: list[str],
+    total: int,
+    sort_by: str,
+    top: int | None,
+    as_index: bool,
+) -> pd.DataFrame:
+    """A summary added up from parts (out of core, on Dask) laid out as ``summary()`` lays it
+    out: percentages of ``total``, columns, order, ``top``, index and ``attrs["self_total_ns"]``."""
+    result["total_pct"] = 100.0 * result["total_ns"] / total if total else np.nan
+    result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
+    ordered = [*keys, *STAT_COLUMNS, *extra]
+    result = result[ordered]
+    if sort_by not in result.columns:
+        raise ValueError(f"sort_by={sort_by!r} is not a summary column; choose from {ordered}")
+    result = result.sort_values(
+        [sort_by, *keys], ascending=[sort_by in keys, *[True] * len(keys)], kind="stable"
+    )
+    if top is not None:
+        result = result.head(top)
+    result = result.reset_index(drop=True)
+    result = result.set_index(keys) if as_index else result
+    result.attrs["self_total_ns"] = total  # what the percentages divide by
+    return result

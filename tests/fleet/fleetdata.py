@@ -51,3 +51,15 @@ def write_fleet(folder: Path, processes: int = 3, ranges: int = 2000) -> list[Pa
         recfn.Trace.from_pandas(df).save(path)
         files.append(path)
     return files
+
+
+def same(left: pd.DataFrame, right: pd.DataFrame) -> None:
+    """Two summaries hold the same rows and numbers (keys compared as text, any row order)."""
+    keys = list(left.index.names)
+    left, right = left.reset_index(), right.reset_index()
+    for frame in (left, right):
+        for key in keys:
+            frame[key] = pd.Series([str(v) for v in frame[key]], dtype=object)
+    left = left.sort_values(keys, ignore_index=True)
+    right = right.sort_values(keys, ignore_index=True)[list(left.columns)]
+    pd.testing.assert_frame_equal(left, right, check_dtype=False, check_index_type=False)

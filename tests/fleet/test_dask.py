@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
 import pytest
-from fleetdata import write_fleet
+from fleetdata import same, write_fleet
 
 import recfn
 
@@ -24,17 +23,6 @@ def client() -> Iterator[object]:
         distributed.Client(cluster) as connected,
     ):
         yield connected
-
-
-def same(left: pd.DataFrame, right: pd.DataFrame) -> None:
-    keys = list(right.index.names)
-    left, right = left.reset_index(), right.reset_index()
-    for frame in (left, right):
-        for key in keys:
-            frame[key] = pd.Series([str(v) for v in frame[key]], dtype=object)
-    left = left.sort_values(keys, ignore_index=True)
-    right = right.sort_values(keys, ignore_index=True)[list(left.columns)]
-    pd.testing.assert_frame_equal(left, right, check_dtype=False)
 
 
 def test_dask_summary_on_a_local_cluster_equals_pandas(client: object, tmp_path: Path) -> None:

@@ -4,25 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
-from fleetdata import write_fleet
+from fleetdata import same, write_fleet
 
 import recfn
 from recfn.analysis.outofcore import summarize_files
 
 pytest.importorskip("duckdb")
-
-
-def same(left: pd.DataFrame, right: pd.DataFrame) -> None:
-    keys = list(left.index.names)
-    left, right = left.reset_index(), right.reset_index()
-    for frame in (left, right):
-        for key in keys:
-            frame[key] = pd.Series([str(v) for v in frame[key]], dtype=object)
-    left = left.sort_values(keys, ignore_index=True)
-    right = right.sort_values(keys, ignore_index=True)[list(left.columns)]
-    pd.testing.assert_frame_equal(left, right, check_dtype=False, check_index_type=False)
 
 
 @pytest.mark.parametrize("by", ["name", ["rank", "name"], ["host", "pid", "name"]])
