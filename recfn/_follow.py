@@ -63,6 +63,9 @@ def start_in_child(output: str, config: Any) -> None:
     _child.profile = prof
     _finalize_at_exit()
     atexit.register(_stop)  # children that exit through the interpreter (os.fork, spawn)
+    # Stopping at exit may import pandas (pyarrow looks for it); pandas imports this module,
+    # which registers with threading and fails once the interpreter is shutting down (3.13).
+    import concurrent.futures.thread  # noqa: F401
 
 
 def _finalize_at_exit() -> None:

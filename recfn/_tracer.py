@@ -48,6 +48,10 @@ USES_MONITORING: Final = sys.version_info >= (3, 12)
 _log: Final = logging.getLogger("recfn")
 _clock: Final = time.perf_counter_ns
 _get_ident: Final = _thread.get_ident
+# threading's registries (the same dict objects for the life of the process): a Thread waits
+# in _limbo from start() until its new OS thread has put it in _active.
+_ACTIVE_THREADS: Final[dict[int, object]] = threading._active  # type: ignore[attr-defined]
+_STARTING_THREADS: Final[dict[object, object]] = threading._limbo  # type: ignore[attr-defined]
 
 
 def check_options(
@@ -304,7 +308,7 @@ class Tracer:
             mon.register_callback(tool, ev.PY_THROW, self.on_py_throw)
             mon.register_callback(tool, ev.PY_RETURN, self.on_py_exit)
             mon.register_callback(tool, ev.PY_YIELD, self.on_py_exit)
-            mon.register_callback(tool, ev.PY_UNWIND, self.on_py_exit)
+            mon.register_callback(tool, ev.PY_UNWIND, self.on_py_unwind)
             events = (
                 ev.PY_START | ev.PY_RESUME | ev.PY_THROW | ev.PY_RETURN | ev.PY_YIELD | ev.PY_UNWIND
             )
@@ -336,11 +340,16 @@ class Tracer:
             mon.free_tool_id(tool)
             mon.restart_events()  # re-enable locations this run DISABLEd
 
-    def _thread(self) -> _ThreadTracer:
-        """The calling thread's tracer: the last one seen when the thread is the same (cheap)."""
+    def _thread(self) -> Optional[_ThreadTracer]:
+        """The calling thread's tracer: the last one seen when the thread is the same (cheap).
+        None while a ``threading.Thread`` is still starting (sys.monitoring sees its bootstrap
+        before threading has registered it, so its name would be a stand-in's)."""
         tt = self.last_thread
-        if tt is not None and tt.ident == _get_ident():
+        ident = _get_ident()
+        if tt is not None and tt.ident == ident:
             return tt
+        if _STARTING_THREADS and ident not in _ACTIVE_THREADS:
+            return None
         tt = self.attach()
         self.last_thread = tt
         return tt
@@ -350,6 +359,8 @@ class Tracer:
             return None
         try:
             tt = self._thread()
+            if tt is None:
+                return None
             nid = tt.code_nid(code, None)
             if nid >= 0:
                 tt.enter(code, nid)
@@ -360,24 +371,43 @@ class Tracer:
         return None
 
     def on_py_throw(self, code: types.CodeType, offset: int, exc: object) -> object:
-        return self.on_py_start(code, offset)
+        # PY_THROW is not a local event: returning DISABLE would raise ValueError in the
+        # program, replacing the exception being thrown in.
+        self.on_py_start(code, offset)
+        return None
 
     def on_py_exit(self, code: types.CodeType, offset: int, value: object) -> object:
+        if self._leave(code):
+            return self.disable
+        return None
+
+    def on_py_unwind(self, code: types.CodeType, offset: int, exc: object) -> object:
+        # PY_UNWIND cannot be disabled either (ValueError in the program, which would hide the
+        # exception propagating through the frame).
+        self._leave(code)
+        return None
+
+    def _leave(self, code: types.CodeType) -> bool:
+        """Close ``code``'s traced call on this thread; True when ``code`` is excluded and its
+        exit events may be disabled."""
         if self.recorder.stopped:
-            return None
+            return False
         try:
             tt = self._thread()
-            if not tt.leave(code) and self.names.get(id(code)) == EXCLUDED:
-                return self.disable
+            if tt is None:
+                return False
+            return not tt.leave(code) and self.names.get(id(code)) == EXCLUDED
         except Exception:
             self.report()
-        return None
+        return False
 
     def on_call(self, code: types.CodeType, offset: int, fn: object, arg0: object) -> object:
         if self.recorder.stopped or isinstance(fn, (types.FunctionType, types.MethodType, type)):
             return None
         try:
             tt = self._thread()
+            if tt is None:
+                return None
             caller = tt.code_nid(code, None)  # only C calls made by traced code
             if caller < 0:
                 return self.disable if caller == EXCLUDED else None
@@ -391,7 +421,9 @@ class Tracer:
     def on_c_exit(self, code: types.CodeType, offset: int, fn: object, arg0: object) -> object:
         if not self.recorder.stopped:
             try:
-                self._thread().leave(fn)
+                tt = self._thread()
+                if tt is not None:
+                    tt.leave(fn)
             except Exception:
                 self.report()
         return None

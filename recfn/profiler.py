@@ -219,6 +219,8 @@ class profile:
             _registry.remove_callback(self._handle)
             recorder.stopped = True
             self._inherited = True
+            if self._tracer is not None:  # frees sys.monitoring's tool for the child's own
+                self._tracer.stop()
 
     def stop(self) -> Trace:
         """Stop capturing and consolidate the events; returns the ``Trace`` (also ``.trace``)."""

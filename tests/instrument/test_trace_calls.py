@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Iterator
 
 import pytest
 from instrument_helpers import make_module
@@ -214,3 +215,26 @@ def test_options_validated() -> None:
     cfg = recfn.ProfilerConfig(trace_calls=True, trace_include="mymod")  # type: ignore[arg-type]
     assert cfg.trace_include == ("mymod",)
     assert cfg.to_dict()["trace_calls"] is True
+
+
+def _excluded_raiser() -> None:
+    raise ValueError("mine")
+
+
+def _excluded_generator() -> Iterator[int]:
+    yield 1
+    yield 2
+
+
+def test_exceptions_through_excluded_code_stay_the_programs_own():
+    """Unwinding through (and throwing into) excluded code keeps the program's exception:
+    sys.monitoring refuses to disable PY_UNWIND and PY_THROW, so the tracer must not ask."""
+    excluded = [f"{__name__}::_excluded_*"]
+    with recfn.profile(trace_calls=True, trace_exclude=excluded):
+        for _ in range(3):
+            with pytest.raises(ValueError, match="^mine$"):
+                _excluded_raiser()
+            generator = _excluded_generator()
+            next(generator)
+            with pytest.raises(KeyError):
+                generator.throw(KeyError("thrown"))
