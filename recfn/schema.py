@@ -356,9 +356,13 @@ def _process_rows(table: pa.Table) -> Optional[list[tuple[str, Any]]]:
         else _numpy(table.column(key).fill_null(-1))
         for key in keys
     ]
-    distinct, process = np.unique(np.stack(codes), axis=1, return_inverse=True)
-    if distinct.shape[1] <= 1:
-        return None
+    if all(bool((code == code[0]).all()) for code in codes):
+        return None  # one process: every table recfn captures (a linear check, no sort)
+    process = np.zeros(len(codes[0]), dtype=np.int64)
+    for code in codes:  # number the (host, pid) pairs: one 1-D inverse per key
+        _, inverse = np.unique(code, return_inverse=True)
+        process = process * (int(inverse.max()) + 1) + inverse.reshape(-1)
+    _, process = np.unique(process, return_inverse=True)
     process = process.reshape(-1)
     order = np.argsort(process, kind="stable")
     bounds = np.cumsum(np.bincount(process))[:-1]

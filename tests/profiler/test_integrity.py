@@ -349,3 +349,24 @@ def test_the_digest_of_a_slice_is_the_digest_of_its_copy(
     sliced = table.slice(min(offset, n), n // 2)  # bits on both sides of the slice
     copied = pa.Table.from_pylist(sliced.to_pylist(), schema=sliced.schema)
     assert table_digest(sliced, {}) == table_digest(copied, {})
+
+
+def test_ids_are_checked_per_process(table: pa.Table) -> None:
+    """Two processes may use the same ids (a fleet's tables concatenated); within one process an
+    id used twice, or a parent from the other process, is refused and the process named."""
+    other = with_column(table, "pid", np.full(table.num_rows, 8))
+    schema.check_events(pa.concat_tables([table, other]), "fleet")  # passes
+    twice = pa.concat_tables([table, other, other.slice(0, 3)])
+    with pytest.raises(
+        TraceFormatError, match=r"fleet \(host=.*, pid=8; .*id 1 is used by more than one row"
+    ):
+        schema.check_events(twice, "fleet")
+    orphan = with_column(
+        other,
+        "parent_id",
+        pc.if_else(
+            pc.is_null(other.column("parent_id")), None, pc.add(other.column("parent_id"), 10_000)
+        ),
+    )
+    with pytest.raises(TraceFormatError, match=r"pid=8.*is not the id of any row"):
+        schema.check_events(pa.concat_tables([table, orphan]), "fleet")
