@@ -44,9 +44,11 @@ LOCAL_RANK_KEY: Final = "recfn.local_rank"
 WORLD_SIZE_KEY: Final = "recfn.world_size"
 WALL_NS_KEY: Final = "recfn.wall_ns"
 CONTENT_HASH_KEY: Final = "recfn.content_hash"
-PART_KEY: Final = "recfn.part"
 """In Parquet files only: written by ``recfn.io`` (``with_content_hash``), checked and removed on
 load (``check_content_hash``); tables in memory never carry it."""
+PART_KEY: Final = "recfn.part"
+"""A part's number in a dataset written by ``profile(output=...)``: its parents may be in other
+parts, so ``check_events`` does not ask for them (``whole=False``)."""
 _HASH_NAME: Final = CONTENT_HASH_KEY.encode()
 METADATA_PREFIX: Final = "recfn."
 
