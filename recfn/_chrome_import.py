@@ -9,7 +9,7 @@ from plain lists and numpy arrays; nothing here touches pandas per event.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
 from typing import Any, Union
@@ -84,6 +84,19 @@ class Document(msgspec.Struct, gc=False):
 
 TRACE = msgspec.json.Decoder(Union[Document, list[Event]])
 """Decodes a trace that fits `Event`; raises msgspec.ValidationError for one that does not."""
+EVENTS = msgspec.json.Decoder(list[Event])
+"""Decodes a JSON list of events that fit `Event`; msgspec.ValidationError for others."""
+
+
+class Outline(msgspec.Struct, gc=False):
+    """A trace as an object, its events as JSON text each; other members are ignored."""
+
+    traceEvents: list[msgspec.Raw]
+    baseTimeNanoseconds: int = 0
+
+
+OUTLINE = msgspec.json.Decoder(Union[Outline, list[msgspec.Raw]])
+"""Splits a trace into its events' JSON texts, without decoding them."""
 
 
 class _TorchArgs(msgspec.Struct, gc=False):
@@ -96,6 +109,8 @@ class _TorchArgs(msgspec.Struct, gc=False):
 
 
 _TORCH_ARGS = msgspec.json.Decoder(list[Union[_TorchArgs, list[Any], str, int, float, bool, None]])
+SHAPES = pa.list_(pa.list_(pa.int64()))
+DTYPES = pa.list_(pa.string())
 NUMBERS = frozenset({int, float, type(None)})
 SCALARS = frozenset({str, int, float, bool, type(None)})
 FIELD_TYPES = {
@@ -112,17 +127,23 @@ FIELD_TYPES = {
 """What each consumed field may be (None: absent), and how an error message says it."""
 
 
-def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
-    """The event table of trace `events`; `source` names the file in error messages."""
-    phases, fields = _columns(events, source)
-    ts = _floats(fields["ts"], "ts", source)
-    dur = _floats(fields["dur"], "dur", source)
+BATCH = 20_000
+"""Events decoded at a time: their structs are dropped once their columns are built, so that
+memory holds compact columns, not the decoded trace."""
+
+
+def events_frame(batches: Iterable[list[Any]], base_ns: int, source: str) -> pd.DataFrame:
+    """The event table of trace events, given as lists in file order (`BATCH` at a time keeps
+    memory low); `source` names the file in error messages."""
+    columns = _Columns(source)
+    for events in batches:
+        columns.add(events)
+    phases, fields, args = columns.finish()
+    ts, dur = fields["ts"], fields["dur"]
     if (dur < 0).any():
         raise TraceFormatError(f"{source}: an event has a negative dur ({dur[dur < 0][0]!r} us)")
     dur = np.nan_to_num(dur)  # "X" events without dur last 0 us
-    name = _objects(fields["name"])
-    pid, tid = _ids(fields["pid"], "pid", source), _ids(fields["tid"], "tid", source)
-    args = fields["args"]
+    name, pid, tid = fields["name"], fields["pid"], fields["tid"]
 
     rows = _Rows(base_ns, ts, source)
     complete = phases.where("X")
@@ -132,8 +153,94 @@ def events_frame(events: list[Any], base_ns: int, source: str) -> pd.DataFrame:
     _add_counters(rows, phases, name, pid, args)
     if rows.count() == 0:
         return _empty_frame()
-    ids = {key: _optional_ints(fields[key], key, source) for key in IDS}
-    return _frame(rows, phases, name, _objects(fields["cat"]), pid, tid, args, ids)
+    ids = {key: (fields[key], fields[f"{key}.present"]) for key in IDS}
+    return _frame(rows, phases, name, fields["cat"], pid, tid, args, ids)
+
+
+class _Args:
+    """Every event's args: those of complete events as JSON strings already (`_ArgsPart`s), the
+    others' (few; their args become rows and B/E pairs merge theirs) as values, indexed after
+    the complete events'."""
+
+    def __init__(self, complete: list[_ArgsPart], others: list[Any]) -> None:
+        self.complete, self.others = complete, others
+        self.offset = sum(len(part.strings) for part in complete)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.others[i - self.offset]
+
+    def __setitem__(self, i: int, value: Any) -> None:
+        self.others[i - self.offset] = value
+
+    def parts(self, source: str) -> list[_ArgsPart]:
+        """The JSON parts of all events, the others' encoded now (after merges)."""
+        return [*self.complete, _ArgsPart(self.others, source)]
+
+
+class _ArgsPart:
+    """Args of consecutive events as JSON strings, and the columns torch's args give them."""
+
+    def __init__(self, values: list[Any], source: str) -> None:
+        n = len(values)
+        self.strings, text = json_strings(values, np.arange(n))
+        try:  # args kept as JSON text were not decoded, so nothing has checked their UTF-8 yet
+            self.strings.validate(full=True)
+        except pa.ArrowInvalid:
+            raise TraceFormatError(f"{source}: an event's args are not valid UTF-8") from None
+        torch_args = _torch_args(text)
+        self.ints = {
+            key: _arg_ints(torch_args, key, default, n) for key, default in TORCH_INTS.items()
+        }
+        self.has_shapes = torch_args is not None and b'"Input Dims"' in text
+        self.shapes = _shapes(torch_args, n)
+
+
+class _Columns:
+    """Columns of events added in batches, complete ("X") events first: each batch's complete
+    events become compact columns at once; the others' fields are kept as values (few, and
+    their args are needed as values)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.args: list[_ArgsPart] = []
+        self.others: dict[str, list[Any]] = {key: [] for key in (*CONSUMED, *IDS)}
+
+    def add(self, events: list[Any]) -> None:
+        n_complete, phases, fields = _columns(events, self.source)
+        self.parts.append(_scalars(fields, slice(0, n_complete), self.source))
+        self.args.append(_ArgsPart(fields["args"][:n_complete], self.source))
+        self.others["ph"] += phases
+        for key, values in fields.items():
+            self.others[key] += values[n_complete:]
+
+    def finish(self) -> tuple[_Phases, dict[str, np.ndarray], _Args]:
+        """Phases, scalar columns and args of all events added."""
+        n_others = len(self.others["ph"])
+        parts = [*self.parts, _scalars(self.others, slice(0, n_others), self.source)]
+        fields = {key: _concatenate([part[key] for part in parts]) for key in parts[0]}
+        n_complete = sum(len(part["ts"]) for part in self.parts)
+        return _Phases(n_complete, self.others["ph"]), fields, _Args(self.args, self.others["args"])
+
+
+def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
+    """One array of `arrays`; object dtype when they differ (integer and other ids)."""
+    if len({a.dtype for a in arrays}) > 1:
+        arrays = [a.astype(object) for a in arrays]
+    return np.concatenate(arrays)
+
+
+def _scalars(fields: dict[str, list[Any]], rows: slice, source: str) -> dict[str, np.ndarray]:
+    """The columns of `fields` but ``args`` for `rows`: arrays, names sharing one string each."""
+    out = {key: _floats(fields[key][rows], key, source) for key in ("ts", "dur")}
+    for key in ("name", "cat"):
+        codes, uniques = pd.factorize(_objects(fields[key][rows]), use_na_sentinel=False)
+        out[key] = np.asarray(uniques, dtype=object)[codes]
+    out["pid"] = _ids(fields["pid"][rows], "pid", source)
+    out["tid"] = _ids(fields["tid"][rows], "tid", source)
+    for key in IDS:
+        out[key], out[f"{key}.present"] = _optional_ints(fields[key][rows], key, source)
+    return out
 
 
 class _Phases:
@@ -154,10 +261,11 @@ class _Phases:
         return np.flatnonzero(self.mask(*phases))
 
 
-def _columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[Any]]]:
-    """Phases and `CONSUMED` fields of every event, complete ("X") events first; ``args`` are
-    values, or ``msgspec.Raw`` JSON text for complete `Event` structs without kept fields.
-    TraceFormatError for fields of other types than `FIELD_TYPES` allows."""
+def _columns(events: list[Any], source: str) -> tuple[int, list[Any], dict[str, list[Any]]]:
+    """The number of complete ("X") events, the others' phases and the `CONSUMED` fields of
+    every event, complete events first; ``args`` are values, or ``msgspec.Raw`` JSON text for
+    complete `Event` structs without kept fields. TraceFormatError for fields of other types
+    than `FIELD_TYPES` allows."""
     if events and events[0].__class__ is Event:  # `TRACE` decodes all events or none
         n_complete, others, fields = _event_columns(events)
     else:
@@ -171,7 +279,7 @@ def _columns(events: list[Any], source: str) -> tuple[_Phases, dict[str, list[An
                 f"{source}: an event's {key} must be {what}, not {type(value).__name__} "
                 f"({_short(value)})"
             )
-    return _Phases(n_complete, others), fields
+    return n_complete, others, fields
 
 
 def _short(value: Any) -> str:
@@ -363,7 +471,7 @@ class _Rows:
 
 
 def _add_begin_end(
-    rows: _Rows, phases: _Phases, pid: np.ndarray, tid: np.ndarray, args: list[Any]
+    rows: _Rows, phases: _Phases, pid: np.ndarray, tid: np.ndarray, args: _Args
 ) -> None:
     """Pair "B" with "E" events per thread by nesting level; unpaired B are open ranges.
 
@@ -394,7 +502,7 @@ def _add_begin_end(
     rows.add(index[opened], RANGE, end_us=end_us[opened], closed=closed[opened])
 
 
-def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: list[Any]) -> None:
+def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: _Args) -> None:
     """Instants become marks; torch's "[memory]" instants become memory events."""
     index = phases.where(*INSTANT_PHASES)
     memory = name[index] == TORCH_MEMORY
@@ -432,7 +540,7 @@ def _torch_device(args: dict[str, Any]) -> str:
 
 
 def _add_counters(
-    rows: _Rows, phases: _Phases, name: np.ndarray, pid: np.ndarray, args: list[Any]
+    rows: _Rows, phases: _Phases, name: np.ndarray, pid: np.ndarray, args: _Args
 ) -> None:
     """One memory row per numeric counter value.
 
@@ -481,7 +589,7 @@ def _frame(
     cat: np.ndarray,
     pid: np.ndarray,
     tid: np.ndarray,
-    args: list[Any],
+    args: _Args,
     ids: dict[str, tuple[np.ndarray, np.ndarray]],
 ) -> pd.DataFrame:
     """Sort the rows by start (parents first), nest them per thread (or link them by recfn's
@@ -504,15 +612,9 @@ def _frame(
     named = _thread_names(phases, name, pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
-    strings, text = json_strings(args, event)
-    try:  # args kept as JSON text were not decoded, so nothing has checked their UTF-8 yet
-        strings.validate(full=True)
-    except pa.ArrowInvalid:
-        raise TraceFormatError(f"{rows.source}: an event's args are not valid UTF-8") from None
-    torch_args = _torch_args(text)
-    torch_ints = {
-        key: _arg_ints(torch_args, key, default, len(args)) for key, default in TORCH_INTS.items()
-    }
+    parts = args.parts(rows.source)
+    strings = _take(pa.chunked_array([part.strings for part in parts]), event)
+    torch_ints = {key: np.concatenate([part.ints[key] for part in parts]) for key in TORCH_INTS}
     frame = pd.DataFrame(
         {
             "id": row_ids,
@@ -533,16 +635,28 @@ def _frame(
             "args": strings.to_pandas(),  # the string dtype table.to_pandas() gives
         },
         columns=[*REQUIRED, "args"],
+        copy=False,
     )
+    del strings
     has_memory = rows.column("has_memory")[order]
     if has_memory.any():
         frame["memory_bytes"] = pd.arrays.IntegerArray(
             rows.column("memory_bytes")[order], ~has_memory
         )
         frame["device"] = _category(rows.column("device"), order, missing=None)
-    if torch_args is not None and b'"Input Dims"' in text:
-        _add_shapes(frame, torch_args, event)
+    if any(part.has_shapes for part in parts) and all(part.shapes for part in parts):
+        take = pa.array(event)
+        for i, column in enumerate(("input_shapes", "input_dtypes")):
+            shapes = pa.concat_arrays([part.shapes[i] for part in parts if part.shapes])
+            frame[column] = shapes.take(take).to_pandas()
     return frame
+
+
+def _take(values: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
+    """``values[rows]``, `BATCH` rows at a time: one take of all would hold a copy of every
+    string twice over for a while."""
+    chunks = [values.take(pa.array(rows[i : i + BATCH])) for i in range(0, len(rows), BATCH)]
+    return pa.chunked_array([c for chunk in chunks for c in chunk.chunks], values.type)
 
 
 def _optional_ints(values: list[Any], key: str, source: str) -> tuple[np.ndarray, np.ndarray]:
@@ -592,7 +706,7 @@ def _linked(
 
 
 def _thread_names(
-    phases: _Phases, name: np.ndarray, pid: np.ndarray, tid: np.ndarray, args: list[Any]
+    phases: _Phases, name: np.ndarray, pid: np.ndarray, tid: np.ndarray, args: _Args
 ) -> dict[tuple[Any, Any], str]:
     """Names from "thread_name" metadata events, by (pid, tid)."""
     names = {}
@@ -670,20 +784,16 @@ def _arg_ints(torch_args: list[Any] | None, field: str, default: int, n: int) ->
         return np.array([v if isinstance(v, int) else default for v in values], dtype=np.int64)
 
 
-def _add_shapes(frame: pd.DataFrame, torch_args: list[Any], rows: np.ndarray) -> None:
-    """torch's "Input Dims" / "Input type" args of the events at `rows` as ``input_shapes`` /
-    ``input_dtypes``, when they have the schema's types (nested tensor lists, for one, do not)."""
-    take = pa.array(rows)
+def _shapes(torch_args: list[Any] | None, n: int) -> tuple[pa.Array, ...]:
+    """torch's "Input Dims" / "Input type" args (`_torch_args`) of `n` events as
+    ``input_shapes`` / ``input_dtypes`` arrays; () when they lack the schema's types (nested
+    tensor lists, for one, do)."""
+    if torch_args is None:
+        return (pa.nulls(n, SHAPES), pa.nulls(n, DTYPES))
     try:
-        shapes = pa.array(
-            list(map(getattr, torch_args, repeat("input_shapes"), repeat(None))),
-            type=pa.list_(pa.list_(pa.int64())),
-        )
-        types = pa.array(
-            list(map(getattr, torch_args, repeat("input_dtypes"), repeat(None))),
-            type=pa.list_(pa.string()),
+        return (
+            pa.array(list(map(getattr, torch_args, repeat("input_shapes"), repeat(None))), SHAPES),
+            pa.array(list(map(getattr, torch_args, repeat("input_dtypes"), repeat(None))), DTYPES),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        return
-    frame["input_shapes"] = shapes.take(take).to_pandas()
-    frame["input_dtypes"] = types.take(take).to_pandas()
+        return ()

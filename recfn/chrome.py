@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from recfn import _jsonio as jsonio
 from recfn._chrome_export import distributed_info, trace_events
-from recfn._chrome_import import TRACE, Document, events_frame
+from recfn._chrome_import import BATCH, EVENTS, OUTLINE, Outline, events_frame
 from recfn._files import open_trace_file
 from recfn._frames import INT64_MAX, INT64_MIN, ints, require
 from recfn._hooks import pandas_returned
@@ -75,7 +75,11 @@ def read_chrome_trace(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pd.
     _check_depth(raw, source)
     try:
         with _gc_paused():
-            return _decode(raw, source)
+            outline = _outline(raw, source)
+            if outline is None:
+                return _decode_values(raw, source)
+            del raw  # its events' texts keep it until the last batch is decoded
+            return events_frame(_batches(outline[0], source), outline[1], source)
     except TraceFormatError:
         raise
     except UnicodeDecodeError as error:
@@ -146,19 +150,53 @@ def _check_depth(raw: bytes | bytearray, source: str) -> None:
         raise TraceFormatError(f"{source}: JSON nested deeper than {MAX_DEPTH} levels")
 
 
-def _decode(raw: bytes | bytearray, source: str) -> pd.DataFrame:
-    """The event table of a trace file's JSON bytes."""
+def _outline(raw: bytes | bytearray, source: str) -> tuple[list[msgspec.Raw], int] | None:
+    """The JSON texts of a trace's events and its baseTimeNanoseconds; None for a trace
+    whose outline does not fit (no list of events, a baseTimeNanoseconds that is not an
+    integer), which `_decode_values` tells what is wrong with.
+
+    Events are then decoded `BATCH` at a time (`_batches`): only one batch of decoded events
+    is alive at once.
+    """
     try:
-        document = _parse(raw, source, TRACE.decode)
-    except msgspec.ValidationError:  # fields of other types, or other fields: plain values
+        document = _parse(raw, source, OUTLINE.decode)
+    except msgspec.ValidationError:
+        return None
+    if isinstance(document, Outline):
+        events, base_ns = document.traceEvents, document.baseTimeNanoseconds
+    else:
+        events, base_ns = document, 0
+    _check_base(base_ns, source)
+    return events, base_ns
+
+
+def _batches(events: list[msgspec.Raw], source: str) -> Iterator[list[Any]]:
+    """`BATCH` events at a time, decoded as `Event` structs, or plain values when they do not
+    fit them; `events` is emptied on the way, so that their text can be freed."""
+    while events:
+        text = b"[" + b",".join(events[:BATCH]) + b"]"
+        del events[:BATCH]
         try:
-            document = _parse(raw, source, jsonio.loads)
+            try:
+                batch = EVENTS.decode(text)
+            except msgspec.ValidationError:
+                batch = jsonio.loads(text)
         except msgspec.ValidationError as error:  # numbers beyond float64
             raise TraceFormatError(f"{source}: not a JSON trace: {error}") from None
+        except (ValueError, UnicodeDecodeError) as error:
+            raise TraceFormatError(f"{source}: not a JSON trace: {error}") from None
+        yield batch
+
+
+def _decode_values(raw: bytes | bytearray, source: str) -> pd.DataFrame:
+    """The event table of a trace decoded whole into plain values; TraceFormatError that says
+    what is wrong with its top level."""
+    try:
+        document = _parse(raw, source, jsonio.loads)
+    except msgspec.ValidationError as error:  # numbers beyond float64
+        raise TraceFormatError(f"{source}: not a JSON trace: {error}") from None
     events: Any
-    if isinstance(document, Document):
-        events, base_ns = document.traceEvents, document.baseTimeNanoseconds
-    elif isinstance(document, dict):
+    if isinstance(document, dict):
         events = document.get("traceEvents")
         base_ns = document.get("baseTimeNanoseconds", 0)
         if not isinstance(base_ns, int) or isinstance(base_ns, bool):
@@ -170,13 +208,13 @@ def _decode(raw: bytes | bytearray, source: str) -> pd.DataFrame:
             f"{source}: expected a list of events or an object with a traceEvents list, "
             f"got {type(events if isinstance(document, dict) else document).__name__}"
         )
+    _check_base(base_ns, source)
+    return events_frame([events], base_ns, source)
+
+
+def _check_base(base_ns: int, source: str) -> None:
     if not INT64_MIN <= base_ns <= INT64_MAX:
         raise TraceFormatError(f"{source}: baseTimeNanoseconds {base_ns} does not fit int64")
-    frame = events_frame(events, base_ns, source)
-    # Free the parsed trace while the collector is paused: once resumed, it would first walk
-    # every one of its containers (about 0.1 s per 300k events).
-    del document, events
-    return frame
 
 
 def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:
