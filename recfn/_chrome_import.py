@@ -51,24 +51,28 @@ TORCH_KEYS = ("Sequence number", "Fwd thread id", "Input Dims", "Input type")
 """Counter series key that recfn writes for memory events without a device."""
 
 
-class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A trace event with only the fields torch, Chrome and recfn write; ``args`` as JSON text
-    (``null`` when absent). ``s`` (instant scope), ``id`` and ``bp`` (flows) have no column and
-    are kept in ``args``."""
+Scalar = Union[str, int, float, bool, None]
 
-    ph: Any = None
-    name: Any = None
-    cat: Any = None
+
+class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A trace event with only the fields torch, Chrome and recfn write, of the types
+    `FIELD_TYPES` allows (so that decoding checks them); ``args`` as JSON text (``null`` when
+    absent). ``s`` (instant scope), ``id`` and ``bp`` (flows) have no column and are kept in
+    ``args``."""
+
+    ph: Union[str, None] = None
+    name: Scalar = None
+    cat: Scalar = None
     ts: Union[float, None] = None
     dur: Union[float, None] = None
-    pid: Any = None
-    tid: Any = None
+    pid: Scalar = None
+    tid: Scalar = None
     s: Any = msgspec.UNSET
     id: Any = msgspec.UNSET
     bp: Any = msgspec.UNSET
     args: msgspec.Raw = msgspec.Raw(b"null")
-    recfn_id: Any = None
-    recfn_parent_id: Any = None
+    recfn_id: Union[int, None] = None
+    recfn_parent_id: Union[int, None] = None
 
 
 KEPT = ("bp", "id", "s")
@@ -192,7 +196,7 @@ class _ArgsPart:
             key: _arg_ints(torch_args, key, default, n) for key, default in TORCH_INTS.items()
         }
         self.has_shapes = torch_args is not None and b'"Input Dims"' in text
-        self.shapes = _shapes(torch_args, n)
+        self.shapes = _shapes(torch_args if self.has_shapes else None, n)
 
 
 class _Columns:
@@ -223,6 +227,18 @@ class _Columns:
         return _Phases(n_complete, self.others["ph"]), fields, _Args(self.args, self.others["args"])
 
 
+def _shared(values: list[Any]) -> np.ndarray:
+    """`values` as an object array in which equal values are one object (a trace repeats a few
+    names many times)."""
+    try:
+        encoded = pa.array(values, pa.string()).dictionary_encode()
+    except (pa.ArrowException, UnicodeEncodeError):  # not all strings
+        codes, uniques = pd.factorize(_objects(values), use_na_sentinel=False)
+        return np.asarray(uniques, dtype=object)[codes]
+    uniques = _objects([*encoded.dictionary.to_pylist(), None])
+    return uniques[encoded.indices.fill_null(len(uniques) - 1).to_numpy()]
+
+
 def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
     """One array of `arrays`; object dtype when they differ (integer and other ids)."""
     if len({a.dtype for a in arrays}) > 1:
@@ -234,8 +250,7 @@ def _scalars(fields: dict[str, list[Any]], rows: slice, source: str) -> dict[str
     """The columns of `fields` but ``args`` for `rows`: arrays, names sharing one string each."""
     out = {key: _floats(fields[key][rows], key, source) for key in ("ts", "dur")}
     for key in ("name", "cat"):
-        codes, uniques = pd.factorize(_objects(fields[key][rows]), use_na_sentinel=False)
-        out[key] = np.asarray(uniques, dtype=object)[codes]
+        out[key] = _shared(fields[key][rows])
     out["pid"] = _ids(fields["pid"][rows], "pid", source)
     out["tid"] = _ids(fields["tid"][rows], "tid", source)
     for key in IDS:
@@ -266,10 +281,9 @@ def _columns(events: list[Any], source: str) -> tuple[int, list[Any], dict[str, 
     every event, complete events first; ``args`` are values, or ``msgspec.Raw`` JSON text for
     complete `Event` structs without kept fields. TraceFormatError for fields of other types
     than `FIELD_TYPES` allows."""
-    if events and events[0].__class__ is Event:  # `TRACE` decodes all events or none
-        n_complete, others, fields = _event_columns(events)
-    else:
-        n_complete, others, fields = _dict_columns(events, source)
+    if events and events[0].__class__ is Event:  # decoding checked their types
+        return _event_columns(events)
+    n_complete, others, fields = _dict_columns(events, source)
     for key, (allowed, what) in FIELD_TYPES.items():
         values = others if key == "ph" else fields[key]
         wrong = set(map(type, values)).difference(allowed)
@@ -662,9 +676,9 @@ def _take(values: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
 def _optional_ints(values: list[Any], key: str, source: str) -> tuple[np.ndarray, np.ndarray]:
     """Integers or None (`FIELD_TYPES` checked) as int64 values (0 for None) and presence;
     TraceFormatError for integers outside int64."""
+    if values.count(None) == len(values):
+        return np.zeros(len(values), dtype=np.int64), np.zeros(len(values), dtype=bool)
     present = np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=len(values))
-    if not present.any():
-        return np.zeros(len(values), dtype=np.int64), present
     try:
         return np.array([0 if v is None else v for v in values], dtype=np.int64), present
     except OverflowError:
