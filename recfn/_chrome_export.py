@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from recfn._chrome_import import NO_DEVICE
 from recfn._frames import equals, ints, nulls
@@ -23,12 +26,109 @@ LIST_ARGS = (
 """Optional columns written into args (the reader maps the first two back, as torch names them)."""
 
 
-def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
-    """Thread-name metadata, then one event per row: "X" for ranges ("B" while still open),
-    "i" for marks, "C" for memory events. ``ts``/``dur`` are microseconds after `base_ns`.
-    Each row's ``id`` and ``parent_id`` go into the event's ``recfn_id``/``recfn_parent_id``,
-    so that recfn reads back the parents of ranges that overlap on one thread (asyncio tasks),
-    which nesting alone cannot tell."""
+ROWS = 50_000
+"""Rows encoded at a time when writing: the JSON of a large trace is never whole in memory."""
+
+
+class Rows:
+    """An event table, DataFrame or ``pyarrow.Table``, read as DataFrames of `ROWS` rows."""
+
+    def __init__(self, data: pd.DataFrame | pa.Table) -> None:
+        self.data = data
+        self.columns = list(data.column_names if isinstance(data, pa.Table) else data.columns)
+        self.count = data.num_rows if isinstance(data, pa.Table) else len(data)
+
+    def frames(self, columns: list[str] | None = None) -> Iterator[tuple[int, pd.DataFrame]]:
+        """(first row, frame) of consecutive rows, with only `columns` (default all)."""
+        keep = [c for c in (columns or self.columns) if c in self.columns]
+        for first in range(0, self.count, ROWS):
+            yield first, self.take(slice(first, first + ROWS), keep)
+
+    def take(self, rows: slice | np.ndarray, columns: list[str] | None = None) -> pd.DataFrame:
+        """The rows at `rows` (a slice or positions) as a DataFrame."""
+        data = self.data
+        if isinstance(data, pa.Table):
+            data = data.select(columns) if columns is not None else data
+            part = (
+                data.slice(rows.start, rows.stop - rows.start)
+                if isinstance(rows, slice)
+                else data.take(pa.array(rows))
+            )
+            # Nullable int64 as Int64, not float64, which would round epoch nanoseconds.
+            return part.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+        frame = data[columns] if columns is not None else data
+        return frame.iloc[rows]
+
+    def start_ns(self) -> int:
+        """The first start, 0 for no rows."""
+        if isinstance(self.data, pa.Table):
+            first = pc.min(self.data["start_ns"]).as_py()
+            return int(first) if first is not None else 0
+        start = ints(self.data["start_ns"], 0)
+        return int(start.min()) if len(start) else 0
+
+
+def header_events(rows: Rows) -> list[dict[str, Any]]:
+    """Process and thread metadata of the whole table (first rows of each process/thread)."""
+    process_keys = ["pid", "host", "rank"]
+    thread_keys = ["pid", "thread_id", "thread_name"]
+    processes, threads = [], []
+    for _, frame in rows.frames([*process_keys, "thread_id", "thread_name"]):
+        if "pid" in frame.columns:
+            processes.append(frame[[c for c in process_keys if c in frame]].drop_duplicates("pid"))
+        if "thread_name" in frame.columns:
+            keys = [c for c in thread_keys if c in frame]
+            threads.append(frame[keys].dropna().drop_duplicates(keys[:-1]))
+    return _process_metadata(_stacked(processes)) + _thread_metadata(_stacked(threads))
+
+
+def _stacked(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def ranks(rows: Rows) -> pd.DataFrame:
+    """The distinct ranks (a ``rank`` column) of the table, for `distributed_info`."""
+    if "rank" not in rows.columns:
+        return pd.DataFrame()
+    found = [pd.unique(ints(frame["rank"], -1)) for _, frame in rows.frames(["rank"])]
+    return pd.DataFrame({"rank": np.unique(np.concatenate(found)) if found else []})
+
+
+Totals = tuple[np.ndarray, list[str], np.ndarray]
+"""Memory rows (positions), their series keys and running totals, in row order."""
+
+
+def memory_totals(rows: Rows) -> Totals:
+    """Running totals of the table's memory rows (`_running_totals`)."""
+    needed = ["kind", "pid", "name", "device", "memory_bytes", "start_ns"]
+    if "memory_bytes" not in rows.columns:
+        return np.zeros(0, dtype=np.int64), [], np.zeros(0, dtype=np.int64)
+    parts, where = [], []
+    for first, frame in rows.frames(needed):
+        memory = np.flatnonzero(equals(frame["kind"], MEMORY))
+        if memory.size:
+            parts.append(frame.iloc[memory])
+            where.append(first + memory)
+    if not parts:
+        return np.zeros(0, dtype=np.int64), [], np.zeros(0, dtype=np.int64)
+    positions = np.concatenate(where)
+    found = _running_totals(pd.concat(parts, ignore_index=True))
+    order = [i for i, _, _ in found]
+    return (
+        positions[order],
+        [key for _, key, _ in found],
+        np.array([total for _, _, total in found], dtype=np.int64),
+    )
+
+
+def trace_events(
+    df: pd.DataFrame, base_ns: int, totals: Totals | None = None
+) -> list[dict[str, Any]]:
+    """One event per row: "X" for ranges ("B" while still open), "i" for marks, "C" for memory
+    events (`totals` of the rows of `df`; by default computed from `df` alone). ``ts``/``dur``
+    are microseconds after `base_ns`. Each row's ``id`` and ``parent_id`` go into the event's
+    ``recfn_id``/``recfn_parent_id``, so that recfn reads back the parents of ranges that
+    overlap on one thread (asyncio tasks), which nesting alone cannot tell."""
     n = len(df)
     start = ints(df["start_ns"], 0)
     ts = ((start - base_ns) / 1000.0).tolist()
@@ -42,8 +142,7 @@ def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
 
     ranges = equals(df["kind"], RANGE)
     open_range = nulls(df["end_ns"])
-    events = _process_metadata(df) + _thread_metadata(df)
-    events += [
+    events = [
         {
             "ph": "X",
             "cat": cat[i],
@@ -84,7 +183,14 @@ def trace_events(df: pd.DataFrame, base_ns: int) -> list[dict[str, Any]]:
         }
         for i in np.flatnonzero(equals(df["kind"], MARK)).tolist()
     ]
-    for i, key, total in _running_totals(df):
+    if totals is None:
+        found = _running_totals(df)
+        totals = (
+            np.array([i for i, _, _ in found], dtype=np.int64),
+            [key for _, key, _ in found],
+            np.array([total for _, _, total in found], dtype=np.int64),
+        )
+    for i, key, total in zip(totals[0].tolist(), totals[1], totals[2].tolist()):
         events.append(
             {
                 "ph": "C",

@@ -45,3 +45,36 @@ def progress(items: Iterable[T], *, total: Optional[int] = None, desc: str = "")
         yield from items
         return
     yield from tqdm(items, total=total, desc=desc, unit="file", leave=False)
+
+
+class Bar:
+    """A progress bar counted in `unit` (events, bytes) while a long conversion runs: tqdm's
+    when ``interactive()``, else nothing. Use as a context manager; ``update(n)`` adds n."""
+
+    def __init__(self, total: Optional[int], *, desc: str = "", unit: str = "events") -> None:
+        self._bar = None
+        if interactive():
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                return
+            scale = unit == "B"
+            self._bar = tqdm(
+                total=total,
+                desc=desc,
+                unit=unit,
+                unit_scale=scale,
+                unit_divisor=1024 if scale else 1000,
+                leave=False,
+            )
+
+    def update(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def __enter__(self) -> Bar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()

@@ -19,7 +19,6 @@ import os
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 import msgspec
@@ -28,11 +27,19 @@ import pandas as pd
 import pyarrow as pa
 
 from recfn import _jsonio as jsonio
-from recfn._chrome_export import distributed_info, trace_events
+from recfn._chrome_export import (
+    Rows,
+    distributed_info,
+    header_events,
+    memory_totals,
+    ranks,
+    trace_events,
+)
 from recfn._chrome_import import BATCH, EVENTS, OUTLINE, Outline, events_frame
 from recfn._files import open_trace_file
-from recfn._frames import INT64_MAX, INT64_MIN, ints, require
+from recfn._frames import INT64_MAX, INT64_MIN, require
 from recfn._hooks import pandas_returned
+from recfn._progress import Bar
 from recfn.errors import TraceFormatError
 from recfn.schema import METADATA_PREFIX, metadata_of
 
@@ -227,29 +234,91 @@ def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:
     ``recfn.*`` schema metadata goes to ``otherData``. Processes get "process_name" metadata
     (host, pid, rank); a table of one rank gets ``distributedInfo`` (``rank``, ``world_size``)
     as HTA reads it. A path ending in ``.gz`` is compressed.
+
+    Rows are encoded and written (through the gzip stream) a batch at a time, so memory holds
+    the table and one batch's JSON, never the whole file's; a progress bar shows on a terminal
+    or in a notebook. `estimate_chrome_bytes` tells beforehand about how large the file gets.
     """
+    rows, head = _prepare(data)
+    name = os.fspath(path)
+    with _output(name) as out, Bar(rows.count, desc=f"writing {os.path.basename(name)}") as bar:
+        out.write(head)
+        separator = b""
+        for events in _event_batches(rows, bar):
+            if events:
+                out.write(separator + jsonio.dumps(events)[1:-1])
+                separator = b","
+        out.write(b"]}")
+
+
+def estimate_chrome_bytes(data: pd.DataFrame | pa.Table, *, compressed: bool = False) -> int:
+    """About how many bytes `write_chrome_trace` writes for `data` (gzip-compressed ones with
+    `compressed`, as for a ``.gz`` path): the JSON of up to `SAMPLE_ROWS` rows spread over the
+    table, scaled to all rows. Quick (milliseconds) whatever the size; a rough figure, usually
+    within a few tens of percent (compressed sizes are overestimated: a sample repeats less)."""
+    rows, head = _prepare(data, header_only=True)
+    if rows.count == 0:
+        return len(head) + 2
+    picked = np.unique(
+        np.linspace(0, rows.count - 1, min(rows.count, SAMPLE_ROWS)).astype(np.int64)
+    )
+    encoded = jsonio.dumps(trace_events(rows.take(picked), rows.start_ns()))
+    per_row = len(encoded) / len(picked)
+    if compressed:
+        per_row *= len(gzip.compress(encoded, compresslevel=GZIP_LEVEL)) / len(encoded)
+    return len(head) + 2 + round(per_row * rows.count)
+
+
+SAMPLE_ROWS: Final = 2000
+"""Rows that `estimate_chrome_bytes` encodes."""
+GZIP_LEVEL: Final = 6
+
+
+def _prepare(data: pd.DataFrame | pa.Table, *, header_only: bool = False) -> tuple[Rows, bytes]:
+    """The rows of an event table and the JSON of its file up to the first event."""
     metadata = {}
     if isinstance(data, pa.Table):
         metadata = {k: v for k, v in metadata_of(data).items() if k.startswith(METADATA_PREFIX)}
-        # Nullable int64 as Int64, not float64, which would round epoch nanoseconds.
-        data = data.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-    require(data, ("name", "kind", "start_ns", "end_ns", "thread_id"), "write_chrome_trace")
-    start = ints(data["start_ns"], 0)
-    base_ns = int(start.min()) if len(start) else 0
-    document = {
+    columns = data.column_names if isinstance(data, pa.Table) else data.columns
+    require(pd.DataFrame(columns=columns), REQUIRED_TO_WRITE, "write_chrome_trace")
+    rows = Rows(data)
+    document: dict[str, Any] = {
         "schemaVersion": 1,
-        "baseTimeNanoseconds": base_ns,
+        "baseTimeNanoseconds": rows.start_ns(),
         "displayTimeUnit": "ms",
         "otherData": metadata,
-        "traceEvents": trace_events(data, base_ns),
     }
-    info = distributed_info(data, metadata)
-    if info:
-        document["distributedInfo"] = info
-    encoded = jsonio.dumps(document)
-    if str(path).endswith(".gz"):
-        encoded = gzip.compress(encoded, compresslevel=6)
-    Path(path).write_bytes(encoded)
+    if not header_only:
+        info = distributed_info(ranks(rows), metadata)
+        if info:
+            document["distributedInfo"] = info
+    return rows, jsonio.dumps(document)[:-1] + b',"traceEvents":['
+
+
+REQUIRED_TO_WRITE: Final = ("name", "kind", "start_ns", "end_ns", "thread_id")
+
+
+def _event_batches(rows: Rows, bar: Bar) -> Iterator[list[dict[str, Any]]]:
+    """Metadata events, then the events of `ROWS` rows at a time."""
+    yield header_events(rows)
+    base_ns = rows.start_ns()
+    positions, keys, totals = memory_totals(rows)
+    for first, frame in rows.frames():
+        lo, hi = np.searchsorted(positions, [first, first + len(frame)])
+        batch = (positions[lo:hi] - first, keys[lo:hi], totals[lo:hi])
+        yield trace_events(frame, base_ns, batch)
+        bar.update(len(frame))
+
+
+@contextmanager
+def _output(path: str) -> Iterator[BinaryIO]:
+    """`path` opened for writing, through a gzip stream when it ends with ``.gz``."""
+    with open(path, "wb") as raw:
+        if not path.endswith(".gz"):
+            yield raw
+            return
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL) as out:
+            yield out  # type: ignore[misc]
 
 
 @contextmanager
