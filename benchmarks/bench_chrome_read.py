@@ -73,7 +73,7 @@ def main() -> None:
         size = f"{n:,} events, {len(raw) / 2**20:.0f} MiB"
         rows = [
             ("JSON decode alone (msgspec)", best_of(3, lambda: parse_alone(raw))),
-            ("nesting-depth scan alone", best_of(3, lambda: chrome._check_depth(raw, "t"))),
+            ("nesting-depth scan alone", best_of(3, lambda: chrome.check_depth(raw, "t"))),
             ("read_chrome_trace", best_of(3, lambda: chrome.read_chrome_trace(path))),
         ]
         context = multiprocessing.get_context("spawn")

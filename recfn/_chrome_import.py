@@ -9,7 +9,7 @@ from plain lists and numpy arrays; nothing here touches pandas per event.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
 from typing import Any, Union
@@ -136,12 +136,9 @@ BATCH = 20_000
 memory holds compact columns, not the decoded trace."""
 
 
-def events_frame(batches: Iterable[list[Any]], base_ns: int, source: str) -> pd.DataFrame:
-    """The event table of trace events, given as lists in file order (`BATCH` at a time keeps
-    memory low); `source` names the file in error messages."""
-    columns = _Columns(source)
-    for events in batches:
-        columns.add(events)
+def events_frame(columns: Columns, base_ns: int, source: str) -> pd.DataFrame:
+    """The event table of the trace events added to `columns`; `source` names the file in
+    error messages."""
     phases, fields, args = columns.finish()
     ts, dur = fields["ts"], fields["dur"]
     if (dur < 0).any():
@@ -199,9 +196,10 @@ class _ArgsPart:
         self.shapes = _shapes(torch_args if self.has_shapes else None, n)
 
 
-class _Columns:
-    """Columns of events added in batches, complete ("X") events first: each batch's complete
-    events become compact columns at once; the others' fields are kept as values (few, and
+class Columns:
+    """Columns of events added in batches (lists in file order, `BATCH` or so at a time keeps
+    memory low), complete ("X") events first: each batch's complete events become compact
+    columns at once; the others' fields are kept as values (few, and
     their args are needed as values)."""
 
     def __init__(self, source: str) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import gc
 import gzip
 import os
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO, Final
@@ -35,7 +34,15 @@ from recfn._chrome_export import (
     ranks,
     trace_events,
 )
-from recfn._chrome_import import BATCH, EVENTS, OUTLINE, Outline, events_frame
+from recfn._chrome_import import BATCH, EVENTS, OUTLINE, Columns, Outline, events_frame
+from recfn._chrome_stream import MAX_DEPTH as MAX_DEPTH
+from recfn._chrome_stream import (
+    MAX_JSON_BYTES,
+    GiveUp,
+    Stream,
+    check_depth,
+    inflated,
+)
 from recfn._files import open_trace_file
 from recfn._frames import INT64_MAX, INT64_MIN, require
 from recfn._hooks import pandas_returned
@@ -44,18 +51,6 @@ from recfn.errors import TraceFormatError
 from recfn.schema import METADATA_PREFIX, metadata_of
 
 PathLike = str | os.PathLike[str]
-
-
-MAX_JSON_BYTES: Final = 4 << 30
-"""The most JSON bytes `read_chrome_trace` reads by default (after decompression): a small
-``.json.gz`` can inflate a thousandfold, so decompression stops past this."""
-MAX_DEPTH: Final = 128
-"""The deepest JSON nesting a trace may have, its own levels included (an event's args start at
-level 4), so that decoding and re-encoding never come near Python's recursion limit."""
-_CHUNK: Final = 16 << 20
-_NOT_STRUCTURE: Final = bytes(c for c in range(256) if c not in b'"[]{}')
-_NESTING: Final = np.zeros(256, dtype=np.int8)
-_NESTING[list(b"[{")], _NESTING[list(b"]}")] = 1, -1
 
 
 def read_chrome_trace(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pd.DataFrame:
@@ -77,16 +72,22 @@ def read_chrome_trace(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pd.
     """
     pandas_returned()
     source = os.fspath(path)
-    with open_trace_file(source) as fh:
-        raw = _read_json(fh, source, max_bytes)
-    _check_depth(raw, source)
     try:
         with _gc_paused():
+            streamed = _read_streamed(source, max_bytes)
+            if streamed is not None:
+                return streamed
+            with open_trace_file(source) as fh:
+                raw = _read_json(fh, source, max_bytes)
+            check_depth(raw, source)
             outline = _outline(raw, source)
             if outline is None:
                 return _decode_values(raw, source)
             del raw  # its events' texts keep it until the last batch is decoded
-            return events_frame(_batches(outline[0], source), outline[1], source)
+            columns = Columns(source)
+            for batch in _batches(outline[0], source):
+                columns.add(batch)
+            return events_frame(columns, outline[1], source)
     except TraceFormatError:
         raise
     except UnicodeDecodeError as error:
@@ -100,61 +101,29 @@ def read_chrome_trace(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pd.
         ) from error
 
 
-def _read_json(fh: BinaryIO, source: str, max_bytes: int) -> bytes | bytearray:
+def _read_streamed(source: str, max_bytes: int) -> pd.DataFrame | None:
+    """The event table of a trace read a chunk at a time (`recfn._chrome_stream`), so that
+    memory never holds the whole file; None for a file of another shape, to decode whole."""
+    with open_trace_file(source) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        with Bar(size, desc=f"reading {os.path.basename(source)}", unit="B") as bar:
+            stream = Stream(inflated(fh, source, max_bytes, bar.update), source)
+            columns = Columns(source)
+            try:
+                for batch in stream.batches():
+                    columns.add(batch)
+            except GiveUp:
+                return None
+    _check_base(stream.base_ns, source)
+    return events_frame(columns, stream.base_ns, source)
+
+
+def _read_json(fh: BinaryIO, source: str, max_bytes: int) -> bytearray:
     """The file's JSON bytes, inflated if gzip-compressed; refuses more than `max_bytes`."""
-    head = fh.read(2)
-    if head != b"\x1f\x8b":
-        fh.seek(0)  # one read, not head + rest: a large trace is not copied again
-        raw = fh.read(max_bytes + 1)
-        if len(raw) > max_bytes:
-            raise TraceFormatError(f"{source}: more than {max_bytes} bytes of JSON")
-        return raw
-    out = bytearray()
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    pending = head
-    try:
-        while True:
-            if not pending:
-                pending = fh.read(_CHUNK)
-                if not pending:
-                    break
-            if inflater.eof:  # another gzip member follows, or zero padding
-                pending = pending.lstrip(b"\0")
-                if not pending:
-                    continue
-                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            out += inflater.decompress(pending, _CHUNK)
-            if len(out) > max_bytes:
-                raise TraceFormatError(
-                    f"{source}: inflates to more than {max_bytes} bytes of JSON "
-                    "(read_chrome_trace's max_bytes)"
-                )
-            pending = inflater.unused_data if inflater.eof else inflater.unconsumed_tail
-        if not inflater.eof:
-            out += inflater.flush()
-    except zlib.error as error:
-        raise TraceFormatError(f"{source}: corrupt gzip data ({error})") from None
-    if not inflater.eof:
-        raise TraceFormatError(f"{source}: truncated gzip data (the stream ends early)")
-    return out
-
-
-def _check_depth(raw: bytes | bytearray, source: str) -> None:
-    """TraceFormatError when brackets outside strings nest deeper than `MAX_DEPTH`.
-
-    Scans only the structure: escapes are removed (``\\\\`` then ``\\"``, as JSON reads them
-    left to right), then all but quotes and brackets, then empty quote pairs, which leaves
-    strings' brackets between quotes and the others outside. About 0.1 s per 60 MB.
-    """
-    if b"\\" in raw:
-        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
-    structure = np.frombuffer(raw.translate(None, _NOT_STRUCTURE).replace(b'""', b""), np.uint8)
-    steps = _NESTING[structure]
-    quotes = structure == ord('"')
-    if quotes.any():
-        steps[(np.cumsum(quotes, dtype=np.int64) & 1) == 1] = 0
-    if steps.size and np.cumsum(steps, dtype=np.int64).max() > MAX_DEPTH:
-        raise TraceFormatError(f"{source}: JSON nested deeper than {MAX_DEPTH} levels")
+    raw = bytearray()
+    for chunk in inflated(fh, source, max_bytes):
+        raw += chunk
+    return raw
 
 
 def _outline(raw: bytes | bytearray, source: str) -> tuple[list[msgspec.Raw], int] | None:
@@ -216,7 +185,9 @@ def _decode_values(raw: bytes | bytearray, source: str) -> pd.DataFrame:
             f"got {type(events if isinstance(document, dict) else document).__name__}"
         )
     _check_base(base_ns, source)
-    return events_frame([events], base_ns, source)
+    columns = Columns(source)
+    columns.add(events)
+    return events_frame(columns, base_ns, source)
 
 
 def _check_base(base_ns: int, source: str) -> None:
