@@ -232,9 +232,9 @@ def _shared(values: list[Any]) -> np.ndarray:
         encoded = pa.array(values, pa.string()).dictionary_encode()
     except (pa.ArrowException, UnicodeEncodeError):  # not all strings
         codes, uniques = pd.factorize(_objects(values), use_na_sentinel=False)
-        return np.asarray(uniques, dtype=object)[codes]
+        return np.asarray(np.asarray(uniques, dtype=object)[codes])
     uniques = _objects([*encoded.dictionary.to_pylist(), None])
-    return uniques[encoded.indices.fill_null(len(uniques) - 1).to_numpy()]
+    return np.asarray(uniques[encoded.indices.fill_null(len(uniques) - 1).to_numpy()])
 
 
 def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:

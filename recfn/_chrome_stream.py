@@ -20,6 +20,7 @@ import msgspec
 import numpy as np
 
 from recfn import _jsonio as jsonio
+from recfn._chrome_import import EVENTS
 from recfn.errors import TraceFormatError
 
 MAX_JSON_BYTES: Final = 4 << 30
@@ -45,28 +46,33 @@ class GiveUp(Exception):
 
 
 def inflated(
-    fh: BinaryIO, source: str, max_bytes: int, read: Callable[[int], None] = lambda n: None
+    fh: BinaryIO,
+    source: str,
+    max_bytes: int,
+    read: Callable[[int], None] = lambda n: None,
+    *,
+    chunk: int = CHUNK,
 ) -> Iterator[bytes]:
-    """The file's JSON bytes, inflated if gzip-compressed, about `CHUNK` at a time; refuses
-    more than `max_bytes`. `read` is told how many file bytes each chunk took."""
+    """The file's JSON bytes, inflated if gzip-compressed, about `chunk` bytes at a time;
+    refuses more than `max_bytes`. `read` is told how many file bytes each chunk took."""
     head = fh.read(2)
     total = 0
     if head != b"\x1f\x8b":
-        pending = head + fh.read(CHUNK)
+        pending = head + fh.read(chunk)
         while pending:
             total += len(pending)
             if total > max_bytes:
                 raise TraceFormatError(f"{source}: more than {max_bytes} bytes of JSON")
             read(len(pending))
             yield pending
-            pending = fh.read(CHUNK)
+            pending = fh.read(chunk)
         return
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     pending = head
     try:
         while True:
             if not pending:
-                pending = fh.read(CHUNK)
+                pending = fh.read(chunk)
                 read(len(pending))
                 if not pending:
                     break
@@ -75,7 +81,7 @@ def inflated(
                 if not pending:
                     continue
                 inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            out = inflater.decompress(pending, CHUNK)
+            out = inflater.decompress(pending, chunk)
             total += len(out)
             if total > max_bytes:
                 raise TraceFormatError(
@@ -221,8 +227,7 @@ class Stream:
     def _decode(self, text: bytes) -> list[Any] | None:
         """Events of the JSON list `text`; None when it does not parse (a cut between events
         always does)."""
-        from recfn._chrome_import import EVENTS
-
+        events: list[Any]
         try:
             events = EVENTS.decode(text)
         except msgspec.ValidationError:
@@ -235,7 +240,7 @@ class Stream:
         except (ValueError, UnicodeDecodeError, RecursionError):
             return None
         check_depth(text, self.source, self._above)
-        return events  # type: ignore[no-any-return]
+        return events
 
     def _finish(self) -> None:
         """Read what follows the list of events: nothing, or the rest of the trace object."""
