@@ -500,9 +500,27 @@ def cmd_convert(args: argparse.Namespace) -> int:
         )
     _check_trace_path(args.output, "convert")
     trace = _load(args.input)
+    _announce_size(trace, args.output)
     trace.save(args.output, overwrite=args.force)
     _out(f"recfn: wrote {args.output} ({trace.events:,} events)")
     return EXIT_OK
+
+
+def _announce_size(trace: Any, output: str) -> None:
+    """Say how large a Chrome JSON output will be when that is above
+    ``recfn.chrome.LARGE_JSON_BYTES`` (an estimate from a sample of rows)."""
+    from recfn import chrome
+    from recfn.io import CHROME, trace_format
+
+    if trace_format(output) != CHROME:
+        return
+    compressed = output.lower().endswith(".gz")
+    size = chrome.estimate_chrome_bytes(trace.table, compressed=compressed)
+    if size > chrome.LARGE_JSON_BYTES:
+        sys.stderr.write(
+            f"recfn: {output} will take about {size / 2**30:,.1f} GiB "
+            f"({'gzip-compressed ' if compressed else ''}Chrome JSON, estimated); writing...\n"
+        )
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -242,6 +242,8 @@ def estimate_chrome_bytes(data: pd.DataFrame | pa.Table, *, compressed: bool = F
 
 SAMPLE_ROWS: Final = 2000
 """Rows that `estimate_chrome_bytes` encodes."""
+LARGE_JSON_BYTES: Final = 1 << 30
+"""Estimated sizes above this are announced by ``recfn convert`` before it writes."""
 GZIP_LEVEL: Final = 6
 
 

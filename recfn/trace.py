@@ -263,7 +263,9 @@ class Trace:
         """Write the trace: Parquet for ``.parquet``/``.pq``, Chrome JSON for ``.json``/``.json.gz``
         (ValueError naming the accepted suffixes for any other name). The file appears whole or
         not at all; a file recfn did not write is replaced only with ``overwrite=True``
-        (FileExistsError otherwise)."""
+        (FileExistsError otherwise). Chrome JSON is written a batch of rows at a time; how large
+        it will be is told beforehand by ``recfn.chrome.estimate_chrome_bytes(trace.table,
+        compressed=path.endswith(".gz"))``."""
         from recfn.io import save
 
         save(self.table, path, overwrite=overwrite)

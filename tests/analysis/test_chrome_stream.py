@@ -1,21 +1,26 @@
-"""Chrome traces read a chunk at a time: the table never depends on where chunks end."""
+"""Chrome traces read a chunk at a time and written a batch of rows at a time: neither the
+table nor the file depends on where chunks or batches end."""
 
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recfn import chrome
+import recfn
+from recfn import _chrome_export, chrome
 from recfn._chrome_import import Columns, events_frame
 from recfn._chrome_stream import GiveUp, Stream, inflated
 from recfn._files import open_trace_file
+from recfn.analysis import make_synthetic_trace
 
 TRICKY = ["a", "},{", '"}, {"', "]", "}]", "\\", "[{", "} ,\n{", "é", "x" * 70]
 """Names and arg values with the braces, brackets and commas a cut looks for."""
@@ -110,3 +115,85 @@ def test_a_list_without_its_closing_bracket_still_reads(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     path.write_bytes(b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1, "pid": 1, "tid": 1},\n')
     assert chrome.read_chrome_trace(path)["name"].tolist() == ["a"]
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def table() -> pa.Table:
+    df = make_synthetic_trace(3000, 3, seed=1, n_marks=60, n_memory_events=40)
+    df["args"] = [f'{{"External id":{i},"Ev Idx":{i}}}' for i in range(len(df))]
+    return recfn.Trace.from_pandas(df).table
+
+
+def events_of(path: Path) -> list[str]:
+    with gzip.open(path) if path.suffix == ".gz" else open(path, "rb") as fh:
+        return sorted(json.dumps(e, sort_keys=True) for e in json.load(fh)["traceEvents"])
+
+
+def test_the_file_does_not_depend_on_how_many_rows_are_encoded_at_a_time(
+    tmp_path: Path, table: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chrome.write_chrome_trace(table, tmp_path / "whole.json.gz")
+    monkeypatch.setattr(_chrome_export, "ROWS", 7)
+    chrome.write_chrome_trace(table, tmp_path / "batched.json.gz")
+    chrome.write_chrome_trace(table.to_pandas(), tmp_path / "frame.json")
+    assert events_of(tmp_path / "batched.json.gz") == events_of(tmp_path / "whole.json.gz")
+    assert events_of(tmp_path / "frame.json") == events_of(tmp_path / "whole.json.gz")
+    back = chrome.read_chrome_trace(tmp_path / "batched.json.gz")
+    assert back["memory_bytes"].sum() == table["memory_bytes"].to_pandas().sum()
+
+
+def test_the_size_estimate_is_close(tmp_path: Path, table: pa.Table) -> None:
+    for name, compressed in (("t.json", False), ("t.json.gz", True)):
+        chrome.write_chrome_trace(table, tmp_path / name)
+        size = (tmp_path / name).stat().st_size
+        estimate = chrome.estimate_chrome_bytes(table, compressed=compressed)
+        low, high = (0.8, 1.25) if not compressed else (0.8, 3.0)
+        assert low * size <= estimate <= high * size, (name, size, estimate)
+    chrome.write_chrome_trace(table.slice(0, 0), tmp_path / "empty.json")
+    empty = (tmp_path / "empty.json").stat().st_size
+    assert chrome.estimate_chrome_bytes(table.slice(0, 0)) == empty
+
+
+def test_convert_announces_a_large_json(
+    tmp_path: Path,
+    table: pa.Table,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from recfn.notebook_ext.cli import main
+
+    source = tmp_path / "t.parquet"
+    recfn.Trace(table).save(source)
+    assert main(["convert", str(source), str(tmp_path / "small.json.gz")]) == 0
+    assert "will take about" not in capsys.readouterr().err
+    monkeypatch.setattr(chrome, "LARGE_JSON_BYTES", 1000)
+    assert main(["convert", str(source), str(tmp_path / "large.json.gz")]) == 0
+    assert "large.json.gz will take about 0.0 GiB (gzip-compressed" in capsys.readouterr().err
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_converting_shows_progress_on_a_terminal_only(
+    tmp_path: Path, table: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("tqdm")
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("RECFN_PROGRESS", raising=False)
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    chrome.write_chrome_trace(table, tmp_path / "t.json.gz")
+    chrome.read_chrome_trace(tmp_path / "t.json.gz")
+    shown = terminal.getvalue()
+    assert "writing t.json.gz" in shown and f"/{table.num_rows}" in shown
+    assert "reading t.json.gz" in shown
+    monkeypatch.setenv("CI", "true")
+    terminal.truncate(0)
+    terminal.seek(0)
+    chrome.write_chrome_trace(table, tmp_path / "t.json.gz")
+    assert terminal.getvalue() == ""
