@@ -215,13 +215,17 @@ class Columns:
         self.others["ph"] += phases
         for key, values in fields.items():
             self.others[key] += values[n_complete:]
+        pa.default_memory_pool().release_unused()  # the batch's temporaries
 
     def finish(self) -> tuple[_Phases, dict[str, np.ndarray], _Args]:
         """Phases, scalar columns and args of all events added."""
         n_others = len(self.others["ph"])
-        parts = [*self.parts, _scalars(self.others, slice(0, n_others), self.source)]
-        fields = {key: _concatenate([part[key] for part in parts]) for key in parts[0]}
         n_complete = sum(len(part["ts"]) for part in self.parts)
+        parts = [*self.parts, _scalars(self.others, slice(0, n_others), self.source)]
+        self.parts.clear()
+        fields = {}
+        for key in list(parts[0]):  # one column's parts are freed before the next is joined
+            fields[key] = _concatenate([part.pop(key) for part in parts])
         return _Phases(n_complete, self.others["ph"]), fields, _Args(self.args, self.others["args"])
 
 
@@ -624,9 +628,7 @@ def _frame(
     named = _thread_names(phases, name, pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
-    parts = args.parts(rows.source)
-    strings = _take(pa.chunked_array([part.strings for part in parts]), event)
-    torch_ints = {key: np.concatenate([part.ints[key] for part in parts]) for key in TORCH_INTS}
+    strings, torch_ints, shapes = _args_columns(args, event, rows.source)
     frame = pd.DataFrame(
         {
             "id": row_ids,
@@ -656,19 +658,41 @@ def _frame(
             rows.column("memory_bytes")[order], ~has_memory
         )
         frame["device"] = _category(rows.column("device"), order, missing=None)
-    if any(part.has_shapes for part in parts) and all(part.shapes for part in parts):
-        take = pa.array(event)
-        for i, column in enumerate(("input_shapes", "input_dtypes")):
-            shapes = pa.concat_arrays([part.shapes[i] for part in parts if part.shapes])
-            frame[column] = shapes.take(take).to_pandas()
+    for column, values in zip(("input_shapes", "input_dtypes"), shapes):
+        frame[column] = values.to_pandas()
     return frame
 
 
-def _take(values: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
-    """``values[rows]``, `BATCH` rows at a time: one take of all would hold a copy of every
-    string twice over for a while."""
-    chunks = [values.take(pa.array(rows[i : i + BATCH])) for i in range(0, len(rows), BATCH)]
-    return pa.chunked_array([c for chunk in chunks for c in chunk.chunks], values.type)
+def _args_columns(
+    args: _Args, rows: np.ndarray, source: str
+) -> tuple[pa.ChunkedArray, dict[str, np.ndarray], tuple[pa.ChunkedArray, ...]]:
+    """The args strings of the events at `rows`, the integer columns from torch's args of all
+    events, and ``input_shapes``/``input_dtypes`` at `rows` (none when absent or not of the
+    schema's types). Consumes `args`: each part is dropped once copied, so that the strings are
+    held at most twice at a time."""
+    parts = args.parts(source)
+    args.complete.clear()
+    ints = {key: np.concatenate([part.ints[key] for part in parts]) for key in TORCH_INTS}
+    columns = [[part.strings for part in parts]]
+    if any(part.has_shapes for part in parts) and all(part.shapes for part in parts):
+        columns += [[part.shapes[i] for part in parts] for i in range(2)]
+    del parts
+    taken = []
+    for column in columns:
+        whole = pa.concat_arrays(column)
+        column.clear()
+        taken.append(_take(whole, rows))
+        del whole
+    pa.default_memory_pool().release_unused()
+    return taken[0], ints, tuple(taken[1:])
+
+
+def _take(values: pa.Array, rows: np.ndarray) -> pa.ChunkedArray:
+    """``values[rows]``, `BATCH` rows at a time: the result in chunks, never a second copy."""
+    return pa.chunked_array(
+        [values.take(pa.array(rows[i : i + BATCH])) for i in range(0, len(rows), BATCH)],
+        values.type,
+    )
 
 
 def _optional_ints(values: list[Any], key: str, source: str) -> tuple[np.ndarray, np.ndarray]:
