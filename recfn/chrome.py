@@ -6,9 +6,11 @@ instants ("i", "I", "R") marks, counters ("C") memory events, and "thread_name" 
 the threads. Parents come from interval nesting per thread. Other phases (flows, async,
 objects, samples) are skipped. Event fields without a column are kept in ``args`` as JSON.
 
-A torch trace can hold millions of events, so the file is parsed once, by msgspec into typed
-structs whose args stay unparsed JSON text (traces with other event fields into plain dicts and
-lists), and columns are built from plain lists, without pandas work per event.
+A torch trace can hold millions of events, so the file is read a chunk at a time
+(`recfn._chrome_stream`) and each chunk's events are decoded by msgspec into typed structs
+whose args stay unparsed JSON text (batches with other event fields into plain dicts and
+lists), then become compact columns before the next chunk is read; nothing touches pandas per
+event. Writing encodes a batch of rows at a time through the (gzip) stream.
 """
 
 from __future__ import annotations
