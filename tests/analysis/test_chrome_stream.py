@@ -197,3 +197,23 @@ def test_converting_shows_progress_on_a_terminal_only(
     terminal.seek(0)
     chrome.write_chrome_trace(table, tmp_path / "t.json.gz")
     assert terminal.getvalue() == ""
+
+
+FRAGMENTS = [
+    '{"k":"}',
+    '{"}',
+    "{},{}",
+    "{}",
+    '{"a":1}',
+    '{"a":[1,{"b":2}]}',
+    "x",
+    " {}",
+    '{"n":NaN}',
+]
+
+
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=8))
+def test_args_decoded_together_are_those_decoded_one_by_one(texts: list[str]) -> None:
+    """Fragments that only parse together (``{"k":"}`` then ``{"}``) never shift the others."""
+    expected = [_chrome_export._decode_args(text) for text in texts]
+    assert repr(_chrome_export._decode_many(texts)) == repr(expected)
