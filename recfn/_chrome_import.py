@@ -168,10 +168,15 @@ class _Args:
         self.offset = sum(len(part.strings) for part in complete)
 
     def __getitem__(self, i: int) -> Any:
-        return self.others[i - self.offset]
+        return self.others[self._other(i)]
 
     def __setitem__(self, i: int, value: Any) -> None:
-        self.others[i - self.offset] = value
+        self.others[self._other(i)] = value
+
+    def _other(self, i: int) -> int:
+        if i < self.offset:
+            raise IndexError(f"event {i} is complete: its args are JSON text already")
+        return i - self.offset
 
     def parts(self, source: str) -> list[_ArgsPart]:
         """The JSON parts of all events, the others' encoded now (after merges)."""
@@ -199,8 +204,8 @@ class _ArgsPart:
 class Columns:
     """Columns of events added in batches (lists in file order, `BATCH` or so at a time keeps
     memory low), complete ("X") events first: each batch's complete events become compact
-    columns at once; the others' fields are kept as values (few, and
-    their args are needed as values)."""
+    columns at once; the others' fields are kept as values (they are few, and their args are
+    needed as values)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -215,7 +220,6 @@ class Columns:
         self.others["ph"] += phases
         for key, values in fields.items():
             self.others[key] += values[n_complete:]
-        pa.default_memory_pool().release_unused()  # the batch's temporaries
 
     def finish(self) -> tuple[_Phases, dict[str, np.ndarray], _Args]:
         """Phases, scalar columns and args of all events added."""
@@ -683,7 +687,6 @@ def _args_columns(
         column.clear()
         taken.append(_take(whole, rows))
         del whole
-    pa.default_memory_pool().release_unused()
     return taken[0], ints, tuple(taken[1:])
 
 
