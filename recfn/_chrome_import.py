@@ -132,8 +132,9 @@ FIELD_TYPES = {
 
 
 BATCH = 20_000
-"""Events decoded at a time: their structs are dropped once their columns are built, so that
-memory holds compact columns, not the decoded trace."""
+"""Events decoded at a time from a file decoded whole (a streamed file is decoded a chunk at a
+time), and rows sorted into the table at a time: decoded structs are dropped once their
+columns are built, so that memory holds compact columns, not the decoded trace."""
 
 
 def events_frame(columns: Columns, base_ns: int, source: str) -> pd.DataFrame:
