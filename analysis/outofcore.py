@@ -1,51 +1,42 @@
-"""Summaries of datasets that need not fit in memory, computed by DuckDB over the Parquet files.
+"""Summaries of traces in Parquet files that need not fit in memory together.
 
-The numbers are the in-memory summary's (``summary.summarize``, by name): self time is the
-duration minus the union of the direct children's intervals, clipped to the parent, found by
-joining each closed range to its parent within its own process (``host``, ``pid``: ids are
-unique per process) and sweeping the children in start order, as the pandas path does.
-DuckDB streams the files and spills to disk past its memory limit.
+Self time and the recursion rule need a range's parent and children, which live in its own
+process (ids are unique per ``(host, pid)``). So the files are summarised one process at a
+time: a process folder of a dataset (``process=<pid>/part-*.parquet``) or any other file is read
+alone, only the columns the summary needs, split by process when it holds several, and
+summarised with the in-memory summary's numpy kernels (``tree.self_durations``,
+``tree.outermost``); the per-process sums are then added up. No global shuffle, no engine:
+memory is that of the largest process, and two processes are summarised at once.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from .summary import PROFILER_SPAN_SCOPES, finish_summary
+from recfn.errors import TraceFormatError
 
-TEXT_KEYS = ("name", "host", "thread_name", "scope", "kind", "device")
-"""Dictionary columns, grouped by their text."""
-MEMORY_LIMIT = "1GB"
-"""DuckDB's memory limit for a summary; past it DuckDB spills to temporary files."""
+from .schema import INT64_MAX, RANGE
+from .summary import PROFILER_SPAN_SCOPES, add_partials
+from .tree import Nodes, linked_parents, outermost, parents_come_first, self_durations
+
+EVENT_COLUMNS = ("id", "parent_id", "kind", "scope", "start_ns", "end_ns")
+"""The columns every summary reads, besides its keys (and ``flops`` when present)."""
+PROCESS_FOLDER = "process="
+"""Folders named so hold the parts of one process (``recfn._stream.process_folder``)."""
 
 
 def available() -> bool:
-    """Whether DuckDB is installed (``pip install recfn[fleet]``)."""
-    try:
-        import duckdb  # noqa: F401
-    except ImportError:
-        return False
+    """Whether the out-of-core summary can run (pyarrow, which ``recfn[analysis]`` installs)."""
     return True
-
-
-def interactive() -> bool:
-    """Whether progress may be shown: standard error is a terminal and not under CI."""
-    import os
-    import sys
-
-    return bool(sys.stderr.isatty()) and not os.environ.get("CI")
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _columns(connection: Any, source: str) -> set[str]:
-    rows = connection.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
-    return {str(row[0]) for row in rows}
 
 
 def supports(files: Sequence[str], options: dict[str, Any]) -> bool:
@@ -53,11 +44,21 @@ def supports(files: Sequence[str], options: dict[str, Any]) -> bool:
     by = options.get("by", "name")
     keys = [by] if isinstance(by, str) else list(by)
     return (
-        available()
-        and "name" in keys
+        "name" in keys
         and set(options) <= {"by", "sort_by", "top", "as_index"}
         and all(f.lower().endswith((".parquet", ".pq")) for f in files)
     )
+
+
+def partitions(files: Sequence[str]) -> list[list[str]]:
+    """The files grouped so that each group holds whole processes: the parts in one process
+    folder together, every other file alone."""
+    groups: dict[str, list[str]] = {}
+    for name in files:
+        folder = os.path.dirname(name)
+        key = folder if os.path.basename(folder).startswith(PROCESS_FOLDER) else name
+        groups.setdefault(key, []).append(name)
+    return list(groups.values())
 
 
 def summarize_files(
@@ -74,103 +75,238 @@ def summarize_files(
     ``by`` must include ``name``; as in memory, a range nested in a range of its own group
     (recursion) counts in the count, mean, min and max but not again in the total; other keys
     may be any columns (``rank``, ``host``, ``pid``...). ``flops`` is summed when the
-    files have it; the memory columns are left out. ``attrs["self_total_ns"]`` holds the time
-    the percentages divide by, ``attrs["events"]`` the number of closed ranges. ValueError for other groupings and for
-    options that only the in-memory summary offers.
+    files have it; the memory columns are left out. ``threads`` processes are summarised at
+    once (default 2). ``attrs["self_total_ns"]`` holds the time the percentages divide by,
+    ``attrs["events"]`` the number of closed ranges. ValueError for other groupings and for
+    options that only the in-memory summary offers; TraceFormatError for a file that is not a
+    trace, or whose ids or parents are broken.
     """
-    import duckdb
+    from recfn._progress import progress
 
     keys = [by] if isinstance(by, str) else list(by)
     if "name" not in keys:
         raise ValueError("the out-of-core summary groups by name (plus any other columns)")
     if top is not None and top < 0:
         raise ValueError(f"top must be >= 0, got {top}")
-    connection = duckdb.connect()
-    try:
-        connection.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-        connection.execute(f"SET enable_progress_bar = {str(interactive()).lower()}")
-        if threads is not None:
-            connection.execute(f"SET threads = {int(threads)}")
-        listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-        source = f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
-        present = _columns(connection, source)
-        missing = [k for k in keys if k not in present]
-        if missing:
-            raise ValueError(f"the files have no column(s) {missing}")
-        host = "coalesce(CAST(host AS VARCHAR), '')" if "host" in present else "''"
-        pid = "coalesce(pid, 0)" if "pid" in present else "0"
-        key_select = ", ".join(
-            f"CAST({_quote(k)} AS VARCHAR) AS {_quote(k)}" if k in TEXT_KEYS else _quote(k)
-            for k in keys
-        )
-        flops = "flops" in present
-        spans = ", ".join("'" + s + "'" for s in PROFILER_SPAN_SCOPES)
-        group = ", ".join(_quote(k) for k in keys)
-        carried = ", ".join(f"{_quote(k)} AS g{i}_" for i, k in enumerate(keys))
-        walked = ", ".join(f"w.g{i}_" for i in range(len(keys)))
-        same_group = " AND ".join(
-            f"a.{_quote(k)} IS NOT DISTINCT FROM w.g{i}_" for i, k in enumerate(keys)
-        )
-        query = f"""
-            WITH RECURSIVE events AS (
-                SELECT {host} AS h_, {pid} AS p_, id AS id_, parent_id AS up_,
-                       start_ns AS s_, end_ns AS e_, CAST(scope AS VARCHAR) IN ({spans}) AS span_,
-                       CAST(kind AS VARCHAR) = 'range' AND end_ns IS NOT NULL AS closed_
-                       {", flops AS f_" if flops else ""}, {key_select}
-                FROM {source}
-            ),
-            ranges AS (SELECT * FROM events WHERE closed_),
-            walk AS (  -- up each range's ancestors until one is of its own group
-                SELECT h_, p_, id_, up_ AS at_, false AS hit_, {carried}
-                FROM ranges WHERE up_ IS NOT NULL
-                UNION ALL
-                SELECT w.h_, w.p_, w.id_, a.up_, a.closed_ AND {same_group}, {walked}
-                FROM walk w JOIN events a ON a.id_ = w.at_ AND a.p_ = w.p_ AND a.h_ = w.h_
-                WHERE NOT w.hit_ AND w.at_ IS NOT NULL
-            ),
-            nested AS (SELECT DISTINCT h_, p_, id_ FROM walk WHERE hit_),
-            children AS (
-                SELECT c.h_, c.p_, c.up_,
-                       greatest(c.s_, p.s_) AS lo_,
-                       greatest(least(c.e_, p.e_), greatest(c.s_, p.s_)) AS hi_
-                FROM ranges c JOIN ranges p
-                  ON c.up_ = p.id_ AND c.p_ = p.p_ AND c.h_ = p.h_
-            ),
-            swept AS (
-                SELECT h_, p_, up_, lo_, hi_,
-                       max(hi_) OVER (PARTITION BY h_, p_, up_ ORDER BY lo_
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_
-                FROM children
-            ),
-            covered AS (
-                SELECT h_, p_, up_,
-                       sum(greatest(hi_ - greatest(lo_, coalesce(reach_, lo_)), 0)) AS covered_
-                FROM swept GROUP BY h_, p_, up_
-            ),
-            own AS (
-                SELECT r.*, (r.e_ - r.s_) - coalesce(c.covered_, 0) AS self_,
-                       CASE WHEN n.id_ IS NULL THEN r.e_ - r.s_ ELSE 0 END AS counted_
-                FROM ranges r LEFT JOIN covered c
-                  ON r.id_ = c.up_ AND r.p_ = c.p_ AND r.h_ = c.h_
-                LEFT JOIN nested n ON r.id_ = n.id_ AND r.p_ = n.p_ AND r.h_ = n.h_
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    present: set[str] = set()
+    for name in files:
+        present.update(_schema(name).names)
+    missing = [k for k in keys if k not in present]
+    if missing:
+        raise ValueError(f"the files have no column(s) {missing}")
+    flops = "flops" in present
+    groups = partitions(files)
+    with ThreadPoolExecutor(max_workers=min(threads or 2, len(groups))) as pool:
+        found = list(
+            progress(
+                pool.map(lambda group: _summarize_partition(group, keys, flops), groups),
+                total=len(groups),
+                desc="recfn: summarising",
             )
-            SELECT {group},
-                   count(*)::BIGINT AS count,
-                   sum(counted_)::BIGINT AS total_ns,
-                   sum(self_)::BIGINT AS self_ns,
-                   (sum(e_ - s_) / count(*))::DOUBLE AS mean_ns,
-                   min(e_ - s_)::BIGINT AS min_ns,
-                   max(e_ - s_)::BIGINT AS max_ns,
-                   sum(CASE WHEN span_ THEN 0 ELSE self_ END)::BIGINT AS counted_self_
-                   {", coalesce(sum(f_), 0)::BIGINT AS flops" if flops else ""}
-            FROM own GROUP BY {group}
-        """
-        result = connection.execute(query).df()
-    finally:
-        connection.close()
-    total = int(result.pop("counted_self_").sum()) if len(result) else 0
-    ranges = int(result["count"].sum()) if len(result) else 0
-    extra = ["flops"] if flops else []
-    result = finish_summary(result, keys, extra, total, sort_by, top, as_index)
+        )
+    parts = [part for part, _ in found]
+    total = sum(own for _, own in found)
+    joined = pd.concat(parts, ignore_index=True)
+    ranges = int(joined["count"].sum())
+    result = add_partials(joined, keys, ["flops"] if flops else [], total, sort_by, top, as_index)
     result.attrs["events"] = ranges  # closed ranges summarised
     return result
+
+
+def _schema(name: str) -> pa.Schema:
+    try:
+        return pq.read_schema(name)
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceFormatError(f"{name}: not a readable Parquet file ({exc})") from None
+
+
+def _summarize_partition(
+    files: list[str], keys: list[str], flops: bool
+) -> tuple[pd.DataFrame, int]:
+    """The summed statistics of the processes in ``files`` and their self-time total."""
+    wanted = [*EVENT_COLUMNS, *keys, "host", "pid", *(["flops"] if flops else [])]
+    tables = []
+    for name in files:
+        names = _schema(name).names
+        lacking = [c for c in EVENT_COLUMNS if c not in names]
+        if lacking:
+            raise TraceFormatError(f"{name}: not a recfn trace, it lacks column(s) {lacking}")
+        columns = list(dict.fromkeys(c for c in wanted if c in names))
+        tables.append(pq.ParquetFile(name).read(columns=columns))
+    table = pa.concat_tables(tables, promote_options="default").unify_dictionaries()
+    del tables
+    where = files[0] if len(files) == 1 else os.path.dirname(files[0])
+    parts, total = [], 0
+    for process in _processes(table):
+        part, own = _summarize_process(process, keys, where)
+        parts.append(part)
+        total += own
+    return pd.concat(parts, ignore_index=True), total
+
+
+def _processes(table: pa.Table) -> list[pa.Table]:
+    """``table`` split into its processes (one table when it holds one, as usual)."""
+    present = [c for c in ("host", "pid") if c in table.column_names]
+    if table.num_rows == 0 or not present:
+        return [table]
+    distinct = table.select(present).group_by(present).aggregate([]).to_pylist()
+    if len(distinct) <= 1:
+        return [table]
+    split = []
+    for process in distinct:
+        mask = None
+        for name in present:
+            column, value = table.column(name), process[name]
+            same = pc.is_null(column) if value is None else pc.equal(column, value)
+            same = pc.fill_null(same, False)
+            mask = same if mask is None else pc.and_(mask, same)
+        split.append(table.filter(mask))
+    return split
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    column = table.column(name)
+    return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+
+
+def _ints(array: pa.Array, fill: int) -> np.ndarray:
+    if array.null_count:
+        return np.where(_valid(array), _stored(array), fill)
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _stored(array: pa.Array) -> np.ndarray:
+    """An int64 array's values as stored, without a copy (whatever lies under its nulls)."""
+    return np.frombuffer(
+        array.buffers()[1], dtype=np.int64, count=len(array), offset=8 * array.offset
+    )
+
+
+def _valid(array: pa.Array) -> np.ndarray:
+    if not array.null_count:
+        return np.ones(len(array), dtype=bool)
+    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[Any]]:
+    """Integer codes of a column's values (0, 1, ...; nulls get one code too) and the values."""
+    if name not in table.column_names:
+        return np.zeros(table.num_rows, dtype=np.int64), [None]
+    array = _column(table, name)
+    if not pa.types.is_dictionary(array.type):
+        array = pc.dictionary_encode(array)
+    values = array.dictionary.to_pylist()
+    indices = array.indices
+    if indices.null_count:
+        indices = pc.fill_null(indices, len(values))
+        values.append(None)
+    return np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64), values
+
+
+def _is(table: pa.Table, name: str, wanted: Sequence[str]) -> np.ndarray:
+    """Rows whose text column ``name`` holds one of ``wanted``."""
+    found, values = _codes(table, name)
+    hits = [i for i, value in enumerate(values) if value in wanted]
+    result = np.zeros(table.num_rows, dtype=bool)
+    for hit in hits:
+        result |= found == hit
+    return result
+
+
+def _summarize_process(table: pa.Table, keys: list[str], where: str) -> tuple[pd.DataFrame, int]:
+    """One process's statistics per group, in a form that adds up, and its self-time total."""
+    id_column = _column(table, "id")
+    start_column = _column(table, "start_ns")
+    if id_column.null_count or start_column.null_count:
+        raise TraceFormatError(f"{where}: a range has a null id or start_ns")
+    ids = _ints(id_column, 0)
+    parent_column = _column(table, "parent_id")
+    parent = _positions(ids, _stored(parent_column), _valid(parent_column), where)
+    start = _ints(start_column, 0)
+    end_column = _column(table, "end_ns")
+    has_end = _valid(end_column)
+    end = np.where(has_end, _ints(end_column, 0), INT64_MAX)
+    closed = _is(table, "kind", [RANGE]) & has_end
+    if np.any(closed & (end < start)):
+        raise TraceFormatError(f"{where}: a range ends before it starts")
+    forest = Nodes(parent, start, end, closed, ~closed)
+    if not parents_come_first(parent, start):
+        try:
+            forest.depth  # noqa: B018 (computed to find cycles)
+        except ValueError:
+            raise TraceFormatError(f"{where}: parent_id contains a cycle") from None
+    own = self_durations(parent, start, end, closed)
+    rows = np.flatnonzero(closed)
+    code = np.zeros(len(rows), dtype=np.int64)
+    key_codes = []
+    for key in keys:
+        found, values = _codes(table, key)
+        key_codes.append((found, values))
+        code = code * len(values) + found[rows]
+        if code.size and int(code.max()) > len(rows):  # keep the codes dense
+            code = np.asarray(
+                pc.dictionary_encode(pa.array(code)).indices.to_numpy(), dtype=np.int64
+            )
+    group = np.full(len(ids), -1, dtype=np.int64)
+    group[rows] = code
+    duration = (end - start)[rows]
+    counted = outermost(linked_parents(forest), group)[rows]
+    columns = {
+        "g": code,
+        "row": rows,
+        "duration": duration,
+        "counted": np.where(counted, duration, 0),
+        "own": own[rows],
+    }
+    if "flops" in table.column_names:
+        columns["flops"] = _ints(_column(table, "flops"), 0)[rows]
+    sums = ["counted", "own", *(["flops"] if "flops" in columns else [])]
+    stats = (
+        pa.table(columns)
+        .group_by("g")
+        .aggregate(
+            [
+                ("row", "min"),
+                ("duration", "count"),
+                ("duration", "sum"),
+                ("duration", "min"),
+                ("duration", "max"),
+                *[(c, "sum") for c in sums],
+            ]
+        )
+    )
+    first = stats.column("row_min").to_numpy()
+    part = pd.DataFrame(
+        {
+            key: pd.Series([values[i] for i in found[first]], dtype=object)
+            for key, (found, values) in zip(keys, key_codes)
+        }
+    )
+    part["count"] = stats.column("duration_count").to_numpy()
+    part["total_ns"] = stats.column("counted_sum").to_numpy()
+    part["self_ns"] = stats.column("own_sum").to_numpy()
+    part["min_ns"] = stats.column("duration_min").to_numpy()
+    part["max_ns"] = stats.column("duration_max").to_numpy()
+    part["duration_ns"] = stats.column("duration_sum").to_numpy()
+    if "flops" in columns:
+        part["flops"] = stats.column("flops_sum").to_numpy()
+    spans = _is(table, "scope", PROFILER_SPAN_SCOPES)
+    return part, int(own[closed & ~spans].sum())
+
+
+def _positions(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray, where: str) -> Any:
+    """Row positions of the parents (-1 for roots and parents not in the process's rows)."""
+    n = len(ids)
+    if n and int(ids[-1]) - int(ids[0]) == n - 1 and bool(np.all(ids[1:] > ids[:-1])):
+        low, high = int(ids[0]), int(ids[-1])  # as recorded: ids count up, no lookup needed
+        found = has_parent & (parent_ids >= low) & (parent_ids <= high)
+        return np.where(found, parent_ids - low, -1)
+    index = pd.Index(ids)
+    if not index.is_unique:
+        raise TraceFormatError(f"{where}: ids repeat within a process")
+    parent = np.full(n, -1, dtype=np.int64)
+    wanted = np.flatnonzero(has_parent)
+    parent[wanted] = index.get_indexer(parent_ids[wanted])
+    return parent

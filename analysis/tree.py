@@ -95,13 +95,16 @@ def self_durations(
     up = parent[child]
     low = np.maximum(start[child], start[up])
     high = np.maximum(np.minimum(end[child], end[up]), low)
-    # Sorted by start within each parent, a child adds what lies past the furthest end of the
-    # children before it: the union's length, without a loop over children.
     first = np.r_[True, up[1:] != up[:-1]]
-    reach = pd.Series(high).groupby(up).cummax().to_numpy()
-    covered_before = np.r_[INT64_MIN, reach[:-1]]
-    covered_before[first] = INT64_MIN
-    added = np.maximum(high - np.maximum(low, covered_before), 0)
+    if np.all(first[1:] | (high[:-1] <= low[1:])):
+        added = high - low  # no sibling overlaps the one before it (nor, then, any before it)
+    else:
+        # Sorted by start within each parent, a child adds what lies past the furthest end of
+        # the children before it: the union's length, without a loop over children.
+        reach = pd.Series(high).groupby(up).cummax().to_numpy()
+        covered_before = np.r_[INT64_MIN, reach[:-1]]
+        covered_before[first] = INT64_MIN
+        added = np.maximum(high - np.maximum(low, covered_before), 0)
     covered = np.zeros(len(parent), dtype=np.int64)
     covered[up[first]] = np.add.reduceat(added, np.flatnonzero(first))
     return duration - covered
@@ -165,6 +168,19 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     child = np.flatnonzero(parent >= 0)
     if np.array_equal(group[parent[child]], group[child]):
         return parent < 0  # no group changes along any edge (as threads, usually): roots
+    # Up from every row at once, a level a step, dropping rows that found their group: few
+    # levels (as usual) cost a few passes, with no depths and no sort.
+    nested = np.zeros(n, dtype=bool)
+    rows, up = child, parent[child]
+    wanted = group[rows]
+    for _ in range(WALK_LEVELS):
+        same = group[up] == wanted
+        nested[rows[same]] = True
+        going = ~same
+        going[going] = parent[up[going]] >= 0
+        rows, up, wanted = rows[going], parent[up[going]], wanted[going]
+        if rows.size == 0:
+            return ~nested
     n_groups = int(group.max(initial=-1)) + 1
     if n_groups <= 64 * MAX_MASK_WORDS:
         return _outermost_by_masks(parent, group, n_groups)
@@ -182,6 +198,9 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     return result
 
 
+WALK_LEVELS = 16
+"""`outermost` walks up this many levels before it switches to a method whose cost does not
+grow with the depth."""
 MAX_MASK_WORDS = 4
 """`outermost` tracks the groups above each row in this many 64-bit words per row (so up to
 256 groups: names, usually); with more groups it sorts in depth-first order instead."""
@@ -275,7 +294,7 @@ def nodes(df: pd.DataFrame, operation: str) -> Nodes:
     if float(span.sum(dtype=np.float64)) >= 2.0**63:
         raise MalformedFrameError(f"{operation}: the ranges' summed durations overflow int64")
     forest = Nodes(parent_positions(df), start, end, closed, is_range & ~has_end)
-    if not _parents_come_first(forest.parent, start):
+    if not parents_come_first(forest.parent, start):
         try:
             forest.depth  # noqa: B018 (computed to find cycles, and kept)
         except ValueError:
@@ -285,7 +304,7 @@ def nodes(df: pd.DataFrame, operation: str) -> Nodes:
     return forest
 
 
-def _parents_come_first(parent: np.ndarray, start: np.ndarray) -> bool:
+def parents_come_first(parent: np.ndarray, start: np.ndarray) -> bool:
     """Whether every parent starts before its child (or at the same time, earlier in the
     frame): then following parents always goes back in that order and cannot cycle."""
     child = np.flatnonzero(parent >= 0)
