@@ -34,11 +34,6 @@ PROCESS_FOLDER = "process="
 """Folders named so hold the parts of one process (``recfn._stream.process_folder``)."""
 
 
-def available() -> bool:
-    """Whether the out-of-core summary can run (pyarrow, which ``recfn[analysis]`` installs)."""
-    return True
-
-
 def supports(files: Sequence[str], options: dict[str, Any]) -> bool:
     """Whether ``summarize_files`` can compute the summary with these ``summary()`` options."""
     by = options.get("by", "name")
@@ -92,7 +87,11 @@ def summarize_files(
         raise ValueError(f"threads must be >= 1, got {threads}")
     present: set[str] = set()
     for name in files:
-        present.update(_schema(name).names)
+        names = _schema(name).names
+        lacking = [c for c in EVENT_COLUMNS if c not in names]
+        if lacking:
+            raise TraceFormatError(f"{name}: not a recfn trace, it lacks column(s) {lacking}")
+        present.update(names)
     missing = [k for k in keys if k not in present]
     if missing:
         raise ValueError(f"the files have no column(s) {missing}")
@@ -130,9 +129,6 @@ def _summarize_partition(
     tables = []
     for name in files:
         names = _schema(name).names
-        lacking = [c for c in EVENT_COLUMNS if c not in names]
-        if lacking:
-            raise TraceFormatError(f"{name}: not a recfn trace, it lacks column(s) {lacking}")
         columns = list(dict.fromkeys(c for c in wanted if c in names))
         tables.append(pq.ParquetFile(name).read(columns=columns))
     table = pa.concat_tables(tables, promote_options="default").unify_dictionaries()

@@ -464,8 +464,8 @@ def _large_parquet(path: str) -> bool:
 
 
 def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> Optional[str]:
-    """The summary of a trace of many files computed out of core (DuckDB), or None when it
-    cannot be (DuckDB missing, Chrome files, a grouping without name)."""
+    """The summary of a trace of many files computed out of core, or None when it cannot
+    be (Chrome files, a grouping without name)."""
     from recfn.analysis.outofcore import summarize_files, supports
     from recfn.analysis.summary import render_text
 
