@@ -468,6 +468,7 @@ def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> 
     be (Chrome files, a grouping without name)."""
     from recfn.analysis.outofcore import summarize_files, supports
     from recfn.analysis.summary import render_text
+    from recfn.dataset import unfinished
 
     options = {"by": keys, "sort_by": sort_by, "top": top}
     if not supports(trace.files, options):
@@ -477,6 +478,11 @@ def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> 
     except ValueError as exc:
         raise CLIError(f"summary: {exc}", EXIT_USAGE) from None
     header = f"recfn · {trace.name} · {len(trace.files)} files · {result.attrs['events']:,} ranges"
+    for folder in unfinished(trace.files):
+        header += (
+            f"\n{folder}: this process never stopped its profile (killed?), so what it recorded"
+            " after its last part is missing"
+        )
     return f"{header}\n{render_text(result, keys, result.attrs['self_total_ns'])}"
 
 
