@@ -12,7 +12,7 @@ memory is that of the largest process, and two processes are summarised at once.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from recfn.errors import TraceFormatError
 
-from .schema import INT64_MAX, RANGE
+from .schema import RANGE
 from .summary import PROFILER_SPAN_SCOPES, add_partials
 from .tree import Nodes, linked_parents, outermost, parents_come_first, self_durations
 
@@ -125,21 +125,56 @@ def _summarize_partition(
     files: list[str], keys: list[str], flops: bool
 ) -> tuple[pd.DataFrame, int]:
     """The summed statistics of the processes in ``files`` and their self-time total."""
-    wanted = [*EVENT_COLUMNS, *keys, "host", "pid", *(["flops"] if flops else [])]
-    tables = []
-    for name in files:
-        names = _schema(name).names
-        columns = list(dict.fromkeys(c for c in wanted if c in names))
-        tables.append(pq.ParquetFile(name).read(columns=columns))
-    table = pa.concat_tables(tables, promote_options="default").unify_dictionaries()
-    del tables
+    parquets = [pq.ParquetFile(name) for name in files]
     where = files[0] if len(files) == 1 else os.path.dirname(files[0])
+    extra = ["flops"] if flops else []
+    if all(_one_value(parquets, c) for c in ("host", "pid")):  # one process: columns as needed
+
+        def read(columns: list[str]) -> pa.Table:
+            return _read(parquets, columns)
+
+        return _summarize_process(read, keys, extra, where)
+    table = _read(parquets, [*EVENT_COLUMNS, *keys, "host", "pid", *extra])
+    processes = _processes(table)
+    del table
     parts, total = [], 0
-    for process in _processes(table):
-        part, own = _summarize_process(process, keys, where)
+    while processes:
+        process = processes.pop()
+
+        def select(columns: list[str], process: pa.Table = process) -> pa.Table:
+            return process.select([c for c in columns if c in process.column_names])
+
+        del process
+        part, own = _summarize_process(select, keys, extra, where)
         parts.append(part)
         total += own
     return pd.concat(parts, ignore_index=True), total
+
+
+def _read(parquets: list[pq.ParquetFile], columns: list[str]) -> pa.Table:
+    """``columns`` of the files (those they have) as one table."""
+    tables = []
+    for parquet in parquets:
+        names = parquet.schema_arrow.names
+        tables.append(parquet.read(columns=list(dict.fromkeys(c for c in columns if c in names))))
+    return pa.concat_tables(tables, promote_options="default").unify_dictionaries()
+
+
+def _one_value(parquets: list[pq.ParquetFile], column: str) -> bool:
+    """Whether the files' statistics show one value, never null, in ``column`` (a file that
+    lacks the column counts as all null)."""
+    seen = set()
+    for parquet in parquets:
+        metadata = parquet.metadata
+        found = [i for i in range(metadata.num_columns) if metadata.schema.column(i).name == column]
+        if not found:
+            return False
+        for group in range(metadata.num_row_groups):
+            stats = metadata.row_group(group).column(found[0]).statistics
+            if stats is None or not stats.has_min_max or stats.null_count != 0:
+                return False
+            seen.update((stats.min, stats.max))
+    return len(seen) <= 1
 
 
 def _processes(table: pa.Table) -> list[pa.Table]:
@@ -189,7 +224,7 @@ def _valid(array: pa.Array) -> np.ndarray:
 def _codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[Any]]:
     """Integer codes of a column's values (0, 1, ...; nulls get one code too) and the values."""
     if name not in table.column_names:
-        return np.zeros(table.num_rows, dtype=np.int64), [None]
+        return np.zeros(table.num_rows, dtype=np.int8), [None]
     array = _column(table, name)
     if not pa.types.is_dictionary(array.type):
         array = pc.dictionary_encode(array)
@@ -198,7 +233,7 @@ def _codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[Any]]:
     if indices.null_count:
         indices = pc.fill_null(indices, len(values))
         values.append(None)
-    return np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64), values
+    return np.asarray(indices.to_numpy(zero_copy_only=False)), values
 
 
 def _is(table: pa.Table, name: str, wanted: Sequence[str]) -> np.ndarray:
@@ -211,20 +246,25 @@ def _is(table: pa.Table, name: str, wanted: Sequence[str]) -> np.ndarray:
     return result
 
 
-def _summarize_process(table: pa.Table, keys: list[str], where: str) -> tuple[pd.DataFrame, int]:
-    """One process's statistics per group, in a form that adds up, and its self-time total."""
-    id_column = _column(table, "id")
-    start_column = _column(table, "start_ns")
-    if id_column.null_count or start_column.null_count:
-        raise TraceFormatError(f"{where}: a range has a null id or start_ns")
-    ids = _ints(id_column, 0)
-    parent_column = _column(table, "parent_id")
-    parent = _positions(ids, _stored(parent_column), _valid(parent_column), where)
+def _summarize_process(
+    read: Callable[[list[str]], pa.Table], keys: list[str], extra: list[str], where: str
+) -> tuple[pd.DataFrame, int]:
+    """One process's statistics per group, in a form that adds up, and its self-time total.
+    ``read(columns)`` gives its columns, a few at a time, so that large processes hold only
+    what each step needs."""
+    table = read(["id", "parent_id"])
+    ids, parent_column = _column(table, "id"), _column(table, "parent_id")
+    if ids.null_count:
+        raise TraceFormatError(f"{where}: a range has a null id")
+    parent = _positions(_ints(ids, 0), _stored(parent_column), _valid(parent_column), where)
+    del table, ids, parent_column
+    times = read(["start_ns", "end_ns", "kind"])
+    start_column, end_column = _column(times, "start_ns"), _column(times, "end_ns")
+    if start_column.null_count:
+        raise TraceFormatError(f"{where}: a range has a null start_ns")
     start = _ints(start_column, 0)
-    end_column = _column(table, "end_ns")
-    has_end = _valid(end_column)
-    end = np.where(has_end, _ints(end_column, 0), INT64_MAX)
-    closed = _is(table, "kind", [RANGE]) & has_end
+    end = _stored(end_column)  # what lies under nulls is never read: those rows are not closed
+    closed = _is(times, "kind", [RANGE]) & _valid(end_column)
     if np.any(closed & (end < start)):
         raise TraceFormatError(f"{where}: a range ends before it starts")
     forest = Nodes(parent, start, end, closed, ~closed)
@@ -234,6 +274,10 @@ def _summarize_process(table: pa.Table, keys: list[str], where: str) -> tuple[pd
         except ValueError:
             raise TraceFormatError(f"{where}: parent_id contains a cycle") from None
     own = self_durations(parent, start, end, closed)
+    spans = _is(read(["scope"]), "scope", PROFILER_SPAN_SCOPES)
+    total = int(own[closed & ~spans].sum())
+    del spans
+    table = read(keys)
     rows = np.flatnonzero(closed)
     code = np.zeros(len(rows), dtype=np.int64)
     key_codes = []
@@ -245,51 +289,49 @@ def _summarize_process(table: pa.Table, keys: list[str], where: str) -> tuple[pd
             code = np.asarray(
                 pc.dictionary_encode(pa.array(code)).indices.to_numpy(), dtype=np.int64
             )
-    group = np.full(len(ids), -1, dtype=np.int64)
+    del table
+    group = np.full(len(parent), -1, dtype=np.int32 if len(rows) < 2**31 else np.int64)
     group[rows] = code
-    duration = (end - start)[rows]
-    counted = outermost(linked_parents(forest), group)[rows]
-    columns = {
-        "g": code,
-        "row": rows,
-        "duration": duration,
-        "counted": np.where(counted, duration, 0),
-        "own": own[rows],
-    }
-    if "flops" in table.column_names:
-        columns["flops"] = _ints(_column(table, "flops"), 0)[rows]
-    sums = ["counted", "own", *(["flops"] if "flops" in columns else [])]
-    stats = (
-        pa.table(columns)
-        .group_by("g")
-        .aggregate(
-            [
-                ("row", "min"),
-                ("duration", "count"),
-                ("duration", "sum"),
-                ("duration", "min"),
-                ("duration", "max"),
-                *[(c, "sum") for c in sums],
-            ]
-        )
-    )
-    first = stats.column("row_min").to_numpy()
+    counted = outermost(linked_parents(forest), group)
+    del group
+    # Rows grouped (a stable sort: each group's first row first), then each statistic reduced.
+    small = code.astype(np.int16) if code.size and int(code.max()) < 2**15 else code
+    order = np.argsort(small, kind="stable")  # a radix sort for int16 codes
+    del small
+    starts = np.flatnonzero(np.r_[True, code[order][1:] != code[order][:-1]]) if code.size else []
+    rows = rows[order]
+    del order, code
+    first = rows[starts]
     part = pd.DataFrame(
         {
             key: pd.Series([values[i] for i in found[first]], dtype=object)
             for key, (found, values) in zip(keys, key_codes)
         }
     )
-    part["count"] = stats.column("duration_count").to_numpy()
-    part["total_ns"] = stats.column("counted_sum").to_numpy()
-    part["self_ns"] = stats.column("own_sum").to_numpy()
-    part["min_ns"] = stats.column("duration_min").to_numpy()
-    part["max_ns"] = stats.column("duration_max").to_numpy()
-    part["duration_ns"] = stats.column("duration_sum").to_numpy()
-    if "flops" in columns:
-        part["flops"] = stats.column("flops_sum").to_numpy()
-    spans = _is(table, "scope", PROFILER_SPAN_SCOPES)
-    return part, int(own[closed & ~spans].sum())
+    if not len(rows):
+        return _empty_part(part, extra), total
+    duration = end[rows] - start[rows]
+    part["count"] = np.diff(np.r_[starts, len(rows)])
+    part["total_ns"] = np.add.reduceat(np.where(counted[rows], duration, 0), starts)
+    part["self_ns"] = np.add.reduceat(own[rows], starts)
+    part["min_ns"] = np.minimum.reduceat(duration, starts)
+    part["max_ns"] = np.maximum.reduceat(duration, starts)
+    part["duration_ns"] = np.add.reduceat(duration, starts)
+    for name in extra:
+        values = read([name])
+        column = (
+            _ints(_column(values, name), 0)
+            if name in values.column_names
+            else np.zeros(len(parent), dtype=np.int64)
+        )
+        part[name] = np.add.reduceat(column[rows], starts)
+    return part, total
+
+
+def _empty_part(part: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
+    for name in ("count", "total_ns", "self_ns", "min_ns", "max_ns", "duration_ns", *extra):
+        part[name] = np.zeros(0, dtype=np.int64)
+    return part
 
 
 def _positions(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray, where: str) -> Any:

@@ -86,18 +86,19 @@ def self_durations(
     outlive the range that started it. Summing their durations would count time twice and make
     self time negative; the union never exceeds the row's duration.
     """
-    duration = np.where(counted, end - start, 0)
     child = np.flatnonzero(counted & (parent >= 0))
     child = child[counted[parent[child]]]
     if child.size == 0:
-        return duration
+        return np.where(counted, end - start, 0)
     child = child[np.lexsort((start[child], parent[child]))]
     up = parent[child]
     low = np.maximum(start[child], start[up])
     high = np.maximum(np.minimum(end[child], end[up]), low)
+    del child  # large traces: keep only what is still needed
     first = np.r_[True, up[1:] != up[:-1]]
     if np.all(first[1:] | (high[:-1] <= low[1:])):
-        added = high - low  # no sibling overlaps the one before it (nor, then, any before it)
+        added = np.subtract(high, low, out=high)  # no sibling overlaps the one before it
+        del low
     else:
         # Sorted by start within each parent, a child adds what lies past the furthest end of
         # the children before it: the union's length, without a loop over children.
@@ -107,7 +108,10 @@ def self_durations(
         added = np.maximum(high - np.maximum(low, covered_before), 0)
     covered = np.zeros(len(parent), dtype=np.int64)
     covered[up[first]] = np.add.reduceat(added, np.flatnonzero(first))
-    return duration - covered
+    del added, up, first
+    own = np.where(counted, end - start, 0)
+    own -= covered
+    return own
 
 
 def subtree_sums(
@@ -165,13 +169,11 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     same group is an ancestor exactly when its run reaches past the row.
     """
     n = len(parent)
-    child = np.flatnonzero(parent >= 0)
-    if np.array_equal(group[parent[child]], group[child]):
-        return parent < 0  # no group changes along any edge (as threads, usually): roots
     # Up from every row at once, a level a step, dropping rows that found their group: few
     # levels (as usual) cost a few passes, with no depths and no sort.
     nested = np.zeros(n, dtype=bool)
-    rows, up = child, parent[child]
+    rows = np.flatnonzero(parent >= 0).astype(np.int32 if n < 2**31 else np.int64)
+    up = parent[rows].astype(rows.dtype)
     wanted = group[rows]
     for _ in range(WALK_LEVELS):
         same = group[up] == wanted
@@ -307,9 +309,13 @@ def nodes(df: pd.DataFrame, operation: str) -> Nodes:
 def parents_come_first(parent: np.ndarray, start: np.ndarray) -> bool:
     """Whether every parent starts before its child (or at the same time, earlier in the
     frame): then following parents always goes back in that order and cannot cycle."""
-    child = np.flatnonzero(parent >= 0)
-    up = parent[child]
-    return bool(np.all((start[up] < start[child]) | ((start[up] == start[child]) & (up < child))))
+    step = 1 << 20  # in slices: large traces need no full-length temporaries
+    for low in range(0, len(parent), step):
+        child = np.flatnonzero(parent[low : low + step] >= 0) + low
+        up = parent[child]
+        if not np.all((start[up] < start[child]) | ((start[up] == start[child]) & (up < child))):
+            return False
+    return True
 
 
 def linked_parents(forest: Nodes) -> np.ndarray:

@@ -109,7 +109,7 @@ def unfinished(files: Sequence[str]) -> list[str]:
     import pyarrow.parquet as pq
 
     from recfn.errors import TraceFormatError
-    from recfn.schema import WALL_NS_KEY
+    from recfn.schema import PART_KEY, WALL_NS_KEY
 
     stopped: dict[str, bool] = {}
     for name in files:
@@ -121,5 +121,6 @@ def unfinished(files: Sequence[str]) -> list[str]:
             metadata = pq.read_schema(name).metadata or {}
         except Exception as exc:
             raise TraceFormatError(f"{name!r} is not a readable Parquet file: {exc}") from None
-        stopped[folder] = stopped.get(folder, False) or WALL_NS_KEY.encode() in metadata
+        if PART_KEY.encode() in metadata:  # a part that profile(output=...) wrote
+            stopped[folder] = stopped.get(folder, False) or WALL_NS_KEY.encode() in metadata
     return sorted(folder for folder, done in stopped.items() if not done)
