@@ -32,12 +32,14 @@ import resource, sys, time
 t = time.perf_counter()
 {body}
 elapsed = time.perf_counter() - t
-print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(elapsed, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime)
 """
 
 
-def measured(body: str) -> tuple[float, int]:
-    """Seconds and peak RSS (bytes) of ``body`` run in a fresh interpreter."""
+def measured(body: str) -> tuple[float, int, float]:
+    """Seconds, peak RSS (bytes) and CPU seconds of ``body`` run in a fresh interpreter (CPU
+    time varies less than wall time on a loaded machine)."""
     done = subprocess.run(
         [sys.executable, "-c", MEASURE.format(body=body)],
         capture_output=True,
@@ -45,8 +47,8 @@ def measured(body: str) -> tuple[float, int]:
         check=True,
         cwd=ROOT,
     )
-    seconds, rss = done.stdout.split()[-2:]
-    return float(seconds), int(rss)
+    seconds, rss, cpu = done.stdout.split()[-3:]
+    return float(seconds), int(rss), float(cpu)
 
 
 def write_process(args: tuple[str, int, int, int]) -> int:
@@ -93,12 +95,12 @@ def generate(folder: str, events: int, processes: int, max_events: int = 1_000_0
 
 
 def summary_row(what: str, source: str, n: int) -> tuple[str, float, int, str]:
-    seconds, rss = measured(
+    seconds, rss, cpu = measured(
         "from recfn.notebook_ext.cli import main\n"
         "import contextlib, io\n"
         f"with contextlib.redirect_stdout(io.StringIO()): assert main(['summary', {source!r}]) == 0"
     )
-    return what, seconds, rss, f"{n / seconds / 1e6:.2f} M events/s"
+    return what, seconds, rss, f"{n / seconds / 1e6:.2f} M events/s, {cpu:.1f} CPU s"
 
 
 def main() -> None:
@@ -109,7 +111,8 @@ def main() -> None:
     parser.add_argument("--single", action="store_true", help="also one file of --events")
     parser.add_argument("--no-pandas", action="store_true", help="skip the in-memory summary")
     options = parser.parse_args()
-    rows = []
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}")
+    rows: list[tuple[str, float, int, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         if options.events:
             folder = os.path.join(tmp, "traces")
@@ -128,7 +131,7 @@ def main() -> None:
             )
             rows.append(summary_row("`recfn summary traces/`", folder, n))
             if not options.no_pandas:
-                pandas_s, pandas_rss = measured(
+                pandas_s, pandas_rss, _ = measured(
                     f"import recfn\nrecfn.load({folder!r}, as_pandas=True).recfn.summary()"
                 )
                 rows.append(
@@ -162,7 +165,7 @@ def main() -> None:
                 "trace.files else trace.events\n"
                 f"assert rows == {options.ranges} + 3, rows  # with outer and the start/stop marks"
             )
-            s_s, s_rss = measured(body.format(where=f"output={stream!r}, ", cap=1_000_000))
+            s_s, s_rss, _ = measured(body.format(where=f"output={stream!r}, ", cap=1_000_000))
             rows.append(
                 (
                     f"stream {options.ranges:,} ranges, max_events=1M, output=folder",
@@ -173,7 +176,7 @@ def main() -> None:
             )
             if options.ranges > 10_000_000:
                 return _print(rows)
-            m_s, m_rss = measured(body.format(where="", cap=options.ranges + 10))
+            m_s, m_rss, _ = measured(body.format(where="", cap=options.ranges + 10))
             rows.append(
                 (
                     f"same in memory (max_events={options.ranges + 10:,})",
@@ -186,6 +189,7 @@ def main() -> None:
 
 
 def _print(rows: list[tuple[str, float, int, str]]) -> None:
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     print("| step | seconds | peak RSS MiB | note |")
     print("|---|---|---|---|")
     for name, seconds, rss, note in rows:
