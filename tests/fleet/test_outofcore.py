@@ -54,6 +54,7 @@ def test_cli_summarises_a_dataset_and_several_files(
     assert main(["summary", str(tmp_path / "traces"), "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert "3 files" in out and "6,018 ranges" in out and "Self time total" in out
+    assert "never stopped" not in out  # saved traces, not parts of a capture
     assert main(["summary", *map(str, files[:2]), "--by", "rank,name", "--top", "50"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert {line.split()[0] for line in lines if line.split()[:1] in (["0"], ["1"])} == {"0", "1"}
