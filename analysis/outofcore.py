@@ -163,7 +163,7 @@ def _read(parquets: list[pq.ParquetFile], columns: list[str]) -> pa.Table:
 def _one_value(parquets: list[pq.ParquetFile], column: str) -> bool:
     """Whether the files' statistics show one value, never null, in ``column`` (a file that
     lacks the column counts as all null)."""
-    seen = set()
+    seen: set[Any] = set()
     for parquet in parquets:
         metadata = parquet.metadata
         found = [i for i in range(metadata.num_columns) if metadata.schema.column(i).name == column]
@@ -298,7 +298,9 @@ def _summarize_process(
     small = code.astype(np.int16) if code.size and int(code.max()) < 2**15 else code
     order = np.argsort(small, kind="stable")  # a radix sort for int16 codes
     del small
-    starts = np.flatnonzero(np.r_[True, code[order][1:] != code[order][:-1]]) if code.size else []
+    grouped = code[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if code.size else order
+    del grouped
     rows = rows[order]
     del order, code
     first = rows[starts]

@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fleetdata import same, write_fleet
+from fleetdata import overlapping, same, write_fleet
 
 import recfn
 from recfn.analysis.outofcore import summarize_files
@@ -103,3 +103,13 @@ def test_cli_summarises_a_large_file_out_of_core(
     assert cli.main(["summary", str(path), "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert "part-00000.parquet · 1 files · 2,006 ranges" in out and "Self time total" in out
+
+
+def test_a_process_without_closed_ranges_adds_nothing(tmp_path: Path) -> None:
+    files = [str(f) for f in write_fleet(tmp_path / "fleet", processes=2, ranges=50)]
+    df = overlapping(3000)
+    path = tmp_path / "open.parquet"
+    recfn.Trace.from_pandas(df[df["end_ns"].isna()]).save(path)  # one range, still open
+    expected = recfn.load(tmp_path / "fleet", as_pandas=True).recfn.summary()
+    same(summarize_files([*files, str(path)]), expected)
+    assert summarize_files([str(path)]).empty
