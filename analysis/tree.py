@@ -87,14 +87,18 @@ def self_durations(
     self time negative; the union never exceeds the row's duration.
     """
     child = np.flatnonzero(counted & (parent >= 0))
-    child = child[counted[parent[child]]]
+    child = child[counted[parent[child]]].astype(np.int32 if len(parent) < 2**31 else np.int64)
     if child.size == 0:
         return np.where(counted, end - start, 0)
     child = child[np.lexsort((start[child], parent[child]))]
     up = parent[child]
-    low = np.maximum(start[child], start[up])
-    high = np.maximum(np.minimum(end[child], end[up]), low)
-    del child  # large traces: keep only what is still needed
+    # In place where it can be: large traces keep only what is still needed.
+    low = start[child]
+    np.maximum(low, start[up], out=low)
+    high = end[child]
+    del child
+    np.minimum(high, end[up], out=high)
+    np.maximum(high, low, out=high)
     first = np.r_[True, up[1:] != up[:-1]]
     if np.all(first[1:] | (high[:-1] <= low[1:])):
         added = np.subtract(high, low, out=high)  # no sibling overlaps the one before it
