@@ -257,6 +257,8 @@ def _summarize_process(
     if ids.null_count:
         raise TraceFormatError(f"{where}: a range has a null id")
     parent = _positions(_ints(ids, 0), _stored(parent_column), _valid(parent_column), where)
+    if len(parent) < 2**31:
+        parent = parent.astype(np.int32)
     del table, ids, parent_column
     times = read(["start_ns", "end_ns", "kind"])
     start_column, end_column = _column(times, "start_ns"), _column(times, "end_ns")
@@ -273,12 +275,9 @@ def _summarize_process(
             forest.depth  # noqa: B018 (computed to find cycles)
         except ValueError:
             raise TraceFormatError(f"{where}: parent_id contains a cycle") from None
-    own = self_durations(parent, start, end, closed)
-    spans = _is(read(["scope"]), "scope", PROFILER_SPAN_SCOPES)
-    total = int(own[closed & ~spans].sum())
-    del spans
     table = read(keys)
-    rows = np.flatnonzero(closed)
+    positions = np.int32 if len(parent) < 2**31 else np.int64
+    rows = np.flatnonzero(closed).astype(positions)
     code = np.zeros(len(rows), dtype=np.int64)
     key_codes = []
     for key in keys:
@@ -290,10 +289,16 @@ def _summarize_process(
                 pc.dictionary_encode(pa.array(code)).indices.to_numpy(), dtype=np.int64
             )
     del table
-    group = np.full(len(parent), -1, dtype=np.int32 if len(rows) < 2**31 else np.int64)
+    if code.size and int(code.max()) < 2**31:
+        code = code.astype(np.int32)
+    group = np.full(len(parent), -1, dtype=code.dtype)
     group[rows] = code
     counted = outermost(linked_parents(forest), group)
     del group
+    own = self_durations(parent, start, end, closed)
+    spans = _is(read(["scope"]), "scope", PROFILER_SPAN_SCOPES)
+    total = int(own[closed & ~spans].sum())
+    del spans
     # Rows grouped (a stable sort: each group's first row first), then each statistic reduced.
     small = code.astype(np.int16) if code.size and int(code.max()) < 2**15 else code
     order = np.argsort(small, kind="stable")  # a radix sort for int16 codes
