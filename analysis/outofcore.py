@@ -85,6 +85,8 @@ def summarize_files(
         raise ValueError(f"top must be >= 0, got {top}")
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
+    if not files:
+        raise ValueError("no files to summarise")
     present: set[str] = set()
     for name in files:
         names = _schema(name).names

@@ -43,6 +43,8 @@ def test_groupings_without_name_are_refused(tmp_path: Path) -> None:
         summarize_files(files, by="rank")
     with pytest.raises(ValueError, match="no column"):
         summarize_files(files, by=["nope", "name"])
+    with pytest.raises(ValueError, match="no files"):
+        summarize_files([])
 
 
 def test_cli_summarises_a_dataset_and_several_files(
