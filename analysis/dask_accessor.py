@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .summary import _summarize, finish_summary, self_time_total
+from .summary import _summarize, add_partials, self_time_total
 from .tree import nodes, self_durations
 
 _TOTAL = "__process_self_total"
@@ -118,24 +118,5 @@ class DaskRecfnAccessor:
             process = [c for c in ("host", "pid") if c in ddf.columns]
             partials = ddf.groupby(process, observed=True).apply(_partial, keys, meta=meta)
         parts = partials.compute()
-        return _combine(parts, keys, sort_by, top, as_index)
-
-
-def _combine(
-    parts: pd.DataFrame, keys: list[str], sort_by: str, top: int | None, as_index: bool
-) -> pd.DataFrame:
-    total = int(parts[_TOTAL].sum()) if len(parts) else 0
-    result = (
-        parts.groupby(keys, sort=False, dropna=False)
-        .agg(
-            count=("count", "sum"),
-            total_ns=("total_ns", "sum"),
-            self_ns=("self_ns", "sum"),
-            min_ns=("min_ns", "min"),
-            max_ns=("max_ns", "max"),
-            duration_ns=("duration_ns", "sum"),
-        )
-        .reset_index()
-    )
-    result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
-    return finish_summary(result, keys, [], total, sort_by, top, as_index)
+        total = int(parts[_TOTAL].sum()) if len(parts) else 0
+        return add_partials(parts.drop(columns=_TOTAL), keys, [], total, sort_by, top, as_index)

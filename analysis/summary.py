@@ -352,6 +352,31 @@ def _pct(value: float) -> str:
     return "-" if np.isnan(value) else f"{value:.2f}%"
 
 
+def add_partials(
+    parts: pd.DataFrame,
+    keys: list[str],
+    extra: list[str],
+    total: int,
+    sort_by: str,
+    top: int | None,
+    as_index: bool,
+) -> pd.DataFrame:
+    """The summary of partial summaries added up (per process, out of core or on Dask): their
+    ``count``, ``total_ns``, ``self_ns``, ``duration_ns`` and `extra` summed, ``min_ns`` and
+    ``max_ns`` taken per group, laid out by `finish_summary`."""
+    sums = ["count", "total_ns", "self_ns", "duration_ns", *extra]
+    if len(parts):
+        grouped = parts.groupby(keys, sort=False, dropna=False)
+        result = grouped[sums].sum()
+        result["min_ns"] = grouped["min_ns"].min()
+        result["max_ns"] = grouped["max_ns"].max()
+        result = result.reset_index()
+    else:
+        result = parts[[*keys, *sums, "min_ns", "max_ns"]].copy()
+    result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
+    return finish_summary(result, keys, extra, total, sort_by, top, as_index)
+
+
 def finish_summary(
     result: pd.DataFrame,
     keys: list[str],

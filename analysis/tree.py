@@ -86,25 +86,36 @@ def self_durations(
     outlive the range that started it. Summing their durations would count time twice and make
     self time negative; the union never exceeds the row's duration.
     """
-    duration = np.where(counted, end - start, 0)
     child = np.flatnonzero(counted & (parent >= 0))
-    child = child[counted[parent[child]]]
+    child = child[counted[parent[child]]].astype(np.int32 if len(parent) < 2**31 else np.int64)
     if child.size == 0:
-        return duration
+        return np.where(counted, end - start, 0)
     child = child[np.lexsort((start[child], parent[child]))]
     up = parent[child]
-    low = np.maximum(start[child], start[up])
-    high = np.maximum(np.minimum(end[child], end[up]), low)
-    # Sorted by start within each parent, a child adds what lies past the furthest end of the
-    # children before it: the union's length, without a loop over children.
+    # In place where it can be: large traces keep only what is still needed.
+    low = start[child]
+    np.maximum(low, start[up], out=low)
+    high = end[child]
+    del child
+    np.minimum(high, end[up], out=high)
+    np.maximum(high, low, out=high)
     first = np.r_[True, up[1:] != up[:-1]]
-    reach = pd.Series(high).groupby(up).cummax().to_numpy()
-    covered_before = np.r_[INT64_MIN, reach[:-1]]
-    covered_before[first] = INT64_MIN
-    added = np.maximum(high - np.maximum(low, covered_before), 0)
+    if np.all(first[1:] | (high[:-1] <= low[1:])):
+        added = np.subtract(high, low, out=high)  # no sibling overlaps the one before it
+        del low
+    else:
+        # Sorted by start within each parent, a child adds what lies past the furthest end of
+        # the children before it: the union's length, without a loop over children.
+        reach = pd.Series(high).groupby(up).cummax().to_numpy()
+        covered_before = np.r_[INT64_MIN, reach[:-1]]
+        covered_before[first] = INT64_MIN
+        added = np.maximum(high - np.maximum(low, covered_before), 0)
     covered = np.zeros(len(parent), dtype=np.int64)
     covered[up[first]] = np.add.reduceat(added, np.flatnonzero(first))
-    return duration - covered
+    del added, up, first
+    own = np.where(counted, end - start, 0)
+    own -= covered
+    return own
 
 
 def subtree_sums(
@@ -162,9 +173,20 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     same group is an ancestor exactly when its run reaches past the row.
     """
     n = len(parent)
-    child = np.flatnonzero(parent >= 0)
-    if np.array_equal(group[parent[child]], group[child]):
-        return parent < 0  # no group changes along any edge (as threads, usually): roots
+    # Up from every row at once, a level a step, dropping rows that found their group: few
+    # levels (as usual) cost a few passes, with no depths and no sort.
+    nested = np.zeros(n, dtype=bool)
+    rows = np.flatnonzero(parent >= 0).astype(np.int32 if n < 2**31 else np.int64)
+    up = parent[rows].astype(rows.dtype)
+    wanted = group[rows]
+    for _ in range(WALK_LEVELS):
+        same = group[up] == wanted
+        nested[rows[same]] = True
+        going = ~same
+        going[going] = parent[up[going]] >= 0
+        rows, up, wanted = rows[going], parent[up[going]], wanted[going]
+        if rows.size == 0:
+            return ~nested
     n_groups = int(group.max(initial=-1)) + 1
     if n_groups <= 64 * MAX_MASK_WORDS:
         return _outermost_by_masks(parent, group, n_groups)
@@ -182,6 +204,9 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     return result
 
 
+WALK_LEVELS = 16
+"""`outermost` walks up this many levels before it switches to a method whose cost does not
+grow with the depth."""
 MAX_MASK_WORDS = 4
 """`outermost` tracks the groups above each row in this many 64-bit words per row (so up to
 256 groups: names, usually); with more groups it sorts in depth-first order instead."""
@@ -275,7 +300,7 @@ def nodes(df: pd.DataFrame, operation: str) -> Nodes:
     if float(span.sum(dtype=np.float64)) >= 2.0**63:
         raise MalformedFrameError(f"{operation}: the ranges' summed durations overflow int64")
     forest = Nodes(parent_positions(df), start, end, closed, is_range & ~has_end)
-    if not _parents_come_first(forest.parent, start):
+    if not parents_come_first(forest.parent, start):
         try:
             forest.depth  # noqa: B018 (computed to find cycles, and kept)
         except ValueError:
@@ -285,12 +310,16 @@ def nodes(df: pd.DataFrame, operation: str) -> Nodes:
     return forest
 
 
-def _parents_come_first(parent: np.ndarray, start: np.ndarray) -> bool:
+def parents_come_first(parent: np.ndarray, start: np.ndarray) -> bool:
     """Whether every parent starts before its child (or at the same time, earlier in the
     frame): then following parents always goes back in that order and cannot cycle."""
-    child = np.flatnonzero(parent >= 0)
-    up = parent[child]
-    return bool(np.all((start[up] < start[child]) | ((start[up] == start[child]) & (up < child))))
+    step = 1 << 20  # in slices: large traces need no full-length temporaries
+    for low in range(0, len(parent), step):
+        child = np.flatnonzero(parent[low : low + step] >= 0) + low
+        up = parent[child]
+        if not np.all((start[up] < start[child]) | ((start[up] == start[child]) & (up < child))):
+            return False
+    return True
 
 
 def linked_parents(forest: Nodes) -> np.ndarray:

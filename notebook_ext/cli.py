@@ -69,6 +69,8 @@ class _Parser(argparse.ArgumentParser):
 # -- parsers ---------------------------------------------------------------------------------
 
 
+LARGE_ROWS = 1_000_000
+"""``recfn summary`` of one Parquet file with this many events runs out of core."""
 FORCE_HELP = "replace an existing file even if recfn did not write it"
 
 
@@ -418,7 +420,12 @@ def _print_script_traceback(exc: BaseException, script_path: str) -> None:
 def cmd_summary(args: argparse.Namespace) -> int:
     _positive(args.top, "--top")
     sources = list(args.trace)
-    trace = _load(sources[0] if len(sources) == 1 else sources)
+    if len(sources) == 1 and not args.shapes and _large_parquet(sources[0]):
+        from recfn.trace import Trace
+
+        trace = Trace.from_files(sources, name=os.path.basename(sources[0]))
+    else:
+        trace = _load(sources[0] if len(sources) == 1 else sources)
     keys = [key.strip() for key in args.by.split(",") if key.strip()]
     if not keys:
         raise CLIError("summary: --by needs a column", EXIT_USAGE)
@@ -443,11 +450,25 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _large_parquet(path: str) -> bool:
+    """Whether ``path`` is a Parquet file of at least ``LARGE_ROWS`` events (from its footer):
+    summarised out of core, column by column, rather than read, verified and held whole."""
+    import pyarrow.parquet as pq
+
+    if not path.lower().endswith((".parquet", ".pq")) or not os.path.isfile(path):
+        return False
+    try:
+        return int(pq.ParquetFile(path).metadata.num_rows) >= LARGE_ROWS
+    except Exception:  # not readable as Parquet: the ordinary load names what is wrong
+        return False
+
+
 def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> Optional[str]:
-    """The summary of a trace of many files computed out of core (DuckDB), or None when it
-    cannot be (DuckDB missing, Chrome files, a grouping without name)."""
+    """The summary of a trace of many files computed out of core, or None when it cannot
+    be (Chrome files, a grouping without name)."""
     from recfn.analysis.outofcore import summarize_files, supports
     from recfn.analysis.summary import render_text
+    from recfn.dataset import unfinished
 
     options = {"by": keys, "sort_by": sort_by, "top": top}
     if not supports(trace.files, options):
@@ -457,6 +478,11 @@ def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> 
     except ValueError as exc:
         raise CLIError(f"summary: {exc}", EXIT_USAGE) from None
     header = f"recfn · {trace.name} · {len(trace.files)} files · {result.attrs['events']:,} ranges"
+    for folder in unfinished(trace.files):
+        header += (
+            f"\n{folder}: this process never stopped its profile (killed?), so what it recorded"
+            " after its last part is missing"
+        )
     return f"{header}\n{render_text(result, keys, result.attrs['self_total_ns'])}"
 
 

@@ -148,7 +148,7 @@ def _trace_html(trace: Any) -> str:
 
 
 def _files_summary(files: Any, **options: Any) -> Any:
-    """A trace of files' summary through DuckDB when it can compute it, else None (pandas)."""
+    """A trace of files' summary out of core when it can compute it, else None (pandas)."""
     outofcore = importlib.import_module("recfn.analysis.outofcore")
     if not outofcore.supports(files, options):
         return None

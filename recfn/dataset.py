@@ -98,3 +98,29 @@ def _dropped(table: pa.Table) -> int:
 
     raw = metadata_of(table).get(DROPPED_EVENTS_KEY, "0")
     return int(raw) if raw.isdigit() else 0
+
+
+def unfinished(files: Sequence[str]) -> list[str]:
+    """The process folders among ``files`` (``profile(output=...)``'s ``process=<pid>``) whose
+    capture never stopped: killed, or still running. None of their parts is the last one, the
+    one that carries the capture's wall time. What they lost is exactly the events recorded
+    after their last part was written (the parts' dropped counts hold what else was dropped);
+    every event before it is in the parts."""
+    import pyarrow.parquet as pq
+
+    from recfn.errors import TraceFormatError
+    from recfn.schema import PART_KEY, WALL_NS_KEY
+
+    stopped: dict[str, bool] = {}
+    for name in files:
+        folder = os.path.dirname(name)
+        parquet = name.lower().endswith((".parquet", ".pq"))
+        if not parquet or not os.path.basename(folder).startswith("process="):
+            continue
+        try:
+            metadata = pq.read_schema(name).metadata or {}
+        except Exception as exc:
+            raise TraceFormatError(f"{name!r} is not a readable Parquet file: {exc}") from None
+        if PART_KEY.encode() in metadata:  # a part that profile(output=...) wrote
+            stopped[folder] = stopped.get(folder, False) or WALL_NS_KEY.encode() in metadata
+    return sorted(folder for folder, done in stopped.items() if not done)

@@ -63,7 +63,7 @@ class Trace:
         cls, files: Sequence[str], *, name: str = "trace", wall_ns: Optional[int] = None
     ) -> Trace:
         """A trace of many files (a dataset), read only when ``.table`` is first used; its
-        ``summary()`` runs over the files out of core when DuckDB is installed."""
+        ``summary()`` runs over the files out of core, one process at a time."""
         if not files:
             raise ValueError("a trace of files needs at least one file")
         trace = cls(None, name=name, wall_ns=wall_ns)
@@ -227,8 +227,8 @@ class Trace:
 
     def summary(self, **kwargs: Any) -> pd.DataFrame:
         """``df.recfn.summary(**kwargs)``; cached per arguments. A trace of Parquet files not yet
-        read is summarised out of core by DuckDB (``recfn.analysis.outofcore``) when installed
-        and the options allow (grouped by name), with the same numbers."""
+        read is summarised out of core, one process at a time (``recfn.analysis.outofcore``),
+        when the options allow (grouped by name), with the same numbers."""
         try:
             key: Any = tuple(sorted(kwargs.items()))
             hash(key)

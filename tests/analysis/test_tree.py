@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recfn.analysis as analysis
+from recfn.analysis import tree
 from recfn.analysis.accessor import MAX_INDENT
 from recfn.analysis.tree import (
     call_tree,
@@ -297,6 +300,11 @@ def test_outermost_matches_an_ancestor_walk(forest: tuple[np.ndarray, np.ndarray
             nested |= group[up] == group[row]
             up = parent[up]
         expected.append(not nested)
-    assert outermost(parent, group).tolist() == expected  # bit masks (few groups)
-    spread = group * 97  # past 256 groups: the depth-first sort
-    assert outermost(parent, spread).tolist() == expected
+    assert outermost(parent, group).tolist() == expected  # walking up
+    chain = np.arange(-1, len(parent) - 1)  # one chain as deep as the forest is long
+    on_chain = [not np.any(group[:row] == group[row]) for row in range(len(parent))]
+    with patch.object(tree, "WALK_LEVELS", 0):  # the methods past the walk's levels
+        assert outermost(parent, group).tolist() == expected  # bit masks (few groups)
+        spread = group * 97  # past 256 groups: the depth-first sort
+        assert outermost(parent, spread).tolist() == expected
+    assert outermost(chain, group).tolist() == on_chain

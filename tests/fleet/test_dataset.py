@@ -13,6 +13,7 @@ import pytest
 import workers
 
 import recfn
+from recfn.dataset import unfinished
 
 
 def run_workers(method: str, output: Path, n: int, steps: int) -> list[int]:
@@ -74,8 +75,13 @@ def test_streaming_records_past_max_events_and_loses_nothing(tmp_path: Path) -> 
     assert recfn.load(output).summary().equals(trace.summary())
 
 
-def test_a_killed_process_leaves_readable_parts(tmp_path: Path) -> None:
+def test_a_killed_process_leaves_readable_parts_and_a_record_of_its_loss(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from recfn.notebook_ext.cli import main
+
     output = tmp_path / "traces"
+    (survivor,) = run_workers("fork", output, 1, steps=20)
     context = multiprocessing.get_context("fork")
     written = context.Event()
     child = context.Process(target=workers.record_until_killed, args=(str(output), written))
@@ -87,7 +93,17 @@ def test_a_killed_process_leaves_readable_parts(tmp_path: Path) -> None:
         child.join(60)
     assert child.exitcode == -signal.SIGKILL
     assert not list(output.rglob(".*"))  # no half-written part is left behind
-    df = recfn.load(output, as_pandas=True)
-    steps = df[df["name"] == "step"]
+    trace = recfn.load(output)
+    killed = [p for p in output.glob("hostname=*/process=*") if p.name != f"process={survivor}"]
+    assert unfinished(trace.files) == [str(killed[0])]
+    assert trace.dropped_events == 0  # nothing was dropped: the loss is the unwritten tail
+    df = trace.to_pandas()
+    steps = df[(df["name"] == "step") & (df["pid"] != survivor)]
     assert len(steps) >= 65_000 and steps["end_ns"].notna().all()
+    ids = np.sort(steps["id"].to_numpy())
+    assert (np.diff(ids) == 1).all()  # every step up to the last part's end, none missing
     assert "forever" not in set(df["name"])  # still open when killed: not yet written
+    assert main(["summary", str(output)]) == 0
+    out = capsys.readouterr().out
+    assert f"{killed[0]}: this process never stopped its profile" in out
+    assert f"process={survivor}:" not in out

@@ -1,20 +1,23 @@
-"""The out-of-core summary (DuckDB over the files) gives the in-memory summary's numbers."""
+"""The out-of-core summary (per process, over the files) gives the in-memory summary's numbers."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from fleetdata import same, write_fleet
+from fleetdata import overlapping, same, write_fleet
 
 import recfn
 from recfn.analysis.outofcore import summarize_files
-
-pytest.importorskip("duckdb")
+from recfn.analysis.synthetic import make_synthetic_trace
+from recfn.errors import TraceFormatError
 
 
 @pytest.mark.parametrize("by", ["name", ["rank", "name"], ["host", "pid", "name"]])
-def test_duckdb_summary_equals_pandas(tmp_path: Path, by: str | list[str]) -> None:
+def test_out_of_core_summary_equals_pandas(tmp_path: Path, by: str | list[str]) -> None:
     files = [str(f) for f in write_fleet(tmp_path)]
     df = recfn.load(tmp_path, as_pandas=True)
     expected = df.recfn.summary(by=by)
@@ -40,6 +43,8 @@ def test_groupings_without_name_are_refused(tmp_path: Path) -> None:
         summarize_files(files, by="rank")
     with pytest.raises(ValueError, match="no column"):
         summarize_files(files, by=["nope", "name"])
+    with pytest.raises(ValueError, match="no files"):
+        summarize_files([])
 
 
 def test_cli_summarises_a_dataset_and_several_files(
@@ -51,9 +56,62 @@ def test_cli_summarises_a_dataset_and_several_files(
     assert main(["summary", str(tmp_path / "traces"), "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert "3 files" in out and "6,018 ranges" in out and "Self time total" in out
+    assert "never stopped" not in out  # saved traces, not parts of a capture
     assert main(["summary", *map(str, files[:2]), "--by", "rank,name", "--top", "50"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert {line.split()[0] for line in lines if line.split()[:1] in (["0"], ["1"])} == {"0", "1"}
     assert main(["summary", str(tmp_path / "traces"), "--by", "nope,name"]) == 2
     assert "no column(s) ['nope']" in capsys.readouterr().err
     assert main(["summary", str(tmp_path / "empty")]) == 1
+
+
+def test_one_file_of_several_processes_with_recorded_ids(tmp_path: Path) -> None:
+    frames = []
+    for k in range(3):  # ids 0, 1, ... in each process, as recorded; deep recursion
+        df = make_synthetic_trace(3000, n_threads=2, seed=k, max_depth=24)
+        df["pid"] = 500 + k
+        frames.append(df)
+    path = tmp_path / "merged.parquet"
+    recfn.Trace.from_pandas(pd.concat(frames, ignore_index=True)).save(path)
+    df = recfn.load(path, as_pandas=True)
+    for by in ("name", ["pid", "name"]):
+        expected = df.recfn.summary(by=by)
+        assert (expected["total_ns"] < expected["count"] * expected["mean_ns"]).any()  # nested
+        same(summarize_files([str(path)], by=by), expected)
+
+
+def test_broken_files_are_named(tmp_path: Path) -> None:
+    files = write_fleet(tmp_path, processes=2, ranges=10)
+    df = recfn.load(files[0], as_pandas=True)
+    df.loc[1, "id"] = df.loc[0, "id"]
+    broken = tmp_path / "broken.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), broken)
+    with pytest.raises(TraceFormatError, match="broken.parquet: ids repeat"):
+        summarize_files([str(files[1]), str(broken)])
+    pq.write_table(pa.table({"id": [1]}), broken)
+    with pytest.raises(TraceFormatError, match="broken.parquet: not a recfn trace"):
+        summarize_files([str(broken)])
+
+
+def test_cli_summarises_a_large_file_out_of_core(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recfn.notebook_ext import cli
+
+    path = write_fleet(tmp_path, processes=1)[0]
+    assert cli.main(["summary", str(path)]) == 0
+    assert "1 files" not in capsys.readouterr().out  # small: read whole
+    monkeypatch.setattr(cli, "LARGE_ROWS", 100)
+    assert cli.main(["summary", str(path), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "part-00000.parquet · 1 files · 2,006 ranges" in out and "Self time total" in out
+
+
+def test_a_process_without_closed_ranges_adds_nothing(tmp_path: Path) -> None:
+    files = [str(f) for f in write_fleet(tmp_path / "fleet", processes=2, ranges=50)]
+    df = overlapping(3000)
+    path = tmp_path / "open.parquet"
+    recfn.Trace.from_pandas(df[df["end_ns"].isna()]).save(path)  # one range, still open
+    expected = recfn.load(tmp_path / "fleet", as_pandas=True).recfn.summary()
+    same(summarize_files([*files, str(path)]), expected)
+    assert summarize_files([str(path)]).empty

@@ -19,11 +19,12 @@ def record(output: str, rank: int, steps: int) -> None:
 
 
 def record_until_killed(output: str, written: Any) -> None:
-    """Record for ever; set ``written`` once a part is on disk."""
+    """Record for ever; set ``written`` once a part of this process is on disk."""
+    own = os.path.join(output, "*", f"process={os.getpid()}", "*.parquet")
     with recfn.profile(output=output, max_events=70_000), recfn.record_function("forever"):
         while True:
             for _ in range(1000):
                 with recfn.record_function("step"):
                     pass
-            if not written.is_set() and glob.glob(os.path.join(output, "*", "*", "*.parquet")):
+            if not written.is_set() and glob.glob(own):
                 written.set()
