@@ -45,9 +45,8 @@ TID_SHIFT: Final = (
     32  # a range or event id is (thread id << TID_SHIFT) | per-thread sequence number
 )
 _SCOPES: Final = tuple(RecordScope)
-_modules: Final = (
-    sys.modules
-)  # one lookup per range fewer than sys.modules.get, until asyncio loads
+# Until asyncio is imported, each range asks sys.modules for it: one module lookup fewer.
+_modules: Final = sys.modules
 
 
 class RecordFunctionCallback:
