@@ -192,13 +192,26 @@ def run(n: int, rounds: int) -> list[tuple[str, float, float, Optional[str]]]:
                 "null": loop_nullcontext,
                 "rf": loop_record_function,
                 "fast": loop_record_function_fast,
+                "plain": loop_plain_call,
+                "deco": loop_decorated_call,
             },
             n,
             rounds,
         )
     null = r["null"] - r["empty"]
     add("record_function, profiler on", r["rf"] - r["empty"], null, "<= 1.5x")
-    add("record_function_fast, profiler on", r["fast"] - r["empty"], null, "<= 1.5x")
+    add(
+        "record_function_fast, profiler on",
+        r["fast"] - r["empty"],
+        null,
+        "<= 1.5x, <= record_function",
+    )
+    add(
+        "decorator, added cost per call, profiler on",
+        r["deco"] - r["plain"],
+        null,
+        "<= record_function",
+    )
 
     with_stack, without = stack_cost(n // 4, rounds)
     rows.append(

@@ -45,6 +45,8 @@ TID_SHIFT: Final = (
     32  # a range or event id is (thread id << TID_SHIFT) | per-thread sequence number
 )
 _SCOPES: Final = tuple(RecordScope)
+# Until asyncio is imported, each range asks sys.modules for it: one module lookup fewer.
+_modules: Final = sys.modules
 
 
 class RecordFunctionCallback:
@@ -366,6 +368,7 @@ def current_thread_id() -> int:
     return _thread_data().tid
 
 
+@mypyc_attr(free_list_len=1)  # a range made and dropped per with-block reuses one object
 class RecordFunction:
     """One range: the seed's ``at::RecordFunction``.
 
@@ -776,6 +779,7 @@ class RecordFunction:
         return f"<RecordFunction {self.name!r} {_SCOPES[self._scope].name} {states[self._state]}>"
 
 
+@mypyc_attr(free_list_len=1)  # a range made and dropped per with-block reuses one object
 class record_function(RecordFunction):
     """A USER_SCOPE range, as a context manager or a decorator of plain and async functions.
 
@@ -867,6 +871,7 @@ class record_function(RecordFunction):
             self._finish(True, False)
 
 
+@mypyc_attr(free_list_len=1)  # a range made and dropped per with-block reuses one object
 class record_function_fast(record_function):
     """The seed's cheap range: does nothing unless a callback (e.g. a profiler) is active.
 
@@ -1002,7 +1007,7 @@ def _asyncio_loop_running() -> bool:
     """Whether an asyncio event loop runs on this thread (without importing asyncio)."""
     probe = _reg.loop_probe
     if probe is None:
-        events = sys.modules.get("asyncio.events")
+        events = _modules.get("asyncio.events")
         if events is None:
             return False  # asyncio was never imported: no loop can be running
         probe = events._get_running_loop

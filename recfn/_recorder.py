@@ -32,7 +32,9 @@ from recfn._engine import (
 from recfn._stacks import FrameTable, StackCache
 from recfn.scope import SCOPE_USER
 
-CHUNK_ROWS: Final[i64] = 1 << 16  # later chunks reserve this much; pages are touched as filled
+# Later chunks reserve this much. A vec's whole capacity is zero-filled (resident) when it is
+# made, so a thread's last chunk holds up to CHUNK_ROWS * 24 bytes it has not used yet.
+CHUNK_ROWS: Final[i64] = 1 << 14
 FIRST_CHUNK_ROWS: Final[i64] = 256  # a thread's first chunk starts small and grows
 KIND_RANGE: Final[i32] = 0
 KIND_MARK: Final[i32] = 1

@@ -41,7 +41,7 @@ def process_folder(output: str, host: str, pid: int) -> str:
 def spill_rows(max_events: int) -> int:
     """Rows a thread's buffer holds before it is written out: half of ``max_events`` (at least
     one chunk, at most about a million rows, some 40 MB)."""
-    return int(max(CHUNK_ROWS, min(max_events // 2, 16 * CHUNK_ROWS)))
+    return int(max(CHUNK_ROWS, min(max_events // 2, 64 * CHUNK_ROWS)))
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """Consolidating a Recorder's thread buffers into one ``pyarrow.Table`` (schema: ``recfn.schema``).
 
 The fixed columns are read from the vec buffers through the buffer protocol and decoded with a
-few numpy passes per chunk (``decode_chunk``: the int32 sequence numbers, gaps and durations
-become int64 ids, parents and timestamps); sparse columns are scattered with one ``take``. No
-per-event Python work happens for the fixed columns.
+few numpy passes per chunk, straight into each column's slice (``decode_chunk``: the int32
+sequence numbers, gaps and durations become int64 ids, parents and timestamps); Arrow wraps the
+columns without copying and sparse columns are scattered with one ``take``. No per-event Python
+work happens for the fixed columns.
 """
 
 from __future__ import annotations
@@ -41,31 +42,45 @@ def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
     """The fixed columns of one chunk of thread ``tid``'s rows, exact: int64 ``id``,
     ``parent_id`` (0: none), ``start_ns``, ``end_ns`` (0: not ended), int32 ``name`` and ``meta``.
     """
+    n = len(chunk.seqs)
+    out = {field: np.empty(n, dtype) for field, dtype in DECODED_COLUMNS}
+    _decode_into(chunk, tid, out, 0)
+    out["meta"][:] = _view(chunk.meta, np.int32)
+    return out
+
+
+def _decode_into(chunk: _Chunk, tid: int, out: dict[str, np.ndarray], at: int) -> None:
+    """Decode ``chunk``'s ids, parents, timestamps and names into rows ``at`` onwards of the
+    preallocated ``out`` columns (no per-chunk arrays to join afterwards)."""
     n: int = len(chunk.seqs)
+    rows = slice(at, at + n)
     high = np.int64(tid) << np.int64(TID_SHIFT)
-    ids = _view(chunk.seqs, np.uint32).astype(np.int64) | high
-    parent_seqs = _view(chunk.parents, np.uint32).astype(np.int64)
-    parents = np.where(parent_seqs == 0, 0, parent_seqs | high)
-    gaps = _view(chunk.gaps, np.int32).astype(np.int64)
+    np.bitwise_or(_view(chunk.seqs, np.uint32), high, out=out["id"][rows])
+    parent_seqs = _view(chunk.parents, np.uint32)
+    parents = out["parent_id"][rows]
+    np.bitwise_or(parent_seqs, high, out=parents)
+    np.copyto(parents, 0, where=parent_seqs == 0)
+    # Starts: each escaped row's gap becomes the step from the previous row's start to its whole
+    # start, so that one running sum gives every start. Row 0 always escapes.
+    starts = out["start_ns"][rows]
+    np.copyto(starts, _view(chunk.gaps, np.int32))
     big_rows = _view(chunk.big_start_rows, np.int64)
-    gaps[big_rows] = 0
-    elapsed = np.cumsum(gaps)
-    # each row's start: the last whole start at or before it, plus the gaps since
-    lengths = np.diff(np.append(big_rows, n))
-    starts = elapsed + np.repeat(_view(chunk.big_starts, np.int64) - elapsed[big_rows], lengths)
-    spans = _view(chunk.spans, np.int32).astype(np.int64)
-    ends = np.where(spans == 0, 0, starts + spans - 1)
+    big_starts = _view(chunk.big_starts, np.int64)
+    starts[big_rows] = 0
+    if len(big_rows) > 1:
+        before = big_starts[:-1] + np.add.reduceat(starts, big_rows)[:-1]
+        starts[big_rows[1:]] = big_starts[1:] - before
+    starts[big_rows[0]] = big_starts[0]
+    np.cumsum(starts, out=starts)
+    spans = _view(chunk.spans, np.int32)
+    ends = out["end_ns"][rows]
+    np.add(starts, spans, out=ends)
+    ends -= 1
+    np.copyto(ends, 0, where=spans == 0)
     end_rows = _view(chunk.big_end_rows, np.int64)
     if len(end_rows):
         ends[end_rows] = _view(chunk.big_ends, np.int64)
-    return {
-        "id": ids,
-        "parent_id": parents,
-        "start_ns": starts,
-        "end_ns": ends,
-        "name": _view(chunk.names, np.int32),
-        "meta": _view(chunk.meta, np.int32),
-    }
+    np.copyto(out["name"][rows], _view(chunk.names, np.int32))
 
 
 DECODED_COLUMNS: Final = (
@@ -86,16 +101,24 @@ class DecodedRows:
         self.columns = columns
 
 
-def _decoded(chunk: Any, tid: int) -> Optional[dict[str, np.ndarray]]:
-    """A chunk's columns, None when it has no rows."""
-    if isinstance(chunk, DecodedRows):
-        return chunk.columns if len(chunk.columns["id"]) else None
-    return decode_chunk(chunk, tid) if len(chunk.seqs) else None
+def _rows(chunk: Any) -> int:
+    return len(chunk.columns["id"]) if isinstance(chunk, DecodedRows) else len(chunk.seqs)
 
 
-def _nullable(values: np.ndarray, null_value: int) -> pa.Array:
-    """An int64 array whose ``null_value`` entries are nulls."""
-    nulls = values == null_value
+def _split_meta(meta: np.ndarray, out: dict[str, np.ndarray], at: int) -> None:
+    """Unpack packed ``meta`` into rows ``at`` onwards of the kind, scope, depth and async
+    columns."""
+    rows = slice(at, at + len(meta))
+    np.bitwise_and(meta >> KIND_SHIFT, int(KIND_MASK), out=out["kind"][rows], casting="unsafe")
+    np.bitwise_and(meta, int(SCOPE_MASK), out=out["scope"][rows], casting="unsafe")
+    np.right_shift(meta, DEPTH_SHIFT, out=out["depth"][rows])
+    np.not_equal(meta & ASYNC_BIT, 0, out=out["is_async"][rows])
+
+
+def _nullable(values: np.ndarray, null_value: int, scratch: np.ndarray) -> pa.Array:
+    """An int64 array over ``values`` whose ``null_value`` entries are nulls (``scratch``: a
+    bool array as long, reused between columns)."""
+    nulls = np.equal(values, null_value, out=scratch)
     return pa.array(values, pa.int64(), mask=nulls if nulls.any() else None)
 
 
@@ -103,12 +126,33 @@ def _dictionary(column: str, indices: np.ndarray, values: Sequence[str]) -> pa.A
     """A dictionary column with the index type the schema gives ``column``."""
     index_type = column_type(column).index_type.to_pandas_dtype()
     return pa.DictionaryArray.from_arrays(
-        pa.array(indices.astype(index_type, copy=False)), pa.array(list(values), pa.string())
+        pa.array(indices.astype(index_type, copy=False)),
+        pa.array(list(values), pa.string()),
+        safe=False,  # the indices are ours: checking them would read every page once more
     )
 
 
-def _constant(n: int, value: int, dtype: Any) -> pa.Array:
-    return pa.array(np.full(n, value, dtype=dtype))
+class _Constants:
+    """Constant columns of one table. Fresh memory costs more than the decoding here, so every
+    0 column reads one lazily zeroed buffer and every -1 column one buffer of -1s (the same
+    bytes at any integer width)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.shared: dict[int, np.ndarray] = {}
+
+    def __call__(self, value: int, dtype: Any) -> np.ndarray:
+        if value not in (0, -1):
+            return np.full(self.n, value, dtype=dtype)
+        values = self.shared.get(value)
+        if values is None:
+            if value == 0:
+                values = np.zeros(self.n, dtype=np.int64)  # its pages are mapped when read
+            else:
+                values = np.full(self.n, value, dtype=np.int64)
+            self.shared[value] = values
+        view: np.ndarray = values.view(dtype)
+        return view[: self.n]
 
 
 def _scatter(n: int, rows: np.ndarray, values: pa.Array) -> pa.Array:
@@ -128,54 +172,81 @@ def build_table(
     device_times: Optional[DeviceTimes] = None,
 ) -> pa.Table:
     """One table for everything ``recorder`` captured (it must be stopped), with the GPU times
-    of ``profile(cuda=True)``."""
+    of ``profile(cuda=True)``.
+
+    Each column is allocated once and every chunk decoded into its slice; Arrow wraps the
+    numpy arrays without copying them.
+    """
     buffers = [buf for buf in recorder.buffers if buf.rows]
-    found = (_decoded(chunk, buf.tid) for buf in buffers for chunk in buf.chunks)
-    decoded = [columns for columns in found if columns is not None]
-
-    def fixed(field: str, dtype: Any) -> np.ndarray:
-        parts = [d[field] for d in decoded]
-        return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
-
-    rows_per_buffer = np.array([buf.rows for buf in buffers], dtype=np.int64)
+    rows_per_buffer = np.array(
+        [sum(_rows(chunk) for chunk in buf.chunks) for buf in buffers], dtype=np.int64
+    )
     n = int(rows_per_buffer.sum())
     buffer_offsets = np.concatenate([[0], np.cumsum(rows_per_buffer)[:-1]]).astype(np.int64)
+    fixed = {field: np.empty(n, dtype) for field, dtype in DECODED_COLUMNS if field != "meta"}
+    unpacked = {
+        "kind": np.empty(n, column_type("kind").index_type.to_pandas_dtype()),
+        "scope": np.empty(n, column_type("scope").index_type.to_pandas_dtype()),
+        "depth": np.empty(n, np.int32),
+        "is_async": np.empty(n, np.bool_),
+    }
+    at = 0
+    for buf in buffers:
+        for chunk in buf.chunks:
+            if isinstance(chunk, DecodedRows):
+                rows = slice(at, at + len(chunk.columns["id"]))
+                for field, values in fixed.items():
+                    values[rows] = chunk.columns[field]
+                meta = chunk.columns["meta"]
+            else:
+                _decode_into(chunk, buf.tid, fixed, at)
+                meta = _view(chunk.meta, np.int32)
+            _split_meta(meta, unpacked, at)
+            at += len(meta)
 
-    names = fixed("name", np.int32)
-    meta = fixed("meta", np.int32)
+    constant = _Constants(n)
     thread_names = sorted({buf.thread_name for buf in buffers})
     name_index = {name: i for i, name in enumerate(thread_names)}
     thread_ids = np.repeat(np.array([buf.tid for buf in buffers], dtype=np.int64), rows_per_buffer)
-    thread_name_idx = np.repeat(
-        np.array([name_index[buf.thread_name] for buf in buffers], dtype=np.int32), rows_per_buffer
-    )
+    if len(thread_names) > 1:
+        thread_name_idx = np.repeat(
+            np.array([name_index[buf.thread_name] for buf in buffers], dtype=np.int32),
+            rows_per_buffer,
+        )
+    else:
+        thread_name_idx = constant(0, np.int32)
 
-    sequence_nr = np.full(n, -1, dtype=np.int64)
-    fwd_thread_id = np.zeros(n, dtype=np.int64)
-    for buf, offset in zip(buffers, buffer_offsets):
-        if len(buf.seq_rows):
+    numbered = [(buf, offset) for buf, offset in zip(buffers, buffer_offsets) if len(buf.seq_rows)]
+    if numbered:
+        sequence_nr = np.full(n, -1, dtype=np.int64)
+        fwd_thread_id = np.zeros(n, dtype=np.int64)
+        for buf, offset in numbered:
             rows = _view(buf.seq_rows, np.int64) + offset
             sequence_nr[rows] = _view(buf.seq_vals, np.int64)
             fwd_thread_id[rows] = _view(buf.fwd_vals, np.int64)
+    else:
+        sequence_nr = constant(-1, np.int64)
+        fwd_thread_id = constant(0, np.int64)
 
+    scratch = np.empty(n, np.bool_)
     columns: dict[str, Any] = {
-        "id": pa.array(fixed("id", np.int64)),
-        "parent_id": _nullable(fixed("parent_id", np.int64), 0),
-        "name": _dictionary("name", names, recorder.name_list),
-        "kind": _dictionary("kind", (meta >> KIND_SHIFT) & KIND_MASK, KINDS),
-        "scope": _dictionary("scope", meta & SCOPE_MASK, SCOPE_LABELS),
-        "start_ns": pa.array(fixed("start_ns", np.int64)),
-        "end_ns": _nullable(fixed("end_ns", np.int64), 0),
+        "id": pa.array(fixed["id"]),
+        "parent_id": _nullable(fixed["parent_id"], 0, scratch),
+        "name": _dictionary("name", fixed["name"], recorder.name_list),
+        "kind": _dictionary("kind", unpacked["kind"], KINDS),
+        "scope": _dictionary("scope", unpacked["scope"], SCOPE_LABELS),
+        "start_ns": pa.array(fixed["start_ns"]),
+        "end_ns": _nullable(fixed["end_ns"], 0, scratch),
         "thread_id": pa.array(thread_ids),
         "thread_name": _dictionary("thread_name", thread_name_idx, thread_names),
-        "depth": pa.array((meta >> DEPTH_SHIFT).astype(np.int32)),
+        "depth": pa.array(unpacked["depth"]),
         "sequence_nr": pa.array(sequence_nr),
         "fwd_thread_id": pa.array(fwd_thread_id),
-        "is_async": pa.array((meta & ASYNC_BIT) != 0),
-        "node_id": _constant(n, node_id, np.int32),
-        "pid": _constant(n, recorder.pid, np.int64),
-        "host": _dictionary("host", np.zeros(n, dtype=np.int32), [_identity.host()]),
-        "rank": _constant(n, _identity.rank(), np.int32),
+        "is_async": pa.array(unpacked["is_async"]),
+        "node_id": pa.array(constant(node_id, np.int32)),
+        "pid": pa.array(constant(recorder.pid, np.int64)),
+        "host": _dictionary("host", constant(0, np.int32), [_identity.host()]),
+        "rank": pa.array(constant(_identity.rank(), np.int32)),
     }
     columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
     if device_times is not None:
