@@ -7,7 +7,9 @@
 
 The capture options (``--shapes``, ``--trace-calls``, ``--max-events N``, ...) are generated from
 ``recfn.ProfilerConfig`` (notebook_ext/options.py), as for ``%%record_function``. ``-o/--output``
-always names a file to write.
+names a file to write, or a folder (ending in ``/`` or existing) for a streamed dataset. With
+``--flight-recorder N`` only the last N events are kept, and written to ``-o`` at the end, or when
+the script raises (to ``recfn-flight-<pid>.parquet`` without ``-o``) or gets SIGUSR1.
 
 User mistakes (missing files, files that are not traces, bad options) end with one line on
 stderr, ``recfn: error: <file>: <what is wrong>``, and a non-zero exit, never a traceback. Any
@@ -25,6 +27,7 @@ import runpy
 import sys
 import traceback
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Optional
@@ -302,9 +305,19 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
         raise CLIError(f"run: {exc}", EXIT_USAGE) from None
 
     capture = Capture(
-        os.path.basename(os.path.abspath(script)), config, range_name="__main__", dataset=dataset
+        os.path.basename(os.path.abspath(script)),
+        config,
+        range_name="__main__",
+        dataset=dataset,
+        output_file=args.output if dataset is None else None,
     )
-    code = _run_script(capture, script, script_args)
+    with warnings.catch_warnings():  # said below, once, without a source line
+        warnings.filterwarnings("ignore", "recfn: flight recorder wrote", RuntimeWarning)
+        code = _run_script(capture, script, script_args)
+    for path in capture.dumps:
+        sys.stderr.write(
+            f"recfn: flight recorder wrote its last {config.flight_recorder} events to {path}\n"
+        )
     trace = capture.trace
     if trace is None:
         return code
@@ -313,7 +326,7 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
     if not args.quiet:
         sys.stdout.flush()
         sys.stderr.write(_summary_text(trace, args.top) + "\n")
-    if args.output is not None:
+    if args.output is not None and args.output not in capture.dumps:
         trace.save(args.output, overwrite=args.force)
         sys.stderr.write(f"recfn: wrote {args.output}\n")
     elif not args.quiet:
