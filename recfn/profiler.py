@@ -341,17 +341,18 @@ class profile:
     # -- the flight recorder --------------------------------------------------------------------
 
     def dump(self, path: Any = None) -> Trace:
-        """The flight recorder's last N events (and the ranges still open) now, written to
-        ``path`` (by its suffix, as ``save``), else to where an exception's dump goes (see the
-        class docstring); recording goes on. Returns the dump as a ``Trace``. RuntimeError
-        unless started with ``flight_recorder=N``."""
+        """The flight recorder's last N events (and the ranges still open) now, as a ``Trace``;
+        recording goes on. Also written to ``path`` (by its suffix, as ``save``), else to
+        ``output`` when the profile has one (see the class docstring). RuntimeError unless
+        started with ``flight_recorder=N``."""
         from recfn.trace import Trace
 
         ring = self._ring
         if ring is None:
             raise RuntimeError("dump() needs a profile started with flight_recorder=N")
         table = ring.snapshot("demand")
-        self._write_dump(table, path, quiet=path is not None)
+        if path is not None or self.output is not None:
+            self._write_dump(table, path)
         return Trace(table, name="flight recorder")
 
     def _dump_target(self) -> str:
@@ -376,7 +377,7 @@ class profile:
             return None
         return name if name.lower().endswith(TRACE_SUFFIXES) else None
 
-    def _write_dump(self, table: pa.Table, path: Any, *, quiet: bool = True) -> None:
+    def _write_dump(self, table: pa.Table, path: Any) -> None:
         """Write a dump (a failure warns, never raises into the program)."""
         from recfn.io import save
 
@@ -391,7 +392,7 @@ class profile:
             )
             return
         self.dumps.append(os.fspath(target))
-        if not quiet or (self.output is None and path is None):
+        if self.output is None and path is None:  # a file the user did not name: say where
             warnings.warn(
                 f"recfn: flight recorder wrote its last {self.config.flight_recorder} events "
                 f"to {target}",
