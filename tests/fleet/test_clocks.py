@@ -116,13 +116,13 @@ def test_the_reference_is_the_host_of_the_lowest_rank_and_outliers_do_not_move_i
 def test_bad_offsets_are_refused_with_what_was_wrong(tmp_path: Path) -> None:
     folder = write(tmp_path / "traces", [as_host(BASE, "a", 1, 0, 0), as_host(BASE, "b", 2, 1, 9)])
     with pytest.raises(ValueError, match=r"hosts the trace does not have: \['c'\]"):
-        recfn.load(folder, clock_offsets={"c": 1}).table
+        recfn.load(folder, clock_offsets={"c": 1}).to_pandas()
     with pytest.raises(TypeError, match="host names"):
         recfn.load(folder, clock_offsets={"a": 1.5})
     with pytest.raises(TypeError, match="mapping or a mark name"):
         recfn.load(folder, clock_offsets=[1, 2])
     with pytest.raises(ValueError, match="no mark named 'barrier'"):
-        recfn.load(folder, clock_offsets="barrier").table
+        recfn.load(folder, clock_offsets="barrier").to_pandas()
     only_a = as_host(BASE, "a", 1, 0, 0)
     b = as_host(BASE, "b", 2, 1, 0)
     b = b.filter(pc.not_equal(b.column("name").cast(pa.string()), "sync"))
