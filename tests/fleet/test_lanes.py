@@ -49,16 +49,23 @@ def fleet() -> pa.Table:
     return pa.concat_tables([as_process(base, h, p) for h, p in processes]).unify_dictionaries()
 
 
+def worker_id(table: pa.Table) -> int:
+    """The worker's logical thread id (ids are never reused: it depends on earlier tests)."""
+    names = table.column("thread_name").to_pylist()
+    return int(table.column("thread_id")[names.index("worker")].as_py())
+
+
 def test_static_timeline_groups_lanes_by_host_and_separates_hosts(fleet: pa.Table) -> None:
     ax = recfn.Trace(fleet).timeline()
     labels = [t.get_text() for t in ax.get_yticklabels()]
+    worker = f"worker ({worker_id(fleet)})"
     assert labels == [
         "a pid 7 · MainThread (1)",
-        "a pid 7 · worker (2)",
+        f"a pid 7 · {worker}",
         "a pid 8 · MainThread (1)",
-        "a pid 8 · worker (2)",
+        f"a pid 8 · {worker}",
         "b pid 7 · MainThread (1)",
-        "b pid 7 · worker (2)",
+        f"b pid 7 · {worker}",
     ]
     separators = [line for line in ax.get_lines() if line.get_gid() == HOST_SEPARATOR]
     assert len(separators) == 1
@@ -81,7 +88,8 @@ def test_widget_lanes_are_grouped_and_labelled_by_host(fleet: pa.Table) -> None:
 def test_one_host_keeps_its_labels_without_host_or_separator(fleet: pa.Table) -> None:
     one_host = as_process(fleet.slice(0, fleet.num_rows // 3), "a", 7)
     ax = recfn.Trace(one_host).timeline()
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["MainThread (1)", "worker (2)"]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["MainThread (1)", f"worker ({worker_id(one_host)})"]
     assert not [line for line in ax.get_lines() if line.get_gid() == HOST_SEPARATOR]
     labels = [lane.label for lane in TimelineIndex(one_host).lanes]
     assert labels == ["MainThread", "worker"]
