@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import recfn
 from recfn import schema
+from recfn._flight import dump_in_background
 from recfn._recorder import CHUNK_ROWS
 from recfn.notebook_ext.cli import main
 
@@ -271,3 +272,56 @@ def test_recfn_run_flight_recorder_dumps_a_crashing_script(
     assert f"flight recorder wrote its last 5 events to {out}" in capsys.readouterr().err
     assert main([*argv, str(script)]) == 1
     assert (tmp_path / f"recfn-flight-{os.getpid()}.parquet").exists()
+
+
+def test_a_signal_during_a_spill_dumps_from_a_helper_thread_once_it_is_done() -> None:
+    written: list[Any] = []
+    with recfn.profile(flight_recorder=2) as prof:
+        recfn.mark("a")
+        ring = prof._ring
+        ring._lock.acquire()  # as a spill under way holds it
+        try:
+            dump_in_background(ring, written.append)
+            assert written == []  # the handler did not wait for the lock
+            (helper,) = [t for t in threading.enumerate() if t.name == "recfn-flight-dump"]
+        finally:
+            ring._lock.release()
+        helper.join()
+    (table,) = written
+    dumped = recfn.Trace(table)
+    assert names(dumped) == ["__start_profile", "a"]
+    assert facts(dumped)["reason"] == "signal"
+
+
+CHILDREN = """\
+import multiprocessing
+import recfn
+
+
+def work(k):
+    for i in range(20):
+        recfn.mark(f"w{k}.{i}")
+
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("fork")
+    children = [context.Process(target=work, args=(k,)) for k in range(2)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join()
+"""
+
+
+def test_recfn_run_flight_recorder_into_a_folder_follows_children(tmp_path: Path) -> None:
+    script = tmp_path / "parent.py"
+    script.write_text(CHILDREN)
+    folder = tmp_path / "crash"
+    argv = ["run", "--flight-recorder", "5", "--no-trace-calls", "-q", str(script)]
+    assert main([*argv, "-o", f"{folder}/"]) == 0
+    dumps = sorted(folder.glob("hostname=*/process=*/flight.parquet"))
+    assert len(dumps) == 3  # the script's process and its two children
+    df = recfn.load(folder).to_pandas()
+    per_child = df[df["name"].astype(str).str.startswith("w")].groupby("pid")["name"]
+    assert sorted(len(names) for _, names in per_child) == [4, 4]  # the last 5: 4 marks + stop
+    assert {str(n)[3:] for _, names in per_child for n in names} == {"16", "17", "18", "19"}
