@@ -155,6 +155,12 @@ def build_parser() -> _Parser:
         "--width", type=float, default=12.0, metavar="INCHES", help="figure width (default 12)"
     )
     timeline.add_argument("--title", help="figure title (default: the file name)")
+    timeline.add_argument(
+        "--align-clocks",
+        metavar="MARK",
+        help="line up the hosts' clocks on the marks named MARK that every process recorded "
+        'at the same moment (recfn.load(..., clock_offsets="MARK"))',
+    )
     timeline.add_argument("--force", action="store_true", help=FORCE_HELP)
 
     convert = commands.add_parser(
@@ -200,10 +206,10 @@ def _out(text: str = "") -> None:
     sys.stdout.write(text + "\n")
 
 
-def _load(path: Any) -> Any:
+def _load(path: Any, clock_offsets: Any = None) -> Any:
     from recfn.trace import load
 
-    return load(path)
+    return load(path, clock_offsets=clock_offsets)
 
 
 def _check_image_path(path: str, what: str) -> str:
@@ -479,7 +485,12 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     if args.width <= 0:
         raise CLIError(f"--width must be positive, got {args.width}", EXIT_USAGE)
     _positive(args.max_depth if args.max_depth != 0 else None, "--max-depth")
-    trace = _load(args.trace)
+    trace = _load(args.trace, clock_offsets=args.align_clocks)
+    if args.align_clocks is not None:
+        try:
+            trace.table  # noqa: B018  (reads the files and estimates the offsets now)
+        except ValueError as exc:
+            raise CLIError(f"--align-clocks: {exc}") from None
     _write_timeline(
         trace,
         output,

@@ -131,3 +131,18 @@ def test_bad_offsets_are_refused_with_what_was_wrong(tmp_path: Path) -> None:
         recfn.estimate_clock_offsets(b, "sync")
     with pytest.raises(ValueError, match="host 'b' has no 'sync' mark matching"):
         recfn.estimate_clock_offsets(merged, "sync")
+
+
+def test_cli_timeline_aligns_clocks_on_a_mark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from recfn.notebook_ext.cli import main
+
+    folder = write(tmp_path / "traces", [as_host(BASE, "a", 1, 0, 0), as_host(BASE, "b", 2, 1, 9)])
+    image = tmp_path / "aligned.png"
+    assert main(["timeline", str(folder), "-o", str(image), "--align-clocks", "sync"]) == 0
+    assert image.stat().st_size > 0
+    assert main(["timeline", str(folder), "-o", str(image), "--align-clocks", "nope"]) == 1
+    err = capsys.readouterr().err
+    assert "recfn: error: --align-clocks: no mark named 'nope'" in err
+    assert "Traceback" not in err
