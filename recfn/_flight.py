@@ -264,14 +264,22 @@ def _side(rows: int, row_vector: Any, *value_vectors: Any) -> tuple[np.ndarray, 
 
 def dump_in_background(ring: FlightRing, write: Any) -> None:
     """Dump now if no spill is under way, else from a thread once it is done (a signal handler
-    must not wait for the thread it interrupted)."""
+    must not wait for the thread it interrupted). A failure warns: the program goes on."""
     if ring._lock.acquire(blocking=False):
         try:
-            table = ring._snapshot("signal")
+            _dump(ring._snapshot, write)
         finally:
             ring._lock.release()
-        write(table)
         return
     threading.Thread(
-        target=lambda: write(ring.snapshot("signal")), name="recfn-flight-dump", daemon=True
+        target=_dump, args=(ring.snapshot, write), name="recfn-flight-dump", daemon=True
     ).start()
+
+
+def _dump(snapshot: Any, write: Any) -> None:
+    try:
+        write(snapshot("signal"))
+    except Exception as exc:
+        import warnings
+
+        warnings.warn(f"recfn: flight recorder could not dump: {exc!r}", RuntimeWarning, 2)

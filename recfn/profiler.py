@@ -378,7 +378,8 @@ class profile:
         return name if name.lower().endswith(TRACE_SUFFIXES) else None
 
     def _write_dump(self, table: pa.Table, path: Any) -> None:
-        """Write a dump (a failure warns, never raises into the program)."""
+        """Write a dump: to ``path`` as ``save`` does (its errors raise), else to the dump
+        target, where a failure only warns (an exception or a signal is being handled)."""
         from recfn.io import save
 
         target = path if path is not None else self._dump_target()

@@ -325,3 +325,14 @@ def test_recfn_run_flight_recorder_into_a_folder_follows_children(tmp_path: Path
     per_child = df[df["name"].astype(str).str.startswith("w")].groupby("pid")["name"]
     assert sorted(len(names) for _, names in per_child) == [4, 4]  # the last 5: 4 marks + stop
     assert {str(n)[3:] for _, names in per_child for n in names} == {"16", "17", "18", "19"}
+
+
+def test_a_dump_that_fails_in_a_signal_handler_warns_and_the_program_goes_on() -> None:
+    def refuse(table: Any) -> None:
+        raise OSError("disk full")
+
+    with recfn.profile(flight_recorder=2) as prof:
+        with pytest.warns(RuntimeWarning, match="could not dump: OSError"):
+            dump_in_background(prof._ring, refuse)
+        recfn.mark("after")
+    assert names(prof.trace)[-2:] == ["after", "__stop_profile"]
