@@ -209,7 +209,7 @@ def _out(text: str = "") -> None:
 def _load(path: Any, clock_offsets: Any = None) -> Any:
     from recfn.trace import load
 
-    return load(path, clock_offsets=clock_offsets)
+    return load(path) if clock_offsets is None else load(path, clock_offsets=clock_offsets)
 
 
 def _check_image_path(path: str, what: str) -> str:
