@@ -10,12 +10,13 @@ from .schema import ints, process_groups
 from .units import printable
 
 
-def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str]]:
-    """A lane number per row and each lane's label.
+def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]:
+    """A lane number per row, each lane's label, and each lane's host when there are several.
 
     Within one process the lane is the ``thread_id`` and the label ``"<thread_name> (<id>)"``;
-    with several processes lanes are numbered in (host, pid, thread_id) order and labelled
-    ``"<host> pid <pid> · <thread_name> (<id>)"`` (the host only when there are several).
+    with several processes lanes are numbered in (host, pid, thread_id) order, so a host's
+    lanes are next to each other, and labelled ``"<host> pid <pid> · <thread_name> (<id>)"``
+    (the host only when there are several; then the third result maps each lane to it).
     """
     thread = ints(df["thread_id"], 0)
     names = (
@@ -26,7 +27,7 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str]]:
     if process_groups(df) is None:
         first = names.groupby(thread).first()
         labels = {int(t): f"{printable(str(first[t]))} ({t})" for t in first.index}
-        return thread, labels
+        return thread, labels, {}
     host = (
         pd.Series(df["host"].astype(object).to_numpy()).fillna("")
         if "host" in df.columns
@@ -41,7 +42,10 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str]]:
     lane = keys.merge(distinct[["host", "pid", "thread", "lane"]], how="left")["lane"]
     several_hosts = distinct["host"].nunique() > 1
     labels = {}
+    hosts = {}
     for row in distinct.itertuples(index=False):
         where = f"{row.host} " if several_hosts else ""
         labels[int(row.lane)] = printable(f"{where}pid {row.pid} · {row.name} ({row.thread})")
-    return lane.to_numpy(dtype=np.int64), labels
+        if several_hosts:
+            hosts[int(row.lane)] = str(row.host)
+    return lane.to_numpy(dtype=np.int64), labels, hosts

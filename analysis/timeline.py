@@ -123,7 +123,7 @@ def timeline(
             "timeline: no ranges or marks in the selected threads and time window"
         )
 
-    thread_ids, lane_labels = lanes(df)  # one lane per (host, pid, thread)
+    thread_ids, lane_labels, lane_hosts = lanes(df)  # one lane per (host, pid, thread)
     threads = np.unique(thread_ids[bars | marks])
     gpu_rows = np.flatnonzero(on_gpu)
     devices, device_code = np.unique(gpu.device[gpu_rows].astype(str), return_inverse=True)
@@ -162,6 +162,7 @@ def timeline(
         if cut_start is not None:  # window() dropped the events before: levels are changes
             memory_ax.set_ylabel("MiB since window start", fontsize=FONT_SIZE + 1)
 
+    _separate_hosts(ax, [lane_hosts.get(lane, "") for lane in threads.tolist()], layout)
     ticks = [lane_labels[lane] for lane in threads.tolist()]
     ticks += [GPU_LANE.format(device=printable(str(d))) for d in devices.tolist()]
     ax.set_yticks(layout.band_top + (layout.band_rows - 1) / 2, ticks, fontsize=FONT_SIZE + 1)
@@ -214,6 +215,18 @@ class _GpuTimes:
         if "device" in df.columns:
             device = df["device"].astype(object).fillna("GPU").to_numpy()
         return cls(timed, start, end, device)
+
+
+HOST_SEPARATOR = "recfn-host-separator"
+"""The ``gid`` of the line drawn between the lanes of two hosts."""
+
+
+def _separate_hosts(ax: Axes, hosts: list[str], layout: _Layout) -> None:
+    """A line across the plot where the lanes of one host end and the next host's begin."""
+    for index in range(1, len(hosts)):
+        if hosts[index] != hosts[index - 1]:
+            y = layout.band_top[index] - 1.5  # above the row of its marks
+            ax.axhline(y, color="0.35", lw=0.9, gid=HOST_SEPARATOR)
 
 
 def _lane_minimum(lane: np.ndarray, depth: np.ndarray, n_lanes: int) -> np.ndarray:

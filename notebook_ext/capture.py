@@ -67,20 +67,30 @@ class Capture:
         execution_count: Optional[int] = None,
         range_name: Optional[str] = None,
         dataset: Optional[str] = None,
+        output_file: Optional[str] = None,
     ) -> None:
         self.name = name
         self.range_name = range_name or name
         self.config = config or ProfilerConfig()
         self.execution_count = execution_count
         self.dataset = dataset  # a folder: stream into it, following child processes
+        self.output_file = output_file  # where a flight recorder writes its dumps
         self.trace: Optional[Trace] = None
         self._prof: Optional[recfn.profile] = None
         self._range: Optional[recfn.record_function] = None
 
+    @property
+    def dumps(self) -> list[str]:
+        """The files a flight recorder (``--flight-recorder N``) wrote."""
+        return [] if self._prof is None else list(self._prof.dumps)
+
     def __enter__(self) -> Capture:
         recording_costs()  # calibrated before the capture, once per process
+        flight_file = self.output_file if self.config.flight_recorder is not None else None
         self._prof = start_profile(
-            self.config, output=self.dataset, follow_children=self.dataset is not None
+            self.config,
+            output=self.dataset or flight_file,
+            follow_children=self.dataset is not None,
         )
         self._range = recfn.record_function(self.range_name)
         self._range.__enter__()
@@ -93,8 +103,8 @@ class Capture:
         try:
             rng.__exit__(exc_type, exc, tb)
         finally:
-            prof.stop()
-        if self.dataset is not None:  # this process's parts, read when needed
+            prof.__exit__(exc_type, exc, tb)  # a flight recorder dumps on an exception
+        if self.dataset is not None and prof.trace.files:  # this process's parts, read lazily
             self.trace = Trace.from_files(prof.trace.files, name=self.name, wall_ns=prof.wall_ns)
             self.trace.error = describe_error(exc)
             self.trace.execution_count = self.execution_count

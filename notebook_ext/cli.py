@@ -7,7 +7,9 @@
 
 The capture options (``--shapes``, ``--trace-calls``, ``--max-events N``, ...) are generated from
 ``recfn.ProfilerConfig`` (notebook_ext/options.py), as for ``%%record_function``. ``-o/--output``
-always names a file to write.
+names a file to write, or a folder (ending in ``/`` or existing) for a streamed dataset. With
+``--flight-recorder N`` only the last N events are kept, and written to ``-o`` at the end, or when
+the script raises (to ``recfn-flight-<pid>.parquet`` without ``-o``) or gets SIGUSR1.
 
 User mistakes (missing files, files that are not traces, bad options) end with one line on
 stderr, ``recfn: error: <file>: <what is wrong>``, and a non-zero exit, never a traceback. Any
@@ -25,6 +27,7 @@ import runpy
 import sys
 import traceback
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Optional
@@ -154,6 +157,12 @@ def build_parser() -> _Parser:
         "--width", type=float, default=12.0, metavar="INCHES", help="figure width (default 12)"
     )
     timeline.add_argument("--title", help="figure title (default: the file name)")
+    timeline.add_argument(
+        "--align-clocks",
+        metavar="MARK",
+        help="line up the hosts' clocks on the marks named MARK that every process recorded "
+        'at the same moment (recfn.load(..., clock_offsets="MARK"))',
+    )
     timeline.add_argument("--force", action="store_true", help=FORCE_HELP)
 
     convert = commands.add_parser(
@@ -199,10 +208,10 @@ def _out(text: str = "") -> None:
     sys.stdout.write(text + "\n")
 
 
-def _load(path: Any) -> Any:
+def _load(path: Any, clock_offsets: Any = None) -> Any:
     from recfn.trace import load
 
-    return load(path)
+    return load(path) if clock_offsets is None else load(path, clock_offsets=clock_offsets)
 
 
 def _check_image_path(path: str, what: str) -> str:
@@ -304,9 +313,19 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
         raise CLIError(f"run: {exc}", EXIT_USAGE) from None
 
     capture = Capture(
-        os.path.basename(os.path.abspath(script)), config, range_name="__main__", dataset=dataset
+        os.path.basename(os.path.abspath(script)),
+        config,
+        range_name="__main__",
+        dataset=dataset,
+        output_file=args.output if dataset is None else None,
     )
-    code = _run_script(capture, script, script_args)
+    with warnings.catch_warnings():  # said below, once, without a source line
+        warnings.filterwarnings("ignore", "recfn: flight recorder wrote", RuntimeWarning)
+        code = _run_script(capture, script, script_args)
+    for path in capture.dumps:
+        sys.stderr.write(
+            f"recfn: flight recorder wrote its last {config.flight_recorder} events to {path}\n"
+        )
     trace = capture.trace
     if trace is None:
         return code
@@ -315,7 +334,7 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
     if not args.quiet:
         sys.stdout.flush()
         sys.stderr.write(_summary_text(trace, args.top) + "\n")
-    if args.output is not None:
+    if args.output is not None and args.output not in capture.dumps:
         trace.save(args.output, overwrite=args.force)
         sys.stderr.write(f"recfn: wrote {args.output}\n")
     elif not args.quiet:
@@ -492,7 +511,12 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     if args.width <= 0:
         raise CLIError(f"--width must be positive, got {args.width}", EXIT_USAGE)
     _positive(args.max_depth if args.max_depth != 0 else None, "--max-depth")
-    trace = _load(args.trace)
+    trace = _load(args.trace, clock_offsets=args.align_clocks)
+    if args.align_clocks is not None:
+        try:
+            trace.table  # noqa: B018  (reads the files and estimates the offsets now)
+        except ValueError as exc:
+            raise CLIError(f"--align-clocks: {exc}") from None
     _write_timeline(
         trace,
         output,

@@ -106,8 +106,11 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--output",
             "--save",
             dest="output",
-            metavar="FILE",
-            help="write the trace to FILE: Parquet, or Chrome JSON for .json/.json.gz",
+            metavar="PATH",
+            help="write the trace to PATH: Parquet, or Chrome JSON for .json/.json.gz; a folder "
+            "(ending in / or existing) gets this cell's events as a Parquet dataset streamed "
+            "while it runs (hostname=<host>/process=<pid>/part-N.parquet, child processes "
+            "followed), as recfn.profile(output=...) and recfn run -o DIR/ write",
         ),
         argument(
             "--force",
@@ -125,6 +128,11 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     for decorate in decorators:
         func = decorate(func)
     return func
+
+
+def _is_folder(path: str) -> bool:
+    """Whether ``--output`` names a dataset folder: it ends in a separator or is a folder."""
+    return path.endswith(("/", os.sep)) or os.path.isdir(path)
 
 
 def split_line(parser: Any, line: str) -> tuple[list[str], str]:
@@ -266,7 +274,13 @@ class RecordFunctionMagics(Magics):
         __tracebackhide__ = True
         if args.var is not None and (not args.var.isidentifier() or keyword.iskeyword(args.var)):
             raise UsageError(f"--var expects a Python variable name, got {args.var!r}")
-        if args.output is not None:
+        dataset = None
+        if args.output is not None and _is_folder(os.path.expanduser(args.output)):
+            dataset = os.path.expanduser(args.output)
+            parent = os.path.dirname(os.path.abspath(dataset.rstrip("/" + os.sep)))
+            if not os.path.isdir(parent):
+                raise UsageError(f"--output: folder {parent!r} does not exist")
+        elif args.output is not None:
             try:
                 args.output = check_output_path(os.path.expanduser(args.output), "--output")
             except CaptureError as exc:
@@ -278,7 +292,13 @@ class RecordFunctionMagics(Magics):
                 raise UsageError(f"{exc}{hint}") from None
         body, last_expr = self._compile(source)
 
-        capture = Capture(name, args.config, execution_count=self._cell_number())
+        capture = Capture(
+            name,
+            args.config,
+            execution_count=self._cell_number(),
+            dataset=dataset,
+            output_file=args.output if dataset is None else None,
+        )
         error: Optional[BaseException] = None
         result: Any = None
         user_ns, global_ns = self.ip.user_ns, self.ip.user_global_ns  # not traced as the cell's
@@ -296,7 +316,7 @@ class RecordFunctionMagics(Magics):
             if error is not None:
                 raise error
             return None
-        self._keep(trace, args)
+        self._keep(trace, args, written=dataset is not None or args.output in capture.dumps)
         if error is not None:
             raise error
         return result
@@ -325,14 +345,16 @@ class RecordFunctionMagics(Magics):
             raise
         return body, last_expr
 
-    def _keep(self, trace: Trace, args: Any) -> None:
-        """Store the trace in the session, --var and --output; then show it unless --quiet."""
+    def _keep(self, trace: Trace, args: Any, *, written: bool = False) -> None:
+        """Store the trace in the session, --var and --output (unless the capture ``written``
+        it there already: a dataset folder, a flight recorder's file); then show it unless
+        --quiet."""
         session = current_session()
         session.add(trace, append=args.append)
         kept = session.trace() if args.append else trace
         if args.var is not None:
             self.ip.user_ns[args.var] = kept.to_pandas()
-        if args.output is not None:
+        if args.output is not None and not written:
             try:
                 kept.save(args.output, overwrite=args.force)
             except (OSError, ValueError) as exc:

@@ -73,6 +73,8 @@ _LAZY = {
     "ModuleHooks": "recfn.torch_modules",
     "instrument_module": "recfn.torch_modules",
     "Trace": "recfn.trace",
+    "apply_clock_offsets": "recfn._clocks",
+    "estimate_clock_offsets": "recfn._clocks",
     "merge": "recfn.trace",
 }
 
@@ -86,13 +88,15 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def load(path: Any, as_pandas: bool = False) -> Any:
+def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> Any:
     """A ``recfn.Trace`` of a trace file: recfn Parquet, any Parquet with the event table's
-    columns, or Chrome JSON (``.json``/``.json.gz``), told apart by content. ``as_pandas=True``
-    returns ``trace.to_pandas()`` instead."""
+    columns, or Chrome JSON (``.json``/``.json.gz``), told apart by content; of a folder, glob
+    or list of them, read lazily. ``as_pandas=True`` returns ``trace.to_pandas()`` instead;
+    ``clock_offsets`` (``{host: ns}`` or a mark's name) lines up the hosts' clocks (see
+    ``recfn.trace.load``)."""
     from recfn.trace import load as load_trace
 
-    return load_trace(path, as_pandas=as_pandas)
+    return load_trace(path, as_pandas=as_pandas, clock_offsets=clock_offsets)
 
 
 def session() -> Any:
@@ -258,6 +262,7 @@ __all__ = [
     "add_global_callback",
     "add_thread_local_callback",
     "add_to_skip_list",
+    "apply_clock_offsets",
     "clear_callbacks",
     "clear_global_callbacks",
     "clear_thread_local_callbacks",
@@ -268,6 +273,7 @@ __all__ = [
     "emit_nvtx",
     "enable_profiler",
     "enable_record_function",
+    "estimate_clock_offsets",
     "gather_traceback",
     "has_callbacks",
     "has_global_callbacks",

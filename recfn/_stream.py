@@ -140,35 +140,21 @@ class _RecorderView:
         self.frames = recorder.frames
 
 
-class DatasetWriter:
-    """Writes one process's capture as parts of a Hive-partitioned Parquet dataset."""
+class BufferTaker:
+    """Takes full thread buffers from the recorder (its ``spill`` hook) as Arrow tables, ranges
+    still open held back until they end; a subclass keeps the tables (``_save``)."""
 
-    def __init__(self, output: str, recorder: Recorder, config: dict[str, Any], start_ns: int):
-        self.output = output
-        self.folder = process_folder(output, _identity.host(), recorder.pid)
-        os.makedirs(self.folder, exist_ok=True)
+    def __init__(self, recorder: Recorder, config: dict[str, Any], start_ns: int) -> None:
         self.recorder = recorder
         self.config = config
         self.start_ns = start_ns
-        self.files: list[str] = []
-        self.errors: list[str] = []  # parts that could not be written (their rows are dropped)
+        self.errors: list[str] = []  # tables that could not be kept (their rows are dropped)
         self._held: dict[int, list[_Held]] = {}
         self._lock = threading.Lock()
         self._busy = threading.local()
-        self._dropped_written = 0
-        taken = [
-            int(m.group(1))
-            for path in glob.glob(os.path.join(self.folder, PART_PATTERN))
-            if (m := re.search(r"part-(\d+)\.parquet$", path))
-        ]
-        self._next = max(taken, default=-1) + 1
-
-    def attach(self, max_events: int) -> None:
-        self.recorder.spill_rows = spill_rows(max_events)
-        self.recorder.spill = self.spill
 
     def spill(self, buf: _ThreadBuffer) -> None:
-        """The recorder's hook: write ``buf`` out (from its own thread, while recording)."""
+        """The recorder's hook: take ``buf``'s rows (from its own thread, while recording)."""
         if getattr(self._busy, "on", False):
             return
         self._busy.on = True
@@ -183,13 +169,6 @@ class DatasetWriter:
                 buf.clear()
         finally:
             self._busy.on = False
-
-    def finish(self, wall_ns: int) -> list[str]:
-        """Write every buffer's remaining rows (open ranges as open); returns all parts."""
-        self.recorder.spill = None
-        for buf in list(self.recorder.buffers):
-            self._write(buf, final=True, wall_ns=wall_ns)
-        return list(self.files)
 
     def _write(self, buf: _ThreadBuffer, *, final: bool, wall_ns: Optional[int] = None) -> None:
         import pyarrow.compute as pc
@@ -243,6 +222,38 @@ class DatasetWriter:
         if found.size:
             stack = int(snapshot.stack_nodes[int(found[0])])
         return _Held(chunk, offset, extras, sequence, stack)
+
+    def _save(self, table: pa.Table, wall_ns: Optional[int]) -> None:
+        raise NotImplementedError
+
+
+class DatasetWriter(BufferTaker):
+    """Writes one process's capture as parts of a Hive-partitioned Parquet dataset."""
+
+    def __init__(self, output: str, recorder: Recorder, config: dict[str, Any], start_ns: int):
+        super().__init__(recorder, config, start_ns)
+        self.output = output
+        self.folder = process_folder(output, _identity.host(), recorder.pid)
+        os.makedirs(self.folder, exist_ok=True)
+        self.files: list[str] = []
+        self._dropped_written = 0
+        taken = [
+            int(m.group(1))
+            for path in glob.glob(os.path.join(self.folder, PART_PATTERN))
+            if (m := re.search(r"part-(\d+)\.parquet$", path))
+        ]
+        self._next = max(taken, default=-1) + 1
+
+    def attach(self, max_events: int) -> None:
+        self.recorder.spill_rows = spill_rows(max_events)
+        self.recorder.spill = self.spill
+
+    def finish(self, wall_ns: int) -> list[str]:
+        """Write every buffer's remaining rows (open ranges as open); returns all parts."""
+        self.recorder.spill = None
+        for buf in list(self.recorder.buffers):
+            self._write(buf, final=True, wall_ns=wall_ns)
+        return list(self.files)
 
     def _save(self, table: pa.Table, wall_ns: Optional[int]) -> None:
         from recfn import schema

@@ -55,6 +55,12 @@ class ProfilerConfig:
         "keep at most this many events; the rest are only counted (dropped)",
         metavar="N",
     )
+    flight_recorder: Optional[int] = _option(
+        None,
+        "flight recorder: keep only the last N events (and the ranges still open) and write "
+        "them when an exception escapes, on SIGUSR1 or on demand (profile.dump())",
+        metavar="N",
+    )
     record_scopes: Optional[tuple[RecordScope, ...]] = _option(
         None,
         "record only ranges of these RecordScopes, by name (function, user_scope, ...); "
@@ -100,6 +106,10 @@ class ProfilerConfig:
             _check_type(spec, getattr(self, spec.name))
         if self.max_events <= 0:
             raise ValueError(f"ProfilerConfig.max_events must be positive, got {self.max_events}")
+        if self.flight_recorder is not None and self.flight_recorder <= 0:
+            raise ValueError(
+                f"ProfilerConfig.flight_recorder must be positive, got {self.flight_recorder}"
+            )
         if not 0.0 <= self.sampling_prob <= 1.0:
             raise ValueError(
                 f"ProfilerConfig.sampling_prob must be in [0, 1], got {self.sampling_prob}"

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextvars
 import os
+import signal
 import threading
 import time
 import tracemalloc
 import warnings
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Final, Optional
 
 from recfn import _follow, _registry
 from recfn._cuda import CudaTimer
@@ -28,8 +29,14 @@ if TYPE_CHECKING:  # pyarrow and pandas load on first use, keeping `import recfn
     import pandas as pd
     import pyarrow as pa
 
+    from recfn._flight import FlightRing
     from recfn._stream import DatasetWriter
     from recfn.trace import Trace
+
+FLIGHT_SIGNAL: Final = getattr(signal, "SIGUSR1", None)
+"""The signal that makes a flight recorder write its dump (POSIX only)."""
+FLIGHT_FILE: Final = "flight.parquet"
+"""A flight recorder's dump in its process folder, when ``output`` is a dataset folder."""
 
 _node_id = -1
 _active: list[profile] = []
@@ -102,6 +109,16 @@ class profile:
     is then the dataset of this process's parts, read lazily. ``follow_children=True`` also
     profiles every child process (``multiprocessing`` fork and spawn, process pools,
     ``os.fork``) into the same dataset (``recfn._follow``).
+
+    ``flight_recorder=N`` keeps only the last N events (and the ranges still open) in memory
+    (``recfn._flight``) and writes them: when an exception escapes the block (not a
+    ``SystemExit`` of status 0), when the process gets ``SIGUSR1`` (handler installed only when
+    started on the main thread, chaining the one before it, restored by ``stop()``), and on
+    demand (``dump()``). They go to ``output``: a trace file (``.parquet``, ``.json``, ...), or a
+    dataset folder, where each process writes ``hostname=<host>/process=<pid>/flight.parquet``;
+    without ``output`` an exception or a signal writes ``recfn-flight-<pid>.parquet`` in the
+    current folder and warns where. ``stop()`` returns the last N events as the trace (and
+    writes them to ``output`` when given).
     """
 
     def __init__(
@@ -122,12 +139,19 @@ class profile:
             from recfn.io import path_name
 
             self.output = path_name(output)
-            if os.path.isfile(self.output):
+            if self._flight_file() is None and os.path.isfile(self.output):
                 raise ValueError(f"output must be a folder for the dataset, not a file: {output!r}")
-        if follow_children and self.output is None:
+        if follow_children and (self.output is None or self._flight_file() is not None):
             raise ValueError("follow_children=True needs output= (a folder for the dataset)")
         self.follow_children = bool(follow_children)
         self._writer: Optional[DatasetWriter] = None
+        self._ring: Optional[FlightRing] = None
+        self._crash: Optional[str] = None  # the exception that escaped a flight-recorded block
+        self._signal_handler: Any = None
+        self._previous_handler: Any = None
+        self._default_dump = ""
+        self.dumps: list[str] = []
+        """The files the flight recorder wrote, in order."""
         self._recorder: Optional[Recorder] = None
         self._tracer: Optional[Tracer] = None
         self._nvtx: Optional[NvtxForwarder] = None
@@ -189,7 +213,15 @@ class profile:
             self._started_tracemalloc = True
         self._start_ns = time.time_ns()
         recorder.clock_offset = self._start_ns - time.perf_counter_ns()
-        if self.output is not None:
+        if cfg.flight_recorder is not None:
+            from recfn._flight import FlightRing  # numpy and pyarrow: only when recording
+
+            self._ring = FlightRing(recorder, cfg.to_dict(), self._start_ns, cfg.flight_recorder)
+            self._ring.attach()
+            self._default_dump = os.path.abspath(f"recfn-flight-{recorder.pid}.parquet")
+            if self.follow_children and self.output is not None:
+                _follow.follow(self.output, self.config)
+        elif self.output is not None:
             from recfn._stream import DatasetWriter  # numpy and pyarrow: only when streaming
 
             self._writer = DatasetWriter(
@@ -210,6 +242,8 @@ class profile:
         if tracer is not None:
             self._tracer = tracer
             tracer.start()
+        if self._ring is not None:
+            self._install_signal()
         return self
 
     def _orphan(self) -> None:
@@ -255,6 +289,16 @@ class profile:
         from recfn._table import build_table
         from recfn.trace import Trace
 
+        if self._ring is not None:
+            self._restore_signal()
+            if self.follow_children and _follow.following() is not None and not inherited:
+                _follow.unfollow()
+            recorder.spill = None
+            table = self._ring.snapshot(self._crash or "stop")
+            self._trace = Trace(table, name="flight recorder", wall_ns=self._wall_ns)
+            if not inherited and (self.output is not None or self._crash is not None):
+                self._write_dump(table, None)
+            return self._trace
         if self._writer is not None and not inherited:
             if self.follow_children and _follow.following() is not None:
                 _follow.unfollow()
@@ -287,7 +331,103 @@ class profile:
         return self.start()
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if isinstance(exc, BaseException) and not (
+            isinstance(exc, SystemExit) and exc.code in (0, None)
+        ):
+            text = str(exc).strip().splitlines()
+            self._crash = f"exception: {type(exc).__name__}" + (f": {text[0][:80]}" if text else "")
         self.stop()
+
+    # -- the flight recorder --------------------------------------------------------------------
+
+    def dump(self, path: Any = None) -> Trace:
+        """The flight recorder's last N events (and the ranges still open) now, as a ``Trace``;
+        recording goes on. Also written to ``path`` (by its suffix, as ``save``), else to
+        ``output`` when the profile has one (see the class docstring). RuntimeError unless
+        started with ``flight_recorder=N``."""
+        from recfn.trace import Trace
+
+        ring = self._ring
+        if ring is None:
+            raise RuntimeError("dump() needs a profile started with flight_recorder=N")
+        table = ring.snapshot("demand")
+        if path is not None or self.output is not None:
+            self._write_dump(table, path)
+        return Trace(table, name="flight recorder")
+
+    def _dump_target(self) -> str:
+        """Where a dump goes without a path (see the class docstring)."""
+        if self.output is None:
+            return self._default_dump
+        if self._flight_file() is not None:
+            return self.output
+        from recfn import _identity
+        from recfn._stream import process_folder
+
+        folder = process_folder(self.output, _identity.host(), os.getpid())
+        os.makedirs(folder, exist_ok=True)
+        return os.path.join(folder, FLIGHT_FILE)
+
+    def _flight_file(self) -> Optional[str]:
+        """``output`` when this flight recorder writes to one trace file, else None."""
+        from recfn.dataset import TRACE_SUFFIXES
+
+        name = self.output
+        if self.config.flight_recorder is None or name is None or os.path.isdir(name):
+            return None
+        return name if name.lower().endswith(TRACE_SUFFIXES) else None
+
+    def _write_dump(self, table: pa.Table, path: Any) -> None:
+        """Write a dump: to ``path`` as ``save`` does (its errors raise), else to the dump
+        target, where a failure only warns (an exception or a signal is being handled)."""
+        from recfn.io import save
+
+        target = path if path is not None else self._dump_target()
+        try:
+            save(table, target)
+        except Exception as exc:
+            if path is not None:
+                raise
+            warnings.warn(
+                f"recfn: flight recorder could not write {target}: {exc}", RuntimeWarning, 2
+            )
+            return
+        self.dumps.append(os.fspath(target))
+        if self.output is None and path is None:  # a file the user did not name: say where
+            warnings.warn(
+                f"recfn: flight recorder wrote its last {self.config.flight_recorder} events "
+                f"to {target}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+    def _install_signal(self) -> None:
+        """Dump on ``FLIGHT_SIGNAL`` (main thread only: Python runs handlers there)."""
+        if FLIGHT_SIGNAL is None or threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(FLIGHT_SIGNAL)
+
+        def handler(signum: int, frame: Any) -> None:
+            from recfn._flight import dump_in_background
+
+            ring = self._ring
+            if ring is not None and self.running:
+                dump_in_background(ring, lambda table: self._write_dump(table, None))
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(FLIGHT_SIGNAL, handler)
+        self._signal_handler, self._previous_handler = handler, previous
+
+    def _restore_signal(self) -> None:
+        handler = self._signal_handler
+        if handler is None or FLIGHT_SIGNAL is None:
+            return
+        if threading.current_thread() is threading.main_thread():
+            if signal.getsignal(FLIGHT_SIGNAL) is handler:
+                previous = self._previous_handler
+                signal.signal(FLIGHT_SIGNAL, previous if previous is not None else signal.SIG_DFL)
+            self._signal_handler = None
 
     # -- events from outside ranges -------------------------------------------------------------
 

@@ -49,6 +49,11 @@ load (``check_content_hash``); tables in memory never carry it."""
 PART_KEY: Final = "recfn.part"
 """A part's number in a dataset written by ``profile(output=...)``: its parents may be in other
 parts, so ``check_events`` does not ask for them (``whole=False``)."""
+FLIGHT_RECORDER_KEY: Final = "recfn.flight_recorder"
+"""In a flight recorder's dump (``profile(flight_recorder=N)``): JSON of what the ring kept and
+lost (``recfn._flight``)."""
+CLOCK_OFFSETS_KEY: Final = "recfn.clock_offsets"
+"""In a trace loaded with ``clock_offsets``: JSON ``{host: ns}`` added to each host's times."""
 _HASH_NAME: Final = CONTENT_HASH_KEY.encode()
 METADATA_PREFIX: Final = "recfn."
 
@@ -199,6 +204,8 @@ def build_metadata(
     rank: Optional[int] = None,
     local_rank: Optional[int] = None,
     world_size: Optional[int] = None,
+    flight_recorder: Optional[Mapping[str, Any]] = None,
+    clock_offsets: Optional[Mapping[str, int]] = None,
 ) -> dict[str, str]:
     """The schema metadata of a trace (every key is a ``*_KEY`` constant of this module)."""
     from recfn import __version__
@@ -222,6 +229,10 @@ def build_metadata(
     ):
         if value is not None:
             metadata[key] = str(int(value))
+    if flight_recorder is not None:
+        metadata[FLIGHT_RECORDER_KEY] = json.dumps(dict(flight_recorder), sort_keys=True)
+    if clock_offsets is not None:
+        metadata[CLOCK_OFFSETS_KEY] = json.dumps(dict(clock_offsets), sort_keys=True)
     return metadata
 
 

@@ -49,6 +49,7 @@ class Trace:
                 raise TypeError(f"Trace needs a pyarrow.Table, got {type(table).__name__}")
         self._table = table
         self._files: tuple[str, ...] = ()
+        self._clock_offsets: Any = None  # applied when the files are read
         self.name = name
         self._wall_ns = wall_ns
         self.error = error
@@ -93,7 +94,12 @@ class Trace:
         if self._table is None:
             from recfn.dataset import read
 
-            self._table = read(self._files)
+            table = read(self._files)
+            if self._clock_offsets is not None:
+                from recfn._clocks import apply_clock_offsets
+
+                table = apply_clock_offsets(table, self._clock_offsets)
+            self._table = table
         return self._table
 
     def to_pandas(self) -> pd.DataFrame:
@@ -121,7 +127,11 @@ class Trace:
         """The table; for an unread trace of Parquet files an empty table with their combined
         metadata (the first file's, dropped events summed, the longest wall time), read from
         the footers alone."""
-        if self._table is not None or not all(f.endswith((".parquet", ".pq")) for f in self._files):
+        if (
+            self._table is not None
+            or self._clock_offsets is not None
+            or not all(f.endswith((".parquet", ".pq")) for f in self._files)
+        ):
             return self.table
         import pyarrow.parquet as pq
 
@@ -302,13 +312,19 @@ class Trace:
         return f"<p>{html.escape(self.header())}</p>"
 
 
-def load(path: Any, as_pandas: bool = False) -> Any:
+def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> Any:
     """A ``Trace`` of a trace file: recfn Parquet, any Parquet with the event table's columns, or
     Chrome JSON (``.json``/``.json.gz``, torch.profiler's too), told apart by the first bytes.
 
     A folder (a dataset of ``profile(output=...)``), a glob pattern or a list of paths gives one
     trace over all their files, read lazily (``recfn.dataset``; ``Trace.files``).
-    ``as_pandas=True`` returns ``trace.to_pandas()`` instead. Errors: FileNotFoundError for a
+    ``as_pandas=True`` returns ``trace.to_pandas()`` instead.
+
+    ``clock_offsets`` lines up hosts whose clocks disagree (``recfn._clocks``): ``{host: ns}``
+    added to each host's times, or the name of a mark every process recorded at the same moment
+    (``"sync"``), from which they are estimated; the metadata ``recfn.clock_offsets`` records
+    what was applied. A trace of files applies them when it reads the files (its out-of-core
+    summary needs no offsets: durations do not change). Errors: FileNotFoundError for a
     missing path or a folder with no trace files; ``TraceFormatError``, naming the file and what
     is wrong, for everything else that is not a readable trace: a FIFO, device or socket
     (refused without blocking), an empty, foreign, corrupt or truncated file, or Chrome JSON
@@ -317,9 +333,14 @@ def load(path: Any, as_pandas: bool = False) -> Any:
     """
     from recfn import dataset, io
 
+    if clock_offsets is not None and not isinstance(clock_offsets, str):
+        from recfn._clocks import check_offsets
+
+        clock_offsets = check_offsets(clock_offsets)
     if dataset.is_many(path):
         files = dataset.resolve(path)
         many = Trace.from_files(files, name=_label(path))
+        many._clock_offsets = clock_offsets
         return many.to_pandas() if as_pandas else many
 
     name = io.path_name(path)
@@ -328,6 +349,10 @@ def load(path: Any, as_pandas: bool = False) -> Any:
         trace = Trace(io.read_parquet(name), name=label)
     else:
         trace = Trace.from_pandas(io.read_chrome(name), name=label)
+    if clock_offsets is not None:
+        from recfn._clocks import apply_clock_offsets
+
+        trace = Trace(apply_clock_offsets(trace.table, clock_offsets), name=label)
     return trace.to_pandas() if as_pandas else trace
 
 

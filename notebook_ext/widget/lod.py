@@ -125,13 +125,20 @@ class TimelineIndex:
             _ints(table, "depth", 0) if "depth" in table.column_names else np.zeros(len(is_range))
         )
         depth_all = np.maximum(depth_all, 0).astype(np.int64)
-        import pandas as pd
 
-        # Lanes in (pid, thread_id) order; thread ids are small logical numbers (docs/schema.md).
-        lane_of, lane_keys = pd.factorize(pid[rows] * (1 << 32) + thread[rows], sort=True)
-        lane_of = np.asarray(lane_of, dtype=np.int64)
-        lane_pids = np.asarray(lane_keys, dtype=np.int64) >> 32
-        several_pids = len(np.unique(lane_pids)) > 1
+        # Lanes in (host, pid, thread_id) order, so that a host's lanes are together.
+        if "host" in table.column_names:
+            host_codes, host_names = _codes(table.column("host"))
+            by_name = np.argsort(np.argsort(np.array(host_names, dtype=object)))
+            host_rank = np.where(host_codes >= 0, by_name[np.maximum(host_codes, 0)], -1)
+        else:
+            host_rank, host_names = np.full(len(is_range), -1), []
+        keys = np.stack([host_rank[rows], pid[rows], thread[rows]], axis=1).astype(np.int64)
+        lane_keys, lane_of = np.unique(keys.reshape(-1, 3), axis=0, return_inverse=True)
+        lane_of = np.asarray(lane_of, dtype=np.int64).reshape(-1)
+        lane_hosts = sorted(host_names)
+        several_hosts = len(np.unique(lane_keys[:, 0])) > 1
+        several_pids = len(np.unique(lane_keys[:, :2], axis=0)) > 1
         depth = depth_all[rows]
         # One sorted run per (lane, depth): rows sorted by start inside it.
         order = np.lexsort((self.start[rows], depth, lane_of))
@@ -158,7 +165,10 @@ class TimelineIndex:
             code = int(thread_codes[row])
             label = thread_names[code] if code >= 0 else f"thread {thread[row]}"
             if several_pids:
-                label = f"pid {lane_pids[index]} / {label}"
+                label = f"pid {lane_keys[index, 1]} / {label}"
+            if several_hosts:
+                host = int(lane_keys[index, 0])
+                label = f"{lane_hosts[host] if host >= 0 else '?'} / {label}"
             depth_rows = int(self._depth[last]) + 1  # sorted by depth within the lane
             self.lanes.append(Lane(label=label, kind="ranges", depth=depth_rows))
 

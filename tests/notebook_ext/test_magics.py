@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 
 import pandas as pd
 import pytest
@@ -88,9 +89,39 @@ def test_save_writes_parquet_and_chrome_json(shell, tmp_path):
     assert range_names(imported).count("inner") == 3
 
 
+def test_save_to_a_folder_streams_a_dataset(shell, tmp_path):
+    folder = tmp_path / "traces"
+    for _ in range(2):  # a second cell adds its parts beside the first's
+        run = shell.run(f"%%record_function --save {folder}/ --quiet\n{NESTED_CELL}")
+        assert run.error is None
+    parts = sorted(folder.glob("hostname=*/process=*/part-*.parquet"))
+    assert len(parts) == 2
+    assert {p.parent.name for p in parts} == {f"process={os.getpid()}"}
+    df = recfn.load(folder).to_pandas()
+    assert range_names(df).count("inner") == 6
+    last = get_session().last
+    assert last.files == (str(parts[-1]),)
+    assert range_names(last.to_pandas()).count("inner") == 3
+
+
+def test_save_to_a_folder_with_a_flight_recorder(shell, tmp_path):
+    folder = tmp_path / "traces"
+    run = shell.run(
+        f"%%record_function --save {folder}/ --flight-recorder 3 --no-trace-calls --quiet\n"
+        "import recfn\nfor i in range(10):\n    recfn.mark(f'm{i}')\n1 / 0"
+    )
+    assert isinstance(run.error, ZeroDivisionError)
+    (dump,) = folder.glob("hostname=*/process=*/flight.parquet")
+    trace = recfn.load(dump)
+    assert '"reason": "exception: ZeroDivisionError' in trace.metadata["recfn.flight_recorder"]
+    names = trace.to_pandas()["name"].astype(str).tolist()
+    assert names == ["m8", "m9", "__stop_profile"]  # the cell range began first
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
+        ("--save /no/such/folder/traces/", "does not exist"),
         ("--save trace.txt", "cannot tell the trace format"),
         ("--save /no/such/folder/t.parquet", "does not exist"),
         ("--var 1abc", "variable name"),

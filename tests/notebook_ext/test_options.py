@@ -47,7 +47,7 @@ def example(name: str) -> tuple[Any, list[str]]:
         return True, [flag]
     if isinstance(default, float):
         return 0.5, [flag, "0.5"]
-    if isinstance(default, int) or name.endswith("_depth"):
+    if isinstance(default, int) or name in ("trace_max_depth", "flight_recorder"):
         return 1234, [flag, "1234"]
     if name == "record_scopes":  # a comma list
         return ITEMS, [flag, ",".join(ITEMS)]

@@ -71,7 +71,16 @@ def test_docs_list_every_metadata_key() -> None:
     keys = [value for name, value in vars(schema).items() if name.endswith("_KEY")]
     text = DOC.read_text()
     assert keys and all(f"| `{key}` |" in text for key in keys)
-    full = schema.build_metadata(config={}, pid=1, wall_ns=2, rank=0, local_rank=0, world_size=1)
+    full = schema.build_metadata(
+        config={},
+        pid=1,
+        wall_ns=2,
+        rank=0,
+        local_rank=0,
+        world_size=1,
+        flight_recorder={"capacity": 1},
+        clock_offsets={"a": 0},
+    )
     in_files_only = {schema.CONTENT_HASH_KEY, schema.PART_KEY}
     assert set(full) | in_files_only == set(keys)
 
