@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 
 import recfn
 from recfn import schema
-from recfn._flight import dump_in_background
-from recfn._recorder import CHUNK_ROWS
+from recfn._flight import SPILL_ROWS, dump_in_background
 from recfn.notebook_ext.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,7 +98,7 @@ def pd_isna(value: Any) -> bool:
 
 
 def test_the_ring_holds_n_events_plus_a_buffer_while_recording_goes_past_spills() -> None:
-    capacity, steps = 1_000, 3 * CHUNK_ROWS
+    capacity, steps = 1_000, 3 * SPILL_ROWS
     retained = []
     with recfn.profile(flight_recorder=capacity) as prof:
         with recfn.record_function("outer"):
@@ -109,7 +108,7 @@ def test_the_ring_holds_n_events_plus_a_buffer_while_recording_goes_past_spills(
                 if i % 10_000 == 0:
                     retained.append(prof._ring.retained)
             dump = prof.dump()
-    assert max(retained) <= capacity + CHUNK_ROWS + 2  # + the open range and one mark
+    assert max(retained) <= capacity + SPILL_ROWS + 2  # + the open range and one mark
     assert dump.events == capacity + 1  # and "outer", still open then
     df = dump.to_pandas()
     outer = df[df["name"] == "outer"]
@@ -130,7 +129,7 @@ def test_threads_share_one_ring_bounded_by_n_plus_a_buffer_each() -> None:
 
     def work(prof: recfn.profile, name: str) -> None:
         barrier.wait()
-        for i in range(2 * CHUNK_ROWS):
+        for i in range(2 * SPILL_ROWS):
             with recfn.record_function(name):
                 pass
             if i % 20_000 == 0:
@@ -142,10 +141,10 @@ def test_threads_share_one_ring_bounded_by_n_plus_a_buffer_each() -> None:
             thread.start()
         for thread in threads:
             thread.join()
-    assert max(peaks) <= capacity + 2 * CHUNK_ROWS + 1
+    assert max(peaks) <= capacity + 2 * SPILL_ROWS + 1
     trace = prof.trace
     assert trace.events == capacity
-    assert facts(trace)["discarded"] == 2 * 2 * CHUNK_ROWS + 2 - capacity
+    assert facts(trace)["discarded"] == 2 * 2 * SPILL_ROWS + 2 - capacity
 
 
 def test_an_escaping_exception_writes_the_dump_to_output(tmp_path: Path) -> None:
