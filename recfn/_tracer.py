@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import _thread
 import fnmatch
+import importlib
 import logging
+import os
+import struct
 import sys
 import threading
 import time
@@ -32,8 +35,18 @@ from typing import Any, Final, Optional
 from librt.vecs import append, vec
 from mypy_extensions import i32, i64
 
-from recfn._engine import TID_SHIFT, _innermost, _thread_data, _ThreadData
-from recfn._recorder import DEPTH_SHIFT, LOW_META, Recorder, _Chunk, _ThreadBuffer, low32
+from recfn._engine import TID_SHIFT, _current_var, _innermost, _thread_data, _ThreadData
+from recfn._recorder import (
+    CHUNK_ROWS,
+    DEPTH_SHIFT,
+    ESCAPED,
+    LOW32,
+    LOW_META,
+    Recorder,
+    _Chunk,
+    _ThreadBuffer,
+    low32,
+)
 from recfn.scope import SCOPE_FUNCTION
 
 TRACED_BIT: Final[i32] = LOW_META + 1  # marks traced rows until fix_nesting clears it
@@ -45,6 +58,9 @@ NO_LIMIT: Final[i64] = 1 << 62
 ALWAYS_EXCLUDED: Final = ("recfn", "recfn.*", "mypy_extensions")  # recfn, and its pure-mode helpers
 USES_MONITORING: Final = sys.version_info >= (3, 12)
 
+NATIVE_SEQ: Final[i64] = 1 << 31  # the C hook's rows are numbered from here on each thread
+NATIVE_ROW: Final = "=qqqii"  # recfn._ctrace's rows: start, end, user handle, name id, parent
+
 _log: Final = logging.getLogger("recfn")
 _clock: Final = time.perf_counter_ns
 _get_ident: Final = _thread.get_ident
@@ -52,6 +68,22 @@ _get_ident: Final = _thread.get_ident
 # in _limbo from start() until its new OS thread has put it in _active.
 _ACTIVE_THREADS: Final[dict[int, object]] = threading._active  # type: ignore[attr-defined]
 _STARTING_THREADS: Final[dict[object, object]] = threading._limbo  # type: ignore[attr-defined]
+
+
+def _native_module() -> Any:
+    """recfn._ctrace, the C profile hook (built with the compiled modules), or None."""
+    try:
+        return importlib.import_module("recfn._ctrace")
+    except ImportError:
+        return None
+
+
+_NATIVE: Final[Any] = _native_module()
+
+
+def native_available() -> bool:
+    """Whether trace_calls runs on the C hook (RECFN_CTRACE=0 asks for the Python tracer)."""
+    return _NATIVE is not None and os.environ.get("RECFN_CTRACE", "1") != "0"
 
 
 def check_options(
@@ -129,6 +161,7 @@ class Tracer:
     started: bool
     errors: i64
     nvtx: Any  # an NvtxForwarder (recfn._nvtx) to push/pop traced calls to, set before start()
+    native: Any  # the recfn._ctrace.CTracer while the C hook traces
     _lock: threading.Lock
 
     def __init__(
@@ -155,6 +188,7 @@ class Tracer:
         self.started = False
         self.errors = 0
         self.nvtx = None
+        self.native = None
         self._lock = threading.Lock()
         self._check_free()
 
@@ -177,7 +211,14 @@ class Tracer:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        if USES_MONITORING:
+        if (
+            native_available()
+            and self.nvtx is None  # NVTX ranges are pushed per call: the Python tracer does that
+            and self.recorder.spill is None  # streaming moves rows out while tracing
+            and sys.getprofile() is None  # 3.12+: another profile function
+        ):
+            self._start_native()
+        elif USES_MONITORING:
             self._start_monitoring()
         else:
             self.prev_thread_hook = threading.getprofile()
@@ -190,6 +231,9 @@ class Tracer:
         if not self.started:
             return
         self.started = False
+        if self.native is not None:
+            self._stop_native()
+            return
         if USES_MONITORING:
             self._stop_monitoring()
         else:
@@ -222,11 +266,59 @@ class Tracer:
         sys.setprofile(tt)
         tt(frame, event, arg)
 
-    def report(self) -> None:
-        """A tracer error: logged once, never raised into the traced program."""
+    def report(self, exc: object = None) -> None:
+        """A tracer error (``exc`` from the C hook): logged once, never raised into the program."""
         self.errors += 1
         if self.errors == 1:
-            _log.warning("recfn trace_calls failed on an event; tracing goes on", exc_info=True)
+            _log.warning(
+                "recfn trace_calls failed on an event; tracing goes on",
+                exc_info=exc if isinstance(exc, BaseException) else True,
+            )
+
+    # -- the C hook (recfn._ctrace) -----------------------------------------------------------
+
+    def _start_native(self) -> None:
+        recorder = self.recorder
+        native = _NATIVE.CTracer(
+            self,
+            recorder.gate,
+            _current_var,
+            recorder.max_events,
+            self.max_depth,
+            recorder.clock_offset,
+            self.c_calls,
+        )
+        self.native = native
+        self.prev_thread_hook = threading.getprofile()
+        threading.setprofile(native.thread_hook)
+        native.attach()
+
+    def _stop_native(self) -> None:
+        native = self.native
+        native.stop()  # other threads drop the hook at their next event
+        if isinstance(sys.getprofile(), _NATIVE.ThreadState):
+            sys.setprofile(None)
+        threading.setprofile(self.prev_thread_hook)  # type: ignore[arg-type]
+        merged: dict[int, i64] = {}  # rows merged per buffer so far, by id(buffer)
+        for state in native.threads:
+            info = state.info
+            assert isinstance(info, _NativeThread)
+            done = merged.get(id(info.buf), 0)
+            merged[id(info.buf)] = done + merge_native_rows(info.buf, state.take(), done)
+        self.native = None
+
+    def thread_info(self) -> _NativeThread:
+        """For the C hook: the calling thread's engine data and recorder buffer."""
+        td = _thread_data()
+        return _NativeThread(td, self.recorder._buffer(td))
+
+    def innermost(self, info: _NativeThread) -> i64:
+        """For the C hook: the handle of the engine's innermost open range on the thread, or 0."""
+        td = info.td
+        cur = _innermost(td)
+        if cur is not None and cur._td is td and cur._state == 1:
+            return cur.handle
+        return 0
 
     # -- names --------------------------------------------------------------------------------
 
@@ -648,3 +740,173 @@ class _ThreadTracer:
                     depth_of[rid] = d
                 chunk.meta[k] = (meta & LOW_META) | i32(d << DEPTH_SHIFT)
                 r += 1
+
+
+class _NativeThread:
+    """What the C hook keeps for one thread."""
+
+    td: _ThreadData
+    buf: _ThreadBuffer
+
+    def __init__(self, td: _ThreadData, buf: _ThreadBuffer) -> None:
+        self.td = td
+        self.buf = buf
+
+
+def merge_native_rows(buf: _ThreadBuffer, data: bytes, done: i64) -> i64:
+    """Interleave one thread's C hook rows (``data``) with its recorder rows in start order,
+    parenting and nesting every row as ``_ThreadTracer`` and ``fix_nesting`` do; returns how
+    many rows were added. The traced rows are numbered from ``NATIVE_SEQ + done``."""
+    t_start = vec[i64]()
+    t_end = vec[i64]()
+    t_user = vec[i64]()
+    t_nid = vec[i32]()
+    t_parent = vec[i64]()
+    for start, end, user, nid, parent in struct.iter_unpack(NATIVE_ROW, data):
+        t_start = append(t_start, start)
+        t_end = append(t_end, end)
+        t_user = append(t_user, user & LOW32)
+        t_nid = append(t_nid, nid)
+        t_parent = append(t_parent, parent)
+    nt: i64 = len(t_start)
+    if nt == 0:
+        return 0
+    r_seq = vec[i64]()
+    r_parent = vec[i64]()
+    r_start = vec[i64]()
+    r_end = vec[i64]()
+    r_name = vec[i32]()
+    r_meta = vec[i32]()
+    for chunk in buf.chunks:
+        ends: dict[i64, i64] = {}
+        for j in range(len(chunk.big_end_rows)):
+            ends[chunk.big_end_rows[j]] = chunk.big_ends[j]
+        big: i64 = 0
+        prev: i64 = 0
+        for k in range(len(chunk.seqs)):
+            gap = chunk.gaps[k]
+            if gap == ESCAPED:
+                start = chunk.big_starts[big]
+                big += 1
+            else:
+                start = prev + gap
+            prev = start
+            span = chunk.spans[k]
+            r_seq = append(r_seq, chunk.seq_at(k))
+            r_parent = append(r_parent, chunk.parent_seq_at(k))
+            r_start = append(r_start, start)
+            r_end = append(
+                r_end, 0 if span == 0 else ends[k] if span == ESCAPED else start + span - 1
+            )
+            r_name = append(r_name, chunk.names[k])
+            r_meta = append(r_meta, chunk.meta[k])
+    nr: i64 = len(r_seq)
+    first = NATIVE_SEQ + done
+    out = _ChunkWriter(nr + nt)
+    new_of_old = vec[i64]()  # recorder row -> merged row
+    t_pos = vec[i64]()  # traced row -> merged row
+    t_depth = vec[i64]()
+    seq_pos: dict[i64, i64] = {}  # recorder row's sequence number -> merged row
+    seq_depth: dict[i64, i64] = {}
+    st_id = vec[i64]()  # the traced calls open at the current row (ends: 0 while open)
+    st_pos = vec[i64]()
+    st_end = vec[i64]()
+    st_depth = vec[i64]()
+    top: i64 = 0
+    i: i64 = 0
+    k: i64 = 0
+    while i < nr or k < nt:
+        traced = k < nt and (
+            i >= nr
+            or t_start[k] < r_start[i]
+            or (t_start[k] == r_start[i] and t_user[k] != r_seq[i])
+        )
+        now = t_start[k] if traced else r_start[i]
+        while top > 0 and st_end[top - 1] != 0 and st_end[top - 1] <= now:
+            top -= 1
+        parent: i64 = 0
+        d: i64 = 0
+        if traced:
+            up = t_parent[k]
+            user = t_user[k]
+            user_pos = seq_pos.get(user, -1) if user != 0 else -1
+            if up >= 0 and user_pos < t_pos[up]:
+                parent = first + up
+                d = t_depth[up] + 1
+            elif user_pos >= 0:
+                parent = user
+                d = seq_depth[user] + 1
+            rid = first + k
+            end = t_end[k]
+            pos = out.add(rid, parent, now, end, t_nid[k], TRACED_META & LOW_META, d)
+            t_pos = append(t_pos, pos)
+            t_depth = append(t_depth, d)
+            if top < len(st_id):
+                st_id[top] = rid
+                st_pos[top] = pos
+                st_end[top] = end
+                st_depth[top] = d
+            else:
+                st_id = append(st_id, rid)
+                st_pos = append(st_pos, pos)
+                st_end = append(st_end, end)
+                st_depth = append(st_depth, d)
+            top += 1
+            k += 1
+        else:
+            parent = r_parent[i]
+            meta = r_meta[i]
+            if top > 0 and (parent == 0 or st_pos[top - 1] > seq_pos.get(parent, -1)):
+                parent = st_id[top - 1]
+                d = st_depth[top - 1] + 1
+            elif parent != 0:
+                known = seq_depth.get(parent)
+                d = known + 1 if known is not None else i64(meta >> DEPTH_SHIFT)
+            seq = r_seq[i]
+            pos = out.add(seq, parent, now, r_end[i], r_name[i], meta & LOW_META, d)
+            seq_pos[seq] = pos
+            seq_depth[seq] = d
+            new_of_old = append(new_of_old, pos)
+            i += 1
+    buf.chunks = out.chunks
+    buf.cur = out.cur
+    buf.cur_rows = len(out.cur.seqs)
+    buf.rows = nr + nt
+    buf.extra_rows = [int(new_of_old[r]) for r in buf.extra_rows]
+    buf.seq_rows = _moved(buf.seq_rows, new_of_old)
+    buf.mem_rows = _moved(buf.mem_rows, new_of_old)
+    buf.stack_rows = _moved(buf.stack_rows, new_of_old)
+    return nt
+
+
+def _moved(rows: vec[i64], new_of_old: vec[i64]) -> vec[i64]:
+    out = vec[i64]()
+    for r in rows:
+        out = append(out, new_of_old[r])
+    return out
+
+
+class _ChunkWriter:
+    """Fresh chunks for a merged thread buffer."""
+
+    chunks: list[_Chunk]
+    cur: _Chunk
+    rows: i64
+
+    def __init__(self, total: i64) -> None:
+        self.cur = _Chunk(min(total, CHUNK_ROWS))
+        self.chunks = [self.cur]
+        self.rows = 0
+
+    def add(
+        self, rid: i64, parent: i64, start: i64, end: i64, name: i32, low: i32, depth: i64
+    ) -> i64:
+        """Append one row (``end`` 0: open); returns its number in the merged buffer."""
+        if len(self.cur.seqs) == CHUNK_ROWS:
+            self.cur = _Chunk(CHUNK_ROWS)
+            self.chunks.append(self.cur)
+        row = self.cur.add(rid, parent, start, name, low | i32(depth << DEPTH_SHIFT))
+        if end != 0:
+            self.cur.set_end(row, start, end)
+        self.rows += 1
+        return self.rows - 1
