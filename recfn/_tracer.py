@@ -762,12 +762,12 @@ def merge_native_rows(buf: _ThreadBuffer, data: bytes, done: i64) -> i64:
     t_user = vec[i64]()
     t_nid = vec[i32]()
     t_parent = vec[i64]()
-    for start, end, user, nid, parent in struct.iter_unpack(NATIVE_ROW, data):
-        t_start = append(t_start, start)
-        t_end = append(t_end, end)
-        t_user = append(t_user, user & LOW32)
-        t_nid = append(t_nid, nid)
-        t_parent = append(t_parent, parent)
+    for values in struct.iter_unpack(NATIVE_ROW, data):
+        t_start = append(t_start, values[0])
+        t_end = append(t_end, values[1])
+        t_user = append(t_user, values[2] & LOW32)
+        t_nid = append(t_nid, values[3])
+        t_parent = append(t_parent, values[4])
     nt: i64 = len(t_start)
     if nt == 0:
         return 0
@@ -782,24 +782,23 @@ def merge_native_rows(buf: _ThreadBuffer, data: bytes, done: i64) -> i64:
         for j in range(len(chunk.big_end_rows)):
             ends[chunk.big_end_rows[j]] = chunk.big_ends[j]
         big: i64 = 0
-        prev: i64 = 0
-        for k in range(len(chunk.seqs)):
-            gap = chunk.gaps[k]
+        begin: i64 = 0
+        for row in range(len(chunk.seqs)):
+            gap = chunk.gaps[row]
             if gap == ESCAPED:
-                start = chunk.big_starts[big]
+                begin = chunk.big_starts[big]
                 big += 1
             else:
-                start = prev + gap
-            prev = start
-            span = chunk.spans[k]
-            r_seq = append(r_seq, chunk.seq_at(k))
-            r_parent = append(r_parent, chunk.parent_seq_at(k))
-            r_start = append(r_start, start)
+                begin += i64(gap)
+            span = i64(chunk.spans[row])
+            r_seq = append(r_seq, chunk.seq_at(row))
+            r_parent = append(r_parent, chunk.parent_seq_at(row))
+            r_start = append(r_start, begin)
             r_end = append(
-                r_end, 0 if span == 0 else ends[k] if span == ESCAPED else start + span - 1
+                r_end, 0 if span == 0 else ends[row] if span == ESCAPED else begin + span - 1
             )
-            r_name = append(r_name, chunk.names[k])
-            r_meta = append(r_meta, chunk.meta[k])
+            r_name = append(r_name, chunk.names[row])
+            r_meta = append(r_meta, chunk.meta[row])
     nr: i64 = len(r_seq)
     first = NATIVE_SEQ + done
     out = _ChunkWriter(nr + nt)
