@@ -6,7 +6,8 @@
  * recfn._tracer merges each thread's rows into the recorder's buffer when tracing stops.
  *
  * The hook is installed with PyEval_SetProfile on the tracing thread and, through
- * threading.setprofile, on threads started while tracing. The recorder's counters (events,
+ * threading.setprofile, on threads started while tracing (on 3.12+ also on threads already
+ * running, as sys.monitoring would trace them). The recorder's counters (events,
  * dropped, stopped, epoch) live in a vec[int64] (its "gate") that the hook reaches through the
  * buffer protocol. The epoch changes whenever a recorded range starts or ends; the hook then
  * (or when the running task's context frame changed) asks the Python Tracer for the engine's
@@ -266,9 +267,15 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
 
 /* -- ThreadState ---------------------------------------------------------------------------- */
 
+/* A new ThreadState for the calling thread; NULL with no error set while the Python Tracer
+ * says the thread is still starting (it has no info yet). */
 static ThreadState *thread_state(CTracer *t) {
     PyObject *info = PyObject_CallMethodNoArgs(t->tracer, str_thread_info);
     if (info == NULL) return NULL;
+    if (info == Py_None) {
+        Py_DECREF(info);
+        return NULL;
+    }
     ThreadState *ts = PyObject_GC_New(ThreadState, &ThreadStateType);
     if (ts == NULL) {
         Py_DECREF(info);
@@ -427,7 +434,10 @@ static PyObject *ct_attach(CTracer *t, PyObject *Py_UNUSED(ignored)) {
         return NULL;
     }
     ThreadState *ts = thread_state(t);
-    if (ts == NULL) return NULL;
+    if (ts == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "this thread is starting");
+        return NULL;
+    }
     PyEval_SetProfile(hook, (PyObject *)ts);
     Py_DECREF(ts);
     Py_RETURN_NONE;
@@ -444,8 +454,8 @@ static PyObject *ct_thread_hook(CTracer *t, PyObject *const *args, Py_ssize_t na
         Py_RETURN_NONE;
     }
     ThreadState *ts = thread_state(t);
-    if (ts == NULL) {
-        report(t);
+    if (ts == NULL) { /* still starting: this hook sees its next event again */
+        if (PyErr_Occurred()) report(t);
         Py_RETURN_NONE;
     }
     PyEval_SetProfile(hook, (PyObject *)ts);

@@ -290,6 +290,10 @@ class Tracer:
         )
         self.native = native
         self.prev_thread_hook = threading.getprofile()
+        if sys.version_info >= (3, 12):
+            # every running thread, as the sys.monitoring tracer does; each installs the C hook
+            # at its first event (and this one right away)
+            threading.setprofile_all_threads(native.thread_hook)
         threading.setprofile(native.thread_hook)
         native.attach()
 
@@ -307,8 +311,11 @@ class Tracer:
             merged[id(info.buf)] = done + merge_native_rows(info.buf, state.take(), done)
         self.native = None
 
-    def thread_info(self) -> _NativeThread:
-        """For the C hook: the calling thread's engine data and recorder buffer."""
+    def thread_info(self) -> Optional[_NativeThread]:
+        """For the C hook: the calling thread's engine data and recorder buffer; None while a
+        ``threading.Thread`` is still starting (threading has not registered its name yet)."""
+        if _STARTING_THREADS and _get_ident() not in _ACTIVE_THREADS:
+            return None
         td = _thread_data()
         return _NativeThread(td, self.recorder._buffer(td))
 

@@ -7,6 +7,7 @@ parent and thread, and on the dropped-event count (ids and times differ between 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.skipif(
 
 WORK = """
 import asyncio
+import gc
 import recfn
 
 def leaf(x):
@@ -184,7 +186,8 @@ class _Items(list, metaclass=_Unhashable):  # naming its bound C methods raises 
 
 
 def _appends(items: list[int]) -> int:
-    items.append(1)
+    append = items.append  # a bound C method on every Python version's call events
+    append(1)
     return len(items)
 
 
@@ -244,3 +247,45 @@ def test_fork_child_drops_the_inherited_hook_and_traces_its_own() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_no_references_left_behind(work, monkeypatch) -> None:
+    """Code objects, frames and the hook's buffers are all released once the profile is gone."""
+    monkeypatch.setenv("RECFN_CTRACE", "1")
+    code = work.leaf.__code__
+
+    def profiled() -> None:
+        with recfn.profile(trace_calls=True, trace_include=["nativework"]) as prof:
+            work.run(2)
+        assert prof.table.num_rows > 10
+
+    profiled()  # the first run may intern names and warm caches
+    gc.collect()
+    before = sys.getrefcount(code)
+    for _ in range(3):
+        profiled()
+    gc.collect()
+    assert sys.getrefcount(code) == before
+
+
+def test_threads_running_before_the_profile(work, monkeypatch) -> None:
+    """A thread already running when profiling starts: traced on 3.12+ (as sys.monitoring
+    traces every thread), not on 3.10-3.11 (sys.setprofile is per thread), by both tracers."""
+    shapes = []
+    for flag in ("1", "0"):
+        monkeypatch.setenv("RECFN_CTRACE", flag)
+        go = threading.Event()
+
+        def early(go: threading.Event = go) -> None:
+            go.wait()
+            work.run(1)
+
+        worker = threading.Thread(target=early, name="early")
+        worker.start()
+        with recfn.profile(trace_calls=True, trace_include=["nativework"]) as prof:
+            go.set()
+            worker.join()
+        shapes.append(shape(prof))
+    assert shapes[0] == shapes[1]
+    traced = any(row[1] == "nativework::run" for row in shapes[0])
+    assert traced == (sys.version_info >= (3, 12))
