@@ -5,9 +5,10 @@
  * counters and appends a 32-byte row to its thread's buffer: no Python code runs per call.
  * recfn._tracer merges each thread's rows into the recorder's buffer when tracing stops.
  *
- * The hook is installed with PyEval_SetProfile on the tracing thread and, through
- * threading.setprofile, on threads started while tracing (on 3.12+ also on threads already
- * running, as sys.monitoring would trace them). The recorder's counters (events,
+ * On 3.10-3.11 the hook is installed with PyEval_SetProfile on the tracing thread and, through
+ * threading.setprofile, on threads started while tracing. On 3.12+ the CTracer's on_* methods
+ * are sys.monitoring callbacks (process-wide; a thread's state is found by its ident), the
+ * same events the Python tracer's callbacks take, without a frame object per call. The recorder's counters (events,
  * dropped, stopped, epoch) live in a vec[int64] (its "gate") that the hook reaches through the
  * buffer protocol. The epoch changes whenever a recorded range starts or ends; the hook then
  * (or when the running task's context frame changed) asks the Python Tracer for the engine's
@@ -61,6 +62,8 @@ struct CTracer {
     PyObject *tracer;      /* the Python Tracer: code_name, c_name, innermost, thread_info, report */
     PyObject *current_var; /* the engine's ContextVar of the running task's ranges */
     PyObject *threads;     /* list of ThreadState */
+    uint64_t serial;       /* this tracer's number: tells the thread-local state of its threads */
+    PyObject *disable;     /* sys.monitoring.DISABLE, or None */
     Py_buffer gate_view;
     int64_t *gate;
     int64_t max_events, max_depth, clock_offset;
@@ -68,6 +71,12 @@ struct CTracer {
     Slot *slots; /* open addressing by code pointer; n_slots is a power of two */
     Py_ssize_t n_slots, used;
 };
+
+/* The calling thread's state for tracer `serial`: a thread-local (initial-exec: one load) that
+ * dies with its thread, where thread idents are reused. */
+static __thread ThreadState *tl_state __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tl_serial __attribute__((tls_model("initial-exec")));
+static uint64_t next_serial;
 
 static PyTypeObject ThreadStateType;
 static PyTypeObject CTracerType;
@@ -219,12 +228,14 @@ static void enter(ThreadState *ts, PyObject *key, int32_t nid) {
     ts->n++;
 }
 
-static void leave(ThreadState *ts, PyObject *key) {
-    if (ts->sp == 0 || ts->stack[ts->sp - 1].key != key) return;
+/* Close `key`'s traced call if it is the open one on top; whether it was. */
+static int leave(ThreadState *ts, PyObject *key) {
+    if (ts->sp == 0 || ts->stack[ts->sp - 1].key != key) return 0;
     int64_t now = now_ns() + ts->owner->clock_offset;
     ts->sp--;
     ts->rows[ts->stack[ts->sp].row].end = now;
     Py_DECREF(key);
+    return 1;
 }
 
 static void drop_stack(ThreadState *ts) {
@@ -366,16 +377,17 @@ static PyTypeObject ThreadStateType = {
 
 static int ct_init(CTracer *t, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"tracer", "gate", "current_var", "max_events", "max_depth",
-                             "clock_offset", "c_calls", NULL};
-    PyObject *tracer, *gate, *current_var;
+                             "clock_offset", "c_calls", "disable", NULL};
+    PyObject *tracer, *gate, *current_var, *disable = Py_None;
     long long max_events, max_depth, clock_offset;
     int c_calls;
     if (t->tracer != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "CTracer is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOLLLp", kwlist, &tracer, &gate, &current_var,
-                                     &max_events, &max_depth, &clock_offset, &c_calls))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOLLLp|O", kwlist, &tracer, &gate,
+                                     &current_var, &max_events, &max_depth, &clock_offset,
+                                     &c_calls, &disable))
         return -1;
     if (!PyContextVar_CheckExact(current_var)) {
         PyErr_SetString(PyExc_TypeError, "current_var must be a contextvars.ContextVar");
@@ -397,6 +409,8 @@ static int ct_init(CTracer *t, PyObject *args, PyObject *kwds) {
     t->gate = (int64_t *)t->gate_view.buf;
     t->tracer = Py_NewRef(tracer);
     t->current_var = Py_NewRef(current_var);
+    t->disable = Py_NewRef(disable);
+    t->serial = ++next_serial; /* under the GIL */
     t->max_events = max_events;
     t->max_depth = max_depth;
     t->clock_offset = clock_offset;
@@ -408,6 +422,7 @@ static int ct_traverse(CTracer *t, visitproc visit, void *arg) {
     Py_VISIT(t->tracer);
     Py_VISIT(t->threads);
     Py_VISIT(t->gate_view.obj);
+    Py_VISIT(t->disable);
     return 0;
 }
 
@@ -415,6 +430,7 @@ static int ct_clear(CTracer *t) {
     Py_CLEAR(t->tracer);
     Py_CLEAR(t->threads);
     Py_CLEAR(t->current_var);
+    Py_CLEAR(t->disable);
     return 0;
 }
 
@@ -480,7 +496,91 @@ static PyObject *ct_get_threads(CTracer *t, void *Py_UNUSED(closure)) {
     return t->threads ? PyList_GetSlice(t->threads, 0, PyList_GET_SIZE(t->threads)) : PyList_New(0);
 }
 
+/* -- sys.monitoring callbacks (3.12+) ---------------------------------------------------------
+ * They mirror the Python tracer's on_* methods: DISABLE for excluded code, but never from
+ * PY_THROW or PY_UNWIND (sys.monitoring raises ValueError in the program for those). */
+
+static ThreadState *monitored_thread(CTracer *t) {
+    if (tl_serial == t->serial) return tl_state;
+    ThreadState *ts = thread_state(t); /* NULL while a threading.Thread is still starting */
+    if (ts == NULL) {
+        if (PyErr_Occurred()) report(t);
+        return NULL;
+    }
+    Py_DECREF(ts); /* the tracer's list keeps it */
+    tl_state = ts;
+    tl_serial = t->serial;
+    return ts;
+}
+
+static inline int stopped(CTracer *t) { return t->stopped || t->gate[G_STOPPED]; }
+
+static PyObject *start_event(CTracer *t, PyObject *code, int may_disable) {
+    ThreadState *ts = stopped(t) ? NULL : monitored_thread(t);
+    if (ts != NULL) {
+        int32_t nid = code_nid(ts, code, NULL);
+        if (nid >= 0) enter(ts, code, nid);
+        else if (nid == EXCLUDED && may_disable) return Py_NewRef(t->disable);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *exit_event(CTracer *t, PyObject *code, int may_disable) {
+    ThreadState *ts = stopped(t) ? NULL : monitored_thread(t);
+    if (ts != NULL && !leave(ts, code) && may_disable && t->n_slots) {
+        Slot *s = slot_for(t, code);
+        if (s->code != NULL && s->nid == EXCLUDED) return Py_NewRef(t->disable);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *ct_on_py_start(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    return nargs < 1 ? Py_NewRef(Py_None) : start_event(t, args[0], 1);
+}
+
+static PyObject *ct_on_py_throw(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    return nargs < 1 ? Py_NewRef(Py_None) : start_event(t, args[0], 0);
+}
+
+static PyObject *ct_on_py_exit(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    return nargs < 1 ? Py_NewRef(Py_None) : exit_event(t, args[0], 1);
+}
+
+static PyObject *ct_on_py_unwind(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    return nargs < 1 ? Py_NewRef(Py_None) : exit_event(t, args[0], 0);
+}
+
+static PyObject *ct_on_call(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 3) Py_RETURN_NONE;
+    PyObject *fn = args[2];
+    if (stopped(t) || PyFunction_Check(fn) || PyMethod_Check(fn) || PyType_Check(fn))
+        Py_RETURN_NONE;
+    ThreadState *ts = monitored_thread(t);
+    if (ts == NULL) Py_RETURN_NONE;
+    int32_t caller = code_nid(ts, args[0], NULL); /* only C calls made by traced code */
+    if (caller < 0) return Py_NewRef(caller == EXCLUDED ? t->disable : Py_None);
+    int ok;
+    int64_t nid = call_int(t, str_c_name, fn, NULL, &ok);
+    if (ok && nid >= 0) enter(ts, fn, (int32_t)nid);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ct_on_c_exit(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    ThreadState *ts = stopped(t) || nargs < 3 ? NULL : monitored_thread(t);
+    if (ts != NULL) leave(ts, args[2]);
+    Py_RETURN_NONE;
+}
+
+#define CALLBACK(name) \
+    {#name, (PyCFunction)(void (*)(void))ct_##name, METH_FASTCALL, "A sys.monitoring callback."}
+
 static PyMethodDef ct_methods[] = {
+    CALLBACK(on_py_start),
+    CALLBACK(on_py_throw),
+    CALLBACK(on_py_exit),
+    CALLBACK(on_py_unwind),
+    CALLBACK(on_call),
+    CALLBACK(on_c_exit),
     {"attach", (PyCFunction)ct_attach, METH_NOARGS, "Install the hook on the calling thread."},
     {"thread_hook", (PyCFunction)(void (*)(void))ct_thread_hook, METH_FASTCALL,
      "threading.setprofile's hook: installs the C hook on a thread started while tracing."},
@@ -497,7 +597,8 @@ static PyTypeObject CTracerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn._ctrace.CTracer",
     .tp_basicsize = sizeof(CTracer),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "CTracer(tracer, gate, current_var, max_events, max_depth, clock_offset, c_calls)",
+    .tp_doc = "CTracer(tracer, gate, current_var, max_events, max_depth, clock_offset, c_calls,"
+              " disable=None)",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)ct_init,
     .tp_traverse = (traverseproc)ct_traverse,

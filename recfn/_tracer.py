@@ -1,6 +1,13 @@
 """trace_calls: one FUNCTION-scope range per Python call, written straight into the profiler's buffers.
 
-Compiled with mypyc. Each traced thread has a ``_ThreadTracer``: on 3.10-3.11 it is that thread's
+Compiled with mypyc. Where ``recfn._ctrace`` is built (compiled installs), a C profile hook
+records the calls into per-thread C buffers instead, asking this module only to name a code
+object once and for the engine's innermost range when a recorded range started or ended;
+``merge_native_rows`` then interleaves those rows with the recorder's when tracing stops, with
+the parents and depths described below. The Python tracer here is the fallback (pure installs,
+NVTX forwarding, streaming, ``RECFN_CTRACE=0``).
+
+Python tracer: each traced thread has a ``_ThreadTracer``: on 3.10-3.11 it is that thread's
 ``sys.setprofile`` callable (threads started while profiling install theirs on their first event,
 through ``threading.setprofile``); on 3.12+ the ``sys.monitoring`` callbacks (process-wide, so
 every thread is traced) find it by thread ident. A call appends one row to the thread's
@@ -15,7 +22,9 @@ marks and memory events do not know about traced calls when they start, so ``fix
 re-parents them when the profiler stops: walking a thread's rows in start order, the traced calls
 open at a row's start form a stack (a traced call encloses the rows appended before it
 returned), and the row's parent becomes that stack's top when it is more inner than the parent
-the engine gave it. Depths are recomputed along the way.
+the engine gave it. Depths are recomputed along the way. The C hook's rows are numbered from
+``NATIVE_SEQ`` on their thread (apart from the engine's handles), so the merge compares rows by
+their merged position, which is start order, where the Python tracer compares handles.
 """
 
 from __future__ import annotations
@@ -215,7 +224,6 @@ class Tracer:
             native_available()
             and self.nvtx is None  # NVTX ranges are pushed per call: the Python tracer does that
             and self.recorder.spill is None  # streaming moves rows out while tracing
-            and sys.getprofile() is None  # 3.12+: another profile function
         ):
             self._start_native()
         elif USES_MONITORING:
@@ -279,6 +287,10 @@ class Tracer:
 
     def _start_native(self) -> None:
         recorder = self.recorder
+        disable: object = None
+        if sys.version_info >= (3, 12):
+            mon: Any = sys.monitoring
+            disable = mon.DISABLE
         native = _NATIVE.CTracer(
             self,
             recorder.gate,
@@ -287,22 +299,25 @@ class Tracer:
             self.max_depth,
             recorder.clock_offset,
             self.c_calls,
+            disable,
         )
         self.native = native
+        if USES_MONITORING:
+            self._start_monitoring(native)  # the C callbacks: no frame object per call
+            return
         self.prev_thread_hook = threading.getprofile()
-        if sys.version_info >= (3, 12):
-            # every running thread, as the sys.monitoring tracer does; each installs the C hook
-            # at its first event (and this one right away)
-            threading.setprofile_all_threads(native.thread_hook)
         threading.setprofile(native.thread_hook)
         native.attach()
 
     def _stop_native(self) -> None:
         native = self.native
         native.stop()  # other threads drop the hook at their next event
-        if isinstance(sys.getprofile(), _NATIVE.ThreadState):
-            sys.setprofile(None)
-        threading.setprofile(self.prev_thread_hook)  # type: ignore[arg-type]
+        if USES_MONITORING:
+            self._stop_monitoring()
+        else:
+            if isinstance(sys.getprofile(), _NATIVE.ThreadState):
+                sys.setprofile(None)
+            threading.setprofile(self.prev_thread_hook)  # type: ignore[arg-type]
         merged: dict[int, i64] = {}  # rows merged per buffer so far, by id(buffer)
         for state in native.threads:
             info = state.info
@@ -395,26 +410,28 @@ class Tracer:
 
     # -- sys.monitoring (3.12+) ---------------------------------------------------------------
 
-    def _start_monitoring(self) -> None:
+    def _start_monitoring(self, native: Any = None) -> None:
+        """Register the callbacks: this tracer's, or the C ones of ``native`` (same names)."""
         if sys.version_info >= (3, 12):
             mon: Any = sys.monitoring  # mypyc would look it up as module sys._monitoring
             tool = mon.PROFILER_ID
             mon.use_tool_id(tool, "recfn")  # free: checked in __init__
             self.disable = mon.DISABLE
+            cb: Any = self if native is None else native
             ev = mon.events
-            mon.register_callback(tool, ev.PY_START, self.on_py_start)
-            mon.register_callback(tool, ev.PY_RESUME, self.on_py_start)
-            mon.register_callback(tool, ev.PY_THROW, self.on_py_throw)
-            mon.register_callback(tool, ev.PY_RETURN, self.on_py_exit)
-            mon.register_callback(tool, ev.PY_YIELD, self.on_py_exit)
-            mon.register_callback(tool, ev.PY_UNWIND, self.on_py_unwind)
+            mon.register_callback(tool, ev.PY_START, cb.on_py_start)
+            mon.register_callback(tool, ev.PY_RESUME, cb.on_py_start)
+            mon.register_callback(tool, ev.PY_THROW, cb.on_py_throw)
+            mon.register_callback(tool, ev.PY_RETURN, cb.on_py_exit)
+            mon.register_callback(tool, ev.PY_YIELD, cb.on_py_exit)
+            mon.register_callback(tool, ev.PY_UNWIND, cb.on_py_unwind)
             events = (
                 ev.PY_START | ev.PY_RESUME | ev.PY_THROW | ev.PY_RETURN | ev.PY_YIELD | ev.PY_UNWIND
             )
             if self.c_calls:
-                mon.register_callback(tool, ev.CALL, self.on_call)
-                mon.register_callback(tool, ev.C_RETURN, self.on_c_exit)
-                mon.register_callback(tool, ev.C_RAISE, self.on_c_exit)
+                mon.register_callback(tool, ev.CALL, cb.on_call)
+                mon.register_callback(tool, ev.C_RETURN, cb.on_c_exit)
+                mon.register_callback(tool, ev.C_RAISE, cb.on_c_exit)
                 events |= ev.CALL | ev.C_RETURN | ev.C_RAISE
             mon.restart_events()
             mon.set_events(tool, events)

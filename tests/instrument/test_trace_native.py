@@ -105,8 +105,7 @@ def both(monkeypatch: pytest.MonkeyPatch, body, **options: object):
     for flag in ("1", "0"):
         monkeypatch.setenv("RECFN_CTRACE", flag)
         with recfn.profile(trace_calls=True, trace_include=["nativework"], **options) as prof:
-            if flag == "1":
-                assert type(sys.getprofile()).__name__ == "ThreadState"
+            assert (prof._tracer.native is not None) == (flag == "1")
             body()
         results.append(prof)
     return results
