@@ -193,10 +193,15 @@ static int64_t innermost(ThreadState *ts) {
     return ts->user;
 }
 
+static inline int stopped(CTracer *t) { return t->stopped || t->gate[G_STOPPED]; }
+
 static void enter(ThreadState *ts, PyObject *key, int32_t nid) {
     CTracer *t = ts->owner;
     int64_t *gate = t->gate;
     if (ts->sp >= t->max_depth) return;
+    /* First, as it may run Python code, and so other threads (which may stop tracing). */
+    int64_t user = innermost(ts);
+    if (stopped(t)) return;
     if (gate[G_EVENTS] >= t->max_events) {
         gate[G_DROPPED]++;
         return;
@@ -214,7 +219,6 @@ static void enter(ThreadState *ts, PyObject *key, int32_t nid) {
         ts->stack_cap = scap;
     }
     gate[G_EVENTS]++;
-    int64_t user = innermost(ts);
     Row *row = &ts->rows[ts->n];
     row->start = now_ns() + t->clock_offset;
     row->end = 0;
@@ -248,7 +252,7 @@ static void drop_stack(ThreadState *ts) {
 static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
     ThreadState *ts = (ThreadState *)obj;
     CTracer *t = ts->owner;
-    if (t->stopped || t->gate[G_STOPPED]) {
+    if (stopped(t)) {
         drop_stack(ts);
         PyEval_SetProfile(NULL, NULL); /* the owner's list keeps ts alive */
         return 0;
@@ -465,7 +469,7 @@ static PyObject *ct_thread_hook(CTracer *t, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "thread_hook(frame, event, arg)");
         return NULL;
     }
-    if (t->stopped || t->gate[G_STOPPED]) {
+    if (stopped(t)) {
         PyEval_SetProfile(NULL, NULL);
         Py_RETURN_NONE;
     }
@@ -512,8 +516,6 @@ static ThreadState *monitored_thread(CTracer *t) {
     tl_serial = t->serial;
     return ts;
 }
-
-static inline int stopped(CTracer *t) { return t->stopped || t->gate[G_STOPPED]; }
 
 static PyObject *start_event(CTracer *t, PyObject *code, int may_disable) {
     ThreadState *ts = stopped(t) ? NULL : monitored_thread(t);
