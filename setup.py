@@ -1,8 +1,9 @@
-"""Build recfn: the hot modules of recfn/ are compiled with mypyc unless RECFN_NO_MYPYC=1."""
+"""Build recfn: the hot modules of recfn/ are compiled with mypyc, and trace_calls' C profile
+hook (recfn/_ctrace.c) beside them, unless RECFN_NO_MYPYC=1."""
 
 import os
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 COMPILED_MODULES = [
     "recfn/_engine.py",
@@ -19,6 +20,9 @@ if os.environ.get("RECFN_NO_MYPYC", "") not in ("1", "true", "yes"):
     # Only the compiled modules must type-check for the build; their imports are followed silently.
     ext_modules = mypycify(
         ["--follow-imports=silent", *COMPILED_MODULES], opt_level="3", debug_level="1"
+    )
+    ext_modules.append(
+        Extension("recfn._ctrace", ["recfn/_ctrace.c"], extra_compile_args=["-O3", "-Wall"])
     )
 
 setup(ext_modules=ext_modules)

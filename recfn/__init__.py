@@ -111,6 +111,7 @@ COMPILED_MODULES = (
     "recfn._stacks",
     "recfn._tracer",
 )
+NATIVE_MODULES = ("recfn._ctrace",)  # C extensions built with them (trace_calls' profile hook)
 
 
 def _is_extension(name: str) -> bool:
@@ -120,8 +121,8 @@ def _is_extension(name: str) -> bool:
     return spec is not None and str(spec.origin).endswith((".so", ".pyd"))
 
 
-COMPILED: bool = all(_is_extension(name) for name in COMPILED_MODULES)
-"""True when the mypyc-compiled core modules are loaded (not their .py sources)."""
+COMPILED: bool = all(_is_extension(name) for name in COMPILED_MODULES + NATIVE_MODULES)
+"""True when the mypyc-compiled core modules and the C extensions are loaded (not .py sources)."""
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -51,6 +51,12 @@ LOW32: Final[i64] = (1 << 32) - 1
 ESCAPED: Final[i32] = -1  # a gap or span stored in a chunk's big_* vecs
 ESCAPE_LIMIT: Final[i64] = (1 << 31) - 1
 MARK_SCOPE: Final[i32] = SCOPE_USER
+# Recorder.gate: the counters recfn._ctrace's C hook shares (through the buffer protocol)
+GATE_EVENTS: Final = 0
+GATE_DROPPED: Final = 1
+GATE_STOPPED: Final = 2
+GATE_EPOCH: Final = 3  # changes whenever a recorded range starts or ends
+GATE_SIZE: Final = 4
 
 _clock: Final = time.perf_counter_ns
 
@@ -248,9 +254,7 @@ class Recorder(RecordFunctionCallback):
     with_flops: bool
     profile_memory: bool
     max_events: i64
-    events: i64
-    dropped: i64
-    stopped: bool
+    gate: vec[i64]  # events, dropped, stopped, epoch (GATE_*): never resized, so C may hold it
     node_id: i64
     pid: i64  # the process that started capturing (a forked child keeps its parent's)
     clock_offset: i64  # added to the monotonic clock: timestamps are ns since the Unix epoch
@@ -287,9 +291,7 @@ class Recorder(RecordFunctionCallback):
         self.with_flops = with_flops
         self.profile_memory = profile_memory
         self.max_events = max_events
-        self.events = 0
-        self.dropped = 0
-        self.stopped = False
+        self.gate = vec[i64]([0] * GATE_SIZE)
         self.node_id = -1
         self.pid = os.getpid()
         self.clock_offset = time.time_ns() - time.perf_counter_ns()
@@ -302,6 +304,30 @@ class Recorder(RecordFunctionCallback):
         self.shape_of = shape_of
         self.frames = FrameTable()
         self._lock = threading.Lock()
+
+    @property
+    def events(self) -> i64:
+        return self.gate[GATE_EVENTS]
+
+    @events.setter
+    def events(self, value: i64) -> None:
+        self.gate[GATE_EVENTS] = value
+
+    @property
+    def dropped(self) -> i64:
+        return self.gate[GATE_DROPPED]
+
+    @dropped.setter
+    def dropped(self, value: i64) -> None:
+        self.gate[GATE_DROPPED] = value
+
+    @property
+    def stopped(self) -> bool:
+        return self.gate[GATE_STOPPED] != 0
+
+    @stopped.setter
+    def stopped(self, value: bool) -> None:
+        self.gate[GATE_STOPPED] = 1 if value else 0
 
     # -- hot path ---------------------------------------------------------------------------
 
@@ -328,12 +354,13 @@ class Recorder(RecordFunctionCallback):
         return nid
 
     def _admit(self) -> bool:
-        if self.stopped:
+        gate = self.gate
+        if gate[GATE_STOPPED]:
             return False
-        if self.events >= self.max_events:
-            self.dropped += 1
+        if gate[GATE_EVENTS] >= self.max_events:
+            gate[GATE_DROPPED] += 1
             return False
-        self.events += 1
+        gate[GATE_EVENTS] += 1
         return True
 
     def on_start(self, rf: RecordFunction) -> object:
@@ -348,6 +375,7 @@ class Recorder(RecordFunctionCallback):
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
         start = _clock() + self.clock_offset
         row = buf.add_row(rf.handle, parent_id, start, self._name_id(rf.name), meta)
+        self.gate[GATE_EPOCH] += 1
         ref: object = None
         if rf.sink_row < 0:
             rf.sink_chunk = buf.cur
@@ -383,6 +411,7 @@ class Recorder(RecordFunctionCallback):
             chunk = sink
             start = rf.sink_start
         chunk.set_end(row, start, now)
+        self.gate[GATE_EPOCH] += 1
         if rf.is_async:
             chunk.meta[row] = chunk.meta[row] | ASYNC_BIT
         if self.profile_memory:

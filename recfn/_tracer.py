@@ -1,6 +1,13 @@
 """trace_calls: one FUNCTION-scope range per Python call, written straight into the profiler's buffers.
 
-Compiled with mypyc. Each traced thread has a ``_ThreadTracer``: on 3.10-3.11 it is that thread's
+Compiled with mypyc. Where ``recfn._ctrace`` is built (compiled installs), a C profile hook
+records the calls into per-thread C buffers instead, asking this module only to name a code
+object once and for the engine's innermost range when a recorded range started or ended;
+``merge_native_rows`` then interleaves those rows with the recorder's when tracing stops, with
+the parents and depths described below. The Python tracer here is the fallback (pure installs,
+NVTX forwarding, streaming, ``RECFN_CTRACE=0``).
+
+Python tracer: each traced thread has a ``_ThreadTracer``: on 3.10-3.11 it is that thread's
 ``sys.setprofile`` callable (threads started while profiling install theirs on their first event,
 through ``threading.setprofile``); on 3.12+ the ``sys.monitoring`` callbacks (process-wide, so
 every thread is traced) find it by thread ident. A call appends one row to the thread's
@@ -15,14 +22,19 @@ marks and memory events do not know about traced calls when they start, so ``fix
 re-parents them when the profiler stops: walking a thread's rows in start order, the traced calls
 open at a row's start form a stack (a traced call encloses the rows appended before it
 returned), and the row's parent becomes that stack's top when it is more inner than the parent
-the engine gave it. Depths are recomputed along the way.
+the engine gave it. Depths are recomputed along the way. The C hook's rows are numbered from
+``NATIVE_SEQ`` on their thread (apart from the engine's handles), so the merge compares rows by
+their merged position, which is start order, where the Python tracer compares handles.
 """
 
 from __future__ import annotations
 
 import _thread
 import fnmatch
+import importlib
 import logging
+import os
+import struct
 import sys
 import threading
 import time
@@ -32,8 +44,18 @@ from typing import Any, Final, Optional
 from librt.vecs import append, vec
 from mypy_extensions import i32, i64
 
-from recfn._engine import TID_SHIFT, _innermost, _thread_data, _ThreadData
-from recfn._recorder import DEPTH_SHIFT, LOW_META, Recorder, _Chunk, _ThreadBuffer, low32
+from recfn._engine import TID_SHIFT, _current_var, _innermost, _thread_data, _ThreadData
+from recfn._recorder import (
+    CHUNK_ROWS,
+    DEPTH_SHIFT,
+    ESCAPED,
+    LOW32,
+    LOW_META,
+    Recorder,
+    _Chunk,
+    _ThreadBuffer,
+    low32,
+)
 from recfn.scope import SCOPE_FUNCTION
 
 TRACED_BIT: Final[i32] = LOW_META + 1  # marks traced rows until fix_nesting clears it
@@ -45,6 +67,9 @@ NO_LIMIT: Final[i64] = 1 << 62
 ALWAYS_EXCLUDED: Final = ("recfn", "recfn.*", "mypy_extensions")  # recfn, and its pure-mode helpers
 USES_MONITORING: Final = sys.version_info >= (3, 12)
 
+NATIVE_SEQ: Final[i64] = 1 << 31  # the C hook's rows are numbered from here on each thread
+NATIVE_ROW: Final = "=qqqii"  # recfn._ctrace's rows: start, end, user handle, name id, parent
+
 _log: Final = logging.getLogger("recfn")
 _clock: Final = time.perf_counter_ns
 _get_ident: Final = _thread.get_ident
@@ -52,6 +77,22 @@ _get_ident: Final = _thread.get_ident
 # in _limbo from start() until its new OS thread has put it in _active.
 _ACTIVE_THREADS: Final[dict[int, object]] = threading._active  # type: ignore[attr-defined]
 _STARTING_THREADS: Final[dict[object, object]] = threading._limbo  # type: ignore[attr-defined]
+
+
+def _native_module() -> Any:
+    """recfn._ctrace, the C profile hook (built with the compiled modules), or None."""
+    try:
+        return importlib.import_module("recfn._ctrace")
+    except ImportError:
+        return None
+
+
+_NATIVE: Final[Any] = _native_module()
+
+
+def native_available() -> bool:
+    """Whether trace_calls runs on the C hook (RECFN_CTRACE=0 asks for the Python tracer)."""
+    return _NATIVE is not None and os.environ.get("RECFN_CTRACE", "1") != "0"
 
 
 def check_options(
@@ -129,6 +170,7 @@ class Tracer:
     started: bool
     errors: i64
     nvtx: Any  # an NvtxForwarder (recfn._nvtx) to push/pop traced calls to, set before start()
+    native: Any  # the recfn._ctrace.CTracer while the C hook traces
     _lock: threading.Lock
 
     def __init__(
@@ -155,6 +197,7 @@ class Tracer:
         self.started = False
         self.errors = 0
         self.nvtx = None
+        self.native = None
         self._lock = threading.Lock()
         self._check_free()
 
@@ -177,7 +220,13 @@ class Tracer:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        if USES_MONITORING:
+        if (
+            native_available()
+            and self.nvtx is None  # NVTX ranges are pushed per call: the Python tracer does that
+            and self.recorder.spill is None  # streaming moves rows out while tracing
+        ):
+            self._start_native()
+        elif USES_MONITORING:
             self._start_monitoring()
         else:
             self.prev_thread_hook = threading.getprofile()
@@ -190,6 +239,9 @@ class Tracer:
         if not self.started:
             return
         self.started = False
+        if self.native is not None:
+            self._stop_native()
+            return
         if USES_MONITORING:
             self._stop_monitoring()
         else:
@@ -222,11 +274,73 @@ class Tracer:
         sys.setprofile(tt)
         tt(frame, event, arg)
 
-    def report(self) -> None:
-        """A tracer error: logged once, never raised into the traced program."""
+    def report(self, exc: object = None) -> None:
+        """A tracer error (``exc`` from the C hook): logged once, never raised into the program."""
         self.errors += 1
         if self.errors == 1:
-            _log.warning("recfn trace_calls failed on an event; tracing goes on", exc_info=True)
+            _log.warning(
+                "recfn trace_calls failed on an event; tracing goes on",
+                exc_info=exc if isinstance(exc, BaseException) else True,
+            )
+
+    # -- the C hook (recfn._ctrace) -----------------------------------------------------------
+
+    def _start_native(self) -> None:
+        recorder = self.recorder
+        disable: object = None
+        if sys.version_info >= (3, 12):
+            mon: Any = sys.monitoring
+            disable = mon.DISABLE
+        native = _NATIVE.CTracer(
+            self,
+            recorder.gate,
+            _current_var,
+            recorder.max_events,
+            self.max_depth,
+            recorder.clock_offset,
+            self.c_calls,
+            disable,
+        )
+        self.native = native
+        if USES_MONITORING:
+            self._start_monitoring(native)  # the C callbacks: no frame object per call
+            return
+        self.prev_thread_hook = threading.getprofile()
+        threading.setprofile(native.thread_hook)
+        native.attach()
+
+    def _stop_native(self) -> None:
+        native = self.native
+        native.stop()  # other threads drop the hook at their next event
+        if USES_MONITORING:
+            self._stop_monitoring()
+        else:
+            if isinstance(sys.getprofile(), _NATIVE.ThreadState):
+                sys.setprofile(None)
+            threading.setprofile(self.prev_thread_hook)  # type: ignore[arg-type]
+        merged: dict[int, i64] = {}  # rows merged per buffer so far, by id(buffer)
+        for state in native.threads:
+            info = state.info
+            assert isinstance(info, _NativeThread)
+            done = merged.get(id(info.buf), 0)
+            merged[id(info.buf)] = done + merge_native_rows(info.buf, state.take(), done)
+        self.native = None
+
+    def thread_info(self) -> Optional[_NativeThread]:
+        """For the C hook: the calling thread's engine data and recorder buffer; None while a
+        ``threading.Thread`` is still starting (threading has not registered its name yet)."""
+        if _STARTING_THREADS and _get_ident() not in _ACTIVE_THREADS:
+            return None
+        td = _thread_data()
+        return _NativeThread(td, self.recorder._buffer(td))
+
+    def innermost(self, info: _NativeThread) -> i64:
+        """For the C hook: the handle of the engine's innermost open range on the thread, or 0."""
+        td = info.td
+        cur = _innermost(td)
+        if cur is not None and cur._td is td and cur._state == 1:
+            return cur.handle
+        return 0
 
     # -- names --------------------------------------------------------------------------------
 
@@ -296,26 +410,28 @@ class Tracer:
 
     # -- sys.monitoring (3.12+) ---------------------------------------------------------------
 
-    def _start_monitoring(self) -> None:
+    def _start_monitoring(self, native: Any = None) -> None:
+        """Register the callbacks: this tracer's, or the C ones of ``native`` (same names)."""
         if sys.version_info >= (3, 12):
             mon: Any = sys.monitoring  # mypyc would look it up as module sys._monitoring
             tool = mon.PROFILER_ID
             mon.use_tool_id(tool, "recfn")  # free: checked in __init__
             self.disable = mon.DISABLE
+            cb: Any = self if native is None else native
             ev = mon.events
-            mon.register_callback(tool, ev.PY_START, self.on_py_start)
-            mon.register_callback(tool, ev.PY_RESUME, self.on_py_start)
-            mon.register_callback(tool, ev.PY_THROW, self.on_py_throw)
-            mon.register_callback(tool, ev.PY_RETURN, self.on_py_exit)
-            mon.register_callback(tool, ev.PY_YIELD, self.on_py_exit)
-            mon.register_callback(tool, ev.PY_UNWIND, self.on_py_unwind)
+            mon.register_callback(tool, ev.PY_START, cb.on_py_start)
+            mon.register_callback(tool, ev.PY_RESUME, cb.on_py_start)
+            mon.register_callback(tool, ev.PY_THROW, cb.on_py_throw)
+            mon.register_callback(tool, ev.PY_RETURN, cb.on_py_exit)
+            mon.register_callback(tool, ev.PY_YIELD, cb.on_py_exit)
+            mon.register_callback(tool, ev.PY_UNWIND, cb.on_py_unwind)
             events = (
                 ev.PY_START | ev.PY_RESUME | ev.PY_THROW | ev.PY_RETURN | ev.PY_YIELD | ev.PY_UNWIND
             )
             if self.c_calls:
-                mon.register_callback(tool, ev.CALL, self.on_call)
-                mon.register_callback(tool, ev.C_RETURN, self.on_c_exit)
-                mon.register_callback(tool, ev.C_RAISE, self.on_c_exit)
+                mon.register_callback(tool, ev.CALL, cb.on_call)
+                mon.register_callback(tool, ev.C_RETURN, cb.on_c_exit)
+                mon.register_callback(tool, ev.C_RAISE, cb.on_c_exit)
                 events |= ev.CALL | ev.C_RETURN | ev.C_RAISE
             mon.restart_events()
             mon.set_events(tool, events)
@@ -648,3 +764,172 @@ class _ThreadTracer:
                     depth_of[rid] = d
                 chunk.meta[k] = (meta & LOW_META) | i32(d << DEPTH_SHIFT)
                 r += 1
+
+
+class _NativeThread:
+    """What the C hook keeps for one thread."""
+
+    td: _ThreadData
+    buf: _ThreadBuffer
+
+    def __init__(self, td: _ThreadData, buf: _ThreadBuffer) -> None:
+        self.td = td
+        self.buf = buf
+
+
+def merge_native_rows(buf: _ThreadBuffer, data: bytes, done: i64) -> i64:
+    """Interleave one thread's C hook rows (``data``) with its recorder rows in start order,
+    parenting and nesting every row as ``_ThreadTracer`` and ``fix_nesting`` do; returns how
+    many rows were added. The traced rows are numbered from ``NATIVE_SEQ + done``."""
+    t_start = vec[i64]()
+    t_end = vec[i64]()
+    t_user = vec[i64]()
+    t_nid = vec[i32]()
+    t_parent = vec[i64]()
+    for values in struct.iter_unpack(NATIVE_ROW, data):
+        t_start = append(t_start, values[0])
+        t_end = append(t_end, values[1])
+        t_user = append(t_user, values[2] & LOW32)
+        t_nid = append(t_nid, values[3])
+        t_parent = append(t_parent, values[4])
+    nt: i64 = len(t_start)
+    if nt == 0:
+        return 0
+    r_seq = vec[i64]()
+    r_parent = vec[i64]()
+    r_start = vec[i64]()
+    r_end = vec[i64]()
+    r_name = vec[i32]()
+    r_meta = vec[i32]()
+    for chunk in buf.chunks:
+        ends: dict[i64, i64] = {}
+        for j in range(len(chunk.big_end_rows)):
+            ends[chunk.big_end_rows[j]] = chunk.big_ends[j]
+        big: i64 = 0
+        begin: i64 = 0
+        for row in range(len(chunk.seqs)):
+            gap = chunk.gaps[row]
+            if gap == ESCAPED:
+                begin = chunk.big_starts[big]
+                big += 1
+            else:
+                begin += i64(gap)
+            span = i64(chunk.spans[row])
+            r_seq = append(r_seq, chunk.seq_at(row))
+            r_parent = append(r_parent, chunk.parent_seq_at(row))
+            r_start = append(r_start, begin)
+            r_end = append(
+                r_end, 0 if span == 0 else ends[row] if span == ESCAPED else begin + span - 1
+            )
+            r_name = append(r_name, chunk.names[row])
+            r_meta = append(r_meta, chunk.meta[row])
+    nr: i64 = len(r_seq)
+    first = NATIVE_SEQ + done
+    out = _ChunkWriter(nr + nt)
+    new_of_old = vec[i64]()  # recorder row -> merged row
+    t_pos = vec[i64]()  # traced row -> merged row
+    t_depth = vec[i64]()
+    seq_pos: dict[i64, i64] = {}  # recorder row's sequence number -> merged row
+    seq_depth: dict[i64, i64] = {}
+    st_id = vec[i64]()  # the traced calls open at the current row (ends: 0 while open)
+    st_pos = vec[i64]()
+    st_end = vec[i64]()
+    st_depth = vec[i64]()
+    top: i64 = 0
+    i: i64 = 0
+    k: i64 = 0
+    while i < nr or k < nt:
+        traced = k < nt and (
+            i >= nr
+            or t_start[k] < r_start[i]
+            or (t_start[k] == r_start[i] and t_user[k] != r_seq[i])
+        )
+        now = t_start[k] if traced else r_start[i]
+        while top > 0 and st_end[top - 1] != 0 and st_end[top - 1] <= now:
+            top -= 1
+        parent: i64 = 0
+        d: i64 = 0
+        if traced:
+            up = t_parent[k]
+            user = t_user[k]
+            user_pos = seq_pos.get(user, -1) if user != 0 else -1
+            if up >= 0 and user_pos < t_pos[up]:
+                parent = first + up
+                d = t_depth[up] + 1
+            elif user_pos >= 0:
+                parent = user
+                d = seq_depth[user] + 1
+            rid = first + k
+            end = t_end[k]
+            pos = out.add(rid, parent, now, end, t_nid[k], TRACED_META & LOW_META, d)
+            t_pos = append(t_pos, pos)
+            t_depth = append(t_depth, d)
+            if top < len(st_id):
+                st_id[top] = rid
+                st_pos[top] = pos
+                st_end[top] = end
+                st_depth[top] = d
+            else:
+                st_id = append(st_id, rid)
+                st_pos = append(st_pos, pos)
+                st_end = append(st_end, end)
+                st_depth = append(st_depth, d)
+            top += 1
+            k += 1
+        else:
+            parent = r_parent[i]
+            meta = r_meta[i]
+            if top > 0 and (parent == 0 or st_pos[top - 1] > seq_pos.get(parent, -1)):
+                parent = st_id[top - 1]
+                d = st_depth[top - 1] + 1
+            elif parent != 0:
+                known = seq_depth.get(parent)
+                d = known + 1 if known is not None else i64(meta >> DEPTH_SHIFT)
+            seq = r_seq[i]
+            pos = out.add(seq, parent, now, r_end[i], r_name[i], meta & LOW_META, d)
+            seq_pos[seq] = pos
+            seq_depth[seq] = d
+            new_of_old = append(new_of_old, pos)
+            i += 1
+    buf.chunks = out.chunks
+    buf.cur = out.cur
+    buf.cur_rows = len(out.cur.seqs)
+    buf.rows = nr + nt
+    buf.extra_rows = [int(new_of_old[r]) for r in buf.extra_rows]
+    buf.seq_rows = _moved(buf.seq_rows, new_of_old)
+    buf.mem_rows = _moved(buf.mem_rows, new_of_old)
+    buf.stack_rows = _moved(buf.stack_rows, new_of_old)
+    return nt
+
+
+def _moved(rows: vec[i64], new_of_old: vec[i64]) -> vec[i64]:
+    out = vec[i64]()
+    for r in rows:
+        out = append(out, new_of_old[r])
+    return out
+
+
+class _ChunkWriter:
+    """Fresh chunks for a merged thread buffer."""
+
+    chunks: list[_Chunk]
+    cur: _Chunk
+    rows: i64
+
+    def __init__(self, total: i64) -> None:
+        self.cur = _Chunk(min(total, CHUNK_ROWS))
+        self.chunks = [self.cur]
+        self.rows = 0
+
+    def add(
+        self, rid: i64, parent: i64, start: i64, end: i64, name: i32, low: i32, depth: i64
+    ) -> i64:
+        """Append one row (``end`` 0: open); returns its number in the merged buffer."""
+        if len(self.cur.seqs) == CHUNK_ROWS:
+            self.cur = _Chunk(CHUNK_ROWS)
+            self.chunks.append(self.cur)
+        row = self.cur.add(rid, parent, start, name, low | i32(depth << DEPTH_SHIFT))
+        if end != 0:
+            self.cur.set_end(row, start, end)
+        self.rows += 1
+        return self.rows - 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -19,8 +20,11 @@ EXPECT = os.environ.get("RECFN_EXPECT", "")
 @pytest.mark.skipif(EXPECT != "compiled", reason="RECFN_EXPECT=compiled not set")
 def test_core_modules_are_compiled_extensions() -> None:
     assert recfn.COMPILED
-    for module in CORE:
+    for module in CORE + [importlib.import_module(name) for name in recfn.NATIVE_MODULES]:
         assert module.__file__ is not None and module.__file__.endswith(".so"), module.__file__
+    from recfn import _tracer
+
+    assert _tracer.native_available()  # trace_calls runs on the C hook
 
 
 @pytest.mark.skipif(EXPECT != "pure", reason="RECFN_EXPECT=pure not set")
@@ -28,6 +32,8 @@ def test_core_modules_are_pure_python() -> None:
     assert not recfn.COMPILED
     for module in CORE:
         assert module.__file__ is not None and module.__file__.endswith(".py"), module.__file__
+    for name in recfn.NATIVE_MODULES:  # no C extension either: trace_calls uses the Python tracer
+        assert importlib.util.find_spec(name) is None, name
 
 
 def test_compiled_flag_matches_loaded_modules() -> None:

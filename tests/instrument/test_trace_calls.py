@@ -10,6 +10,7 @@ import pytest
 from instrument_helpers import make_module
 
 import recfn
+from recfn import _tracer
 
 GRAPH = """
 import recfn
@@ -56,6 +57,17 @@ def deep(k):
 @pytest.fixture(scope="module")
 def graph():
     return make_module("callgraph", GRAPH)
+
+
+@pytest.fixture(autouse=True, params=["c-hook", "python"])
+def tracer_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on the C profile hook (compiled builds) and on the Python tracer."""
+    if request.param == "c-hook":
+        if not _tracer.native_available():
+            pytest.skip("recfn._ctrace is not built (pure install)")
+    else:
+        monkeypatch.setenv("RECFN_CTRACE", "0")
+    return str(request.param)
 
 
 def tree(prof: recfn.profile, thread_id: int | None = None) -> list[str]:

@@ -1,0 +1,635 @@
+/* recfn._ctrace: the C profile hook behind trace_calls (compiled builds only).
+ *
+ * Per call the hook reads the clock once, looks the code object's name id up in a cache (a miss
+ * asks the Python Tracer once), bounds the depth, takes an event from the recorder's shared
+ * counters and appends a 32-byte row to its thread's buffer: no Python code runs per call.
+ * recfn._tracer merges each thread's rows into the recorder's buffer when tracing stops.
+ *
+ * On 3.10-3.11 the hook is installed with PyEval_SetProfile on the tracing thread and, through
+ * threading.setprofile, on threads started while tracing. On 3.12+ the CTracer's on_* methods
+ * are sys.monitoring callbacks (process-wide; a thread's state is found by its ident), the
+ * same events the Python tracer's callbacks take, without a frame object per call. The recorder's counters (events,
+ * dropped, stopped, epoch) live in a vec[int64] (its "gate") that the hook reaches through the
+ * buffer protocol. The epoch changes whenever a recorded range starts or ends; the hook then
+ * (or when the running task's context frame changed) asks the Python Tracer for the engine's
+ * innermost open range, the traced call's parent candidate.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <stdint.h>
+#include <time.h>
+
+enum { G_EVENTS, G_DROPPED, G_STOPPED, G_EPOCH, G_SIZE };
+#define EXCLUDED (-1)
+#define NOT_NOW (-2)
+
+typedef struct {
+    int64_t start, end; /* end 0: still open when tracing stopped */
+    int64_t user;       /* handle of the engine's innermost open range at the call, 0: none */
+    int32_t nid;        /* interned name id */
+    int32_t parent;     /* row of the enclosing traced call on this thread, -1: none */
+} Row;
+
+typedef struct {
+    PyObject *key; /* the frame or C function of an open traced call (a strong reference) */
+    Py_ssize_t row;
+} Open;
+
+typedef struct {
+    PyObject *code; /* strong reference; NULL: empty slot */
+    int32_t nid;
+} Slot;
+
+typedef struct CTracer CTracer;
+
+typedef struct {
+    PyObject_HEAD
+    CTracer *owner;
+    PyObject *info; /* what the Python Tracer keeps for this thread (its recorder buffer) */
+    Row *rows;
+    Py_ssize_t n, cap;
+    Open *stack;
+    Py_ssize_t sp, stack_cap;
+    PyObject *last_code; /* borrowed: the owner's cache holds it */
+    int32_t last_nid;
+    PyObject *ctx; /* the context frame when `user` was looked up (strong), NULL: none yet */
+    int64_t epoch, user;
+} ThreadState;
+
+struct CTracer {
+    PyObject_HEAD
+    PyObject *tracer;      /* the Python Tracer: code_name, c_name, innermost, thread_info, report */
+    PyObject *current_var; /* the engine's ContextVar of the running task's ranges */
+    PyObject *threads;     /* list of ThreadState */
+    uint64_t serial;       /* this tracer's number: tells the thread-local state of its threads */
+    PyObject *disable;     /* sys.monitoring.DISABLE, or None */
+    Py_buffer gate_view;
+    int64_t *gate;
+    int64_t max_events, max_depth, clock_offset;
+    int c_calls, stopped;
+    Slot *slots; /* open addressing by code pointer; n_slots is a power of two */
+    Py_ssize_t n_slots, used;
+};
+
+/* The calling thread's state for tracer `serial`: a thread-local (initial-exec: one load) that
+ * dies with its thread, where thread idents are reused. */
+static __thread ThreadState *tl_state __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tl_serial __attribute__((tls_model("initial-exec")));
+static uint64_t next_serial;
+
+static PyTypeObject ThreadStateType;
+static PyTypeObject CTracerType;
+static PyObject *str_code_name, *str_c_name, *str_innermost, *str_thread_info, *str_report;
+
+static inline int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* time.perf_counter_ns's clock */
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A failure inside the hook: the Python Tracer logs it once; the program never sees it. */
+static void report(CTracer *t) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (exc != NULL && tb != NULL) PyException_SetTraceback(exc, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+#endif
+    PyObject *r = PyObject_CallMethodOneArg(t->tracer, str_report, exc ? exc : Py_None);
+    Py_XDECREF(exc);
+    if (r == NULL) PyErr_Clear();
+    Py_XDECREF(r);
+}
+
+/* An int result of the Python Tracer as int64; sets *ok to 0 on failure. */
+static int64_t call_int(CTracer *t, PyObject *name, PyObject *arg1, PyObject *arg2, int *ok) {
+    PyObject *args[3] = {t->tracer, arg1, arg2};
+    PyObject *r = PyObject_VectorcallMethod(name, args, (arg2 ? 3 : 2) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    int64_t v = 0;
+    if (r != NULL) {
+        v = PyLong_AsLongLong(r);
+        Py_DECREF(r);
+    }
+    *ok = !(v == -1 && PyErr_Occurred()) && r != NULL;
+    if (!*ok) report(t);
+    return v;
+}
+
+/* -- the name cache: code object -> name id or EXCLUDED ------------------------------------- */
+
+static Slot *slot_for(CTracer *t, PyObject *code) {
+    size_t mask = (size_t)t->n_slots - 1, i = ((uintptr_t)code >> 4) & mask;
+    while (t->slots[i].code != NULL && t->slots[i].code != code) i = (i + 1) & mask;
+    return &t->slots[i];
+}
+
+static int cache_put(CTracer *t, PyObject *code, int32_t nid) {
+    if ((t->used + 1) * 2 > t->n_slots) {
+        Py_ssize_t old_n = t->n_slots, n = old_n ? old_n * 2 : 256;
+        Slot *old = t->slots, *fresh = PyMem_Calloc((size_t)n, sizeof(Slot));
+        if (fresh == NULL) return -1;
+        t->slots = fresh;
+        t->n_slots = n;
+        for (Py_ssize_t i = 0; i < old_n; i++)
+            if (old[i].code != NULL) *slot_for(t, old[i].code) = old[i];
+        PyMem_Free(old);
+    }
+    Slot *s = slot_for(t, code);
+    Py_INCREF(code);
+    s->code = code;
+    s->nid = nid;
+    t->used++;
+    return 0;
+}
+
+/* The name id of `code` (EXCLUDED when filtered out, NOT_NOW when it cannot be named now). */
+static int32_t code_nid(ThreadState *ts, PyObject *code, PyFrameObject *frame) {
+    if (code == ts->last_code) return ts->last_nid;
+    CTracer *t = ts->owner;
+    if (t->n_slots) {
+        Slot *s = slot_for(t, code);
+        if (s->code != NULL) {
+            ts->last_code = code;
+            ts->last_nid = s->nid;
+            return s->nid;
+        }
+    }
+    int ok;
+    int64_t nid = call_int(t, str_code_name, code, frame ? (PyObject *)frame : Py_None, &ok);
+    if (!ok) return NOT_NOW;
+    if (nid != NOT_NOW) {
+        if (cache_put(t, code, (int32_t)nid) < 0) return NOT_NOW;
+        ts->last_code = code;
+        ts->last_nid = (int32_t)nid;
+    }
+    return (int32_t)nid;
+}
+
+/* -- the hook ------------------------------------------------------------------------------- */
+
+/* The handle of the engine's innermost open range on this thread, looked up again only when a
+ * recorded range started or ended (the epoch) or the running task's context frame changed. */
+static int64_t innermost(ThreadState *ts) {
+    CTracer *t = ts->owner;
+    PyObject *ctx = NULL;
+    if (PyContextVar_Get(t->current_var, Py_None, &ctx) < 0) {
+        report(t);
+        return 0;
+    }
+    if (ctx == ts->ctx && t->gate[G_EPOCH] == ts->epoch) {
+        Py_DECREF(ctx);
+        return ts->user;
+    }
+    int ok;
+    int64_t user = call_int(t, str_innermost, ts->info, NULL, &ok);
+    Py_XSETREF(ts->ctx, ctx);
+    ts->epoch = t->gate[G_EPOCH];
+    ts->user = ok ? user : 0;
+    return ts->user;
+}
+
+static inline int stopped(CTracer *t) { return t->stopped || t->gate[G_STOPPED]; }
+
+static void enter(ThreadState *ts, PyObject *key, int32_t nid) {
+    CTracer *t = ts->owner;
+    int64_t *gate = t->gate;
+    if (ts->sp >= t->max_depth) return;
+    /* First, as it may run Python code, and so other threads (which may stop tracing). */
+    int64_t user = innermost(ts);
+    if (stopped(t)) return;
+    if (gate[G_EVENTS] >= t->max_events) {
+        gate[G_DROPPED]++;
+        return;
+    }
+    if (ts->n == ts->cap || ts->sp == ts->stack_cap) {
+        Py_ssize_t cap = ts->n == ts->cap ? (ts->cap ? ts->cap * 2 : 1024) : ts->cap;
+        Py_ssize_t scap = ts->sp == ts->stack_cap ? (ts->stack_cap ? ts->stack_cap * 2 : 64) : ts->stack_cap;
+        Row *rows = PyMem_Realloc(ts->rows, (size_t)cap * sizeof(Row));
+        if (rows == NULL) return;
+        ts->rows = rows;
+        ts->cap = cap;
+        Open *stack = PyMem_Realloc(ts->stack, (size_t)scap * sizeof(Open));
+        if (stack == NULL) return;
+        ts->stack = stack;
+        ts->stack_cap = scap;
+    }
+    gate[G_EVENTS]++;
+    Row *row = &ts->rows[ts->n];
+    row->start = now_ns() + t->clock_offset;
+    row->end = 0;
+    row->user = user;
+    row->nid = nid;
+    row->parent = ts->sp ? (int32_t)ts->stack[ts->sp - 1].row : -1;
+    Py_INCREF(key);
+    ts->stack[ts->sp].key = key;
+    ts->stack[ts->sp].row = ts->n;
+    ts->sp++;
+    ts->n++;
+}
+
+/* Close `key`'s traced call if it is the open one on top; whether it was. */
+static int leave(ThreadState *ts, PyObject *key) {
+    if (ts->sp == 0 || ts->stack[ts->sp - 1].key != key) return 0;
+    int64_t now = now_ns() + ts->owner->clock_offset;
+    ts->sp--;
+    ts->rows[ts->stack[ts->sp].row].end = now;
+    Py_DECREF(key);
+    return 1;
+}
+
+static void drop_stack(ThreadState *ts) {
+    while (ts->sp > 0) {
+        ts->sp--;
+        Py_CLEAR(ts->stack[ts->sp].key);
+    }
+}
+
+static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
+    ThreadState *ts = (ThreadState *)obj;
+    CTracer *t = ts->owner;
+    if (stopped(t)) {
+        drop_stack(ts);
+        PyEval_SetProfile(NULL, NULL); /* the owner's list keeps ts alive */
+        return 0;
+    }
+    if (what == PyTrace_CALL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        int32_t nid = code_nid(ts, (PyObject *)code, frame);
+        Py_DECREF(code);
+        if (nid >= 0) enter(ts, (PyObject *)frame, nid);
+    } else if (what == PyTrace_RETURN) {
+        leave(ts, (PyObject *)frame);
+    } else if (t->c_calls && what == PyTrace_C_CALL) {
+        /* only C calls made by traced code (never recfn's own, which may hold its locks) */
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        int32_t caller = code_nid(ts, (PyObject *)code, frame);
+        Py_DECREF(code);
+        if (caller >= 0) {
+            int ok;
+            int64_t nid = call_int(t, str_c_name, arg, NULL, &ok);
+            if (ok && nid >= 0) enter(ts, arg, (int32_t)nid);
+        }
+    } else if (t->c_calls && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
+        leave(ts, arg);
+    }
+    return 0;
+}
+
+/* -- ThreadState ---------------------------------------------------------------------------- */
+
+/* A new ThreadState for the calling thread; NULL with no error set while the Python Tracer
+ * says the thread is still starting (it has no info yet). */
+static ThreadState *thread_state(CTracer *t) {
+    PyObject *info = PyObject_CallMethodNoArgs(t->tracer, str_thread_info);
+    if (info == NULL) return NULL;
+    if (info == Py_None) {
+        Py_DECREF(info);
+        return NULL;
+    }
+    ThreadState *ts = PyObject_GC_New(ThreadState, &ThreadStateType);
+    if (ts == NULL) {
+        Py_DECREF(info);
+        return NULL;
+    }
+    Py_INCREF(t);
+    ts->owner = t;
+    ts->info = info;
+    ts->rows = NULL;
+    ts->stack = NULL;
+    ts->n = ts->cap = ts->sp = ts->stack_cap = 0;
+    ts->last_code = NULL;
+    ts->last_nid = EXCLUDED;
+    ts->ctx = NULL;
+    ts->epoch = ts->user = 0;
+    PyObject_GC_Track(ts);
+    if (PyList_Append(t->threads, (PyObject *)ts) < 0) {
+        Py_DECREF(ts);
+        return NULL;
+    }
+    return ts;
+}
+
+static int ts_traverse(ThreadState *ts, visitproc visit, void *arg) {
+    Py_VISIT(ts->owner);
+    Py_VISIT(ts->info);
+    Py_VISIT(ts->ctx);
+    for (Py_ssize_t i = 0; i < ts->sp; i++) Py_VISIT(ts->stack[i].key);
+    return 0;
+}
+
+static int ts_clear(ThreadState *ts) {
+    drop_stack(ts);
+    Py_CLEAR(ts->owner);
+    Py_CLEAR(ts->info);
+    Py_CLEAR(ts->ctx);
+    return 0;
+}
+
+static void ts_dealloc(ThreadState *ts) {
+    PyObject_GC_UnTrack(ts);
+    ts_clear(ts);
+    PyMem_Free(ts->rows);
+    PyMem_Free(ts->stack);
+    PyObject_GC_Del(ts);
+}
+
+static PyObject *ts_take(ThreadState *ts, PyObject *Py_UNUSED(ignored)) {
+    /* The rows as bytes (start, end, user: int64; nid, parent: int32, native order); the frames
+     * of calls still open are dropped (they would keep their locals alive). */
+    drop_stack(ts);
+    Py_CLEAR(ts->ctx);
+    PyObject *out = PyBytes_FromStringAndSize((const char *)ts->rows, ts->n * (Py_ssize_t)sizeof(Row));
+    if (out == NULL) return NULL;
+    PyMem_Free(ts->rows);
+    ts->rows = NULL;
+    ts->n = ts->cap = 0;
+    return out;
+}
+
+static PyObject *ts_get_info(ThreadState *ts, void *Py_UNUSED(closure)) {
+    return Py_NewRef(ts->info ? ts->info : Py_None);
+}
+
+static PyMethodDef ts_methods[] = {
+    {"take", (PyCFunction)ts_take, METH_NOARGS, "The thread's rows as bytes, once tracing stopped."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef ts_getset[] = {
+    {"info", (getter)ts_get_info, NULL, "What the Python Tracer keeps for this thread.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ThreadStateType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn._ctrace.ThreadState",
+    .tp_basicsize = sizeof(ThreadState),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "One thread's traced calls (its profile function's argument).",
+    .tp_traverse = (traverseproc)ts_traverse,
+    .tp_clear = (inquiry)ts_clear,
+    .tp_dealloc = (destructor)ts_dealloc,
+    .tp_methods = ts_methods,
+    .tp_getset = ts_getset,
+};
+
+/* -- CTracer -------------------------------------------------------------------------------- */
+
+static int ct_init(CTracer *t, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"tracer", "gate", "current_var", "max_events", "max_depth",
+                             "clock_offset", "c_calls", "disable", NULL};
+    PyObject *tracer, *gate, *current_var, *disable = Py_None;
+    long long max_events, max_depth, clock_offset;
+    int c_calls;
+    if (t->tracer != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "CTracer is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOLLLp|O", kwlist, &tracer, &gate,
+                                     &current_var, &max_events, &max_depth, &clock_offset,
+                                     &c_calls, &disable))
+        return -1;
+    if (!PyContextVar_CheckExact(current_var)) {
+        PyErr_SetString(PyExc_TypeError, "current_var must be a contextvars.ContextVar");
+        return -1;
+    }
+    /* A vec marks its buffer read-only for Python, but the buffer is the storage that the
+     * recorder's compiled code reads and writes: the hook writes the counters there too. */
+    if (PyObject_GetBuffer(gate, &t->gate_view, PyBUF_FORMAT) < 0) return -1;
+    if (t->gate_view.itemsize != 8 || t->gate_view.len < (Py_ssize_t)(G_SIZE * 8)) {
+        PyBuffer_Release(&t->gate_view);
+        PyErr_SetString(PyExc_ValueError, "gate must be a buffer of at least 4 int64");
+        return -1;
+    }
+    t->threads = PyList_New(0);
+    if (t->threads == NULL) {
+        PyBuffer_Release(&t->gate_view);
+        return -1;
+    }
+    t->gate = (int64_t *)t->gate_view.buf;
+    t->tracer = Py_NewRef(tracer);
+    t->current_var = Py_NewRef(current_var);
+    t->disable = Py_NewRef(disable);
+    t->serial = ++next_serial; /* under the GIL */
+    t->max_events = max_events;
+    t->max_depth = max_depth;
+    t->clock_offset = clock_offset;
+    t->c_calls = c_calls;
+    return 0;
+}
+
+static int ct_traverse(CTracer *t, visitproc visit, void *arg) {
+    Py_VISIT(t->tracer);
+    Py_VISIT(t->threads);
+    Py_VISIT(t->gate_view.obj);
+    Py_VISIT(t->disable);
+    return 0;
+}
+
+static int ct_clear(CTracer *t) {
+    Py_CLEAR(t->tracer);
+    Py_CLEAR(t->threads);
+    Py_CLEAR(t->current_var);
+    Py_CLEAR(t->disable);
+    return 0;
+}
+
+static void ct_dealloc(CTracer *t) {
+    PyObject_GC_UnTrack(t);
+    ct_clear(t);
+    if (t->gate != NULL) PyBuffer_Release(&t->gate_view);
+    for (Py_ssize_t i = 0; i < t->n_slots; i++) Py_XDECREF(t->slots[i].code);
+    PyMem_Free(t->slots);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *ct_attach(CTracer *t, PyObject *Py_UNUSED(ignored)) {
+    /* Install the hook on the calling thread. */
+    if (t->tracer == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "CTracer is not initialised");
+        return NULL;
+    }
+    ThreadState *ts = thread_state(t);
+    if (ts == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "this thread is starting");
+        return NULL;
+    }
+    PyEval_SetProfile(hook, (PyObject *)ts);
+    Py_DECREF(ts);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ct_thread_hook(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    /* threading.setprofile's hook: a new thread's first event installs the C hook there. */
+    if (nargs != 3 || !PyFrame_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "thread_hook(frame, event, arg)");
+        return NULL;
+    }
+    if (stopped(t)) {
+        PyEval_SetProfile(NULL, NULL);
+        Py_RETURN_NONE;
+    }
+    ThreadState *ts = thread_state(t);
+    if (ts == NULL) { /* still starting: this hook sees its next event again */
+        if (PyErr_Occurred()) report(t);
+        Py_RETURN_NONE;
+    }
+    PyEval_SetProfile(hook, (PyObject *)ts);
+    static const char *events[] = {"call", NULL, NULL, "return", "c_call", "c_exception", "c_return"};
+    for (int what = 0; what < 7; what++) {
+        if (events[what] && PyUnicode_CompareWithASCIIString(args[1], events[what]) == 0) {
+            hook((PyObject *)ts, (PyFrameObject *)args[0], what, args[2]);
+            break;
+        }
+    }
+    Py_DECREF(ts);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ct_stop(CTracer *t, PyObject *Py_UNUSED(ignored)) {
+    /* Stop recording on every thread; each drops its hook at its next event. */
+    t->stopped = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *ct_get_threads(CTracer *t, void *Py_UNUSED(closure)) {
+    return t->threads ? PyList_GetSlice(t->threads, 0, PyList_GET_SIZE(t->threads)) : PyList_New(0);
+}
+
+/* -- sys.monitoring callbacks (3.12+) ---------------------------------------------------------
+ * They mirror the Python tracer's on_* methods: DISABLE for excluded code, but never from
+ * PY_THROW or PY_UNWIND (sys.monitoring raises ValueError in the program for those). */
+
+static ThreadState *monitored_thread(CTracer *t) {
+    if (tl_serial == t->serial) return tl_state;
+    ThreadState *ts = thread_state(t); /* NULL while a threading.Thread is still starting */
+    if (ts == NULL) {
+        if (PyErr_Occurred()) report(t);
+        return NULL;
+    }
+    Py_DECREF(ts); /* the tracer's list keeps it */
+    tl_state = ts;
+    tl_serial = t->serial;
+    return ts;
+}
+
+static PyObject *start_event(CTracer *t, PyObject *code, int may_disable) {
+    ThreadState *ts = stopped(t) ? NULL : monitored_thread(t);
+    if (ts != NULL) {
+        int32_t nid = code_nid(ts, code, NULL);
+        if (nid >= 0) enter(ts, code, nid);
+        else if (nid == EXCLUDED && may_disable) return Py_NewRef(t->disable);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *exit_event(CTracer *t, PyObject *code, int may_disable) {
+    ThreadState *ts = stopped(t) ? NULL : monitored_thread(t);
+    if (ts != NULL && !leave(ts, code) && may_disable && t->n_slots) {
+        Slot *s = slot_for(t, code);
+        if (s->code != NULL && s->nid == EXCLUDED) return Py_NewRef(t->disable);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *ct_on_py_start(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    return nargs < 1 ? Py_NewRef(Py_None) : start_event(t, args[0], 1);
+}
+
+static PyObject *ct_on_py_throw(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    return nargs < 1 ? Py_NewRef(Py_None) : start_event(t, args[0], 0);
+}
+
+static PyObject *ct_on_py_exit(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    return nargs < 1 ? Py_NewRef(Py_None) : exit_event(t, args[0], 1);
+}
+
+static PyObject *ct_on_py_unwind(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    return nargs < 1 ? Py_NewRef(Py_None) : exit_event(t, args[0], 0);
+}
+
+static PyObject *ct_on_call(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 3) Py_RETURN_NONE;
+    PyObject *fn = args[2];
+    if (stopped(t) || PyFunction_Check(fn) || PyMethod_Check(fn) || PyType_Check(fn))
+        Py_RETURN_NONE;
+    ThreadState *ts = monitored_thread(t);
+    if (ts == NULL) Py_RETURN_NONE;
+    int32_t caller = code_nid(ts, args[0], NULL); /* only C calls made by traced code */
+    if (caller < 0) return Py_NewRef(caller == EXCLUDED ? t->disable : Py_None);
+    int ok;
+    int64_t nid = call_int(t, str_c_name, fn, NULL, &ok);
+    if (ok && nid >= 0) enter(ts, fn, (int32_t)nid);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ct_on_c_exit(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
+    ThreadState *ts = stopped(t) || nargs < 3 ? NULL : monitored_thread(t);
+    if (ts != NULL) leave(ts, args[2]);
+    Py_RETURN_NONE;
+}
+
+#define CALLBACK(name) \
+    {#name, (PyCFunction)(void (*)(void))ct_##name, METH_FASTCALL, "A sys.monitoring callback."}
+
+static PyMethodDef ct_methods[] = {
+    CALLBACK(on_py_start),
+    CALLBACK(on_py_throw),
+    CALLBACK(on_py_exit),
+    CALLBACK(on_py_unwind),
+    CALLBACK(on_call),
+    CALLBACK(on_c_exit),
+    {"attach", (PyCFunction)ct_attach, METH_NOARGS, "Install the hook on the calling thread."},
+    {"thread_hook", (PyCFunction)(void (*)(void))ct_thread_hook, METH_FASTCALL,
+     "threading.setprofile's hook: installs the C hook on a thread started while tracing."},
+    {"stop", (PyCFunction)ct_stop, METH_NOARGS, "Stop recording on every thread."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef ct_getset[] = {
+    {"threads", (getter)ct_get_threads, NULL, "The ThreadState of every traced thread.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject CTracerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn._ctrace.CTracer",
+    .tp_basicsize = sizeof(CTracer),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "CTracer(tracer, gate, current_var, max_events, max_depth, clock_offset, c_calls,"
+              " disable=None)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)ct_init,
+    .tp_traverse = (traverseproc)ct_traverse,
+    .tp_clear = (inquiry)ct_clear,
+    .tp_dealloc = (destructor)ct_dealloc,
+    .tp_methods = ct_methods,
+    .tp_getset = ct_getset,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "recfn._ctrace",
+    .m_doc = "The C profile hook behind trace_calls.", .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__ctrace(void) {
+    if (PyType_Ready(&ThreadStateType) < 0 || PyType_Ready(&CTracerType) < 0) return NULL;
+    if (!(str_code_name = PyUnicode_InternFromString("code_name")) ||
+        !(str_c_name = PyUnicode_InternFromString("c_name")) ||
+        !(str_innermost = PyUnicode_InternFromString("innermost")) ||
+        !(str_thread_info = PyUnicode_InternFromString("thread_info")) ||
+        !(str_report = PyUnicode_InternFromString("report")))
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "CTracer", (PyObject *)&CTracerType) < 0 ||
+        PyModule_AddObjectRef(m, "ThreadState", (PyObject *)&ThreadStateType) < 0 ||
+        PyModule_AddIntConstant(m, "ROW_BYTES", (long)sizeof(Row)) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
