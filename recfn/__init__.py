@@ -189,10 +189,7 @@ class _PandasWatcher:
     ``df.recfn`` (``register``) right after the module's own code has run."""
 
     module = "pandas"
-
-    @staticmethod
-    def register() -> None:
-        _register_accessor()
+    register = staticmethod(_register_accessor)
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if fullname != self.module:
@@ -223,26 +220,21 @@ _hooks.text_renderer = _trace_text
 _hooks.html_renderer = _trace_html
 _hooks.files_summary = _files_summary
 _hooks.on_pandas = _register_accessor
-if "pandas" in sys.modules:
-    _register_accessor()
-elif not any(type(finder) is _PandasWatcher for finder in sys.meta_path):
-    sys.meta_path.insert(0, _PandasWatcher())
 
 
 class _DaskWatcher(_PandasWatcher):
     """The same for ``ddf.recfn`` when ``dask.dataframe`` is imported."""
 
     module = "dask.dataframe"
-
-    @staticmethod
-    def register() -> None:
-        _register_dask_accessor()
+    register = staticmethod(_register_dask_accessor)
 
 
-if "dask.dataframe" in sys.modules:
-    _register_dask_accessor()
-elif not any(type(finder) is _DaskWatcher for finder in sys.meta_path):
-    sys.meta_path.insert(0, _DaskWatcher())
+for _watcher in (_PandasWatcher, _DaskWatcher):
+    if _watcher.module in sys.modules:
+        _watcher.register()
+    elif not any(type(finder) is _watcher for finder in sys.meta_path):
+        sys.meta_path.insert(0, _watcher())
+del _watcher
 
 
 __all__ = [

@@ -208,7 +208,11 @@ class _ThreadBuffer:
         self.stack_nodes = vec[i64]()
 
     def clear(self) -> None:
-        """Forget every row (the spill hook took them) and start a fresh chunk."""
+        """Forget every row (the spill hook took them) and start a fresh chunk.
+
+        ``__init__`` repeats these assignments instead of calling this: mypyc only treats an
+        attribute as always defined when ``__init__`` assigns it directly, and the hot path
+        then reads it without an undefined check."""
         self.cur = _Chunk(CHUNK_ROWS)
         self.chunks = [self.cur]
         self.cur_rows = 0

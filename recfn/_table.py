@@ -101,10 +101,6 @@ class DecodedRows:
         self.columns = columns
 
 
-def _rows(chunk: Any) -> int:
-    return len(chunk.columns["id"]) if isinstance(chunk, DecodedRows) else len(chunk.seqs)
-
-
 def _split_meta(meta: np.ndarray, out: dict[str, np.ndarray], at: int) -> None:
     """Unpack packed ``meta`` into rows ``at`` onwards of the kind, scope, depth and async
     columns."""
@@ -178,9 +174,7 @@ def build_table(
     numpy arrays without copying them.
     """
     buffers = [buf for buf in recorder.buffers if buf.rows]
-    rows_per_buffer = np.array(
-        [sum(_rows(chunk) for chunk in buf.chunks) for buf in buffers], dtype=np.int64
-    )
+    rows_per_buffer = np.array([buf.rows for buf in buffers], dtype=np.int64)
     n = int(rows_per_buffer.sum())
     buffer_offsets = np.concatenate([[0], np.cumsum(rows_per_buffer)[:-1]]).astype(np.int64)
     fixed = {field: np.empty(n, dtype) for field, dtype in DECODED_COLUMNS if field != "meta"}

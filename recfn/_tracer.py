@@ -80,11 +80,13 @@ _STARTING_THREADS: Final[dict[object, object]] = threading._limbo  # type: ignor
 
 
 def _native_module() -> Any:
-    """recfn._ctrace, the C profile hook (built with the compiled modules), or None."""
+    """recfn._ctrace, the C profile hook (built with the compiled modules), or None (also when
+    its rows are not the layout ``NATIVE_ROW`` reads)."""
     try:
-        return importlib.import_module("recfn._ctrace")
+        module = importlib.import_module("recfn._ctrace")
     except ImportError:
         return None
+    return module if struct.calcsize(NATIVE_ROW) == module.ROW_BYTES else None
 
 
 _NATIVE: Final[Any] = _native_module()
@@ -239,15 +241,19 @@ class Tracer:
         if not self.started:
             return
         self.started = False
-        if self.native is not None:
-            self._stop_native()
-            return
+        native = self.native
+        if native is not None:
+            native.stop()  # other threads drop the hook at their next event
         if USES_MONITORING:
             self._stop_monitoring()
         else:
-            if isinstance(sys.getprofile(), _ThreadTracer):
+            hook_type: Any = _ThreadTracer if native is None else _NATIVE.ThreadState
+            if isinstance(sys.getprofile(), hook_type):
                 sys.setprofile(None)
             threading.setprofile(self.prev_thread_hook)  # type: ignore[arg-type]
+        if native is not None:
+            self._merge_native(native)
+            return
         # Other threads drop their profile function at their next event (recorder.stopped).
         with self._lock:
             threads = list(self.threads)
@@ -309,15 +315,8 @@ class Tracer:
         threading.setprofile(native.thread_hook)
         native.attach()
 
-    def _stop_native(self) -> None:
-        native = self.native
-        native.stop()  # other threads drop the hook at their next event
-        if USES_MONITORING:
-            self._stop_monitoring()
-        else:
-            if isinstance(sys.getprofile(), _NATIVE.ThreadState):
-                sys.setprofile(None)
-            threading.setprofile(self.prev_thread_hook)  # type: ignore[arg-type]
+    def _merge_native(self, native: Any) -> None:
+        """Move the stopped C hook's rows into the recorder's buffers."""
         merged: dict[int, i64] = {}  # rows merged per buffer so far, by id(buffer)
         for state in native.threads:
             info = state.info
@@ -825,16 +824,17 @@ def merge_native_rows(buf: _ThreadBuffer, data: bytes, done: i64) -> i64:
             r_meta = append(r_meta, chunk.meta[row])
     nr: i64 = len(r_seq)
     first = NATIVE_SEQ + done
-    out = _ChunkWriter(nr + nt)
+    buf.cur = _Chunk(min(nr + nt, CHUNK_ROWS))  # rewritten in merged order (no spill: stopped)
+    buf.chunks = [buf.cur]
+    buf.cur_rows = 0
+    buf.rows = 0
     new_of_old = vec[i64]()  # recorder row -> merged row
     t_pos = vec[i64]()  # traced row -> merged row
-    t_depth = vec[i64]()
     seq_pos: dict[i64, i64] = {}  # recorder row's sequence number -> merged row
-    seq_depth: dict[i64, i64] = {}
+    depth_at = vec[i64]()  # merged row -> depth
     st_id = vec[i64]()  # the traced calls open at the current row (ends: 0 while open)
     st_pos = vec[i64]()
     st_end = vec[i64]()
-    st_depth = vec[i64]()
     top: i64 = 0
     i: i64 = 0
     k: i64 = 0
@@ -855,25 +855,23 @@ def merge_native_rows(buf: _ThreadBuffer, data: bytes, done: i64) -> i64:
             user_pos = seq_pos.get(user, -1) if user != 0 else -1
             if up >= 0 and user_pos < t_pos[up]:
                 parent = first + up
-                d = t_depth[up] + 1
+                d = depth_at[t_pos[up]] + 1
             elif user_pos >= 0:
                 parent = user
-                d = seq_depth[user] + 1
+                d = depth_at[user_pos] + 1
             rid = first + k
             end = t_end[k]
-            pos = out.add(rid, parent, now, end, t_nid[k], TRACED_META & LOW_META, d)
+            pos = _write_row(buf, rid, parent, now, end, t_nid[k], TRACED_META & LOW_META, d)
+            depth_at = append(depth_at, d)
             t_pos = append(t_pos, pos)
-            t_depth = append(t_depth, d)
             if top < len(st_id):
                 st_id[top] = rid
                 st_pos[top] = pos
                 st_end[top] = end
-                st_depth[top] = d
             else:
                 st_id = append(st_id, rid)
                 st_pos = append(st_pos, pos)
                 st_end = append(st_end, end)
-                st_depth = append(st_depth, d)
             top += 1
             k += 1
         else:
@@ -881,20 +879,16 @@ def merge_native_rows(buf: _ThreadBuffer, data: bytes, done: i64) -> i64:
             meta = r_meta[i]
             if top > 0 and (parent == 0 or st_pos[top - 1] > seq_pos.get(parent, -1)):
                 parent = st_id[top - 1]
-                d = st_depth[top - 1] + 1
+                d = depth_at[st_pos[top - 1]] + 1
             elif parent != 0:
-                known = seq_depth.get(parent)
-                d = known + 1 if known is not None else i64(meta >> DEPTH_SHIFT)
+                known = seq_pos.get(parent, -1)
+                d = depth_at[known] + 1 if known >= 0 else i64(meta >> DEPTH_SHIFT)
             seq = r_seq[i]
-            pos = out.add(seq, parent, now, r_end[i], r_name[i], meta & LOW_META, d)
+            pos = _write_row(buf, seq, parent, now, r_end[i], r_name[i], meta & LOW_META, d)
+            depth_at = append(depth_at, d)
             seq_pos[seq] = pos
-            seq_depth[seq] = d
             new_of_old = append(new_of_old, pos)
             i += 1
-    buf.chunks = out.chunks
-    buf.cur = out.cur
-    buf.cur_rows = len(out.cur.seqs)
-    buf.rows = nr + nt
     buf.extra_rows = [int(new_of_old[r]) for r in buf.extra_rows]
     buf.seq_rows = _moved(buf.seq_rows, new_of_old)
     buf.mem_rows = _moved(buf.mem_rows, new_of_old)
@@ -909,27 +903,11 @@ def _moved(rows: vec[i64], new_of_old: vec[i64]) -> vec[i64]:
     return out
 
 
-class _ChunkWriter:
-    """Fresh chunks for a merged thread buffer."""
-
-    chunks: list[_Chunk]
-    cur: _Chunk
-    rows: i64
-
-    def __init__(self, total: i64) -> None:
-        self.cur = _Chunk(min(total, CHUNK_ROWS))
-        self.chunks = [self.cur]
-        self.rows = 0
-
-    def add(
-        self, rid: i64, parent: i64, start: i64, end: i64, name: i32, low: i32, depth: i64
-    ) -> i64:
-        """Append one row (``end`` 0: open); returns its number in the merged buffer."""
-        if len(self.cur.seqs) == CHUNK_ROWS:
-            self.cur = _Chunk(CHUNK_ROWS)
-            self.chunks.append(self.cur)
-        row = self.cur.add(rid, parent, start, name, low | i32(depth << DEPTH_SHIFT))
-        if end != 0:
-            self.cur.set_end(row, start, end)
-        self.rows += 1
-        return self.rows - 1
+def _write_row(
+    buf: _ThreadBuffer, rid: i64, parent: i64, start: i64, end: i64, name: i32, low: i32, depth: i64
+) -> i64:
+    """Append one row (``end`` 0: open) to ``buf``; returns its number in the buffer."""
+    row = buf.add_row(rid, parent, start, name, low | i32(depth << DEPTH_SHIFT))
+    if end != 0:
+        buf.cur.set_end(row, start, end)
+    return buf.rows - 1
