@@ -158,46 +158,53 @@ class BufferTaker:
         if getattr(self._busy, "on", False):
             return
         self._busy.on = True
-        rows = int(buf.rows)
         try:
             self._write(buf, final=False)
-        except Exception as exc:  # a full disk must not break the program: count the loss
-            self.recorder.dropped += rows
-            self.recorder.events -= rows
+        except Exception as exc:  # a full disk must not break the program: the loss is counted
             self.errors.append(f"{type(exc).__name__}: {exc}")
-            if int(buf.rows) >= rows:  # the write failed before the rows were taken
-                buf.clear()
         finally:
             self._busy.on = False
 
     def _write(self, buf: _ThreadBuffer, *, final: bool, wall_ns: Optional[int] = None) -> None:
+        """Take ``buf``'s rows and the held ones; those written (or lost, if this raises) leave
+        the recorder's event count, and lost ones are counted as dropped."""
         import pyarrow.compute as pc
 
         from recfn._table import build_table
 
         held = self._held.pop(int(buf.tid), [])
-        snapshot = _Snapshot(buf, held)
-        buf.clear()  # rows recorded from here on (this thread's, even during the write) stay
-        table = build_table(
-            cast(Recorder, _RecorderView(self.recorder, snapshot)),
-            start_ns=self.start_ns,
-            node_id=self.recorder.node_id,
-            config=self.config,
-            wall_ns=0 if wall_ns is None else wall_ns,
-        )
-        if not final:
-            still_open = pc.and_(
-                pc.is_null(table.column("end_ns")),
-                pc.equal(table.column("kind").cast("string"), "range"),
+        taken = int(buf.rows) + len(held)  # counted in recorder.events until written or lost
+        taken_from_buffer = False
+        try:
+            snapshot = _Snapshot(buf, held)
+            buf.clear()  # rows recorded from here on (this thread's, even during the write) stay
+            taken_from_buffer = True
+            table = build_table(
+                cast(Recorder, _RecorderView(self.recorder, snapshot)),
+                start_ns=self.start_ns,
+                node_id=self.recorder.node_id,
+                config=self.config,
+                wall_ns=0 if wall_ns is None else wall_ns,
             )
-            rows = np.flatnonzero(still_open.to_numpy(zero_copy_only=False))
-            if rows.size:
-                self._held[int(buf.tid)] = [self._hold(snapshot, int(r)) for r in rows]
-                table = table.filter(pc.invert(still_open))
-        written = table.num_rows
-        self.recorder.events -= written
-        if written:
-            self._save(table, wall_ns)
+            if not final:
+                still_open = pc.and_(
+                    pc.is_null(table.column("end_ns")),
+                    pc.equal(table.column("kind").cast("string"), "range"),
+                )
+                rows = np.flatnonzero(still_open.to_numpy(zero_copy_only=False))
+                if rows.size:
+                    self._held[int(buf.tid)] = [self._hold(snapshot, int(r)) for r in rows]
+                    table = table.filter(pc.invert(still_open))
+            taken = table.num_rows  # the ranges held again stay counted
+            if taken:
+                self._save(table, wall_ns)
+        except Exception:
+            self.recorder.dropped += taken
+            if not taken_from_buffer:
+                buf.clear()
+            raise
+        finally:
+            self.recorder.events -= taken
 
     def _hold(self, snapshot: _Snapshot, row: int) -> _Held:
         if row < len(snapshot.held):
@@ -272,6 +279,11 @@ class DatasetWriter(BufferTaker):
             metadata.pop(schema.WALL_NS_KEY, None)
         table = table.replace_schema_metadata(metadata)
         path = os.path.join(self.folder, f"part-{number:05d}.parquet")
-        write_atomic(path, lambda temporary: write_parquet(table, temporary))
+        try:
+            write_atomic(path, lambda temporary: write_parquet(table, temporary))
+        except BaseException:
+            with self._lock:  # the next part reports these drops instead
+                self._dropped_written -= dropped
+            raise
         with self._lock:
             self.files.append(path)

@@ -76,6 +76,41 @@ def test_streaming_records_past_max_events_and_loses_nothing(tmp_path: Path) -> 
     assert recfn.load(output).summary().equals(trace.summary())
 
 
+def test_a_failed_part_write_is_counted_as_dropped_and_capture_goes_on(tmp_path: Path) -> None:
+    output = tmp_path / "traces"
+    ranges = 0
+
+    def record_until(done: object) -> None:
+        nonlocal ranges
+        for _ in range(200_000):  # bounded: a spill comes every few tens of thousands of ranges
+            with recfn.record_function("step"):
+                ranges += 1
+            if done():  # type: ignore[operator]
+                return
+        raise AssertionError("no spill happened")
+
+    with recfn.profile(output=output, max_events=70_000) as prof:
+        writer, recorder = prof._writer, prof._recorder
+        assert writer is not None and recorder is not None
+        folder = Path(writer.folder)
+        record_until(lambda: writer.files)  # one part on disk
+        os.rename(folder, folder.with_name("aside"))
+        folder.write_text("not a folder")  # the next part cannot be written
+        record_until(lambda: writer.errors)
+        folder.unlink()
+        os.rename(folder.with_name("aside"), folder)
+        held = sum(len(rows) for rows in writer._held.values())
+        # the event count is what memory holds: the lost rows left it once, not twice
+        assert recorder.events == sum(buf.rows for buf in recorder.buffers) + held
+        lost = int(recorder.dropped)
+        assert lost > 0
+        record_until(lambda: len(writer.files) >= 2)  # writing works again
+    trace = prof.trace
+    assert trace.dropped_events == lost
+    steps = int((trace.to_pandas()["name"] == "step").sum())
+    assert steps + lost == ranges  # every range is either in the dataset or counted as lost
+
+
 def test_a_killed_process_leaves_readable_parts_and_a_record_of_its_loss(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
