@@ -140,7 +140,9 @@ def _summarize(
     group = np.full(len(df), -1, dtype=np.int64)
     only = frame[group_keys[0]]
     if len(group_keys) == 1 and isinstance(only.dtype, pd.CategoricalDtype):
-        group[rows] = only.cat.codes.to_numpy(dtype=np.int64)  # as good as ngroup, cheaper
+        codes = only.cat.codes.to_numpy(dtype=np.int64)  # as good as ngroup, cheaper
+        codes[codes < 0] = len(only.cat.categories)  # a missing key is a group of its own
+        group[rows] = codes
     else:
         group[rows] = groups.ngroup().to_numpy(dtype=np.int64)
     counted = outermost(linked_parents(forest), group)[rows]

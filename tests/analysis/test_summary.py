@@ -123,6 +123,30 @@ def test_grouping_without_name_counts_nested_time_once(known: pd.DataFrame) -> N
     assert by_scope["self_ns"].tolist() == [20 + 60 + 30, 20]
 
 
+def test_a_missing_categorical_key_is_a_group_of_its_own_at_any_depth() -> None:
+    # Regression: a categorical key's missing value took code -1, which the walk up for
+    # nesting past its first levels treats as no group, so a range 19 levels under one of its
+    # own group was counted again in the total.
+    depth = 20
+    rows = [(i + 1, i or None, f"r{i}", "range", i, 2 * depth - i, 1) for i in range(depth)]
+    keys = [None] + ["a"] * (depth - 2) + [None]
+    as_object = make_frame(rows).assign(key=pd.array(keys, dtype=object))
+    as_category = make_frame(rows).assign(key=pd.Categorical(keys))
+
+    def totals(df: pd.DataFrame) -> dict[str, tuple[int, int, int]]:
+        summary = df.recfn.summary(by="key", as_index=False)
+        return {
+            "-" if pd.isna(key) else str(key): (int(count), int(total), int(own))
+            for key, count, total, own in summary[
+                ["key", "count", "total_ns", "self_ns"]
+            ].itertuples(index=False)
+        }
+
+    expected = totals(as_object)
+    assert expected["-"] == (2, 2 * depth, 2 + 2)  # total: the outer one only, it holds the inner
+    assert totals(as_category) == expected
+
+
 def test_recursion_counts_the_outermost_range_once_by_name() -> None:
     # Regression: f inside f inside f summed 100 + 50 + 20 ns and put Total % past 100%.
     rows = [
