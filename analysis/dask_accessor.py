@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .summary import _summarize, add_partials, self_time_total
-from .tree import nodes, self_durations
+from .summary import PARTIAL_COLUMNS, _summarize, add_partials
 
 _TOTAL = "__process_self_total"
 
@@ -41,9 +40,10 @@ def read_dataset(path: Any) -> Any:
     from recfn.dataset import resolve
 
     files = resolve(path)
-    folders = sorted({os.path.dirname(f) for f in files})
-    groups = [[f for f in files if os.path.dirname(f) == folder] for folder in folders]
-    return dd.from_map(_read_files, groups)  # type: ignore[no-untyped-call]
+    groups: dict[str, list[str]] = {}
+    for name in files:
+        groups.setdefault(os.path.dirname(name), []).append(name)
+    return dd.from_map(_read_files, [groups[folder] for folder in sorted(groups)])  # type: ignore[no-untyped-call]
 
 
 def _read_files(files: Sequence[str]) -> pd.DataFrame:
@@ -65,22 +65,21 @@ def _partial(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         )
     if df.empty:
         return _empty(keys)
-    result = _summarize(df, keys, "total_ns", None, False, 0).table
-    forest = nodes(df, "summary")
-    own = self_durations(forest.parent, forest.start, forest.end, forest.closed)
-    out = result[[*keys, "count", "total_ns", "self_ns", "min_ns", "max_ns"]].copy()
+    found = _summarize(df, keys, "total_ns", None, False, 0)
+    result = found.table
+    out = result[[*keys, *PARTIAL_COLUMNS[:-1]]].copy()
     out["duration_ns"] = np.rint(result["mean_ns"] * result["count"]).astype(np.int64)
     for key in keys:
         out[key] = out[key].astype(object)
     out[_TOTAL] = 0  # the frame's self-time total rides on its first row, to be summed
     if len(out):
-        out.loc[out.index[0], _TOTAL] = self_time_total(df, forest, own)
+        out.loc[out.index[0], _TOTAL] = found.total
     return out
 
 
 def _empty(keys: list[str]) -> pd.DataFrame:
     columns: dict[str, Any] = {key: pd.Series([], dtype=object) for key in keys}
-    for name in ("count", "total_ns", "self_ns", "min_ns", "max_ns", "duration_ns"):
+    for name in PARTIAL_COLUMNS:
         columns[name] = pd.Series([], dtype=np.int64)
     columns[_TOTAL] = pd.Series([], dtype=np.int64)
     return pd.DataFrame(columns)

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from recfn.errors import TraceFormatError
 
 from .schema import RANGE
-from .summary import PROFILER_SPAN_SCOPES, add_partials
+from .summary import PARTIAL_COLUMNS, PROFILER_SPAN_SCOPES, add_partials
 from .tree import Nodes, linked_parents, outermost, parents_come_first, self_durations
 
 EVENT_COLUMNS = ("id", "parent_id", "kind", "scope", "start_ns", "end_ns")
@@ -338,7 +338,7 @@ def _summarize_process(
 
 
 def _empty_part(part: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
-    for name in ("count", "total_ns", "self_ns", "min_ns", "max_ns", "duration_ns", *extra):
+    for name in (*PARTIAL_COLUMNS, *extra):
         part[name] = np.zeros(0, dtype=np.int64)
     return part
 

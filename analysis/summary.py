@@ -354,6 +354,11 @@ def _pct(value: float) -> str:
     return "-" if np.isnan(value) else f"{value:.2f}%"
 
 
+PARTIAL_COLUMNS = ("count", "total_ns", "self_ns", "min_ns", "max_ns", "duration_ns")
+"""The statistics of a partial summary (one process's, out of core or on Dask) that add up:
+summed, but ``min_ns``/``max_ns`` taken per group (``add_partials``)."""
+
+
 def add_partials(
     parts: pd.DataFrame,
     keys: list[str],

@@ -14,26 +14,15 @@ import multiprocessing
 import resource
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_analysis import parse_alone, torch_shaped_trace
+from bench_analysis import best_of, parse_alone, torch_shaped_trace
 
 from recfn import chrome
-
-
-def best_of(repeat: int, run: Callable[[], Any]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def _peak(path: str, queue: Any) -> None:

@@ -101,8 +101,6 @@ def _tree_html(tree: dict[str, Any], trace: Trace) -> str:
             f"{format_ns(tree['self'][node])} self, {tree['count'][node]:,}×"
         )
         kids = "".join(render(child) for child in children.get(node, []))
-        if not kids:
-            return f"<details><summary>{label}</summary></details>"
         return f"<details><summary>{label}</summary>{kids}</details>"
 
     shown = len(tree["parent"])

@@ -201,23 +201,14 @@ class _FrozenChunk:
         self.seqs, self.parents, self.gaps, self.spans, self.names, self.meta = (
             _copy(v, np.int32)[:n] for v in vecs
         )
-        start_rows, starts = _pairs(chunk.big_start_rows, chunk.big_starts)
-        inside = start_rows < n
-        self.big_start_rows, self.big_starts = start_rows[inside], starts[inside]
-        end_rows, ends = _pairs(chunk.big_end_rows, chunk.big_ends)
-        inside = end_rows < n
-        self.big_end_rows, self.big_ends = end_rows[inside], ends[inside]
+        self.big_start_rows, self.big_starts = _side(n, chunk.big_start_rows, chunk.big_starts)
+        self.big_end_rows, self.big_ends = _side(n, chunk.big_end_rows, chunk.big_ends)
 
 
 def _copy(vector: Any, dtype: Any) -> np.ndarray:
     if not len(vector):
         return np.empty(0, dtype=dtype)
     return np.frombuffer(memoryview(vector), dtype=dtype).copy()
-
-
-def _pairs(rows: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:
-    n = min(len(rows), len(values))
-    return _copy(rows, np.int64)[:n], _copy(values, np.int64)[:n]
 
 
 class _Frozen:

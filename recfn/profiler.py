@@ -15,7 +15,7 @@ import threading
 import time
 import tracemalloc
 import warnings
-from typing import TYPE_CHECKING, Any, Final, Optional
+from typing import TYPE_CHECKING, Any, Final, Optional, cast
 
 from recfn import _follow, _registry
 from recfn._cuda import CudaTimer
@@ -219,8 +219,6 @@ class profile:
             self._ring = FlightRing(recorder, cfg.to_dict(), self._start_ns, cfg.flight_recorder)
             self._ring.attach()
             self._default_dump = os.path.abspath(f"recfn-flight-{recorder.pid}.parquet")
-            if self.follow_children and self.output is not None:
-                _follow.follow(self.output, self.config)
         elif self.output is not None:
             from recfn._stream import DatasetWriter  # numpy and pyarrow: only when streaming
 
@@ -228,8 +226,8 @@ class profile:
                 self.output, recorder, self.config.to_dict(), self._start_ns
             )
             self._writer.attach(cfg.max_events)
-            if self.follow_children:
-                _follow.follow(self.output, self.config)
+        if self.follow_children:  # ``output`` is then a dataset folder (checked when created)
+            _follow.follow(cast(str, self.output), self.config)
         self._recorder = recorder
         self._token = _context_profiler.set(self)
         with _active_lock:
@@ -289,10 +287,10 @@ class profile:
         from recfn._table import build_table
         from recfn.trace import Trace
 
+        if self.follow_children and not inherited:
+            _follow.unfollow()
         if self._ring is not None:
             self._restore_signal()
-            if self.follow_children and _follow.following() is not None and not inherited:
-                _follow.unfollow()
             recorder.spill = None
             table = self._ring.snapshot(self._crash or "stop")
             self._trace = Trace(table, name="flight recorder", wall_ns=self._wall_ns)
@@ -300,8 +298,6 @@ class profile:
                 self._write_dump(table, None)
             return self._trace
         if self._writer is not None and not inherited:
-            if self.follow_children and _follow.following() is not None:
-                _follow.unfollow()
             files = self._writer.finish(self._wall_ns)
             self._trace = Trace.from_files(files, name="profile", wall_ns=self._wall_ns)
             self._warn_dropped(recorder)

@@ -230,7 +230,9 @@ class Trace:
         table = self.table
         if table.num_rows == 0:
             return 0
-        threads = table.select([c for c in ("host", "pid", "thread_id") if c in table.column_names])
+        from recfn.schema import THREAD_KEYS
+
+        threads = table.select([c for c in THREAD_KEYS if c in table.column_names])
         return int(threads.group_by(threads.column_names).aggregate([]).num_rows)
 
     # -- analysis (through the df.recfn accessor) ---------------------------------------------
