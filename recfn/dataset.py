@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from recfn import io
 
@@ -67,17 +67,15 @@ def resolve(source: Any) -> list[str]:
 
 
 def read(files: Sequence[str]) -> pa.Table:
-    """The files' events as one table (optional columns unioned); the first file's metadata with
-    the dropped events summed. TraceFormatError names a file that is not a trace."""
+    """The files' events as one table (optional columns unioned), with their metadata combined
+    (``combine_metadata``). TraceFormatError names a file that is not a trace."""
     import pyarrow as pa
 
     from recfn._progress import progress
-    from recfn.schema import DROPPED_EVENTS_KEY, metadata_of
+    from recfn.schema import metadata_of
 
     tables = [read_one(name) for name in progress(files, desc="recfn: reading traces")]
-    total = sum(_dropped(t) for t in tables)
-    metadata = metadata_of(tables[0]) if tables else {}
-    metadata[DROPPED_EVENTS_KEY] = str(total)
+    metadata = combine_metadata([metadata_of(t) for t in tables])
     joined = pa.concat_tables(
         [t.replace_schema_metadata(None) for t in tables], promote_options="default"
     ).unify_dictionaries()
@@ -93,11 +91,25 @@ def read_one(name: str) -> pa.Table:
     return conform(io.read_chrome(name), name)
 
 
-def _dropped(table: pa.Table) -> int:
-    from recfn.schema import DROPPED_EVENTS_KEY, metadata_of
+def combine_metadata(facts: Sequence[dict[str, str]]) -> dict[str, str]:
+    """Several files' metadata as one trace's: the first file's, with the dropped events summed
+    and the longest wall time (a dataset's parts carry it in their last part only), without a
+    file's content hash (it describes that file, and is checked when the file is read)."""
+    from recfn.schema import CONTENT_HASH_KEY, DROPPED_EVENTS_KEY, WALL_NS_KEY
 
-    raw = metadata_of(table).get(DROPPED_EVENTS_KEY, "0")
-    return int(raw) if raw.isdigit() else 0
+    combined = dict(facts[0]) if facts else {}
+    combined.pop(CONTENT_HASH_KEY, None)
+    combined[DROPPED_EVENTS_KEY] = str(sum(_count(f.get(DROPPED_EVENTS_KEY)) for f in facts))
+    walls = [_count(f.get(WALL_NS_KEY)) for f in facts if WALL_NS_KEY in f]
+    combined.pop(WALL_NS_KEY, None)
+    if walls:
+        combined[WALL_NS_KEY] = str(max(walls))
+    return combined
+
+
+def _count(raw: Optional[str]) -> int:
+    """A stored count, 0 when missing or not a non-negative integer."""
+    return int(raw) if raw is not None and raw.isdigit() else 0
 
 
 def unfinished(files: Sequence[str]) -> list[str]:

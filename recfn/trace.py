@@ -124,9 +124,9 @@ class Trace:
         return dict(self._metadata)
 
     def _metadata_table(self) -> pa.Table:
-        """The table; for an unread trace of Parquet files an empty table with their combined
-        metadata (the first file's, dropped events summed, the longest wall time), read from
-        the footers alone."""
+        """The table; for an unread trace of Parquet files an empty table with their metadata
+        combined as reading them combines it (``dataset.combine_metadata``), from the footers
+        alone."""
         if (
             self._table is not None
             or self._clock_offsets is not None
@@ -135,16 +135,11 @@ class Trace:
             return self.table
         import pyarrow.parquet as pq
 
-        from recfn.schema import DROPPED_EVENTS_KEY, WALL_NS_KEY, metadata_of
+        from recfn.dataset import combine_metadata
+        from recfn.schema import metadata_of
 
         schemas = [pq.read_schema(f) for f in self._files]
-        facts = [metadata_of(schema.empty_table()) for schema in schemas]
-        combined = dict(facts[0])
-        combined[DROPPED_EVENTS_KEY] = str(sum(_int(f.get(DROPPED_EVENTS_KEY)) for f in facts))
-        walls = [_int(f.get(WALL_NS_KEY)) for f in facts if WALL_NS_KEY in f]
-        combined.pop(WALL_NS_KEY, None)
-        if walls:
-            combined[WALL_NS_KEY] = str(max(walls))
+        combined = combine_metadata([metadata_of(schema.empty_table()) for schema in schemas])
         return schemas[0].empty_table().replace_schema_metadata(combined)
 
     def _meta_int(self, key: str) -> Optional[int]:
@@ -356,13 +351,6 @@ def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> An
 
         trace = Trace(apply_clock_offsets(trace.table, clock_offsets), name=label)
     return trace.to_pandas() if as_pandas else trace
-
-
-def _int(raw: Optional[str]) -> int:
-    try:
-        return int(raw or 0)
-    except ValueError:
-        return 0
 
 
 def _label(source: Any) -> str:

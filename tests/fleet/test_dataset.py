@@ -74,6 +74,11 @@ def test_streaming_records_past_max_events_and_loses_nothing(tmp_path: Path) -> 
     assert outer["args"] == "kept" and not np.isnan(float(outer["end_ns"]))
     assert (df["end_ns"].notna() | (df["kind"] != "range")).all()
     assert recfn.load(output).summary().equals(trace.summary())
+    read_first = recfn.load(output)
+    assert read_first.table.num_rows == len(df)
+    # the parts' metadata combine the same way whether the files were read or not
+    assert read_first.wall_ns == recfn.load(output).wall_ns == trace.wall_ns
+    assert read_first.metadata == recfn.load(output).metadata
 
 
 def test_a_failed_part_write_is_counted_as_dropped_and_capture_goes_on(tmp_path: Path) -> None:
