@@ -192,11 +192,13 @@ def main() -> None:
 
 
 def _print(rows: list[tuple[str, float, int, str]]) -> None:
+    """The table; a peak RSS of 0 (a step not measured in its own interpreter) prints as -."""
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     print("| step | seconds | peak RSS MiB | note |")
     print("|---|---|---|---|")
     for name, seconds, rss, note in rows:
-        print(f"| {name} | {seconds:.2f} | {rss / 2**20:.0f} | {note} |")
+        peak = f"{rss / 2**20:.0f}" if rss else "-"
+        print(f"| {name} | {seconds:.2f} | {peak} | {note} |")
 
 
 if __name__ == "__main__":
