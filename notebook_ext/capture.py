@@ -56,6 +56,17 @@ def check_output_path(path: str, what: str = "--save") -> str:
     return path
 
 
+def dataset_folder(path: str, what: str = "--save") -> Optional[str]:
+    """``path`` when it names a folder for a dataset (it ends in a separator or is a folder),
+    else None; CaptureError when the folder's parent does not exist."""
+    if not (path.endswith(("/", os.sep)) or os.path.isdir(path)):
+        return None
+    parent = os.path.dirname(os.path.abspath(path.rstrip("/" + os.sep)))
+    if not os.path.isdir(parent):
+        raise CaptureError(f"{what}: folder {parent!r} does not exist")
+    return path
+
+
 class Capture:
     """``with Capture(name, config) as cap: ...`` then ``cap.trace`` (also after an exception)."""
 

@@ -346,15 +346,13 @@ def cmd_run(parser: _Parser, argv: Sequence[str]) -> int:
 
 
 def _dataset_folder(output: Optional[str]) -> Optional[str]:
-    """``output`` when it names a folder for a dataset (ends in a separator, or exists as one)."""
-    if output is None:
-        return None
-    if output.endswith(("/", os.sep)) or os.path.isdir(output):
-        parent = os.path.dirname(os.path.abspath(output.rstrip("/" + os.sep)))
-        if not os.path.isdir(parent):
-            raise CLIError(f"-o: folder {parent!r} does not exist")
-        return output
-    return None
+    """``output`` when it names a folder for a dataset (``capture.dataset_folder``)."""
+    from recfn.notebook_ext.capture import CaptureError, dataset_folder
+
+    try:
+        return None if output is None else dataset_folder(output, "-o")
+    except CaptureError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _report_dataset(folder: str, args: argparse.Namespace, code: int) -> int:

@@ -27,7 +27,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from recfn.notebook_ext.capture import Capture, CaptureError, check_output_path
+from recfn.notebook_ext.capture import Capture, CaptureError, check_output_path, dataset_folder
 from recfn.notebook_ext.display import show
 from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET
 from recfn.notebook_ext.options import (
@@ -128,11 +128,6 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     for decorate in decorators:
         func = decorate(func)
     return func
-
-
-def _is_folder(path: str) -> bool:
-    """Whether ``--output`` names a dataset folder: it ends in a separator or is a folder."""
-    return path.endswith(("/", os.sep)) or os.path.isdir(path)
 
 
 def split_line(parser: Any, line: str) -> tuple[list[str], str]:
@@ -275,12 +270,12 @@ class RecordFunctionMagics(Magics):
         if args.var is not None and (not args.var.isidentifier() or keyword.iskeyword(args.var)):
             raise UsageError(f"--var expects a Python variable name, got {args.var!r}")
         dataset = None
-        if args.output is not None and _is_folder(os.path.expanduser(args.output)):
-            dataset = os.path.expanduser(args.output)
-            parent = os.path.dirname(os.path.abspath(dataset.rstrip("/" + os.sep)))
-            if not os.path.isdir(parent):
-                raise UsageError(f"--output: folder {parent!r} does not exist")
-        elif args.output is not None:
+        if args.output is not None:
+            try:
+                dataset = dataset_folder(os.path.expanduser(args.output), "--output")
+            except CaptureError as exc:
+                raise UsageError(str(exc)) from None
+        if args.output is not None and dataset is None:
             try:
                 args.output = check_output_path(os.path.expanduser(args.output), "--output")
             except CaptureError as exc:
