@@ -26,7 +26,7 @@ import numpy as np
 
 from recfn import _identity
 from recfn._recorder import Recorder, _Chunk, _ThreadBuffer
-from recfn._stream import BufferTaker, _RecorderView, _Snapshot
+from recfn._stream import BufferTaker, _Snapshot, open_ranges
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -98,23 +98,13 @@ class FlightRing(BufferTaker):
         import pyarrow as pa
 
         from recfn import schema
-        from recfn._table import build_table
 
         now = time.time_ns()
         parts = [table for table, _ in self._tables]
         for buf in list(self.recorder.buffers):
             snap = _Snapshot(cast(_ThreadBuffer, _Frozen(buf)), list(self._held.get(buf.tid, [])))
             if snap.rows:
-                view = _RecorderView(self.recorder, snap)
-                parts.append(
-                    build_table(
-                        cast(Recorder, view),
-                        start_ns=self.start_ns,
-                        node_id=self.recorder.node_id,
-                        config=self.config,
-                        wall_ns=0,
-                    )
-                )
+                parts.append(self._table(snap, 0))
         if parts:
             table = pa.concat_tables(
                 [t.replace_schema_metadata(None) for t in parts], promote_options="default"
@@ -165,10 +155,7 @@ def _cut(table: pa.Table, capacity: int) -> tuple[pa.Table, dict[str, Any]]:
     starts = table.column("start_ns").to_numpy()
     threads = table.column("thread_id").to_numpy()
     ids = table.column("id").to_numpy()
-    is_open = pc.and_(
-        pc.is_null(table.column("end_ns")),
-        pc.equal(table.column("kind").cast(pa.string()), "range"),
-    ).to_numpy(zero_copy_only=False)
+    is_open = open_ranges(table).to_numpy(zero_copy_only=False)
     keep = is_open.copy()
     keep[np.lexsort((ids, threads, starts))[max(n - capacity, 0) :]] = True
     rows = np.flatnonzero(keep)

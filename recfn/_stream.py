@@ -140,6 +140,17 @@ class _RecorderView:
         self.frames = recorder.frames
 
 
+def open_ranges(table: pa.Table) -> pa.ChunkedArray:
+    """Per row of ``table``: whether it is a range that has not ended."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.and_(
+        pc.is_null(table.column("end_ns")),
+        pc.equal(table.column("kind").cast(pa.string()), "range"),
+    )
+
+
 class BufferTaker:
     """Takes full thread buffers from the recorder (its ``spill`` hook) as Arrow tables, ranges
     still open held back until they end; a subclass keeps the tables (``_save``)."""
@@ -170,8 +181,6 @@ class BufferTaker:
         the recorder's event count, and lost ones are counted as dropped."""
         import pyarrow.compute as pc
 
-        from recfn._table import build_table
-
         held = self._held.pop(int(buf.tid), [])
         taken = int(buf.rows) + len(held)  # counted in recorder.events until written or lost
         taken_from_buffer = False
@@ -179,18 +188,9 @@ class BufferTaker:
             snapshot = _Snapshot(buf, held)
             buf.clear()  # rows recorded from here on (this thread's, even during the write) stay
             taken_from_buffer = True
-            table = build_table(
-                cast(Recorder, _RecorderView(self.recorder, snapshot)),
-                start_ns=self.start_ns,
-                node_id=self.recorder.node_id,
-                config=self.config,
-                wall_ns=0 if wall_ns is None else wall_ns,
-            )
+            table = self._table(snapshot, 0 if wall_ns is None else wall_ns)
             if not final:
-                still_open = pc.and_(
-                    pc.is_null(table.column("end_ns")),
-                    pc.equal(table.column("kind").cast("string"), "range"),
-                )
+                still_open = open_ranges(table)
                 rows = np.flatnonzero(still_open.to_numpy(zero_copy_only=False))
                 if rows.size:
                     self._held[int(buf.tid)] = [self._hold(snapshot, int(r)) for r in rows]
@@ -205,6 +205,18 @@ class BufferTaker:
             raise
         finally:
             self.recorder.events -= taken
+
+    def _table(self, snapshot: _Snapshot, wall_ns: int) -> pa.Table:
+        """The rows of ``snapshot`` as a table."""
+        from recfn._table import build_table
+
+        return build_table(
+            cast(Recorder, _RecorderView(self.recorder, snapshot)),
+            start_ns=self.start_ns,
+            node_id=self.recorder.node_id,
+            config=self.config,
+            wall_ns=wall_ns,
+        )
 
     def _hold(self, snapshot: _Snapshot, row: int) -> _Held:
         if row < len(snapshot.held):
