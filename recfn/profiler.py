@@ -300,7 +300,7 @@ class profile:
         if self._writer is not None and not inherited:
             files = self._writer.finish(self._wall_ns)
             self._trace = Trace.from_files(files, name="profile", wall_ns=self._wall_ns)
-            self._warn_dropped(recorder)
+            self._warn_dropped(recorder, self._writer.errors)
             return self._trace
         table = build_table(
             recorder,
@@ -311,11 +311,21 @@ class profile:
             device_times=device_times,
         )
         self._trace = Trace(table, name="profile", wall_ns=self._wall_ns)
-        self._warn_dropped(recorder)
+        self._warn_dropped(recorder, [])
         return self._trace
 
-    def _warn_dropped(self, recorder: Recorder) -> None:
-        if recorder.dropped:
+    def _warn_dropped(self, recorder: Recorder, write_errors: list[str]) -> None:
+        """Warn that events were dropped, and why: parts that could not be written (the
+        first error named), else ``max_events``."""
+        if write_errors:
+            warnings.warn(
+                f"recfn: {len(write_errors)} part(s) could not be written to {self.output!r} "
+                f"(first: {write_errors[0]}); {recorder.dropped} events were dropped (their count "
+                "is in the last part's metadata 'recfn.dropped_events')",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        elif recorder.dropped:
             warnings.warn(
                 f"recfn: max_events={self.config.max_events} reached; {recorder.dropped} events "
                 "were dropped (their count is in the table metadata 'recfn.dropped_events')",

@@ -94,7 +94,8 @@ def test_a_failed_part_write_is_counted_as_dropped_and_capture_goes_on(tmp_path:
                 return
         raise AssertionError("no spill happened")
 
-    with recfn.profile(output=output, max_events=70_000) as prof:
+    warned = pytest.warns(RuntimeWarning, match=r"1 part\(s\) could not be written .*Error")
+    with warned, recfn.profile(output=output, max_events=70_000) as prof:
         writer, recorder = prof._writer, prof._recorder
         assert writer is not None and recorder is not None
         folder = Path(writer.folder)
