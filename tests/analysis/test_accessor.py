@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import T0
+from known_frames import T0
 
 import recfn.analysis as analysis
 from recfn.analysis.times import window_of

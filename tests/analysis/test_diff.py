@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import GPU_SPANS, KNOWN_ROWS, OVERLAPPING_ROWS, make_frame, with_gpu
+from known_frames import GPU_SPANS, KNOWN_ROWS, OVERLAPPING_ROWS, make_frame, with_gpu
 
 
 def test_diff_of_two_known_runs(known: pd.DataFrame) -> None:

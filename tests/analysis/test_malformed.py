@@ -10,9 +10,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import KNOWN_ROWS, T0, make_frame
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from known_frames import KNOWN_ROWS, T0, make_frame
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 

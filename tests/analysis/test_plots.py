@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import GPU_SPANS, KNOWN_ROWS, T0, make_frame, with_gpu
+from known_frames import GPU_SPANS, KNOWN_ROWS, T0, make_frame, with_gpu
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.patches import Patch

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import KNOWN_ROWS, T0, make_frame
+from known_frames import KNOWN_ROWS, T0, make_frame
 
 import recfn.analysis as analysis
 from recfn.analysis.summary import DEVICE_COLUMNS, STAT_COLUMNS
