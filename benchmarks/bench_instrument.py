@@ -8,7 +8,9 @@ Prints a Markdown table of ratios:
   inside one ``with recfn.record_function(...)`` (target <= 1.5x);
 * the cost ``trace_calls`` adds per traced call, against VizTracer's on the same loop when
   viztracer is installed (target <= 1.5x on 3.11's ``sys.setprofile``, <= 1.0x on 3.12+'s
-  ``sys.monitoring``). Run it with 3.11 and with 3.13.
+  ``sys.monitoring``). Run it with 3.11 and with 3.13;
+* the same per traced C call with ``trace_c_calls`` (a builtin function and a bound C method),
+  against VizTracer, which traces C calls by default (no target: shown for comparison).
 
 Each variant runs in interleaved rounds and keeps its best round, so a busy machine skews all
 variants alike. Takes well under a minute.
@@ -33,7 +35,10 @@ TRACED_CALLS = 100_000
 def _module() -> types.ModuleType:
     module = types.ModuleType("bench_target")
     exec(
-        "def leaf(x):\n    return x\n\ndef loop(n):\n    for i in range(n):\n        leaf(i)\n",
+        "def leaf(x):\n    return x\n\ndef loop(n):\n    for i in range(n):\n        leaf(i)\n\n"
+        # one builtin function and one bound C method per iteration
+        "def loop_c(n):\n    x = []\n    for i in range(n // 2):\n"
+        "        len(x)\n        x.append(i)\n",
         vars(module),
     )
     return module
@@ -111,22 +116,27 @@ def wrapper_overhead() -> list[tuple[str, float, float, Optional[float]]]:
     ]
 
 
-def trace_overhead() -> list[tuple[str, float, float, Optional[float]]]:
+def trace_overhead(c_calls: bool = False) -> list[tuple[str, float, float, Optional[float]]]:
+    """ns added per traced call by ``trace_calls`` (with ``c_calls``: per traced C call, by
+    ``trace_c_calls``) and by VizTracer, which traces C calls by default."""
     target = _module()
+    loop = target.loop_c if c_calls else target.loop
     n = TRACED_CALLS
 
     def run(ctx: Callable[[], contextlib.AbstractContextManager[object]]) -> Callable[[], float]:
         def timed() -> float:
             with ctx():
                 start = time.perf_counter()
-                target.loop(n)
+                loop(n)
                 return time.perf_counter() - start
 
         return timed
 
     variants = {
         "base": run(contextlib.nullcontext),
-        "recfn": run(lambda: recfn.profile(trace_calls=True, max_events=4 * n)),
+        "recfn": run(
+            lambda: recfn.profile(trace_calls=True, trace_c_calls=c_calls, max_events=4 * n)
+        ),
     }
     try:
         from viztracer import VizTracer
@@ -147,22 +157,24 @@ def trace_overhead() -> list[tuple[str, float, float, Optional[float]]]:
         variants["viztracer"] = run(viztracer)
     t = best_of(variants)
     per_call = {k: (v - t["base"]) / n * 1e9 for k, v in t.items() if k != "base"}
-    rows = [("trace_calls: added ns per traced call (recfn alone)", per_call["recfn"], 1.0, None)]
-    if "viztracer" in per_call:
-        rows = [
-            (
-                "trace_calls / VizTracer: added ns per traced call",
-                per_call["recfn"],
-                per_call["viztracer"],
-                1.0 if sys.version_info >= (3, 12) else 1.5,
-            )
-        ]
-    return rows
+    what = "trace_c_calls" if c_calls else "trace_calls"
+    unit = "traced C call" if c_calls else "traced call"
+    if "viztracer" not in per_call:
+        return [(f"{what}: added ns per {unit} (recfn alone)", per_call["recfn"], 1.0, None)]
+    target_ratio = None if c_calls else 1.0 if sys.version_info >= (3, 12) else 1.5
+    return [
+        (
+            f"{what} / VizTracer: added ns per {unit}",
+            per_call["recfn"],
+            per_call["viztracer"],
+            target_ratio,
+        )
+    ]
 
 
 def main() -> int:
     start = time.perf_counter()
-    rows = wrapper_overhead() + trace_overhead()
+    rows = wrapper_overhead() + trace_overhead() + trace_overhead(c_calls=True)
     version = ".".join(map(str, sys.version_info[:3]))
     mode = "compiled" if recfn.COMPILED else "pure Python"
     print(

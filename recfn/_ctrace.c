@@ -1,8 +1,9 @@
 /* recfn._ctrace: the C profile hook behind trace_calls (compiled builds only).
  *
- * Per call the hook reads the clock once, looks the code object's name id up in a cache (a miss
- * asks the Python Tracer once), bounds the depth, takes an event from the recorder's shared
- * counters and appends a 32-byte row to its thread's buffer: no Python code runs per call.
+ * Per call the hook reads the clock once, looks the name id of the code object (with
+ * trace_c_calls, of the C function or bound C method) up in a cache (a miss asks the Python
+ * Tracer once), bounds the depth, takes an event from the recorder's shared counters and appends
+ * a 32-byte row to its thread's buffer: no Python code runs per call.
  * recfn._tracer merges each thread's rows into the recorder's buffer when tracing stops.
  *
  * On 3.10-3.11 the hook is installed with PyEval_SetProfile on the tracing thread and, through
@@ -37,7 +38,9 @@ typedef struct {
 } Open;
 
 typedef struct {
-    PyObject *code; /* strong reference; NULL: empty slot */
+    PyObject *key;      /* a code object or C function, or the type of a bound C method's self
+                           (a strong reference); NULL: empty slot */
+    const void *method; /* a bound C method's PyMethodDef, NULL for the others */
     int32_t nid;
 } Slot;
 
@@ -68,7 +71,7 @@ struct CTracer {
     int64_t *gate;
     int64_t max_events, max_depth, clock_offset;
     int c_calls, stopped;
-    Slot *slots; /* open addressing by code pointer; n_slots is a power of two */
+    Slot *slots; /* open addressing by (key, method); n_slots is a power of two */
     Py_ssize_t n_slots, used;
 };
 
@@ -120,15 +123,17 @@ static int64_t call_int(CTracer *t, PyObject *name, PyObject *arg1, PyObject *ar
     return v;
 }
 
-/* -- the name cache: code object -> name id or EXCLUDED ------------------------------------- */
+/* -- the name cache: code object or C callable -> name id or EXCLUDED ----------------------- */
 
-static Slot *slot_for(CTracer *t, PyObject *code) {
-    size_t mask = (size_t)t->n_slots - 1, i = ((uintptr_t)code >> 4) & mask;
-    while (t->slots[i].code != NULL && t->slots[i].code != code) i = (i + 1) & mask;
+static Slot *slot_for(CTracer *t, PyObject *key, const void *method) {
+    size_t mask = (size_t)t->n_slots - 1;
+    size_t i = (((uintptr_t)key >> 4) ^ (((uintptr_t)method >> 4) * 0x9E3779B1u)) & mask;
+    while (t->slots[i].key != NULL && (t->slots[i].key != key || t->slots[i].method != method))
+        i = (i + 1) & mask;
     return &t->slots[i];
 }
 
-static int cache_put(CTracer *t, PyObject *code, int32_t nid) {
+static int cache_put(CTracer *t, PyObject *key, const void *method, int32_t nid) {
     if ((t->used + 1) * 2 > t->n_slots) {
         Py_ssize_t old_n = t->n_slots, n = old_n ? old_n * 2 : 256;
         Slot *old = t->slots, *fresh = PyMem_Calloc((size_t)n, sizeof(Slot));
@@ -136,12 +141,13 @@ static int cache_put(CTracer *t, PyObject *code, int32_t nid) {
         t->slots = fresh;
         t->n_slots = n;
         for (Py_ssize_t i = 0; i < old_n; i++)
-            if (old[i].code != NULL) *slot_for(t, old[i].code) = old[i];
+            if (old[i].key != NULL) *slot_for(t, old[i].key, old[i].method) = old[i];
         PyMem_Free(old);
     }
-    Slot *s = slot_for(t, code);
-    Py_INCREF(code);
-    s->code = code;
+    Slot *s = slot_for(t, key, method);
+    Py_INCREF(key);
+    s->key = key;
+    s->method = method;
     s->nid = nid;
     t->used++;
     return 0;
@@ -152,8 +158,8 @@ static int32_t code_nid(ThreadState *ts, PyObject *code, PyFrameObject *frame) {
     if (code == ts->last_code) return ts->last_nid;
     CTracer *t = ts->owner;
     if (t->n_slots) {
-        Slot *s = slot_for(t, code);
-        if (s->code != NULL) {
+        Slot *s = slot_for(t, code, NULL);
+        if (s->key != NULL) {
             ts->last_code = code;
             ts->last_nid = s->nid;
             return s->nid;
@@ -163,10 +169,39 @@ static int32_t code_nid(ThreadState *ts, PyObject *code, PyFrameObject *frame) {
     int64_t nid = call_int(t, str_code_name, code, frame ? (PyObject *)frame : Py_None, &ok);
     if (!ok) return NOT_NOW;
     if (nid != NOT_NOW) {
-        if (cache_put(t, code, (int32_t)nid) < 0) return NOT_NOW;
+        if (cache_put(t, code, NULL, (int32_t)nid) < 0) return NOT_NOW;
         ts->last_code = code;
         ts->last_nid = (int32_t)nid;
     }
+    return (int32_t)nid;
+}
+
+/* The name id of the C callable `fn`, cached as the Python Tracer's c_name caches it: a C
+ * function of a module or type, or a method descriptor (3.12+ calls `x.append(1)` through
+ * `list.append`), by identity (the Tracer keeps it alive); a bound C method by the type of its
+ * self and its method definition (the Tracer's key is the type and the name). */
+static int32_t c_nid(CTracer *t, PyObject *fn) {
+    PyObject *key = NULL;
+    const void *method = NULL;
+    if (PyCFunction_Check(fn)) {
+        PyObject *self = PyCFunction_GET_SELF(fn);
+        if (self == NULL || PyModule_Check(self) || PyType_Check(self)) {
+            key = fn;
+        } else {
+            key = (PyObject *)Py_TYPE(self);
+            method = ((PyCFunctionObject *)fn)->m_ml;
+        }
+    } else if (Py_IS_TYPE(fn, &PyMethodDescr_Type) || Py_IS_TYPE(fn, &PyWrapperDescr_Type)) {
+        key = fn; /* no __self__ */
+    }
+    if (key != NULL && t->n_slots) {
+        Slot *s = slot_for(t, key, method);
+        if (s->key != NULL) return s->nid;
+    }
+    int ok;
+    int64_t nid = call_int(t, str_c_name, fn, NULL, &ok);
+    if (!ok) return NOT_NOW;
+    if (key != NULL && nid != NOT_NOW && cache_put(t, key, method, (int32_t)nid) < 0) return NOT_NOW;
     return (int32_t)nid;
 }
 
@@ -270,9 +305,8 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
         int32_t caller = code_nid(ts, (PyObject *)code, frame);
         Py_DECREF(code);
         if (caller >= 0) {
-            int ok;
-            int64_t nid = call_int(t, str_c_name, arg, NULL, &ok);
-            if (ok && nid >= 0) enter(ts, arg, (int32_t)nid);
+            int32_t nid = c_nid(t, arg);
+            if (nid >= 0) enter(ts, arg, nid);
         }
     } else if (t->c_calls && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
         leave(ts, arg);
@@ -442,7 +476,7 @@ static void ct_dealloc(CTracer *t) {
     PyObject_GC_UnTrack(t);
     ct_clear(t);
     if (t->gate != NULL) PyBuffer_Release(&t->gate_view);
-    for (Py_ssize_t i = 0; i < t->n_slots; i++) Py_XDECREF(t->slots[i].code);
+    for (Py_ssize_t i = 0; i < t->n_slots; i++) Py_XDECREF(t->slots[i].key);
     PyMem_Free(t->slots);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
@@ -530,8 +564,8 @@ static PyObject *start_event(CTracer *t, PyObject *code, int may_disable) {
 static PyObject *exit_event(CTracer *t, PyObject *code, int may_disable) {
     ThreadState *ts = stopped(t) ? NULL : monitored_thread(t);
     if (ts != NULL && !leave(ts, code) && may_disable && t->n_slots) {
-        Slot *s = slot_for(t, code);
-        if (s->code != NULL && s->nid == EXCLUDED) return Py_NewRef(t->disable);
+        Slot *s = slot_for(t, code, NULL);
+        if (s->key != NULL && s->nid == EXCLUDED) return Py_NewRef(t->disable);
     }
     Py_RETURN_NONE;
 }
@@ -561,9 +595,8 @@ static PyObject *ct_on_call(CTracer *t, PyObject *const *args, Py_ssize_t nargs)
     if (ts == NULL) Py_RETURN_NONE;
     int32_t caller = code_nid(ts, args[0], NULL); /* only C calls made by traced code */
     if (caller < 0) return Py_NewRef(caller == EXCLUDED ? t->disable : Py_None);
-    int ok;
-    int64_t nid = call_int(t, str_c_name, fn, NULL, &ok);
-    if (ok && nid >= 0) enter(ts, fn, (int32_t)nid);
+    int32_t nid = c_nid(t, fn);
+    if (nid >= 0) enter(ts, fn, nid);
     Py_RETURN_NONE;
 }
 

@@ -71,6 +71,19 @@ async def task(name, n):
 
 async def tasks():
     await asyncio.gather(task("task-a", 3), task("task-b", 2))
+
+class Items(list):
+    pass
+
+def c_calls(n):
+    plain, sub = [], Items()
+    for i in range(n):
+        len(plain)
+        plain.append(i)
+        sub.append(i)
+        dict.fromkeys("ab")
+        ",".join(["a"])
+    return len(plain) + len(sub)
 """
 
 
@@ -99,12 +112,12 @@ def shape(prof: recfn.profile) -> list[tuple[object, ...]]:
     return out
 
 
-def both(monkeypatch: pytest.MonkeyPatch, body, **options: object):
+def both(monkeypatch: pytest.MonkeyPatch, body, include=("nativework",), **options: object):
     """Run ``body`` under each tracer; returns (C hook profile, Python tracer profile)."""
     results = []
     for flag in ("1", "0"):
         monkeypatch.setenv("RECFN_CTRACE", flag)
-        with recfn.profile(trace_calls=True, trace_include=["nativework"], **options) as prof:
+        with recfn.profile(trace_calls=True, trace_include=list(include), **options) as prof:
             assert (prof._tracer.native is not None) == (flag == "1")
             body()
         results.append(prof)
@@ -124,6 +137,23 @@ def test_same_rows_under_asyncio_task_ranges(work, monkeypatch) -> None:
     assert shape(native) == shape(python)
     leaf_parents = {r[4] for r in shape(native) if r[1] == "nativework::leaf"}
     assert {"task-a", "task-b", "user"} <= leaf_parents
+
+
+def test_same_names_for_c_calls(work, monkeypatch) -> None:
+    """The C hook caches C functions and method descriptors by identity, bound C methods by
+    (type of self, method): a method shared by a type and its subclass is named for each, as
+    the Python tracer does."""
+    native, python = both(
+        monkeypatch, lambda: work.c_calls(4), ("nativework", "builtins"), trace_c_calls=True
+    )
+    assert shape(native) == shape(python)
+    names = [row[1] for row in shape(native)]
+    assert names.count("builtins::len") == 4 + 2
+    assert names.count("builtins::dict.fromkeys") == names.count("builtins::str.join") == 4
+    if sys.version_info < (3, 12):  # the profile hook sees bound methods
+        assert names.count("builtins::list.append") == names.count("nativework::Items.append") == 4
+    else:  # sys.monitoring sees list.append, the method descriptor, called with self
+        assert names.count("builtins::list.append") == 8
 
 
 @pytest.mark.filterwarnings("ignore:.*max_events=.*reached")
