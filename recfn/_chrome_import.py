@@ -28,11 +28,11 @@ from recfn.schema import (
     KINDS,
     MARK,
     MEMORY,
+    NULLABLE_INTS,
     RANGE,
     REQUIRED,
     empty_table,
     numpy_dtype,
-    to_pandas,
 )
 
 CONSUMED = ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")
@@ -137,26 +137,74 @@ time), and rows sorted into the table at a time: decoded structs are dropped onc
 columns are built, so that memory holds compact columns, not the decoded trace."""
 
 
-def events_frame(columns: Columns, base_ns: int, source: str) -> pd.DataFrame:
-    """The event table of the trace events added to `columns`; `source` names the file in
-    error messages."""
+def events_table(columns: Columns, base_ns: int, source: str) -> pa.Table:
+    """The event table, in the schema's Arrow types but for int32-indexed dictionaries (which
+    ``conform`` narrows), of the trace events added to `columns`; `source` names the file in
+    error messages. Built straight from the columns, one copy of each, so that a conversion
+    never holds a DataFrame beside the table."""
     phases, fields, args = columns.finish()
-    ts, dur = fields["ts"], fields["dur"]
+    ts, dur = fields.pop("ts"), fields.pop("dur")
     if (dur < 0).any():
         raise TraceFormatError(f"{source}: an event has a negative dur ({dur[dur < 0][0]!r} us)")
-    dur = np.nan_to_num(dur)  # "X" events without dur last 0 us
+    np.nan_to_num(dur, copy=False)  # "X" events without dur last 0 us
     name, pid, tid = fields["name"], fields["pid"], fields["tid"]
 
     rows = _Rows(base_ns, ts, source)
     complete = phases.where("X")
     rows.add(complete, RANGE, end_us=ts[complete] + dur[complete])
+    del complete, dur
     _add_begin_end(rows, phases, pid, tid, args)
     _add_instants(rows, phases, name, args)
     _add_counters(rows, phases, name, pid, args)
+    rows.ts_us = ts = np.empty(0)
     if rows.count() == 0:
-        return _empty_frame()
-    ids = {key: (fields[key], fields[f"{key}.present"]) for key in IDS}
-    return _frame(rows, phases, name, fields["cat"], pid, tid, args, ids)
+        return empty_table((*REQUIRED, "args"))
+    ids = {key: (fields.pop(key), fields.pop(f"{key}.present")) for key in IDS}
+    return _table(rows, phases, name, fields["cat"], pid, tid, args, ids)
+
+
+def events_frame(columns: Columns, base_ns: int, source: str) -> pd.DataFrame:
+    """`events_table` as the DataFrame ``read_chrome_trace`` returns."""
+    return frame_of(events_table(columns, base_ns, source))
+
+
+def dictionaries_by_row(table: pa.Table) -> pa.Table:
+    """`table` with each dictionary column holding only the values its rows use, in order of
+    first use: how ``recfn.load`` has always stored an imported table (`events_table` orders them
+    as ``read_chrome_trace``'s categoricals, by first event)."""
+    for index, field in enumerate(table.schema):
+        if not pa.types.is_dictionary(field.type):
+            continue
+        column = table.column(index).combine_chunks()
+        codes, used = pd.factorize(column.indices.fill_null(-1).to_numpy(), use_na_sentinel=False)
+        kept = used >= 0
+        lookup = np.full(len(used), -1, dtype=np.int32)
+        lookup[kept] = np.arange(np.count_nonzero(kept), dtype=np.int32)
+        indices = lookup[codes]
+        values = pa.DictionaryArray.from_arrays(
+            pa.array(indices, mask=indices < 0), column.dictionary.take(pa.array(used[kept]))
+        )
+        table = table.set_column(index, field.name, values)
+    return table
+
+
+def frame_of(table: pa.Table) -> pd.DataFrame:
+    """An imported table as a DataFrame in the dtypes of ``prof.to_pandas()`` (nullable
+    ``Int64`` integers, categoricals), without attrs. Consumes `table`: each column's Arrow
+    memory is released as it is converted, so that the table and the frame are not both held."""
+    positions = {name: i for i, name in enumerate(table.column_names)}
+    nullable = [name for name in NULLABLE_INTS if name in positions]
+    converted = {
+        name: table.column(name).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get).array
+        for name in nullable
+    }
+    table = table.drop_columns(nullable)
+    frame = table.to_pandas(self_destruct=True, split_blocks=True)
+    del table
+    for name, values in sorted(converted.items(), key=lambda item: positions[item[0]]):
+        frame.insert(positions[name], name, values)
+    frame.attrs.clear()
+    return frame
 
 
 class _Args:
@@ -476,11 +524,8 @@ class _Rows:
                 "end": start if end_us is None else self.ns(end_us),
                 "closed": np.ones(n, dtype=bool) if closed is None else closed,
                 "kind": np.full(n, KINDS.index(kind), dtype=np.int8),
-                "memory_bytes": np.zeros(n, dtype=np.int64)
-                if memory_bytes is None
-                else memory_bytes,
-                "has_memory": np.full(n, memory_bytes is not None),
-                "device": np.full(n, None, dtype=object) if device is None else device,
+                "memory_bytes": memory_bytes,
+                "device": device,
             }
         )
 
@@ -488,7 +533,27 @@ class _Rows:
         return sum(len(part["event"]) for part in self.parts)
 
     def column(self, key: str) -> np.ndarray:
-        return np.concatenate([part[key] for part in self.parts])
+        """One column of all parts; parts without it (memory) give zeros or None."""
+        arrays = [part[key] for part in self.parts]
+        if all(array is None for array in arrays):
+            return np.zeros(0)
+        filler = np.int64(0) if key == "memory_bytes" else None
+        return np.concatenate(
+            [
+                np.full(
+                    len(part["event"]), filler, dtype=np.int64 if filler is not None else object
+                )
+                if array is None
+                else array
+                for part, array in zip(self.parts, arrays)
+            ]
+        )
+
+    def has_memory(self) -> np.ndarray:
+        """Which rows are memory events."""
+        return np.concatenate(
+            [np.full(len(part["event"]), part["memory_bytes"] is not None) for part in self.parts]
+        )
 
 
 def _add_begin_end(
@@ -603,7 +668,7 @@ def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return np.asarray(pd.factorize(a.astype(np.int64) * len(b_values) + b)[0], dtype=np.int64)
 
 
-def _frame(
+def _table(
     rows: _Rows,
     phases: _Phases,
     name: np.ndarray,
@@ -612,60 +677,61 @@ def _frame(
     tid: np.ndarray,
     args: _Args,
     ids: dict[str, tuple[np.ndarray, np.ndarray]],
-) -> pd.DataFrame:
+) -> pa.Table:
     """Sort the rows by start (parents first), nest them per thread (or link them by recfn's
-    ids, `_linked`) and build the columns."""
+    ids, `_linked`) and build the columns, each intermediate dropped once used."""
     start, end, closed = rows.column("start"), rows.column("end"), rows.column("closed")
     nest_end = np.where(closed, end, INT64_MAX)
     order = np.lexsort((np.arange(len(start)), -nest_end, start))
-    event, kind = rows.column("event")[order], rows.column("kind")[order]
     start, end, closed, nest_end = start[order], end[order], closed[order], nest_end[order]
+    event, kind = rows.column("event")[order], rows.column("kind")[order]
     thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
     n = len(event)
     row_ids, parent = _linked(ids, event, kind, thread, start, nest_end)
+    del ids
     if parent is None:
         row_ids, parent = (
             np.arange(n, dtype=np.int64),
             parents_from_nesting(thread, start, nest_end, kind == 0),
         )
-
+    del nest_end
+    columns: dict[str, Any] = {
+        "id": pa.array(row_ids),
+        "parent_id": pa.array(row_ids[np.maximum(parent, 0)], mask=parent < 0),
+    }
+    del row_ids
+    columns["name"] = _dictionary(name, event)
+    columns["kind"] = pa.DictionaryArray.from_arrays(kind, pa.array(KINDS, pa.string()))
+    columns["scope"] = _dictionary(cat, event)
+    columns["start_ns"] = pa.array(start)
+    columns["end_ns"] = pa.array(np.where(closed, end, 0), mask=~closed)
+    del start, end, closed
     first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
     named = _thread_names(phases, name, pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
-    strings, torch_ints, shapes = _args_columns(args, event, rows.source)
-    frame = pd.DataFrame(
-        {
-            "id": row_ids,
-            "parent_id": pd.arrays.IntegerArray(row_ids[np.maximum(parent, 0)], parent < 0),
-            "name": _category(name, event),
-            "kind": pd.Categorical.from_codes(kind, categories=list(KINDS)),
-            "scope": _category(cat, event),
-            "start_ns": start,
-            "end_ns": pd.arrays.IntegerArray(np.where(closed, end, 0), ~closed),
-            "thread_id": thread + 1,
-            "thread_name": pd.Categorical.from_codes(label_codes[thread], categories=label_values),
-            "depth": depths(parent).astype(numpy_dtype("depth")),
-            "sequence_nr": torch_ints["sequence_nr"][event],
-            "fwd_thread_id": torch_ints["fwd_thread_id"][event],
-            "is_async": np.full(n, BY_NAME["is_async"].default, numpy_dtype("is_async")),
-            "node_id": np.full(n, BY_NAME["node_id"].default, numpy_dtype("node_id")),
-            "pid": _pids(pid[first])[thread],
-            "args": strings.to_pandas(),  # the string dtype table.to_pandas() gives
-        },
-        columns=[*REQUIRED, "args"],
-        copy=False,
+    columns["thread_id"] = pa.array(thread + 1)
+    columns["thread_name"] = pa.DictionaryArray.from_arrays(
+        label_codes[thread].astype(np.int32), pa.array(label_values, pa.string())
     )
+    columns["depth"] = pa.array(depths(parent).astype(numpy_dtype("depth")))
+    del parent
+    strings, torch_ints, shapes = _args_columns(args, event, rows.source)
+    for key in TORCH_INTS:
+        columns[key] = pa.array(torch_ints.pop(key)[event])
+    columns["is_async"] = pa.repeat(pa.scalar(BY_NAME["is_async"].default), n)
+    columns["node_id"] = pa.array(np.full(n, BY_NAME["node_id"].default, numpy_dtype("node_id")))
+    columns["pid"] = pa.array(_pids(pid[first])[thread])
+    del thread
+    columns["args"] = strings
     del strings
-    has_memory = rows.column("has_memory")[order]
+    has_memory = rows.has_memory()[order]
     if has_memory.any():
-        frame["memory_bytes"] = pd.arrays.IntegerArray(
-            rows.column("memory_bytes")[order], ~has_memory
-        )
-        frame["device"] = _category(rows.column("device"), order, missing=None)
+        columns["memory_bytes"] = pa.array(rows.column("memory_bytes")[order], mask=~has_memory)
+        columns["device"] = _dictionary(rows.column("device"), order, missing=None)
     for column, values in zip(("input_shapes", "input_dtypes"), shapes):
-        frame[column] = values.to_pandas()
-    return frame
+        columns[column] = values
+    return pa.table(columns)
 
 
 def _args_columns(
@@ -673,8 +739,8 @@ def _args_columns(
 ) -> tuple[pa.ChunkedArray, dict[str, np.ndarray], tuple[pa.ChunkedArray, ...]]:
     """The args strings of the events at `rows`, the integer columns from torch's args of all
     events, and ``input_shapes``/``input_dtypes`` at `rows` (none when absent or not of the
-    schema's types). Consumes `args`: each part is dropped once copied, so that the strings are
-    held at most twice at a time."""
+    schema's types). Consumes `args`: each part is dropped once its last row is copied (`_gather`),
+    so that the strings are held about once."""
     parts = args.parts(source)
     args.complete.clear()
     ints = {key: np.concatenate([part.ints[key] for part in parts]) for key in TORCH_INTS}
@@ -682,21 +748,43 @@ def _args_columns(
     if any(part.has_shapes for part in parts) and all(part.shapes for part in parts):
         columns += [[part.shapes[i] for part in parts] for i in range(2)]
     del parts
-    taken = []
-    for column in columns:
-        whole = pa.concat_arrays(column)
-        column.clear()
-        taken.append(_take(whole, rows))
-        del whole
+    taken = [_gather(column, rows) for column in columns]
     return taken[0], ints, tuple(taken[1:])
 
 
-def _take(values: pa.Array, rows: np.ndarray) -> pa.ChunkedArray:
-    """``values[rows]``, `BATCH` rows at a time: the result in chunks, never a second copy."""
-    return pa.chunked_array(
-        [values.take(pa.array(rows[i : i + BATCH])) for i in range(0, len(rows), BATCH)],
-        values.type,
-    )
+def _gather(parts: list[pa.Array], rows: np.ndarray) -> pa.ChunkedArray:
+    """The values of consecutive `parts` at `rows`, `BATCH` rows at a time: a chunked result,
+    and each part is dropped from `parts` once its last row is taken, so that the values are
+    never held twice over (as concatenating the parts first would). Large strings become
+    strings, as the schema has them."""
+    kind = pa.string() if parts[0].type == pa.large_string() else parts[0].type
+    bounds = np.cumsum([0, *map(len, parts)])
+    position = np.full(bounds[-1], -1, dtype=np.int64)
+    position[rows] = np.arange(len(rows))
+    last = [int(position[lo:hi].max(initial=-1)) // BATCH for lo, hi in zip(bounds, bounds[1:])]
+    del position
+    chunks = []
+    for at in range(0, len(rows), BATCH):
+        index = rows[at : at + BATCH]
+        part = np.searchsorted(bounds, index, side="right") - 1
+        used = np.unique(part)
+        if len(used) == 1:
+            c = int(used[0])
+            chunk = parts[c].take(pa.array(index - bounds[c]))
+        else:
+            pieces, where = [], []
+            for c in used.tolist():
+                picked = np.flatnonzero(part == c)
+                pieces.append(parts[c].take(pa.array(index[picked] - bounds[c])))
+                where.append(picked)
+            back = np.argsort(np.concatenate(where), kind="stable")
+            chunk = pa.concat_arrays(pieces).take(pa.array(back))
+        chunks.append(chunk.cast(kind))
+        for c, block in enumerate(last):
+            if block <= at // BATCH:
+                parts[c] = None  # type: ignore[call-overload]
+    parts.clear()
+    return pa.chunked_array(chunks, kind)
 
 
 def _optional_ints(values: list[Any], key: str, source: str) -> tuple[np.ndarray, np.ndarray]:
@@ -758,16 +846,10 @@ def _thread_names(
     return names
 
 
-def _empty_frame() -> pd.DataFrame:
-    """A trace without ranges, marks or counters: no rows, the schema's columns and dtypes."""
-    frame = to_pandas(empty_table((*REQUIRED, "args")))
-    frame.attrs.clear()
-    return frame
-
-
-def _category(values: np.ndarray, rows: np.ndarray, missing: str | None = "") -> pd.Categorical:
-    """``values[rows]`` as a categorical of strings (absent ones become `missing`), in order of
-    first appearance in `values`; factorizes `values` once rather than the rows."""
+def _dictionary(values: np.ndarray, rows: np.ndarray, missing: str | None = "") -> pa.Array:
+    """``values[rows]`` as an int32-indexed dictionary of strings (absent ones become
+    `missing`, null for None), in order of first appearance in `values`; factorizes `values`
+    once rather than the rows."""
     codes, uniques = pd.factorize(values)
     codes = codes[rows]
     codes[codes < 0] = len(uniques)  # absent values: the slot after the last value
@@ -777,7 +859,10 @@ def _category(values: np.ndarray, rows: np.ndarray, missing: str | None = "") ->
     label_codes, categories = pd.factorize(labels)
     lookup = np.zeros(len(uniques) + 1, dtype=np.int64)
     lookup[used] = label_codes
-    return pd.Categorical.from_codes(lookup[codes], categories=categories)
+    indices = lookup[codes]
+    return pa.DictionaryArray.from_arrays(
+        pa.array(indices.astype(np.int32), mask=indices < 0), pa.array(categories, pa.string())
+    )
 
 
 def _pids(values: np.ndarray) -> np.ndarray:
