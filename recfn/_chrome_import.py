@@ -8,6 +8,7 @@ from plain lists and numpy arrays; nothing here touches pandas per event.
 
 from __future__ import annotations
 
+import ctypes
 import operator
 from collections.abc import Sequence
 from itertools import chain, repeat
@@ -142,6 +143,7 @@ def events_table(columns: Columns, base_ns: int, source: str) -> pa.Table:
     ``conform`` narrows), of the trace events added to `columns`; `source` names the file in
     error messages. Built straight from the columns, one copy of each, so that a conversion
     never holds a DataFrame beside the table."""
+    _release_free_memory()
     phases, fields, args = columns.finish()
     ts, dur = fields.pop("ts"), fields.pop("dur")
     if (dur < 0).any():
@@ -160,7 +162,29 @@ def events_table(columns: Columns, base_ns: int, source: str) -> pa.Table:
     if rows.count() == 0:
         return empty_table((*REQUIRED, "args"))
     ids = {key: (fields.pop(key), fields.pop(f"{key}.present")) for key in IDS}
-    return _table(rows, phases, name, fields["cat"], pid, tid, args, ids)
+    del name, pid, tid
+    return _table(rows, phases, fields, args, ids)
+
+
+def _release_free_memory() -> None:
+    """Hand the memory that decoding freed back to the system before the table is built: the
+    allocators keep it otherwise (glibc's heap, Arrow's pool), and it would count again on top
+    of the table's peak. A no-op where the C library has no ``malloc_trim``."""
+    pa.default_memory_pool().release_unused()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _libc() -> Any:
+    try:
+        libc = ctypes.CDLL(None)
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBC = _libc()
 
 
 def events_frame(columns: Columns, base_ns: int, source: str) -> pd.DataFrame:
@@ -276,9 +300,21 @@ class Columns:
         n_complete = sum(len(part["ts"]) for part in self.parts)
         parts = [*self.parts, _scalars(self.others, slice(0, n_others), self.source)]
         self.parts.clear()
-        fields = {}
+        sizes = [len(part["ts"]) for part in parts]
+        fields: dict[str, Any] = {}
         for key in list(parts[0]):  # one column's parts are freed before the next is joined
-            fields[key] = _concatenate([part.pop(key) for part in parts])
+            arrays = [part.pop(key) for part in parts]
+            if all(array is None for array in arrays):  # recfn's ids, absent from other traces
+                fields[key] = None
+                continue
+            fields[key] = _concatenate(
+                [
+                    np.zeros(size, bool if key.endswith(".present") else np.int64)
+                    if array is None
+                    else array
+                    for array, size in zip(arrays, sizes)
+                ]
+            )
         return _Phases(n_complete, self.others["ph"]), fields, _Args(self.args, self.others["args"])
 
 
@@ -671,67 +707,70 @@ def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 def _table(
     rows: _Rows,
     phases: _Phases,
-    name: np.ndarray,
-    cat: np.ndarray,
-    pid: np.ndarray,
-    tid: np.ndarray,
+    fields: dict[str, Any],
     args: _Args,
-    ids: dict[str, tuple[np.ndarray, np.ndarray]],
+    ids: dict[str, tuple[Any, Any]],
 ) -> pa.Table:
     """Sort the rows by start (parents first), nest them per thread (or link them by recfn's
-    ids, `_linked`) and build the columns, each intermediate dropped once used."""
+    ids, `_linked`) and build the columns. Consumes `fields` (name, cat, pid, tid) and `ids`:
+    each intermediate is dropped once used, so that the peak stays near the table's size."""
     start, end, closed = rows.column("start"), rows.column("end"), rows.column("closed")
     nest_end = np.where(closed, end, INT64_MAX)
     order = np.lexsort((np.arange(len(start)), -nest_end, start))
     start, end, closed, nest_end = start[order], end[order], closed[order], nest_end[order]
     event, kind = rows.column("event")[order], rows.column("kind")[order]
-    thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
     n = len(event)
-    row_ids, parent = _linked(ids, event, kind, thread, start, nest_end)
-    del ids
-    if parent is None:
-        row_ids, parent = (
-            np.arange(n, dtype=np.int64),
-            parents_from_nesting(thread, start, nest_end, kind == 0),
-        )
-    del nest_end
-    columns: dict[str, Any] = {
-        "id": pa.array(row_ids),
-        "parent_id": pa.array(row_ids[np.maximum(parent, 0)], mask=parent < 0),
-    }
-    del row_ids
-    columns["name"] = _dictionary(name, event)
-    columns["kind"] = pa.DictionaryArray.from_arrays(kind, pa.array(KINDS, pa.string()))
-    columns["scope"] = _dictionary(cat, event)
-    columns["start_ns"] = pa.array(start)
-    columns["end_ns"] = pa.array(np.where(closed, end, 0), mask=~closed)
-    del start, end, closed
+    columns: dict[str, Any] = {}
+    has_memory = rows.has_memory()[order]
+    if has_memory.any():
+        columns["memory_bytes"] = pa.array(rows.column("memory_bytes")[order], mask=~has_memory)
+        columns["device"] = _dictionary(rows.column("device"), order, missing=None)
+    del has_memory, order
+    rows.parts.clear()
+
+    pid, tid = fields.pop("pid"), fields.pop("tid")
+    thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
     first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
-    named = _thread_names(phases, name, pid, tid, args)
+    named = _thread_names(phases, fields["name"], pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
-    columns["thread_id"] = pa.array(thread + 1)
     columns["thread_name"] = pa.DictionaryArray.from_arrays(
         label_codes[thread].astype(np.int32), pa.array(label_values, pa.string())
     )
+    columns["pid"] = pa.array(_pids(pid[first])[thread])
+    del pid, tid
+    columns["name"] = _dictionary(fields.pop("name"), event)
+    columns["scope"] = _dictionary(fields.pop("cat"), event)
+    columns["kind"] = pa.DictionaryArray.from_arrays(kind, pa.array(KINDS, pa.string()))
+    columns["start_ns"] = pa.array(start)
+    columns["end_ns"] = pa.array(np.where(closed, end, 0), mask=~closed)
+    del end, closed
+
+    row_ids, parent = _linked(ids, event, kind, thread, start, nest_end)
+    ids.clear()
+    if parent is None:
+        row_ids = np.arange(n, dtype=np.int64)
+        parent = parents_from_nesting(thread, start, nest_end, kind == 0)
+    del start, nest_end, kind
+    columns["thread_id"] = pa.array(thread + 1)
+    del thread
+    columns["id"] = pa.array(row_ids)
+    columns["parent_id"] = pa.array(row_ids[np.maximum(parent, 0)], mask=parent < 0)
+    del row_ids
     columns["depth"] = pa.array(depths(parent).astype(numpy_dtype("depth")))
     del parent
+
     strings, torch_ints, shapes = _args_columns(args, event, rows.source)
     for key in TORCH_INTS:
         columns[key] = pa.array(torch_ints.pop(key)[event])
     columns["is_async"] = pa.repeat(pa.scalar(BY_NAME["is_async"].default), n)
     columns["node_id"] = pa.array(np.full(n, BY_NAME["node_id"].default, numpy_dtype("node_id")))
-    columns["pid"] = pa.array(_pids(pid[first])[thread])
-    del thread
     columns["args"] = strings
     del strings
-    has_memory = rows.has_memory()[order]
-    if has_memory.any():
-        columns["memory_bytes"] = pa.array(rows.column("memory_bytes")[order], mask=~has_memory)
-        columns["device"] = _dictionary(rows.column("device"), order, missing=None)
     for column, values in zip(("input_shapes", "input_dtypes"), shapes):
         columns[column] = values
-    return pa.table(columns)
+    order = [*REQUIRED, "args", "memory_bytes", "device", "input_shapes", "input_dtypes"]
+    return pa.table({key: columns.pop(key) for key in order if key in columns})
 
 
 def _args_columns(
@@ -787,11 +826,13 @@ def _gather(parts: list[pa.Array], rows: np.ndarray) -> pa.ChunkedArray:
     return pa.chunked_array(chunks, kind)
 
 
-def _optional_ints(values: list[Any], key: str, source: str) -> tuple[np.ndarray, np.ndarray]:
-    """Integers or None (`FIELD_TYPES` checked) as int64 values (0 for None) and presence;
-    TraceFormatError for integers outside int64."""
+def _optional_ints(
+    values: list[Any], key: str, source: str
+) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
+    """Integers or None (`FIELD_TYPES` checked) as int64 values (0 for None) and presence, both
+    None when all are None; TraceFormatError for integers outside int64."""
     if values.count(None) == len(values):
-        return np.zeros(len(values), dtype=np.int64), np.zeros(len(values), dtype=bool)
+        return None, None
     present = np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=len(values))
     try:
         return np.array([0 if v is None else v for v in values], dtype=np.int64), present
@@ -800,23 +841,28 @@ def _optional_ints(values: list[Any], key: str, source: str) -> tuple[np.ndarray
 
 
 def _linked(
-    ids: dict[str, tuple[np.ndarray, np.ndarray]],
+    ids: dict[str, tuple[Any, Any]],
     event: np.ndarray,
     kind: np.ndarray,
     thread: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
     """Row ids and parent positions from recfn's `IDS` fields, when every row has a unique id
     and every parent id names an earlier range of the row's thread that is open when the row
     starts (so the links form a forest that matches the times); else None."""
+    if ids["recfn_id"][0] is None:
+        return None, None
     own, has_id = (values[event] for values in ids["recfn_id"])
-    parent_id, has_parent = (values[event] for values in ids["recfn_parent_id"])
     if own.size == 0 or not has_id.all():
-        return own, None
+        return None, None
+    if ids["recfn_parent_id"][0] is None:
+        parent_id, has_parent = np.zeros_like(own), np.zeros(len(own), dtype=bool)
+    else:
+        parent_id, has_parent = (values[event] for values in ids["recfn_parent_id"])
     by_id = np.argsort(own, kind="stable")
     if (np.diff(own[by_id]) == 0).any():
-        return own, None
+        return None, None
     slot = np.minimum(np.searchsorted(own[by_id], parent_id), len(own) - 1)
     parent = np.where(has_parent, by_id[slot], -1)
     found = ~has_parent | (own[parent] == parent_id)
@@ -829,7 +875,7 @@ def _linked(
         & (end[parent] >= start)
     )
     if not (found & (root | fits)).all():
-        return own, None
+        return None, None
     return own, parent
 
 
