@@ -304,6 +304,9 @@ class Columns:
         fields: dict[str, Any] = {}
         for key in list(parts[0]):  # one column's parts are freed before the next is joined
             arrays = [part.pop(key) for part in parts]
+            if key in ("name", "cat"):
+                fields[key] = _Labels.join(arrays)
+                continue
             if all(array is None for array in arrays):  # recfn's ids, absent from other traces
                 fields[key] = None
                 continue
@@ -318,16 +321,44 @@ class Columns:
         return _Phases(n_complete, self.others["ph"]), fields, _Args(self.args, self.others["args"])
 
 
-def _shared(values: list[Any]) -> np.ndarray:
-    """`values` as an object array in which equal values are one object (a trace repeats a few
-    names many times)."""
+def _shared(values: list[Any]) -> pa.DictionaryArray | np.ndarray:
+    """`values` (names, categories) dictionary-encoded when all are strings or None, else as an
+    object array in which equal values are one object: a trace repeats a few names many times,
+    and four bytes a row are less than a pointer to a string each."""
     try:
-        encoded = pa.array(values, pa.string()).dictionary_encode()
+        return pa.array(values, pa.string()).dictionary_encode()
     except (pa.ArrowException, UnicodeEncodeError):  # not all strings
         codes, uniques = pd.factorize(_objects(values), use_na_sentinel=False)
         return np.asarray(np.asarray(uniques, dtype=object)[codes])
-    uniques = _objects([*encoded.dictionary.to_pylist(), None])
-    return np.asarray(uniques[encoded.indices.fill_null(len(uniques) - 1).to_numpy()])
+
+
+class _Labels:
+    """A field (name, cat) of every event as codes (-1: absent) into its distinct values, in
+    order of first appearance: what `_dictionary` needs, without an object per event."""
+
+    def __init__(self, codes: np.ndarray, values: list[Any]) -> None:
+        self.codes = codes
+        self.values = _objects([*values, None])  # code -1 picks the None at the end
+
+    @classmethod
+    def join(cls, parts: list[pa.DictionaryArray | np.ndarray]) -> _Labels:
+        """The labels of consecutive parts (`_shared`'s)."""
+        if all(isinstance(part, pa.DictionaryArray) for part in parts):
+            joined = pa.chunked_array(parts, pa.dictionary(pa.int32(), pa.string()))
+            joined = joined.unify_dictionaries()
+            parts.clear()
+            values = joined.chunk(0).dictionary.to_pylist() if joined.num_chunks else []
+            codes = [chunk.indices.fill_null(-1).to_numpy() for chunk in joined.chunks]
+            return cls(np.concatenate(codes) if codes else np.empty(0, np.int32), values)
+        objects = np.concatenate(
+            [part if isinstance(part, np.ndarray) else _objects(part.to_pylist()) for part in parts]
+        )
+        parts.clear()
+        codes, uniques = pd.factorize(objects)
+        return cls(codes, list(uniques))
+
+    def __getitem__(self, index: np.ndarray) -> np.ndarray:
+        return np.asarray(self.values[self.codes[index]])
 
 
 def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
@@ -892,11 +923,16 @@ def _thread_names(
     return names
 
 
-def _dictionary(values: np.ndarray, rows: np.ndarray, missing: str | None = "") -> pa.Array:
+def _dictionary(
+    values: np.ndarray | _Labels, rows: np.ndarray, missing: str | None = ""
+) -> pa.Array:
     """``values[rows]`` as an int32-indexed dictionary of strings (absent ones become
     `missing`, null for None), in order of first appearance in `values`; factorizes `values`
     once rather than the rows."""
-    codes, uniques = pd.factorize(values)
+    if isinstance(values, _Labels):
+        codes, uniques = values.codes, values.values[:-1]
+    else:
+        codes, uniques = pd.factorize(values)
     codes = codes[rows]
     codes[codes < 0] = len(uniques)  # absent values: the slot after the last value
     used = np.flatnonzero(np.bincount(codes, minlength=len(uniques) + 1))
