@@ -282,7 +282,7 @@ class Columns:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.parts: list[dict[str, np.ndarray]] = []
+        self.parts: list[dict[str, Any]] = []
         self.args: list[_ArgsPart] = []
         self.others: dict[str, list[Any]] = {key: [] for key in (*CONSUMED, *IDS)}
 
@@ -368,9 +368,9 @@ def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays)
 
 
-def _scalars(fields: dict[str, list[Any]], rows: slice, source: str) -> dict[str, np.ndarray]:
+def _scalars(fields: dict[str, list[Any]], rows: slice, source: str) -> dict[str, Any]:
     """The columns of `fields` but ``args`` for `rows`: arrays, names sharing one string each."""
-    out = {key: _floats(fields[key][rows], key, source) for key in ("ts", "dur")}
+    out: dict[str, Any] = {key: _floats(fields[key][rows], key, source) for key in ("ts", "dur")}
     for key in ("name", "cat"):
         out[key] = _shared(fields[key][rows])
     out["pid"] = _ids(fields["pid"][rows], "pid", source)
@@ -554,7 +554,7 @@ class _Rows:
 
     def __init__(self, base_ns: int, ts_us: np.ndarray, source: str) -> None:
         self.base_ns, self.ts_us, self.source = base_ns, ts_us, source
-        self.parts: list[dict[str, np.ndarray]] = []
+        self.parts: list[dict[str, Any]] = []
 
     def ns(self, micros: np.ndarray) -> np.ndarray:
         """Float microseconds to int64 nanoseconds since the epoch; TraceFormatError for times
@@ -584,17 +584,16 @@ class _Rows:
         """Rows for `event` (indices) starting at their ts; points end where they start."""
         n = len(event)
         start = self.ns(self.ts_us[event])
-        self.parts.append(
-            {
-                "event": event,
-                "start": start,
-                "end": start if end_us is None else self.ns(end_us),
-                "closed": np.ones(n, dtype=bool) if closed is None else closed,
-                "kind": np.full(n, KINDS.index(kind), dtype=np.int8),
-                "memory_bytes": memory_bytes,
-                "device": device,
-            }
-        )
+        part: dict[str, np.ndarray | None] = {
+            "event": event,
+            "start": start,
+            "end": start if end_us is None else self.ns(end_us),
+            "closed": np.ones(n, dtype=bool) if closed is None else closed,
+            "kind": np.full(n, KINDS.index(kind), dtype=np.int8),
+            "memory_bytes": memory_bytes,
+            "device": device,
+        }
+        self.parts.append(part)
 
     def count(self) -> int:
         return sum(len(part["event"]) for part in self.parts)
@@ -779,7 +778,7 @@ def _table(
 
     row_ids, parent = _linked(ids, event, kind, thread, start, nest_end)
     ids.clear()
-    if parent is None:
+    if row_ids is None or parent is None:
         row_ids = np.arange(n, dtype=np.int64)
         parent = parents_from_nesting(thread, start, nest_end, kind == 0)
     del start, nest_end, kind
@@ -800,8 +799,8 @@ def _table(
     del strings
     for column, values in zip(("input_shapes", "input_dtypes"), shapes):
         columns[column] = values
-    order = [*REQUIRED, "args", "memory_bytes", "device", "input_shapes", "input_dtypes"]
-    return pa.table({key: columns.pop(key) for key in order if key in columns})
+    names = [*REQUIRED, "args", "memory_bytes", "device", "input_shapes", "input_dtypes"]
+    return pa.table({key: columns.pop(key) for key in names if key in columns})
 
 
 def _args_columns(
@@ -822,7 +821,7 @@ def _args_columns(
     return taken[0], ints, tuple(taken[1:])
 
 
-def _gather(parts: list[pa.Array], rows: np.ndarray) -> pa.ChunkedArray:
+def _gather(parts: list[Any], rows: np.ndarray) -> pa.ChunkedArray:
     """The values of consecutive `parts` at `rows`, `BATCH` rows at a time: a chunked result,
     and each part is dropped from `parts` once its last row is taken, so that the values are
     never held twice over (as concatenating the parts first would). Large strings become
@@ -852,7 +851,7 @@ def _gather(parts: list[pa.Array], rows: np.ndarray) -> pa.ChunkedArray:
         chunks.append(chunk.cast(kind))
         for c, block in enumerate(last):
             if block <= at // BATCH:
-                parts[c] = None  # type: ignore[call-overload]
+                parts[c] = None
     parts.clear()
     return pa.chunked_array(chunks, kind)
 
