@@ -9,8 +9,9 @@ objects, samples) are skipped. Event fields without a column are kept in ``args`
 A torch trace can hold millions of events, so the file is read a chunk at a time
 (`recfn._chrome_stream`) and each chunk's events are decoded by msgspec into typed structs
 whose args stay unparsed JSON text (batches with other event fields into plain dicts and
-lists), then become compact columns before the next chunk is read; nothing touches pandas per
-event. Writing encodes a batch of rows at a time through the (gzip) stream.
+lists), then become compact columns before the next chunk is read; the event table is built
+in Arrow from those (``recfn.load`` keeps it, `read_chrome_trace` converts it to pandas);
+nothing touches pandas per event. Writing encodes a batch of rows at a time through the (gzip) stream.
 """
 
 from __future__ import annotations
