@@ -183,7 +183,7 @@ def _libc() -> Any:
         libc = ctypes.CDLL(None)
         libc.malloc_trim.argtypes = [ctypes.c_size_t]
         return libc
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no such C library or function here
         return None
 
 
