@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -107,7 +108,8 @@ def main() -> None:
     arrow = there["arrow_bytes"]
     print(
         f"{made['rows']:,.0f} events; the Parquet's table is {arrow / 2**20:,.0f} MiB in memory "
-        f"(Parquet {sizes[parquet] / 2**20:,.0f} MiB, .json.gz {sizes[chrome] / 2**20:,.0f} MiB)\n"
+        f"(Parquet {sizes[parquet] / 2**20:,.0f} MiB, .json.gz {sizes[chrome] / 2**20:,.0f} MiB); "
+        f"load average {os.getloadavg()[0]:.1f}\n"
     )
     print("| conversion | seconds | events/s | peak RSS | / Arrow size | growth after imports |")
     print("|---|---:|---:|---:|---:|---:|")

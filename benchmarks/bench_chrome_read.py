@@ -2,9 +2,10 @@
 
 Run: ``python benchmarks/bench_chrome_read.py`` (``--events N``; default 300k). The trace is
 `bench_analysis.torch_shaped_trace`. Side by side in one process: the msgspec decode alone (the
-floor), the nesting-depth scan alone (the price of the bound on JSON nesting) and the whole
-read; best of 3 each. Peak memory is measured in a fresh process (maxrss growth during one read)
-and compared with the size of the resulting Arrow table.
+floor), the nesting-depth scan alone (the price of the bound on JSON nesting), the read to Arrow
+(``recfn.load``'s path) and the read to pandas; best of 3 each. Peak memory is measured for each
+reader in a fresh process (VmHWM growth during one read) and compared with the size of the
+resulting Arrow table.
 """
 
 from __future__ import annotations
@@ -22,21 +23,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_analysis import best_of, parse_alone, torch_shaped_trace
 
+import recfn
 from recfn import chrome
 
+READERS = {
+    "read_chrome_table (Arrow, recfn.load)": chrome.read_chrome_table,
+    "read_chrome_trace (pandas)": chrome.read_chrome_trace,
+}
 
-def _peak(path: str, queue: Any) -> None:
-    """In a fresh process: maxrss growth (bytes) of one read, and the Arrow table's size."""
-    import recfn
 
-    recfn.chrome.read_chrome_trace(
-        Path(__file__).resolve().parent.parent / "tests/data/torch_trace.json"
-    )
+def _peak(reader: str, path: str, queue: Any) -> None:
+    """In a fresh process: peak resident growth (bytes) of one read by `reader`, after a small
+    read has loaded everything it imports."""
+    read = READERS[reader]
+    read(Path(__file__).resolve().parent.parent / "tests/data/torch_trace.json")
     before = _high_water()
-    df = recfn.chrome.read_chrome_trace(path)
-    after = _high_water()
-    table = recfn.Trace.from_pandas(df).table
-    queue.put((after - before, table.nbytes))
+    result = read(path)
+    queue.put(_high_water() - before)
+    del result
 
 
 def _high_water() -> int:
@@ -63,24 +67,28 @@ def main() -> None:
         rows = [
             ("JSON decode alone (msgspec)", best_of(3, lambda: parse_alone(raw))),
             ("nesting-depth scan alone", best_of(3, lambda: chrome.check_depth(raw, "t"))),
-            ("read_chrome_trace", best_of(3, lambda: chrome.read_chrome_trace(path))),
+            *((reader, best_of(3, lambda r=read: r(path))) for reader, read in READERS.items()),
         ]
+        table_bytes = recfn.load(path).table.nbytes
         context = multiprocessing.get_context("spawn")
-        queue = context.Queue()
-        child = context.Process(target=_peak, args=(str(path), queue))
-        child.start()
-        peak, table_bytes = queue.get()
-        child.join()
+        peaks = {}
+        for reader in READERS:
+            queue = context.Queue()
+            child = context.Process(target=_peak, args=(reader, str(path), queue))
+            child.start()
+            peaks[reader] = queue.get()
+            child.join()
     floor = rows[0][1]
     print("| operation | size | seconds | rate | / decode alone |")
     print("|---|---|---:|---:|---:|")
     for operation, seconds in rows:
         print(f"| {operation} | {size} | {seconds:.3f} | {n / seconds:,.0f} events/s | "
               f"{seconds / floor:.2f}x |")  # fmt: skip
-    print(
-        f"\npeak memory growth of one read: {peak / 2**20:.0f} MiB = "
-        f"{peak / table_bytes:.1f}x the Arrow table ({table_bytes / 2**20:.0f} MiB)"
-    )
+    print(f"\nThe Arrow table: {table_bytes / 2**20:.0f} MiB\n")
+    print("| reader | peak memory growth of one read | / Arrow table |")
+    print("|---|---:|---:|")
+    for reader, peak in peaks.items():
+        print(f"| {reader} | {peak / 2**20:.0f} MiB | {peak / table_bytes:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,16 @@
 
 Traces are decoded by msgspec into `Event` structs, whose ``args`` stay JSON text
 (``msgspec.Raw``) unless an event's args are needed as values; traces that do not fit them
-(unknown event fields, fields of other types) into plain dicts and lists. Columns are built
-from plain lists and numpy arrays; nothing here touches pandas per event.
+(unknown event fields, fields of other types) into plain dicts and lists. Each batch becomes
+compact columns (numpy arrays, dictionary codes, Arrow strings) before the next is decoded, and
+the table is built in Arrow from those (`events_table`), each intermediate dropped once used, so
+that the peak stays within about 3x the table; ``read_chrome_trace``'s DataFrame is converted
+from it (`frame_of`). Nothing here touches pandas per event.
 """
 
 from __future__ import annotations
 
+import ctypes
 import operator
 from collections.abc import Sequence
 from itertools import chain, repeat
@@ -18,6 +22,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from msgspec.structs import astuple
 
 from recfn._frames import INT64_MAX, INT64_MIN
 from recfn._jsonio import json_strings, loads
@@ -28,11 +33,11 @@ from recfn.schema import (
     KINDS,
     MARK,
     MEMORY,
+    NULLABLE_INTS,
     RANGE,
     REQUIRED,
     empty_table,
     numpy_dtype,
-    to_pandas,
 )
 
 CONSUMED = ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")
@@ -137,26 +142,97 @@ time), and rows sorted into the table at a time: decoded structs are dropped onc
 columns are built, so that memory holds compact columns, not the decoded trace."""
 
 
-def events_frame(columns: Columns, base_ns: int, source: str) -> pd.DataFrame:
-    """The event table of the trace events added to `columns`; `source` names the file in
-    error messages."""
+def events_table(columns: Columns, base_ns: int, source: str) -> pa.Table:
+    """The event table, in the schema's Arrow types but for int32-indexed dictionaries (which
+    ``conform`` narrows), of the trace events added to `columns`; `source` names the file in
+    error messages. Built straight from the columns, one copy of each, so that a conversion
+    never holds a DataFrame beside the table."""
+    _release_free_memory()
     phases, fields, args = columns.finish()
-    ts, dur = fields["ts"], fields["dur"]
+    ts, dur = fields.pop("ts"), fields.pop("dur")
     if (dur < 0).any():
         raise TraceFormatError(f"{source}: an event has a negative dur ({dur[dur < 0][0]!r} us)")
-    dur = np.nan_to_num(dur)  # "X" events without dur last 0 us
+    np.nan_to_num(dur, copy=False)  # "X" events without dur last 0 us
     name, pid, tid = fields["name"], fields["pid"], fields["tid"]
 
     rows = _Rows(base_ns, ts, source)
     complete = phases.where("X")
     rows.add(complete, RANGE, end_us=ts[complete] + dur[complete])
+    del complete, dur
     _add_begin_end(rows, phases, pid, tid, args)
     _add_instants(rows, phases, name, args)
     _add_counters(rows, phases, name, pid, args)
+    rows.ts_us = ts = np.empty(0)
     if rows.count() == 0:
-        return _empty_frame()
-    ids = {key: (fields[key], fields[f"{key}.present"]) for key in IDS}
-    return _frame(rows, phases, name, fields["cat"], pid, tid, args, ids)
+        return empty_table((*REQUIRED, "args"))
+    ids = {key: (fields.pop(key), fields.pop(f"{key}.present")) for key in IDS}
+    del name, pid, tid
+    return _table(rows, phases, fields, args, ids)
+
+
+def _release_free_memory() -> None:
+    """Hand the memory that decoding freed back to the system before the table is built: the
+    allocators keep it otherwise (glibc's heap, Arrow's pool), and it would count again on top
+    of the table's peak. A no-op where the C library has no ``malloc_trim``."""
+    pa.default_memory_pool().release_unused()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _libc() -> Any:
+    try:
+        libc = ctypes.CDLL(None)
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        return libc
+    except (OSError, AttributeError, TypeError):  # no such C library or function here
+        return None
+
+
+_LIBC = _libc()
+
+
+def events_frame(columns: Columns, base_ns: int, source: str) -> pd.DataFrame:
+    """`events_table` as the DataFrame ``read_chrome_trace`` returns."""
+    return frame_of(events_table(columns, base_ns, source))
+
+
+def dictionaries_by_row(table: pa.Table) -> pa.Table:
+    """`table` with each dictionary column holding only the values its rows use, in order of
+    first use: how ``recfn.load`` has always stored an imported table (`events_table` orders them
+    as ``read_chrome_trace``'s categoricals, by first event)."""
+    for index, field in enumerate(table.schema):
+        if not pa.types.is_dictionary(field.type):
+            continue
+        column = table.column(index).combine_chunks()
+        codes, used = pd.factorize(column.indices.fill_null(-1).to_numpy(), use_na_sentinel=False)
+        kept = used >= 0
+        lookup = np.full(len(used), -1, dtype=np.int32)
+        lookup[kept] = np.arange(np.count_nonzero(kept), dtype=np.int32)
+        indices = lookup[codes]
+        values = pa.DictionaryArray.from_arrays(
+            pa.array(indices, mask=indices < 0), column.dictionary.take(pa.array(used[kept]))
+        )
+        table = table.set_column(index, field.name, values)
+    return table
+
+
+def frame_of(table: pa.Table) -> pd.DataFrame:
+    """An imported table as a DataFrame in the dtypes of ``prof.to_pandas()`` (nullable
+    ``Int64`` integers, categoricals), without attrs. Consumes `table`: each column's Arrow
+    memory is released as it is converted, so that the table and the frame are not both held."""
+    positions = {name: i for i, name in enumerate(table.column_names)}
+    nullable = [name for name in NULLABLE_INTS if name in positions]
+    converted = {
+        name: table.column(name).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get).array
+        for name in nullable
+    }
+    table = table.drop_columns(nullable)
+    frame = table.to_pandas(self_destruct=True, split_blocks=True)
+    del table
+    for name, values in sorted(converted.items(), key=lambda item: positions[item[0]]):
+        frame.insert(positions[name], name, values)
+    frame.attrs.clear()
+    return frame
 
 
 class _Args:
@@ -210,7 +286,7 @@ class Columns:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.parts: list[dict[str, np.ndarray]] = []
+        self.parts: list[dict[str, Any]] = []
         self.args: list[_ArgsPart] = []
         self.others: dict[str, list[Any]] = {key: [] for key in (*CONSUMED, *IDS)}
 
@@ -228,22 +304,65 @@ class Columns:
         n_complete = sum(len(part["ts"]) for part in self.parts)
         parts = [*self.parts, _scalars(self.others, slice(0, n_others), self.source)]
         self.parts.clear()
-        fields = {}
+        sizes = [len(part["ts"]) for part in parts]
+        fields: dict[str, Any] = {}
         for key in list(parts[0]):  # one column's parts are freed before the next is joined
-            fields[key] = _concatenate([part.pop(key) for part in parts])
+            arrays = [part.pop(key) for part in parts]
+            if key in ("name", "cat"):
+                fields[key] = _Labels.join(arrays)
+                continue
+            if all(array is None for array in arrays):  # recfn's ids, absent from other traces
+                fields[key] = None
+                continue
+            fields[key] = _concatenate(
+                [
+                    np.zeros(size, bool if key.endswith(".present") else np.int64)
+                    if array is None
+                    else array
+                    for array, size in zip(arrays, sizes)
+                ]
+            )
         return _Phases(n_complete, self.others["ph"]), fields, _Args(self.args, self.others["args"])
 
 
-def _shared(values: list[Any]) -> np.ndarray:
-    """`values` as an object array in which equal values are one object (a trace repeats a few
-    names many times)."""
+def _shared(values: list[Any]) -> pa.DictionaryArray | np.ndarray:
+    """`values` (names, categories) dictionary-encoded when all are strings or None, else as an
+    object array in which equal values are one object: a trace repeats a few names many times,
+    and four bytes a row are less than a pointer to a string each."""
     try:
-        encoded = pa.array(values, pa.string()).dictionary_encode()
+        return pa.array(values, pa.string()).dictionary_encode()
     except (pa.ArrowException, UnicodeEncodeError):  # not all strings
         codes, uniques = pd.factorize(_objects(values), use_na_sentinel=False)
         return np.asarray(np.asarray(uniques, dtype=object)[codes])
-    uniques = _objects([*encoded.dictionary.to_pylist(), None])
-    return np.asarray(uniques[encoded.indices.fill_null(len(uniques) - 1).to_numpy()])
+
+
+class _Labels:
+    """A field (name, cat) of every event as codes (-1: absent) into its distinct values, in
+    order of first appearance: what `_dictionary` needs, without an object per event."""
+
+    def __init__(self, codes: np.ndarray, values: list[Any]) -> None:
+        self.codes = codes
+        self.values = _objects([*values, None])  # code -1 picks the None at the end
+
+    @classmethod
+    def join(cls, parts: list[pa.DictionaryArray | np.ndarray]) -> _Labels:
+        """The labels of consecutive parts (`_shared`'s)."""
+        if all(isinstance(part, pa.DictionaryArray) for part in parts):
+            joined = pa.chunked_array(parts, pa.dictionary(pa.int32(), pa.string()))
+            joined = joined.unify_dictionaries()
+            parts.clear()
+            values = joined.chunk(0).dictionary.to_pylist() if joined.num_chunks else []
+            codes = [chunk.indices.fill_null(-1).to_numpy() for chunk in joined.chunks]
+            return cls(np.concatenate(codes) if codes else np.empty(0, np.int32), values)
+        objects = np.concatenate(
+            [part if isinstance(part, np.ndarray) else _objects(part.to_pylist()) for part in parts]
+        )
+        parts.clear()
+        codes, uniques = pd.factorize(objects)
+        return cls(codes, list(uniques))
+
+    def __getitem__(self, index: np.ndarray) -> np.ndarray:
+        return np.asarray(self.values[self.codes[index]])
 
 
 def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
@@ -253,9 +372,9 @@ def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays)
 
 
-def _scalars(fields: dict[str, list[Any]], rows: slice, source: str) -> dict[str, np.ndarray]:
+def _scalars(fields: dict[str, list[Any]], rows: slice, source: str) -> dict[str, Any]:
     """The columns of `fields` but ``args`` for `rows`: arrays, names sharing one string each."""
-    out = {key: _floats(fields[key][rows], key, source) for key in ("ts", "dur")}
+    out: dict[str, Any] = {key: _floats(fields[key][rows], key, source) for key in ("ts", "dur")}
     for key in ("name", "cat"):
         out[key] = _shared(fields[key][rows])
     out["pid"] = _ids(fields["pid"][rows], "pid", source)
@@ -314,8 +433,9 @@ def _event_columns(events: list[Event]) -> tuple[int, list[Any], dict[str, list[
     when absent); those of the others (few: instants, counters, B/E, metadata, flows) are
     decoded, in one call.
 
-    One pass per field: kept fields (`KEPT`) are rare on complete events, so those are only
-    scanned for any, and only the others' are listed."""
+    The structs are turned into tuples and transposed (``zip``), in C: cheaper than one
+    attribute lookup per field and event. Kept fields (`KEPT`) are rare, so they are counted
+    before any event's args are touched for them."""
     phases = list(map(attrgetter("ph"), events))
     is_complete = np.fromiter(map(operator.eq, phases, repeat("X")), dtype=bool, count=len(phases))
     n_complete = int(np.count_nonzero(is_complete))
@@ -325,30 +445,24 @@ def _event_columns(events: list[Event]) -> tuple[int, list[Any], dict[str, list[
         complete = _pick(events, np.flatnonzero(is_complete))
         others = _pick(events, np.flatnonzero(~is_complete))
     ordered = complete + others if others else complete
-    fields = {key: list(map(attrgetter(key), ordered)) for key in (*CONSUMED, *IDS) if key != "ph"}
+    columns = dict(zip(Event.__struct_fields__, zip(*map(astuple, ordered))))
+    fields = {key: list(columns[key]) for key in (*CONSUMED, *IDS) if key != "ph"}
     args: list[Any] = fields["args"]
     if others:
         args[n_complete:] = loads(b"[" + b",".join(args[n_complete:]) + b"]")
-    unset = repeat(msgspec.UNSET)
-    in_complete = any(
-        any(map(operator.is_not, map(attrgetter(key), complete), unset)) for key in KEPT
-    )
-    start = 0 if in_complete else n_complete
-    tail = ordered[start:]
-    kept = {key: list(map(attrgetter(key), tail)) for key in KEPT}
     kept = {
-        key: values for key, values in kept.items() if values.count(msgspec.UNSET) != len(values)
+        key: columns[key] for key in KEPT if columns[key].count(msgspec.UNSET) != len(columns[key])
     }
     if kept:
-        has_kept = np.zeros(len(tail), dtype=bool)
+        unset = repeat(msgspec.UNSET)
+        has_kept = np.zeros(len(ordered), dtype=bool)
         for values in kept.values():
             has_kept |= np.fromiter(
                 map(operator.is_not, values, unset), dtype=bool, count=len(values)
             )
-        for j in np.flatnonzero(has_kept).tolist():
-            i = start + j
+        for i in np.flatnonzero(has_kept).tolist():
             own = loads(args[i]) if args[i].__class__ is msgspec.Raw else args[i]
-            fields_kept = {k: v[j] for k, v in kept.items() if v[j] is not msgspec.UNSET}
+            fields_kept = {k: v[i] for k, v in kept.items() if v[i] is not msgspec.UNSET}
             args[i] = {**fields_kept, **(own if isinstance(own, dict) else {})}
     return n_complete, [e.ph for e in others], fields
 
@@ -439,7 +553,7 @@ class _Rows:
 
     def __init__(self, base_ns: int, ts_us: np.ndarray, source: str) -> None:
         self.base_ns, self.ts_us, self.source = base_ns, ts_us, source
-        self.parts: list[dict[str, np.ndarray]] = []
+        self.parts: list[dict[str, Any]] = []
 
     def ns(self, micros: np.ndarray) -> np.ndarray:
         """Float microseconds to int64 nanoseconds since the epoch; TraceFormatError for times
@@ -469,26 +583,42 @@ class _Rows:
         """Rows for `event` (indices) starting at their ts; points end where they start."""
         n = len(event)
         start = self.ns(self.ts_us[event])
-        self.parts.append(
-            {
-                "event": event,
-                "start": start,
-                "end": start if end_us is None else self.ns(end_us),
-                "closed": np.ones(n, dtype=bool) if closed is None else closed,
-                "kind": np.full(n, KINDS.index(kind), dtype=np.int8),
-                "memory_bytes": np.zeros(n, dtype=np.int64)
-                if memory_bytes is None
-                else memory_bytes,
-                "has_memory": np.full(n, memory_bytes is not None),
-                "device": np.full(n, None, dtype=object) if device is None else device,
-            }
-        )
+        part: dict[str, np.ndarray | None] = {
+            "event": event,
+            "start": start,
+            "end": start if end_us is None else self.ns(end_us),
+            "closed": np.ones(n, dtype=bool) if closed is None else closed,
+            "kind": np.full(n, KINDS.index(kind), dtype=np.int8),
+            "memory_bytes": memory_bytes,
+            "device": device,
+        }
+        self.parts.append(part)
 
     def count(self) -> int:
         return sum(len(part["event"]) for part in self.parts)
 
     def column(self, key: str) -> np.ndarray:
-        return np.concatenate([part[key] for part in self.parts])
+        """One column of all parts; parts without it (memory) give zeros or None."""
+        arrays = [part[key] for part in self.parts]
+        if all(array is None for array in arrays):
+            return np.zeros(0)
+        filler = np.int64(0) if key == "memory_bytes" else None
+        return np.concatenate(
+            [
+                np.full(
+                    len(part["event"]), filler, dtype=np.int64 if filler is not None else object
+                )
+                if array is None
+                else array
+                for part, array in zip(self.parts, arrays)
+            ]
+        )
+
+    def has_memory(self) -> np.ndarray:
+        """Which rows are memory events."""
+        return np.concatenate(
+            [np.full(len(part["event"]), part["memory_bytes"] is not None) for part in self.parts]
+        )
 
 
 def _add_begin_end(
@@ -603,69 +733,73 @@ def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return np.asarray(pd.factorize(a.astype(np.int64) * len(b_values) + b)[0], dtype=np.int64)
 
 
-def _frame(
+def _table(
     rows: _Rows,
     phases: _Phases,
-    name: np.ndarray,
-    cat: np.ndarray,
-    pid: np.ndarray,
-    tid: np.ndarray,
+    fields: dict[str, Any],
     args: _Args,
-    ids: dict[str, tuple[np.ndarray, np.ndarray]],
-) -> pd.DataFrame:
+    ids: dict[str, tuple[Any, Any]],
+) -> pa.Table:
     """Sort the rows by start (parents first), nest them per thread (or link them by recfn's
-    ids, `_linked`) and build the columns."""
+    ids, `_linked`) and build the columns. Consumes `fields` (name, cat, pid, tid) and `ids`:
+    each intermediate is dropped once used, so that the peak stays near the table's size."""
     start, end, closed = rows.column("start"), rows.column("end"), rows.column("closed")
     nest_end = np.where(closed, end, INT64_MAX)
     order = np.lexsort((np.arange(len(start)), -nest_end, start))
-    event, kind = rows.column("event")[order], rows.column("kind")[order]
     start, end, closed, nest_end = start[order], end[order], closed[order], nest_end[order]
-    thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
+    event, kind = rows.column("event")[order], rows.column("kind")[order]
     n = len(event)
-    row_ids, parent = _linked(ids, event, kind, thread, start, nest_end)
-    if parent is None:
-        row_ids, parent = (
-            np.arange(n, dtype=np.int64),
-            parents_from_nesting(thread, start, nest_end, kind == 0),
-        )
+    columns: dict[str, Any] = {}
+    has_memory = rows.has_memory()[order]
+    if has_memory.any():
+        columns["memory_bytes"] = pa.array(rows.column("memory_bytes")[order], mask=~has_memory)
+        columns["device"] = _dictionary(rows.column("device"), order, missing=None)
+    del has_memory, order
+    rows.parts.clear()
 
+    pid, tid = fields.pop("pid"), fields.pop("tid")
+    thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
     first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
-    named = _thread_names(phases, name, pid, tid, args)
+    named = _thread_names(phases, fields["name"], pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
-    strings, torch_ints, shapes = _args_columns(args, event, rows.source)
-    frame = pd.DataFrame(
-        {
-            "id": row_ids,
-            "parent_id": pd.arrays.IntegerArray(row_ids[np.maximum(parent, 0)], parent < 0),
-            "name": _category(name, event),
-            "kind": pd.Categorical.from_codes(kind, categories=list(KINDS)),
-            "scope": _category(cat, event),
-            "start_ns": start,
-            "end_ns": pd.arrays.IntegerArray(np.where(closed, end, 0), ~closed),
-            "thread_id": thread + 1,
-            "thread_name": pd.Categorical.from_codes(label_codes[thread], categories=label_values),
-            "depth": depths(parent).astype(numpy_dtype("depth")),
-            "sequence_nr": torch_ints["sequence_nr"][event],
-            "fwd_thread_id": torch_ints["fwd_thread_id"][event],
-            "is_async": np.full(n, BY_NAME["is_async"].default, numpy_dtype("is_async")),
-            "node_id": np.full(n, BY_NAME["node_id"].default, numpy_dtype("node_id")),
-            "pid": _pids(pid[first])[thread],
-            "args": strings.to_pandas(),  # the string dtype table.to_pandas() gives
-        },
-        columns=[*REQUIRED, "args"],
-        copy=False,
+    columns["thread_name"] = pa.DictionaryArray.from_arrays(
+        label_codes[thread].astype(np.int32), pa.array(label_values, pa.string())
     )
+    columns["pid"] = pa.array(_pids(pid[first])[thread])
+    del pid, tid
+    columns["name"] = _dictionary(fields.pop("name"), event)
+    columns["scope"] = _dictionary(fields.pop("cat"), event)
+    columns["kind"] = pa.DictionaryArray.from_arrays(kind, pa.array(KINDS, pa.string()))
+    columns["start_ns"] = pa.array(start)
+    columns["end_ns"] = pa.array(np.where(closed, end, 0), mask=~closed)
+    del end, closed
+
+    row_ids, parent = _linked(ids, event, kind, thread, start, nest_end)
+    ids.clear()
+    if row_ids is None or parent is None:
+        row_ids = np.arange(n, dtype=np.int64)
+        parent = parents_from_nesting(thread, start, nest_end, kind == 0)
+    del start, nest_end, kind
+    columns["thread_id"] = pa.array(thread + 1)
+    del thread
+    columns["id"] = pa.array(row_ids)
+    columns["parent_id"] = pa.array(row_ids[np.maximum(parent, 0)], mask=parent < 0)
+    del row_ids
+    columns["depth"] = pa.array(depths(parent).astype(numpy_dtype("depth")))
+    del parent
+
+    strings, torch_ints, shapes = _args_columns(args, event, rows.source)
+    for key in TORCH_INTS:
+        columns[key] = pa.array(torch_ints.pop(key)[event])
+    columns["is_async"] = pa.repeat(pa.scalar(BY_NAME["is_async"].default), n)
+    columns["node_id"] = pa.array(np.full(n, BY_NAME["node_id"].default, numpy_dtype("node_id")))
+    columns["args"] = strings
     del strings
-    has_memory = rows.column("has_memory")[order]
-    if has_memory.any():
-        frame["memory_bytes"] = pd.arrays.IntegerArray(
-            rows.column("memory_bytes")[order], ~has_memory
-        )
-        frame["device"] = _category(rows.column("device"), order, missing=None)
     for column, values in zip(("input_shapes", "input_dtypes"), shapes):
-        frame[column] = values.to_pandas()
-    return frame
+        columns[column] = values
+    names = [*REQUIRED, "args", "memory_bytes", "device", "input_shapes", "input_dtypes"]
+    return pa.table({key: columns.pop(key) for key in names if key in columns})
 
 
 def _args_columns(
@@ -673,8 +807,8 @@ def _args_columns(
 ) -> tuple[pa.ChunkedArray, dict[str, np.ndarray], tuple[pa.ChunkedArray, ...]]:
     """The args strings of the events at `rows`, the integer columns from torch's args of all
     events, and ``input_shapes``/``input_dtypes`` at `rows` (none when absent or not of the
-    schema's types). Consumes `args`: each part is dropped once copied, so that the strings are
-    held at most twice at a time."""
+    schema's types). Consumes `args`: each part is dropped once its last row is copied (`_gather`),
+    so that the strings are held about once."""
     parts = args.parts(source)
     args.complete.clear()
     ints = {key: np.concatenate([part.ints[key] for part in parts]) for key in TORCH_INTS}
@@ -682,28 +816,52 @@ def _args_columns(
     if any(part.has_shapes for part in parts) and all(part.shapes for part in parts):
         columns += [[part.shapes[i] for part in parts] for i in range(2)]
     del parts
-    taken = []
-    for column in columns:
-        whole = pa.concat_arrays(column)
-        column.clear()
-        taken.append(_take(whole, rows))
-        del whole
+    taken = [_gather(column, rows) for column in columns]
     return taken[0], ints, tuple(taken[1:])
 
 
-def _take(values: pa.Array, rows: np.ndarray) -> pa.ChunkedArray:
-    """``values[rows]``, `BATCH` rows at a time: the result in chunks, never a second copy."""
-    return pa.chunked_array(
-        [values.take(pa.array(rows[i : i + BATCH])) for i in range(0, len(rows), BATCH)],
-        values.type,
-    )
+def _gather(parts: list[Any], rows: np.ndarray) -> pa.ChunkedArray:
+    """The values of consecutive `parts` at `rows`, `BATCH` rows at a time: a chunked result,
+    and each part is dropped from `parts` once its last row is taken, so that the values are
+    never held twice over (as concatenating the parts first would). Large strings become
+    strings, as the schema has them."""
+    kind = pa.string() if parts[0].type == pa.large_string() else parts[0].type
+    bounds = np.cumsum([0, *map(len, parts)])
+    position = np.full(bounds[-1], -1, dtype=np.int64)
+    position[rows] = np.arange(len(rows))
+    last = [int(position[lo:hi].max(initial=-1)) // BATCH for lo, hi in zip(bounds, bounds[1:])]
+    del position
+    chunks = []
+    for at in range(0, len(rows), BATCH):
+        index = rows[at : at + BATCH]
+        part = np.searchsorted(bounds, index, side="right") - 1
+        used = np.unique(part)
+        if len(used) == 1:
+            c = int(used[0])
+            chunk = parts[c].take(pa.array(index - bounds[c]))
+        else:
+            pieces, where = [], []
+            for c in used.tolist():
+                picked = np.flatnonzero(part == c)
+                pieces.append(parts[c].take(pa.array(index[picked] - bounds[c])))
+                where.append(picked)
+            back = np.argsort(np.concatenate(where), kind="stable")
+            chunk = pa.concat_arrays(pieces).take(pa.array(back))
+        chunks.append(chunk.cast(kind))
+        for c, block in enumerate(last):
+            if block <= at // BATCH:
+                parts[c] = None
+    parts.clear()
+    return pa.chunked_array(chunks, kind)
 
 
-def _optional_ints(values: list[Any], key: str, source: str) -> tuple[np.ndarray, np.ndarray]:
-    """Integers or None (`FIELD_TYPES` checked) as int64 values (0 for None) and presence;
-    TraceFormatError for integers outside int64."""
+def _optional_ints(
+    values: list[Any], key: str, source: str
+) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
+    """Integers or None (`FIELD_TYPES` checked) as int64 values (0 for None) and presence, both
+    None when all are None; TraceFormatError for integers outside int64."""
     if values.count(None) == len(values):
-        return np.zeros(len(values), dtype=np.int64), np.zeros(len(values), dtype=bool)
+        return None, None
     present = np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=len(values))
     try:
         return np.array([0 if v is None else v for v in values], dtype=np.int64), present
@@ -712,23 +870,28 @@ def _optional_ints(values: list[Any], key: str, source: str) -> tuple[np.ndarray
 
 
 def _linked(
-    ids: dict[str, tuple[np.ndarray, np.ndarray]],
+    ids: dict[str, tuple[Any, Any]],
     event: np.ndarray,
     kind: np.ndarray,
     thread: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
     """Row ids and parent positions from recfn's `IDS` fields, when every row has a unique id
     and every parent id names an earlier range of the row's thread that is open when the row
     starts (so the links form a forest that matches the times); else None."""
+    if ids["recfn_id"][0] is None:
+        return None, None
     own, has_id = (values[event] for values in ids["recfn_id"])
-    parent_id, has_parent = (values[event] for values in ids["recfn_parent_id"])
     if own.size == 0 or not has_id.all():
-        return own, None
+        return None, None
+    if ids["recfn_parent_id"][0] is None:
+        parent_id, has_parent = np.zeros_like(own), np.zeros(len(own), dtype=bool)
+    else:
+        parent_id, has_parent = (values[event] for values in ids["recfn_parent_id"])
     by_id = np.argsort(own, kind="stable")
     if (np.diff(own[by_id]) == 0).any():
-        return own, None
+        return None, None
     slot = np.minimum(np.searchsorted(own[by_id], parent_id), len(own) - 1)
     parent = np.where(has_parent, by_id[slot], -1)
     found = ~has_parent | (own[parent] == parent_id)
@@ -741,7 +904,7 @@ def _linked(
         & (end[parent] >= start)
     )
     if not (found & (root | fits)).all():
-        return own, None
+        return None, None
     return own, parent
 
 
@@ -758,17 +921,16 @@ def _thread_names(
     return names
 
 
-def _empty_frame() -> pd.DataFrame:
-    """A trace without ranges, marks or counters: no rows, the schema's columns and dtypes."""
-    frame = to_pandas(empty_table((*REQUIRED, "args")))
-    frame.attrs.clear()
-    return frame
-
-
-def _category(values: np.ndarray, rows: np.ndarray, missing: str | None = "") -> pd.Categorical:
-    """``values[rows]`` as a categorical of strings (absent ones become `missing`), in order of
-    first appearance in `values`; factorizes `values` once rather than the rows."""
-    codes, uniques = pd.factorize(values)
+def _dictionary(
+    values: np.ndarray | _Labels, rows: np.ndarray, missing: str | None = ""
+) -> pa.Array:
+    """``values[rows]`` as an int32-indexed dictionary of strings (absent ones become
+    `missing`, null for None), in order of first appearance in `values`; factorizes `values`
+    once rather than the rows."""
+    if isinstance(values, _Labels):
+        codes, uniques = values.codes, values.values[:-1]
+    else:
+        codes, uniques = pd.factorize(values)
     codes = codes[rows]
     codes[codes < 0] = len(uniques)  # absent values: the slot after the last value
     used = np.flatnonzero(np.bincount(codes, minlength=len(uniques) + 1))
@@ -777,7 +939,10 @@ def _category(values: np.ndarray, rows: np.ndarray, missing: str | None = "") ->
     label_codes, categories = pd.factorize(labels)
     lookup = np.zeros(len(uniques) + 1, dtype=np.int64)
     lookup[used] = label_codes
-    return pd.Categorical.from_codes(lookup[codes], categories=categories)
+    indices = lookup[codes]
+    return pa.DictionaryArray.from_arrays(
+        pa.array(indices.astype(np.int32), mask=indices < 0), pa.array(categories, pa.string())
+    )
 
 
 def _pids(values: np.ndarray) -> np.ndarray:

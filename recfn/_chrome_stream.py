@@ -29,7 +29,7 @@ MAX_JSON_BYTES: Final = 4 << 30
 MAX_DEPTH: Final = 128
 """The deepest JSON nesting a trace may have, its own levels included (an event's args start at
 level 4), so that decoding and re-encoding never come near Python's recursion limit."""
-CHUNK: Final = 8 << 20
+CHUNK: Final = 2 << 20
 """JSON bytes read at a time; a batch of events is about this much text."""
 _HEAD: Final = 64 << 20
 """How far into a trace object its ``traceEvents`` list must start to be streamed."""

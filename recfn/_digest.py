@@ -36,7 +36,10 @@ def table_digest(table: pa.Table, metadata: dict[bytes, bytes]) -> dict[str, str
     for field, column in zip(table.schema, table.columns):
         h = xxhash.xxh3_128()
         h.update(str(field.type).encode())
-        _feed(h, _contiguous(column))
+        if column.num_chunks > 1 and pa.types.is_string(column.type):
+            _feed_chunked_strings(h, column)
+        else:
+            _feed(h, _contiguous(column))
         digests[field.name] = h.hexdigest()
     return digests
 
@@ -99,6 +102,34 @@ def _feed_strings(h: Any, array: pa.Array) -> None:
     h.update(np.diff(offsets).astype("<i8", copy=False).data)
     if data is not None:
         h.update(memoryview(data)[int(offsets[0]) : int(offsets[-1])])
+
+
+def _feed_chunked_strings(h: Any, column: pa.ChunkedArray) -> None:
+    """What `_feed` feeds for the strings of ``column.combine_chunks()``, a chunk at a time:
+    a long column (a Chrome import's args) is not copied whole to be hashed."""
+    h.update(len(column).to_bytes(8, "little"))
+    if column.null_count:
+        h.update(b"N")
+        valid = [pc.is_valid(chunk).to_numpy(zero_copy_only=False) for chunk in column.chunks]
+        h.update(np.packbits(np.concatenate(valid), bitorder="little").tobytes())
+        del valid
+    else:
+        h.update(b"V")
+    for chunk in map(_without_nulls, column.chunks):
+        if len(chunk):
+            _, offsets, _ = chunk.buffers()
+            at = np.frombuffer(offsets, np.int32, len(chunk) + 1, chunk.offset * 4)
+            h.update(np.diff(at).astype("<i8", copy=False).data)
+    for chunk in map(_without_nulls, column.chunks):
+        if len(chunk):
+            _, offsets, data = chunk.buffers()
+            at = np.frombuffer(offsets, np.int32, len(chunk) + 1, chunk.offset * 4)
+            if data is not None:
+                h.update(memoryview(data)[int(at[0]) : int(at[-1])])
+
+
+def _without_nulls(array: pa.Array) -> pa.Array:
+    return array.drop_null() if array.null_count else array
 
 
 def _feed_dictionary(h: Any, array: pa.DictionaryArray) -> None:

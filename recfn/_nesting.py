@@ -33,11 +33,13 @@ def parents_from_nesting(
     # `need`: every earlier row that does not contain this one ended before it started.
     need = np.maximum(e, s + 1)
     reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
+    del s, e
     # Rows that no earlier row of their group reaches are roots; skip their search.
     reached = pd.Series(reach).groupby(g).cummax().to_numpy()
-    first = np.r_[True, g[1:] != g[:-1]]
-    has_parent = ~first
+    has_parent = np.r_[False, g[1:] == g[:-1]]
+    del g
     has_parent[1:] &= reached[:-1] >= need[1:]
+    del reached
     found = _previous_at_least(reach, need, np.flatnonzero(has_parent))
     parent = np.full(n, -1, dtype=np.int64)
     parent[order[has_parent]] = order[found[has_parent]]

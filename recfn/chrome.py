@@ -9,8 +9,9 @@ objects, samples) are skipped. Event fields without a column are kept in ``args`
 A torch trace can hold millions of events, so the file is read a chunk at a time
 (`recfn._chrome_stream`) and each chunk's events are decoded by msgspec into typed structs
 whose args stay unparsed JSON text (batches with other event fields into plain dicts and
-lists), then become compact columns before the next chunk is read; nothing touches pandas per
-event. Writing encodes a batch of rows at a time through the (gzip) stream.
+lists), then become compact columns before the next chunk is read; the event table is built
+in Arrow from those (``recfn.load`` keeps it, `read_chrome_trace` converts it to pandas);
+nothing touches pandas per event. Writing encodes a batch of rows at a time through the (gzip) stream.
 """
 
 from __future__ import annotations
@@ -36,7 +37,16 @@ from recfn._chrome_export import (
     ranks,
     trace_events,
 )
-from recfn._chrome_import import BATCH, EVENTS, OUTLINE, Columns, Outline, events_frame
+from recfn._chrome_import import (
+    BATCH,
+    EVENTS,
+    OUTLINE,
+    Columns,
+    Outline,
+    dictionaries_by_row,
+    events_table,
+    frame_of,
+)
 from recfn._chrome_stream import MAX_DEPTH as MAX_DEPTH
 from recfn._chrome_stream import (
     MAX_JSON_BYTES,
@@ -73,7 +83,19 @@ def read_chrome_trace(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pd.
     IsADirectoryError when there is no file (see ``recfn.io.open_trace_file``).
     """
     pandas_returned()
-    source = os.fspath(path)
+    return frame_of(_read(os.fspath(path), max_bytes))
+
+
+def read_chrome_table(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pa.Table:
+    """`read_chrome_trace`'s events as a ``pyarrow.Table`` in the schema's types, but for
+    dictionaries indexed by int32 (``recfn.schema.conform`` narrows them), each holding the
+    values its rows use in order of first use: the table that ``recfn.load`` and
+    ``recfn convert`` keep, built without a DataFrame. Same errors."""
+    return dictionaries_by_row(_read(os.fspath(path), max_bytes))
+
+
+def _read(source: str, max_bytes: int) -> pa.Table:
+    """The event table of the trace file `source` (`events_table`)."""
     try:
         with _gc_paused():
             streamed = _read_streamed(source, max_bytes)
@@ -89,7 +111,7 @@ def read_chrome_trace(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pd.
             columns = Columns(source)
             for batch in _batches(outline[0], source):
                 columns.add(batch)
-            return events_frame(columns, outline[1], source)
+            return events_table(columns, outline[1], source)
     except TraceFormatError:
         raise
     except UnicodeDecodeError as error:
@@ -103,7 +125,7 @@ def read_chrome_trace(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pd.
         ) from error
 
 
-def _read_streamed(source: str, max_bytes: int) -> pd.DataFrame | None:
+def _read_streamed(source: str, max_bytes: int) -> pa.Table | None:
     """The event table of a trace read a chunk at a time (`recfn._chrome_stream`), so that
     memory never holds the whole file; None for a file of another shape, to decode whole."""
     with open_trace_file(source) as fh:
@@ -117,7 +139,7 @@ def _read_streamed(source: str, max_bytes: int) -> pd.DataFrame | None:
             except GiveUp:
                 return None
     _check_base(stream.base_ns, source)
-    return events_frame(columns, stream.base_ns, source)
+    return events_table(columns, stream.base_ns, source)
 
 
 def _read_json(fh: BinaryIO, source: str, max_bytes: int) -> bytearray:
@@ -166,7 +188,7 @@ def _batches(events: list[msgspec.Raw], source: str) -> Iterator[list[Any]]:
         yield batch
 
 
-def _decode_values(raw: bytes | bytearray, source: str) -> pd.DataFrame:
+def _decode_values(raw: bytes | bytearray, source: str) -> pa.Table:
     """The event table of a trace decoded whole into plain values; TraceFormatError that says
     what is wrong with its top level."""
     try:
@@ -189,7 +211,7 @@ def _decode_values(raw: bytes | bytearray, source: str) -> pd.DataFrame:
     _check_base(base_ns, source)
     columns = Columns(source)
     columns.add(events)
-    return events_frame(columns, base_ns, source)
+    return events_table(columns, base_ns, source)
 
 
 def _check_base(base_ns: int, source: str) -> None:

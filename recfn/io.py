@@ -9,16 +9,13 @@ else is refused with a ``TraceFormatError`` that says what the file is not.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Final, Union
+from typing import Any, Final, Union
 
 import pyarrow as pa
 
 from recfn import schema
 from recfn._files import open_trace_file
 from recfn.errors import TraceFormatError
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 PathLike = Union[str, "os.PathLike[str]"]
 PARQUET: Final = "parquet"
@@ -194,8 +191,9 @@ def read_parquet(path: str) -> pa.Table:
     return conformed
 
 
-def read_chrome(path: str) -> pd.DataFrame:
-    """A Chrome JSON trace as an event-table DataFrame; TraceFormatError for broken files."""
-    from recfn.chrome import read_chrome_trace
+def read_chrome(path: str) -> pa.Table:
+    """A Chrome JSON trace as an event table (``conform`` it for the schema's exact types);
+    TraceFormatError for broken files."""
+    from recfn.chrome import read_chrome_table
 
-    return read_chrome_trace(path)
+    return read_chrome_table(path)

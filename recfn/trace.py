@@ -345,7 +345,9 @@ def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> An
     if io.sniff(name) == io.PARQUET:
         trace = Trace(io.read_parquet(name), name=label)
     else:
-        trace = Trace.from_pandas(io.read_chrome(name), name=label)
+        from recfn.schema import conform
+
+        trace = Trace(conform(io.read_chrome(name), label), name=label)
     if clock_offsets is not None:
         from recfn._clocks import apply_clock_offsets
 

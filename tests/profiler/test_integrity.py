@@ -351,6 +351,23 @@ def test_the_digest_of_a_slice_is_the_digest_of_its_copy(
     assert table_digest(sliced, {}) == table_digest(copied, {})
 
 
+@given(
+    st.lists(st.one_of(st.none(), st.text(max_size=4)), max_size=30),
+    st.lists(st.integers(0, 30), max_size=4),
+    st.integers(0, 3),
+)
+def test_the_digest_of_chunked_strings_is_the_digest_of_their_concatenation(
+    names: list[str | None], cuts: list[int], offset: int
+) -> None:
+    """Strings hashed a chunk at a time (a Chrome import's args) hash as one chunk."""
+    bounds = sorted({0, len(names), *(min(c, len(names)) for c in cuts)})
+    chunks = [pa.array(names[lo:hi], pa.string()) for lo, hi in zip(bounds, bounds[1:])]
+    chunks = [chunk.slice(min(offset, len(chunk))) for chunk in chunks]  # offsets inside chunks
+    chunked = pa.table({"s": pa.chunked_array(chunks, pa.string())})
+    combined = pa.table({"s": chunked.column("s").combine_chunks()})
+    assert table_digest(chunked, {}) == table_digest(combined, {})
+
+
 def test_ids_are_checked_per_process(table: pa.Table) -> None:
     """Two processes may use the same ids (a fleet's tables concatenated); within one process an
     id used twice, or a parent from the other process, is refused and the process named."""
