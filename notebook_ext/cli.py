@@ -494,13 +494,37 @@ def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> 
         result = summarize_files(trace.files, keys, sort_by=sort_by, top=top, as_index=False)
     except ValueError as exc:
         raise CLIError(f"summary: {exc}", EXIT_USAGE) from None
-    header = f"recfn · {trace.name} · {len(trace.files)} files · {result.attrs['events']:,} ranges"
+    header = _files_header(trace, result.attrs["events"])
     for folder in unfinished(trace.files):
         header += (
             f"\n{folder}: this process never stopped its profile (killed?), so what it recorded"
             " after its last part is missing"
         )
     return f"{header}\n{render_text(result, keys, result.attrs['self_total_ns'])}"
+
+
+def _files_header(trace: Any, ranges: int) -> str:
+    """The header of an out-of-core summary, from the files' footers alone: name, wall time
+    (when the files recorded it), processes and files, ranges, dropped events."""
+    from recfn.analysis.outofcore import PROCESS_FOLDER
+    from recfn.notebook_ext.display import format_ns
+    from recfn.schema import WALL_NS_KEY
+
+    files = len(trace.files)
+    folders = {os.path.dirname(name) for name in trace.files}
+    processes = sum(os.path.basename(f).startswith(PROCESS_FOLDER) for f in folders)
+    parts = [f"recfn · {trace.name}"]
+    wall = trace.metadata.get(WALL_NS_KEY)
+    if wall is not None:
+        parts.append(f"{format_ns(int(wall))} wall")
+    if processes:  # a dataset's process folders
+        parts.append(f"{processes} process{'es' if processes != 1 else ''}")
+    parts += [
+        f"{files} file{'s' if files != 1 else ''}",
+        f"{ranges:,} ranges",
+        f"{trace.dropped_events:,} dropped",
+    ]
+    return " · ".join(parts)
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:

@@ -100,11 +100,11 @@ def test_cli_summarises_a_large_file_out_of_core(
 
     path = write_fleet(tmp_path, processes=1)[0]
     assert cli.main(["summary", str(path)]) == 0
-    assert "1 files" not in capsys.readouterr().out  # small: read whole
+    assert "1 file ·" not in capsys.readouterr().out  # small: read whole
     monkeypatch.setattr(cli, "LARGE_ROWS", 100)
     assert cli.main(["summary", str(path), "--top", "3"]) == 0
     out = capsys.readouterr().out
-    assert "part-00000.parquet · 1 files · 2,006 ranges" in out and "Self time total" in out
+    assert "1 process · 1 file · 2,006 ranges · 0 dropped" in out and "Self time total" in out
 
 
 def test_a_process_without_closed_ranges_adds_nothing(tmp_path: Path) -> None:
