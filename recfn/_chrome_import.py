@@ -36,7 +36,9 @@ from recfn.schema import (
     NULLABLE_INTS,
     RANGE,
     REQUIRED,
+    constant_column,
     empty_table,
+    int64_mapper,
     numpy_dtype,
 )
 
@@ -147,7 +149,8 @@ def events_table(columns: Columns, base_ns: int, source: str) -> pa.Table:
     ``conform`` narrows), of the trace events added to `columns`; `source` names the file in
     error messages. Built straight from the columns, one copy of each, so that a conversion
     never holds a DataFrame beside the table."""
-    _release_free_memory()
+    if columns.events() >= TRIM_EVENTS:
+        _release_free_memory()
     phases, fields, args = columns.finish()
     ts, dur = fields.pop("ts"), fields.pop("dur")
     if (dur < 0).any():
@@ -170,6 +173,11 @@ def events_table(columns: Columns, base_ns: int, source: str) -> pa.Table:
     return _table(rows, phases, fields, args, ids)
 
 
+TRIM_EVENTS = 500_000
+"""From this many events on, the memory decoding freed is handed back before the table is built
+(trimming acts on the whole process and costs more the larger its heap)."""
+
+
 def _release_free_memory() -> None:
     """Hand the memory that decoding freed back to the system before the table is built: the
     allocators keep it otherwise (glibc's heap, Arrow's pool), and it would count again on top
@@ -189,11 +197,6 @@ def _libc() -> Any:
 
 
 _LIBC = _libc()
-
-
-def events_frame(columns: Columns, base_ns: int, source: str) -> pd.DataFrame:
-    """`events_table` as the DataFrame ``read_chrome_trace`` returns."""
-    return frame_of(events_table(columns, base_ns, source))
 
 
 def dictionaries_by_row(table: pa.Table) -> pa.Table:
@@ -223,8 +226,7 @@ def frame_of(table: pa.Table) -> pd.DataFrame:
     positions = {name: i for i, name in enumerate(table.column_names)}
     nullable = [name for name in NULLABLE_INTS if name in positions]
     converted = {
-        name: table.column(name).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get).array
-        for name in nullable
+        name: table.column(name).to_pandas(types_mapper=int64_mapper).array for name in nullable
     }
     table = table.drop_columns(nullable)
     frame = table.to_pandas(self_destruct=True, split_blocks=True)
@@ -297,6 +299,10 @@ class Columns:
         self.others["ph"] += phases
         for key, values in fields.items():
             self.others[key] += values[n_complete:]
+
+    def events(self) -> int:
+        """Events added so far."""
+        return sum(len(part["ts"]) for part in self.parts) + len(self.others["ph"])
 
     def finish(self) -> tuple[_Phases, dict[str, np.ndarray], _Args]:
         """Phases, scalar columns and args of all events added."""
@@ -600,8 +606,6 @@ class _Rows:
     def column(self, key: str) -> np.ndarray:
         """One column of all parts; parts without it (memory) give zeros or None."""
         arrays = [part[key] for part in self.parts]
-        if all(array is None for array in arrays):
-            return np.zeros(0)
         filler = np.int64(0) if key == "memory_bytes" else None
         return np.concatenate(
             [
@@ -792,8 +796,8 @@ def _table(
     strings, torch_ints, shapes = _args_columns(args, event, rows.source)
     for key in TORCH_INTS:
         columns[key] = pa.array(torch_ints.pop(key)[event])
-    columns["is_async"] = pa.repeat(pa.scalar(BY_NAME["is_async"].default), n)
-    columns["node_id"] = pa.array(np.full(n, BY_NAME["node_id"].default, numpy_dtype("node_id")))
+    for key in ("is_async", "node_id"):
+        columns[key] = constant_column(BY_NAME[key], n)
     columns["args"] = strings
     del strings
     for column, values in zip(("input_shapes", "input_dtypes"), shapes):

@@ -70,7 +70,7 @@ def _feed(h: Any, array: pa.Array) -> None:
         values = array.to_numpy(zero_copy_only=False)
         h.update(values.astype(values.dtype.newbyteorder("<"), copy=False).data)
     elif pa.types.is_string(dtype) or pa.types.is_binary(dtype):
-        _feed_strings(h, array)
+        _feed_strings(h, [array])
     elif pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
         lengths = pc.list_value_length(array).to_numpy(zero_copy_only=False)
         h.update(lengths.astype("<i8", copy=False).data)
@@ -93,15 +93,19 @@ def _validity(array: pa.Array) -> bytes:
     return bytes(bits)
 
 
-def _feed_strings(h: Any, array: pa.Array) -> None:
-    """Lengths then bytes of a string array without nulls, whatever its offset and padding."""
-    if len(array) == 0:
-        return
-    _, offsets_buffer, data = array.buffers()
-    offsets = np.frombuffer(offsets_buffer, np.int32, len(array) + 1, array.offset * 4)
-    h.update(np.diff(offsets).astype("<i8", copy=False).data)
-    if data is not None:
-        h.update(memoryview(data)[int(offsets[0]) : int(offsets[-1])])
+def _feed_strings(h: Any, arrays: list[pa.Array]) -> None:
+    """Lengths then bytes of string arrays without nulls, as one array's would be, whatever
+    their offsets and padding."""
+    spans = []
+    for array in arrays:
+        if len(array):
+            _, offsets_buffer, data = array.buffers()
+            offsets = np.frombuffer(offsets_buffer, np.int32, len(array) + 1, array.offset * 4)
+            h.update(np.diff(offsets).astype("<i8", copy=False).data)
+            if data is not None:
+                spans.append(memoryview(data)[int(offsets[0]) : int(offsets[-1])])
+    for span in spans:
+        h.update(span)
 
 
 def _feed_chunked_strings(h: Any, column: pa.ChunkedArray) -> None:
@@ -115,21 +119,7 @@ def _feed_chunked_strings(h: Any, column: pa.ChunkedArray) -> None:
         del valid
     else:
         h.update(b"V")
-    for chunk in map(_without_nulls, column.chunks):
-        if len(chunk):
-            _, offsets, _ = chunk.buffers()
-            at = np.frombuffer(offsets, np.int32, len(chunk) + 1, chunk.offset * 4)
-            h.update(np.diff(at).astype("<i8", copy=False).data)
-    for chunk in map(_without_nulls, column.chunks):
-        if len(chunk):
-            _, offsets, data = chunk.buffers()
-            at = np.frombuffer(offsets, np.int32, len(chunk) + 1, chunk.offset * 4)
-            if data is not None:
-                h.update(memoryview(data)[int(at[0]) : int(at[-1])])
-
-
-def _without_nulls(array: pa.Array) -> pa.Array:
-    return array.drop_null() if array.null_count else array
+    _feed_strings(h, [chunk.drop_null() if chunk.null_count else chunk for chunk in column.chunks])
 
 
 def _feed_dictionary(h: Any, array: pa.DictionaryArray) -> None:

@@ -84,11 +84,7 @@ def read(files: Sequence[str]) -> pa.Table:
 
 def read_one(name: str) -> pa.Table:
     """One trace file as a schema table (Parquet or Chrome JSON, told apart by content)."""
-    from recfn.schema import conform
-
-    if io.sniff(name) == io.PARQUET:
-        return io.read_parquet(name)
-    return conform(io.read_chrome(name), name)
+    return io.read_parquet(name) if io.sniff(name) == io.PARQUET else io.read_chrome(name)
 
 
 def combine_metadata(facts: Sequence[dict[str, str]]) -> dict[str, str]:

@@ -192,8 +192,8 @@ def read_parquet(path: str) -> pa.Table:
 
 
 def read_chrome(path: str) -> pa.Table:
-    """A Chrome JSON trace as an event table (``conform`` it for the schema's exact types);
-    TraceFormatError for broken files."""
+    """A Chrome JSON trace as a schema table, as `read_parquet` returns one; TraceFormatError
+    for broken files."""
     from recfn.chrome import read_chrome_table
 
-    return read_chrome_table(path)
+    return schema.conform(read_chrome_table(path), path)

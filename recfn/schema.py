@@ -503,7 +503,7 @@ def conform(data: Union[pa.Table, pd.DataFrame], source: str = "conform") -> pa.
         if column.default_from is not None:
             columns[name] = table.column(column.default_from)
         else:
-            columns[name] = _constant(column, n)
+            columns[name] = constant_column(column, n)
     conformed = _cast_known(pa.table(columns), source)
     if SCHEMA_VERSION_KEY not in metadata:
         start = pc.min(conformed.column("start_ns")).as_py() if n else 0
@@ -516,7 +516,7 @@ def conform(data: Union[pa.Table, pd.DataFrame], source: str = "conform") -> pa.
     return conformed.replace_schema_metadata(metadata)
 
 
-def _constant(column: Column, n: int) -> pa.Array:
+def constant_column(column: Column, n: int) -> pa.Array:
     """``n`` times the column's default (null when it has none)."""
     dtype = column.arrow_type
     if column.default is None:
@@ -534,12 +534,13 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
     df = table.to_pandas()
     for name in NULLABLE_INTS:
         if name in table.column_names:
-            df[name] = table.column(name).to_pandas(types_mapper=_int64_mapper).array
+            df[name] = table.column(name).to_pandas(types_mapper=int64_mapper).array
     df.attrs["recfn"] = metadata_of(table)
     return df
 
 
-def _int64_mapper(dtype: pa.DataType) -> Any:
+def int64_mapper(dtype: pa.DataType) -> Any:
+    """pandas' nullable ``Int64`` for Arrow's int64 (float64 would round epoch nanoseconds)."""
     import pandas as pd
 
     return pd.Int64Dtype() if dtype == pa.int64() else None

@@ -342,12 +342,7 @@ def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> An
 
     name = io.path_name(path)
     label = os.path.basename(name)
-    if io.sniff(name) == io.PARQUET:
-        trace = Trace(io.read_parquet(name), name=label)
-    else:
-        from recfn.schema import conform
-
-        trace = Trace(conform(io.read_chrome(name), label), name=label)
+    trace = Trace(dataset.read_one(name), name=label)
     if clock_offsets is not None:
         from recfn._clocks import apply_clock_offsets
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import recfn
 from recfn import _chrome_export, chrome
-from recfn._chrome_import import Columns, events_frame
+from recfn._chrome_import import Columns, events_table, frame_of
 from recfn._chrome_stream import GiveUp, Stream, inflated
 from recfn._files import open_trace_file
 from recfn.analysis import make_synthetic_trace
@@ -34,7 +34,7 @@ def streamed(path: Path, chunk: int) -> pd.DataFrame:
         columns = Columns(source)
         for batch in stream.batches():
             columns.add(batch)
-    return events_frame(columns, stream.base_ns, source)
+    return frame_of(events_table(columns, stream.base_ns, source))
 
 
 events = st.lists(
