@@ -88,10 +88,10 @@ def self_durations(
     """
     child = np.flatnonzero(counted & (parent >= 0))
     child = child[counted[parent[child]]].astype(np.int32 if len(parent) < 2**31 else np.int64)
+    own = np.subtract(end, start, out=np.zeros(len(parent), dtype=np.int64), where=counted)
     if child.size == 0:
-        return np.where(counted, end - start, 0)
-    child = child[np.lexsort((start[child], parent[child]))]
-    up = parent[child]
+        return own
+    up, child = _by_parent_then_start(parent, start, child)
     # In place where it can be: large traces keep only what is still needed.
     low = start[child]
     np.maximum(low, start[up], out=low)
@@ -110,12 +110,28 @@ def self_durations(
         covered_before = np.r_[INT64_MIN, reach[:-1]]
         covered_before[first] = INT64_MIN
         added = np.maximum(high - np.maximum(low, covered_before), 0)
-    covered = np.zeros(len(parent), dtype=np.int64)
-    covered[up[first]] = np.add.reduceat(added, np.flatnonzero(first))
-    del added, up, first
-    own = np.where(counted, end - start, 0)
-    own -= covered
+    starts = np.flatnonzero(first)
+    own[up[starts]] -= np.add.reduceat(added, starts)
     return own
+
+
+def _by_parent_then_start(
+    parent: np.ndarray, start: np.ndarray, child: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The parents of `child` (rows with a parent, ascending) and `child` itself, both ordered
+    by parent, then start, then row. When the rows are in start order already (as recorded),
+    that is the order of (parent, row): one sort of unique 64-bit keys, far cheaper than
+    sorting by two keys."""
+    if len(parent) < 2**31 and bool(np.all(start[1:] >= start[:-1])):
+        key = parent[child].astype(np.int64)
+        key <<= 32
+        key |= child
+        key.sort()  # unique keys: any sort gives this order
+        child = (key & 0xFFFFFFFF).astype(child.dtype)
+        key >>= 32
+        return key.astype(parent.dtype), child
+    child = child[np.lexsort((start[child], parent[child]))]
+    return parent[child], child
 
 
 def subtree_sums(
