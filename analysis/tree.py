@@ -190,19 +190,31 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     """
     n = len(parent)
     # Up from every row at once, a level a step, dropping rows that found their group: few
-    # levels (as usual) cost a few passes, with no depths and no sort.
-    nested = np.zeros(n, dtype=bool)
-    rows = np.flatnonzero(parent >= 0).astype(np.int32 if n < 2**31 else np.int64)
-    up = parent[rows].astype(rows.dtype)
+    # levels (as usual) cost a few passes, with no depths and no sort. The first level, which
+    # most rows take part in, runs over all the rows without picking them out first.
+    index = np.int32 if n < 2**31 else np.int64
+    parents = parent.astype(index, copy=False)
+    has_parent = parents >= 0
+    nested = group[parents] == group  # [-1] where there is no parent: masked next
+    nested &= has_parent
+    going = has_parent & ~nested
+    up = parents[parents]
+    going &= up >= 0
+    rows = np.flatnonzero(going).astype(index)
+    del going, has_parent
+    up = up[rows]
     wanted = group[rows]
-    for _ in range(WALK_LEVELS):
-        same = group[up] == wanted
-        nested[rows[same]] = True
-        going = ~same
-        going[going] = parent[up[going]] >= 0
-        rows, up, wanted = rows[going], parent[up[going]], wanted[going]
+    for _ in range(WALK_LEVELS - 1):
         if rows.size == 0:
             return ~nested
+        same = group[up] == wanted
+        nested[rows[same]] = True
+        above = parents[up]
+        going = ~same
+        going &= above >= 0
+        rows, up, wanted = rows[going], above[going], wanted[going]
+    if rows.size == 0:
+        return ~nested
     n_groups = int(group.max(initial=-1)) + 1
     if n_groups <= 64 * MAX_MASK_WORDS:
         return _outermost_by_masks(parent, group, n_groups)
