@@ -122,12 +122,12 @@ def _by_parent_then_start(
     by parent, then start, then row. When the rows are in start order already (as recorded),
     that is the order of (parent, row): one sort of unique 64-bit keys, far cheaper than
     sorting by two keys."""
-    if len(parent) < 2**31 and bool(np.all(start[1:] >= start[:-1])):
+    if len(parent) < 2**31 and in_start_order(start):
         key = parent[child].astype(np.int64)
         key <<= 32
         key |= child
         key.sort()  # unique keys: any sort gives this order
-        child = (key & 0xFFFFFFFF).astype(child.dtype)
+        child = key.astype(np.int32)  # the low 32 bits
         key >>= 32
         return key.astype(parent.dtype), child
     child = child[np.lexsort((start[child], parent[child]))]
@@ -342,12 +342,22 @@ def parents_come_first(parent: np.ndarray, start: np.ndarray) -> bool:
     """Whether every parent starts before its child (or at the same time, earlier in the
     frame): then following parents always goes back in that order and cannot cycle."""
     step = 1 << 20  # in slices: large traces need no full-length temporaries
+    if in_start_order(start):  # as recorded: then a parent comes first where its row does
+        return all(
+            bool(np.all(parent[low : low + step] < np.arange(low, min(low + step, len(parent)))))
+            for low in range(0, len(parent), step)
+        )
     for low in range(0, len(parent), step):
         child = np.flatnonzero(parent[low : low + step] >= 0) + low
         up = parent[child]
         if not np.all((start[up] < start[child]) | ((start[up] == start[child]) & (up < child))):
             return False
     return True
+
+
+def in_start_order(start: np.ndarray) -> bool:
+    """Whether the rows are in start order (as recorded)."""
+    return bool(np.all(start[1:] >= start[:-1]))
 
 
 def linked_parents(forest: Nodes) -> np.ndarray:

@@ -160,6 +160,12 @@ def test_self_time_matches_merging_intervals_one_by_one() -> None:
                 reach = max(reach, high)
             expected.append(end[row] - start[row] - covered)
         assert self_durations(parent, start, end, counted).tolist() == expected
+    first = all(
+        start[up] < start[row] or (start[up] == start[row] and up < row)
+        for row, up in enumerate(parent)
+        if up >= 0
+    )
+    assert tree.parents_come_first(parent, start) is first
 
 
 def test_reconstructed_tree_equals_recorded_one(known: pd.DataFrame) -> None:
@@ -328,7 +334,7 @@ def timed_rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
 
 @given(timed_rows())
 @settings(max_examples=200, deadline=None)
-def test_self_time_is_the_duration_less_the_union_of_the_childrens_intervals(
+def test_self_time_and_parents_first_match_their_definitions(
     rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ) -> None:
     parent, start, end, counted = rows
@@ -342,3 +348,9 @@ def test_self_time_is_the_duration_less_the_union_of_the_childrens_intervals(
             covered.update(range(max(start[child], start[row]), min(end[child], end[row])))
         expected.append(int(end[row] - start[row]) - len(covered))
     assert self_durations(parent, start, end, counted).tolist() == expected
+    first = all(
+        start[up] < start[row] or (start[up] == start[row] and up < row)
+        for row, up in enumerate(parent)
+        if up >= 0
+    )
+    assert tree.parents_come_first(parent, start) is first
