@@ -86,18 +86,23 @@ def self_durations(
     outlive the range that started it. Summing their durations would count time twice and make
     self time negative; the union never exceeds the row's duration.
     """
-    child = np.flatnonzero(counted & (parent >= 0))
-    child = child[counted[parent[child]]].astype(np.int32 if len(parent) < 2**31 else np.int64)
-    own = np.subtract(end, start, out=np.zeros(len(parent), dtype=np.int64), where=counted)
+    n = len(parent)
+    linked = counted & (parent >= 0)
+    linked[linked] = counted[parent[linked]]
+    child = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)[linked]
+    del linked
     if child.size == 0:
-        return own
+        return np.subtract(end, start, out=np.zeros(n, dtype=np.int64), where=counted)
     up, child = _by_parent_then_start(parent, start, child)
-    # In place where it can be: large traces keep only what is still needed.
+    # In place where it can be, one scratch array for both gathers: large traces allocate
+    # (and the machine pages in) only what is still needed.
     low = start[child]
-    np.maximum(low, start[up], out=low)
+    scratch = start[up]
+    np.maximum(low, scratch, out=low)
     high = end[child]
     del child
-    np.minimum(high, end[up], out=high)
+    np.minimum(high, np.take(end, up, out=scratch, mode="clip"), out=high)  # unbuffered
+    del scratch
     np.maximum(high, low, out=high)
     first = np.r_[True, up[1:] != up[:-1]]
     if np.all(first[1:] | (high[:-1] <= low[1:])):
@@ -110,8 +115,9 @@ def self_durations(
         covered_before = np.r_[INT64_MIN, reach[:-1]]
         covered_before[first] = INT64_MIN
         added = np.maximum(high - np.maximum(low, covered_before), 0)
-    starts = np.flatnonzero(first)
-    own[up[starts]] -= np.add.reduceat(added, starts)
+    del first
+    own = np.subtract(end, start, out=np.zeros(n, dtype=np.int64), where=counted)
+    np.subtract.at(own, up, added)
     return own
 
 
