@@ -279,8 +279,14 @@ def _is(array: pa.Array | None, wanted: Sequence[str]) -> np.ndarray:
     if not pa.types.is_dictionary(array.type):
         array = pc.dictionary_encode(array)
     hits = [i for i, value in enumerate(array.dictionary.to_pylist()) if value in wanted]
-    indices = np.asarray(array.indices.fill_null(-1).to_numpy(zero_copy_only=False))
-    return np.isin(indices, hits) if hits else np.zeros(len(indices), dtype=bool)
+    found = np.zeros(len(array), dtype=bool)
+    if hits:
+        indices = np.asarray(array.indices.to_numpy(zero_copy_only=False))  # nulls: any value
+        for hit in hits:
+            found |= indices == hit
+        if array.null_count:
+            found &= _valid(array)
+    return found
 
 
 def _summarize_process(
@@ -321,11 +327,14 @@ def _summarize_process(
             forest.depth  # noqa: B018 (computed to find cycles)
         except ValueError:
             raise TraceFormatError(f"{where}: parent_id contains a cycle") from None
-    own = self_durations(parent, start, end, closed)
+    # Closed ranges under closed ranges are all that self time and nesting look at.
+    linked = linked_parents(forest)
+    del forest, parent
+    own = self_durations(linked, start, end, closed)
     total = int(own.sum()) - int(own[np.concatenate(spans)].sum())  # own is 0 unless closed
     code, groups = _group_codes(pieces, n, keys)
-    counted = outermost(linked_parents(forest), code)
-    del forest, parent
+    counted = outermost(linked, code)
+    del linked
     # Each closed range adds to its group's slot (code + 1); slot 0 gathers the other rows.
     slots = len(groups) + 1
     slot = code.astype(np.int32 if slots < 2**31 else np.int64)
