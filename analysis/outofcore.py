@@ -259,8 +259,9 @@ class _Codes:
         if indices.null_count:
             indices = pc.fill_null(indices, len(mapping))
             mapping.append(self._code(None))
-        table = np.asarray(mapping, dtype=np.int32)
-        return table[np.asarray(indices.to_numpy(zero_copy_only=False))]
+        codes: np.ndarray = np.asarray(mapping, dtype=np.int32)
+        found: np.ndarray = codes[np.asarray(indices.to_numpy(zero_copy_only=False))]
+        return found
 
     def _code(self, value: Any) -> int:
         if value != value:  # NaN: one group, as pandas makes it
@@ -337,7 +338,7 @@ def _summarize_process(
     del linked
     # Each closed range adds to its group's slot (code + 1); slot 0 gathers the other rows.
     slots = len(groups) + 1
-    slot = code.astype(np.int32 if slots < 2**31 else np.int64)
+    slot: np.ndarray = code.astype(np.int32 if slots < 2**31 else np.int64)
     del code
     slot += 1
     slot[~closed] = 0

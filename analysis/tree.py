@@ -91,8 +91,10 @@ def self_durations(
     linked[linked] = counted[parent[linked]]
     child = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)[linked]
     del linked
+    own: np.ndarray
     if child.size == 0:
-        return np.subtract(end, start, out=np.zeros(n, dtype=np.int64), where=counted)
+        own = np.subtract(end, start, out=np.zeros(n, dtype=np.int64), where=counted)
+        return own
     up, child = _by_parent_then_start(parent, start, child)
     # In place where it can be, one scratch array for both gathers: large traces allocate
     # (and the machine pages in) only what is still needed.
@@ -199,9 +201,9 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     # levels (as usual) cost a few passes, with no depths and no sort. The first level, which
     # most rows take part in, runs over all the rows without picking them out first.
     index = np.int32 if n < 2**31 else np.int64
-    parents = parent.astype(index, copy=False)
+    parents: np.ndarray = parent.astype(index, copy=False)
     has_parent = parents >= 0
-    nested = group[parents] == group  # [-1] where there is no parent: masked next
+    nested: np.ndarray = group[parents] == group  # [-1] where there is no parent: masked next
     nested &= has_parent
     going = has_parent & ~nested
     up = parents[parents]
