@@ -411,10 +411,14 @@ def _parents(pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, where: s
             return _looked_up(pieces, n, where)
         if not np.all(values[1:] > values[:-1]):
             return _looked_up(pieces, n, where)
-        wanted = _stored(parent_ids)
-        last = min(first + n - 1, np.iinfo(np.int64).max)
-        found = _valid(parent_ids) & (wanted >= first) & (wanted <= last)
-        parent[at : at + rows] = np.where(found, wanted - first, -1)
+        # As unsigned, id - first (wrapping) is at most n - 1 exactly for the ids of rows.
+        offset = np.subtract(_stored(parent_ids), first)
+        outside = offset.view(np.uint64) > min(n - 1, np.iinfo(np.int64).max - first)
+        if parent_ids.null_count:
+            outside |= ~_valid(parent_ids)
+        here = parent[at : at + rows]
+        np.copyto(here, offset, casting="unsafe")  # the int32 that every kept value fits
+        here[outside] = -1
         at += rows
     return parent
 
