@@ -88,7 +88,7 @@ def self_durations(
     """
     n = len(parent)
     linked = counted & (parent >= 0)
-    linked[linked] = counted[parent[linked]]
+    linked &= counted.take(parent, mode="clip")  # roots read row 0, masked by the line above
     child = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)[linked]
     del linked
     own: np.ndarray
@@ -220,7 +220,8 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
         above = parents[up]
         going = ~same
         going &= above >= 0
-        rows, up, wanted = rows[going], above[going], wanted[going]
+        keep = np.flatnonzero(going)  # taken by position: quicker than three masked copies
+        rows, up, wanted = rows.take(keep), above.take(keep), wanted.take(keep)
     if rows.size == 0:
         return ~nested
     n_groups = int(group.max(initial=-1)) + 1
@@ -372,7 +373,7 @@ def linked_parents(forest: Nodes) -> np.ndarray:
     """Parents of the closed ranges among closed ranges; -1 for every other row, and for a
     range whose parent is open or not a range."""
     linked = forest.closed & (forest.parent >= 0)
-    linked[linked] = forest.closed[forest.parent[linked]]
+    linked &= forest.closed.take(forest.parent, mode="clip")  # roots read row 0: masked above
     return np.where(linked, forest.parent, -1)
 
 
