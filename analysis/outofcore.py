@@ -308,7 +308,7 @@ def _summarize_process(
     start = np.empty(n, dtype=np.int64)
     end = np.empty(n, dtype=np.int64)  # what lies under nulls is never read: those rows are open
     closed = np.empty(n, dtype=bool)
-    spans: list[np.ndarray] = []
+    spans = [np.zeros(0, dtype=np.intp)]  # a file may have no row group at all
     at = 0
     for piece in pieces(["start_ns", "end_ns", "kind", "scope"]):
         rows = piece.num_rows

@@ -117,6 +117,12 @@ def test_a_process_without_closed_ranges_adds_nothing(tmp_path: Path) -> None:
     expected = recfn.load(tmp_path / "fleet", as_pandas=True).recfn.summary()
     same(summarize_files([*files, str(path)]), expected)
     assert summarize_files([str(path)]).empty
+    empty = tmp_path / "hostname=h" / "process=9" / "part-00000.parquet"
+    empty.parent.mkdir(parents=True)
+    table = recfn.load(files[0]).table.slice(0, 0)
+    pq.ParquetWriter(empty, table.schema).close()  # no row group at all
+    assert pq.ParquetFile(empty).metadata.num_row_groups == 0
+    same(summarize_files([*files, str(empty)]), expected)
 
 
 @pytest.mark.parametrize("order", ["recorded", "by start", "shuffled"])
