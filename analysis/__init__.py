@@ -6,8 +6,12 @@ Every DataFrame in the recfn event-table schema (``recfn.schema``, docs/schema.m
 is imported); importing this package does too. Frames that break the schema are refused with
 `MalformedFrameError`; plots with nothing to draw raise `NothingToDrawError`; `alt_text(ax)`
 describes a drawn plot in one line, for an image's ``alt`` attribute. Chrome trace I/O
-lives in the core (``recfn.chrome``) and is re-exported here.
+lives in the core (``recfn.chrome``) and is re-exported here. matplotlib is imported when
+something is drawn (or ``alt_text`` is first used), not with this package: ``recfn summary``
+never draws.
 """
+
+from typing import Any
 
 import pandas as pd
 
@@ -15,12 +19,20 @@ from recfn.chrome import read_chrome_trace, write_chrome_trace
 from recfn.errors import MissingColumnsError
 
 from .accessor import RecfnAccessor
-from .drawing import alt_text
 from .errors import MalformedFrameError, NothingToDrawError
 from .synthetic import make_synthetic_trace
 
 if not hasattr(pd.DataFrame, "recfn"):  # recfn's facade normally registered it already
     pd.api.extensions.register_dataframe_accessor("recfn")(RecfnAccessor)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "alt_text":  # lives beside the drawing code, which imports matplotlib
+        from .drawing import alt_text
+
+        return alt_text
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "MalformedFrameError",

@@ -5,19 +5,22 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
 
 from recfn import chrome
 
-from . import flame, fleet, timeline
+from . import fleet
 from .diff import diff
-from .schema import INT64_MAX, codes, ints, isin, nulls, require, thread_mask
+from .schema import INT64_MAX, as_threads, codes, ints, isin, nulls, require, thread_mask
 from .summary import summarize, summary_text
 from .times import TimeLike, keep_origin, mark_window, to_ns, trace_start
 from .tree import nodes, parent_positions, preorder, self_durations
+
+if TYPE_CHECKING:  # matplotlib is imported by the methods that draw, when they draw
+    from matplotlib.axes import Axes
 
 MAX_INDENT = 40
 """Deepest level that the ``tree`` column indents; past it the depth is written instead, so
@@ -267,7 +270,7 @@ class RecfnAccessor:
             require(df, ("scope",), "filter by scope")
             mask &= isin(df["scope"], [scope] if isinstance(scope, str) else scope)
         if thread is not None:
-            mask &= thread_mask(df, timeline.as_threads(thread))
+            mask &= thread_mask(df, as_threads(thread))
         return keep_origin(df[mask], df)
 
     # --- plots and export -----------------------------------------------------------------
@@ -305,6 +308,8 @@ class RecfnAccessor:
         new figure of `figsize` (inches) is made. Returns the Axes of the lanes, described
         for an image's alt text by `drawing.alt_text(ax)`; raises `NothingToDrawError` when
         the selection is empty."""
+        from . import timeline
+
         return timeline.timeline(
             self._df,
             ax,
@@ -330,10 +335,14 @@ class RecfnAccessor:
         coloured per name as in `timeline`. With `ax` None a new figure of `figsize` is
         made. Returns the Axes (described by `drawing.alt_text(ax)`); raises
         `NothingToDrawError` when the frame has no closed range."""
+        from . import flame
+
         return flame.flame(self._df, ax, max_depth=max_depth, title=title, figsize=figsize)
 
     def to_collapsed_stacks(self, path: str | os.PathLike[str]) -> None:
         """Write ``a;b;c <self_ns>`` lines for flamegraph.pl or speedscope."""
+        from . import flame
+
         flame.to_collapsed_stacks(self._df, path)
 
     def to_chrome_trace(self, path: str | os.PathLike[str]) -> None:

@@ -6,13 +6,16 @@ time: a process folder of a dataset (``process=<pid>/part-*.parquet``) or any ot
 alone, only the columns the summary needs, split by process when it holds several, and
 summarised with the in-memory summary's numpy kernels (``tree.self_durations``,
 ``tree.outermost``); the per-process sums are then added up. No global shuffle, no engine:
-memory is that of the largest process, and two processes are summarised at once.
+memory is that of the largest process, and two processes are summarised at once. A process's
+files are read a row group at a time into compact arrays (int32 positions, dictionary codes,
+the two timestamps), so that a 10M-event process stays well under 1 GB; each statistic is then
+one pass of ``bincount`` or ``ufunc.at`` over the rows, with no sort by group.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -130,12 +133,13 @@ def _summarize_partition(
     parquets = [pq.ParquetFile(name) for name in files]
     where = files[0] if len(files) == 1 else os.path.dirname(files[0])
     extra = ["flops"] if flops else []
-    if all(_one_value(parquets, c) for c in ("host", "pid")):  # one process: columns as needed
+    if all(_one_value(parquets, c) for c in ("host", "pid")):  # one process: row group by group
 
-        def read(columns: list[str]) -> pa.Table:
-            return _read(parquets, columns)
+        def pieces(columns: list[str]) -> Iterator[pa.Table]:
+            return _row_groups(parquets, columns)
 
-        return _summarize_process(read, keys, extra, where)
+        rows = sum(parquet.metadata.num_rows for parquet in parquets)
+        return _summarize_process(pieces, rows, keys, extra, where)
     table = _read(parquets, [*EVENT_COLUMNS, *keys, "host", "pid", *extra])
     processes = _processes(table)
     del table
@@ -143,14 +147,23 @@ def _summarize_partition(
     while processes:
         process = processes.pop()
 
-        def select(columns: list[str], process: pa.Table = process) -> pa.Table:
-            return process.select([c for c in columns if c in process.column_names])
+        def select(columns: list[str], process: pa.Table = process) -> Iterator[pa.Table]:
+            yield process.select([c for c in dict.fromkeys(columns) if c in process.column_names])
 
-        del process
-        part, own = _summarize_process(select, keys, extra, where)
+        part, own = _summarize_process(select, process.num_rows, keys, extra, where)
+        del process, select
         parts.append(part)
         total += own
     return pd.concat(parts, ignore_index=True), total
+
+
+def _row_groups(parquets: list[pq.ParquetFile], columns: list[str]) -> Iterator[pa.Table]:
+    """``columns`` of the files (those each has), one row group at a time, in order."""
+    for parquet in parquets:
+        names = parquet.schema_arrow.names
+        wanted = [c for c in dict.fromkeys(columns) if c in names]
+        for group in range(parquet.metadata.num_row_groups):
+            yield parquet.read_row_group(group, columns=wanted)
 
 
 def _read(parquets: list[pq.ParquetFile], columns: list[str]) -> pa.Table:
@@ -199,7 +212,10 @@ def _processes(table: pa.Table) -> list[pa.Table]:
     return split
 
 
-def _column(table: pa.Table, name: str) -> pa.Array:
+def _column(table: pa.Table, name: str) -> pa.Array | None:
+    """A column as one array; None when the table lacks it (a file without it: all null)."""
+    if name not in table.column_names:
+        return None
     column = table.column(name)
     return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
 
@@ -223,52 +239,90 @@ def _valid(array: pa.Array) -> np.ndarray:
     return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[Any]]:
-    """Integer codes of a column's values (0, 1, ...; nulls get one code too) and the values."""
-    if name not in table.column_names:
-        return np.zeros(table.num_rows, dtype=np.int8), [None]
-    array = _column(table, name)
+class _Codes:
+    """Integer codes (0, 1, ... in order of first appearance; null has one too) of a column's
+    values, met a piece at a time: each piece's own dictionary is mapped onto the codes seen
+    so far, so the codes stay those of the whole column."""
+
+    def __init__(self) -> None:
+        self.lookup: dict[Any, int] = {}
+
+    @property
+    def values(self) -> list[Any]:
+        return list(self.lookup)
+
+    def of(self, array: pa.Array | None, rows: int) -> np.ndarray:
+        """The codes of ``array`` (of ``rows`` rows, all null when None)."""
+        if array is None:
+            return np.full(rows, self._code(None), dtype=np.int32)
+        if not pa.types.is_dictionary(array.type):
+            array = pc.dictionary_encode(array)
+        mapping = [self._code(value) for value in array.dictionary.to_pylist()]
+        indices = array.indices
+        if indices.null_count:
+            indices = pc.fill_null(indices, len(mapping))
+            mapping.append(self._code(None))
+        codes: np.ndarray = np.asarray(mapping, dtype=np.int32)
+        found: np.ndarray = codes[np.asarray(indices.to_numpy(zero_copy_only=False))]
+        return found
+
+    def _code(self, value: Any) -> int:
+        if value != value:  # NaN: one group, as pandas makes it
+            value = _NAN
+        return self.lookup.setdefault(value, len(self.lookup))
+
+
+_NAN = float("nan")
+"""The one NaN that stands for every NaN key value."""
+
+
+def _is(array: pa.Array | None, wanted: Sequence[str]) -> np.ndarray:
+    """Rows whose text ``array`` holds one of ``wanted`` (none when the array is None)."""
+    if array is None:
+        return np.zeros(0, dtype=bool)
     if not pa.types.is_dictionary(array.type):
         array = pc.dictionary_encode(array)
-    values = array.dictionary.to_pylist()
-    indices = array.indices
-    if indices.null_count:
-        indices = pc.fill_null(indices, len(values))
-        values.append(None)
-    return np.asarray(indices.to_numpy(zero_copy_only=False)), values
-
-
-def _is(table: pa.Table, name: str, wanted: Sequence[str]) -> np.ndarray:
-    """Rows whose text column ``name`` holds one of ``wanted``."""
-    found, values = _codes(table, name)
-    hits = [i for i, value in enumerate(values) if value in wanted]
-    result = np.zeros(table.num_rows, dtype=bool)
-    for hit in hits:
-        result |= found == hit
-    return result
+    hits = [i for i, value in enumerate(array.dictionary.to_pylist()) if value in wanted]
+    found = np.zeros(len(array), dtype=bool)
+    if hits:
+        indices = np.asarray(array.indices.to_numpy(zero_copy_only=False))  # nulls: any value
+        for hit in hits:
+            found |= indices == hit
+        if array.null_count:
+            found &= _valid(array)
+    return found
 
 
 def _summarize_process(
-    read: Callable[[list[str]], pa.Table], keys: list[str], extra: list[str], where: str
+    pieces: Callable[[list[str]], Iterator[pa.Table]],
+    n: int,
+    keys: list[str],
+    extra: list[str],
+    where: str,
 ) -> tuple[pd.DataFrame, int]:
     """One process's statistics per group, in a form that adds up, and its self-time total.
-    ``read(columns)`` gives its columns, a few at a time, so that large processes hold only
-    what each step needs."""
-    table = read(["id", "parent_id"])
-    ids, parent_column = _column(table, "id"), _column(table, "parent_id")
-    if ids.null_count:
-        raise TraceFormatError(f"{where}: a range has a null id")
-    parent = _positions(_ints(ids, 0), _stored(parent_column), _valid(parent_column), where)
-    if len(parent) < 2**31:
-        parent = parent.astype(np.int32)
-    del table, ids, parent_column
-    times = read(["start_ns", "end_ns", "kind"])
-    start_column, end_column = _column(times, "start_ns"), _column(times, "end_ns")
-    if start_column.null_count:
-        raise TraceFormatError(f"{where}: a range has a null start_ns")
-    start = _ints(start_column, 0)
-    end = _stored(end_column)  # what lies under nulls is never read: those rows are not closed
-    closed = _is(times, "kind", [RANGE]) & _valid(end_column)
+    ``pieces(columns)`` gives its ``n`` rows' columns in pieces (a file's row groups), read a
+    few columns at a time into compact arrays, so that large processes hold only what each
+    step needs: int32 positions, dictionary codes, one piece of Arrow data at a time."""
+    parent = _parents(pieces, n, where)
+    start = np.empty(n, dtype=np.int64)
+    end = np.empty(n, dtype=np.int64)  # what lies under nulls is never read: those rows are open
+    closed = np.empty(n, dtype=bool)
+    spans = [np.zeros(0, dtype=np.intp)]  # a file may have no row group at all
+    at = 0
+    for piece in pieces(["start_ns", "end_ns", "kind", "scope"]):
+        rows = piece.num_rows
+        start_column, end_column = _column(piece, "start_ns"), _column(piece, "end_ns")
+        assert start_column is not None and end_column is not None
+        if start_column.null_count:
+            raise TraceFormatError(f"{where}: a range has a null start_ns")
+        start[at : at + rows] = _ints(start_column, 0)
+        end[at : at + rows] = _stored(end_column)
+        here = _is(_column(piece, "kind"), [RANGE])
+        here &= _valid(end_column)
+        closed[at : at + rows] = here
+        spans.append(np.flatnonzero(_is(_column(piece, "scope"), PROFILER_SPAN_SCOPES)) + at)
+        at += rows
     if np.any(closed & (end < start)):
         raise TraceFormatError(f"{where}: a range ends before it starts")
     forest = Nodes(parent, start, end, closed, ~closed)
@@ -277,64 +331,150 @@ def _summarize_process(
             forest.depth  # noqa: B018 (computed to find cycles)
         except ValueError:
             raise TraceFormatError(f"{where}: parent_id contains a cycle") from None
-    table = read(keys)
-    positions = np.int32 if len(parent) < 2**31 else np.int64
-    rows = np.flatnonzero(closed).astype(positions)
-    code = np.zeros(len(rows), dtype=np.int64)
-    key_codes = []
-    for key in keys:
-        found, values = _codes(table, key)
-        key_codes.append((found, values))
-        code = code * len(values) + found[rows]
-        if code.size and int(code.max()) > len(rows):  # keep the codes dense
-            code = np.asarray(
-                pc.dictionary_encode(pa.array(code)).indices.to_numpy(), dtype=np.int64
-            )
-    del table
-    if code.size and int(code.max()) < 2**31:
-        code = code.astype(np.int32)
-    group = np.full(len(parent), -1, dtype=code.dtype)
-    group[rows] = code
-    counted = outermost(linked_parents(forest), group)
-    del group
-    own = self_durations(parent, start, end, closed)
-    spans = _is(read(["scope"]), "scope", PROFILER_SPAN_SCOPES)
-    total = int(own[closed & ~spans].sum())
-    del spans
-    # Rows grouped (a stable sort: each group's first row first), then each statistic reduced.
-    small = code.astype(np.int16) if code.size and int(code.max()) < 2**15 else code
-    order = np.argsort(small, kind="stable")  # a radix sort for int16 codes
-    del small
-    grouped = code[order]
-    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if code.size else order
-    del grouped
-    rows = rows[order]
-    del order, code
-    first = rows[starts]
+    # Closed ranges under closed ranges are all that self time and nesting look at.
+    linked = linked_parents(forest)
+    del forest, parent
+    own = self_durations(linked, start, end, closed)
+    total = int(own.sum()) - int(own[np.concatenate(spans)].sum())  # own is 0 unless closed
+    code, groups = _group_codes(pieces, n, keys)
+    counted = outermost(linked, code)
+    del linked
+    # Each closed range adds to its group's slot (code + 1); slot 0 gathers the other rows.
+    slots = len(groups) + 1
+    slot: np.ndarray = code.astype(np.int32 if slots < 2**31 else np.int64)
+    del code
+    slot += 1
+    slot[~closed] = 0
+    duration = np.subtract(end, start, out=end)
+    del start, end
+    count = np.bincount(slot, minlength=slots)
+    sums = {}
+    for name, values_of in (("duration_ns", duration), ("self_ns", own)):
+        sums[name] = np.zeros(slots, dtype=np.int64)
+        np.add.at(sums[name], slot, values_of)
+    del own
+    low = np.full(slots, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(low, slot, duration)
+    high = np.full(slots, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(high, slot, duration)
+    duration[~counted] = 0
+    del counted
+    sums["total_ns"] = np.zeros(slots, dtype=np.int64)
+    np.add.at(sums["total_ns"], slot, duration)
+    del duration
+    for name in extra:
+        column = np.zeros(n, dtype=np.int64)
+        at = 0
+        for piece in pieces([name]):
+            found = _column(piece, name)
+            if found is not None:
+                column[at : at + piece.num_rows] = _ints(found, 0)
+            at += piece.num_rows
+        sums[name] = np.zeros(slots, dtype=np.int64)
+        np.add.at(sums[name], slot, column)
+        del column
+    seen = np.flatnonzero(count[1:])  # the groups that have closed ranges
     part = pd.DataFrame(
         {
-            key: pd.Series([values[i] for i in found[first]], dtype=object)
-            for key, (found, values) in zip(keys, key_codes)
+            key: pd.Series([groups[g][i] for g in seen.tolist()], dtype=object)
+            for i, key in enumerate(keys)
         }
     )
-    if not len(rows):
+    if not len(seen):
         return _empty_part(part, extra), total
-    duration = end[rows] - start[rows]
-    part["count"] = np.diff(np.r_[starts, len(rows)])
-    part["total_ns"] = np.add.reduceat(np.where(counted[rows], duration, 0), starts)
-    part["self_ns"] = np.add.reduceat(own[rows], starts)
-    part["min_ns"] = np.minimum.reduceat(duration, starts)
-    part["max_ns"] = np.maximum.reduceat(duration, starts)
-    part["duration_ns"] = np.add.reduceat(duration, starts)
-    for name in extra:
-        values = read([name])
-        column = (
-            _ints(_column(values, name), 0)
-            if name in values.column_names
-            else np.zeros(len(parent), dtype=np.int64)
-        )
-        part[name] = np.add.reduceat(column[rows], starts)
+    seen += 1
+    part["count"] = count[seen]
+    for name in ("total_ns", "self_ns"):
+        part[name] = sums[name][seen]
+    part["min_ns"] = low[seen]
+    part["max_ns"] = high[seen]
+    for name in ("duration_ns", *extra):
+        part[name] = sums[name][seen]
     return part, total
+
+
+def _parents(pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, where: str) -> Any:
+    """Row positions of the parents (-1 for roots and parents not in the process's rows),
+    int32 below 2**31 rows. Ids that count up from the first row's, as recorded, need no
+    lookup: a parent's position is its id minus the first id."""
+    parent = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
+    first: int | None = None
+    at = 0
+    for piece in pieces(["id", "parent_id"]):
+        ids, parent_ids = _column(piece, "id"), _column(piece, "parent_id")
+        assert ids is not None and parent_ids is not None
+        if ids.null_count:
+            raise TraceFormatError(f"{where}: a range has a null id")
+        rows = len(ids)
+        if not rows:
+            continue
+        values = _ints(ids, 0)
+        first = int(values[0]) if first is None else first
+        if int(values[0]) != first + at or int(values[-1]) - int(values[0]) != rows - 1:
+            return _looked_up(pieces, n, where)
+        if not np.all(values[1:] > values[:-1]):
+            return _looked_up(pieces, n, where)
+        # As unsigned, id - first (wrapping) is at most n - 1 exactly for the ids of rows.
+        offset = np.subtract(_stored(parent_ids), first)
+        outside = offset.view(np.uint64) > min(n - 1, np.iinfo(np.int64).max - first)
+        if parent_ids.null_count:
+            outside |= ~_valid(parent_ids)
+        here = parent[at : at + rows]
+        np.copyto(here, offset, casting="unsafe")  # the int32 that every kept value fits
+        here[outside] = -1
+        at += rows
+    return parent
+
+
+def _looked_up(pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, where: str) -> Any:
+    """`_parents` for ids in any order: looked up in an index of all the process's ids."""
+    ids = np.empty(n, dtype=np.int64)
+    parent_ids = np.empty(n, dtype=np.int64)
+    has_parent = np.empty(n, dtype=bool)
+    at = 0
+    for piece in pieces(["id", "parent_id"]):
+        id_column, parent_column = _column(piece, "id"), _column(piece, "parent_id")
+        assert id_column is not None and parent_column is not None
+        if id_column.null_count:
+            raise TraceFormatError(f"{where}: a range has a null id")
+        rows = len(id_column)
+        ids[at : at + rows] = _ints(id_column, 0)
+        parent_ids[at : at + rows] = _stored(parent_column)
+        has_parent[at : at + rows] = _valid(parent_column)
+        at += rows
+    parent = _positions(ids, parent_ids, has_parent, where)
+    return parent.astype(np.int32) if n < 2**31 else parent
+
+
+def _group_codes(
+    pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, keys: list[str]
+) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+    """Each row's group (dense codes, 0, 1, ... in order of first appearance) and each
+    group's key values."""
+    coders = [_Codes() for _ in keys]
+    columns = [np.empty(n, dtype=np.int32) for _ in keys]
+    at = 0
+    for piece in pieces(keys):
+        rows = piece.num_rows
+        for key, coder, column in zip(keys, coders, columns):
+            column[at : at + rows] = coder.of(_column(piece, key), rows)
+        at += rows
+    code = columns.pop(0)
+    groups = [(value,) for value in coders[0].values]
+    for coder, column in zip(coders[1:], columns):
+        size = len(coder.lookup)
+        combined = code.astype(np.int64)
+        combined *= size
+        combined += column
+        encoded = pc.dictionary_encode(pa.array(combined))
+        del combined
+        code = np.asarray(encoded.indices.to_numpy(), dtype=np.int32)
+        named = coder.values
+        groups = [(*groups[p // size], named[p % size]) for p in encoded.dictionary.to_pylist()]
+    for small in (np.int8, np.int16):  # outermost reads the codes once a level
+        if len(groups) <= np.iinfo(small).max:
+            return code.astype(small), groups
+    return code, groups
 
 
 def _empty_part(part: pd.DataFrame, extra: list[str]) -> pd.DataFrame:

@@ -78,6 +78,11 @@ def _combine(keys: list[np.ndarray]) -> np.ndarray:
     return combined
 
 
+def as_threads(thread: int | str | Iterable[int | str]) -> list[int | str]:
+    """A ``thread=`` argument (one id or name, or a collection of them) as a list."""
+    return [thread] if isinstance(thread, int | str) else list(thread)
+
+
 def thread_mask(df: pd.DataFrame, threads: Iterable[int | str]) -> np.ndarray:
     """Rows whose ``thread_id`` (for ints) or ``thread_name`` (for strings) is in `threads`."""
     wanted = list(threads)

@@ -33,7 +33,19 @@ from .drawing import (
 )
 from .errors import NothingToDrawError
 from .lanes import lanes
-from .schema import INT64_MAX, MARK, MEMORY, RANGE, codes, equals, ints, nulls, require, thread_mask
+from .schema import (
+    INT64_MAX,
+    MARK,
+    MEMORY,
+    RANGE,
+    as_threads,
+    codes,
+    equals,
+    ints,
+    nulls,
+    require,
+    thread_mask,
+)
 from .times import TimeLike, to_ns, trace_start, window_of
 from .tree import nodes
 from .units import format_bytes, format_ns, printable
@@ -52,11 +64,6 @@ GPU_LANE = "{device} (GPU time)"
 """Label of the band that holds the GPU time of the ranges timed on `device`."""
 UNITS: tuple[tuple[str, int], ...] = (("s", 10**9), ("ms", 10**6), ("µs", 10**3), ("ns", 1))
 """Units of the time axis: the largest that the drawn span holds at least once."""
-
-
-def as_threads(thread: int | str | Iterable[int | str]) -> list[int | str]:
-    """A ``thread=`` argument (one id or name, or a collection of them) as a list."""
-    return [thread] if isinstance(thread, int | str) else list(thread)
 
 
 def timeline(

@@ -86,18 +86,25 @@ def self_durations(
     outlive the range that started it. Summing their durations would count time twice and make
     self time negative; the union never exceeds the row's duration.
     """
-    child = np.flatnonzero(counted & (parent >= 0))
-    child = child[counted[parent[child]]].astype(np.int32 if len(parent) < 2**31 else np.int64)
+    n = len(parent)
+    linked = counted & (parent >= 0)
+    linked &= counted.take(parent, mode="clip")  # roots read row 0, masked by the line above
+    child = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)[linked]
+    del linked
+    own: np.ndarray
     if child.size == 0:
-        return np.where(counted, end - start, 0)
-    child = child[np.lexsort((start[child], parent[child]))]
-    up = parent[child]
-    # In place where it can be: large traces keep only what is still needed.
+        own = np.subtract(end, start, out=np.zeros(n, dtype=np.int64), where=counted)
+        return own
+    up, child = _by_parent_then_start(parent, start, child)
+    # In place where it can be, one scratch array for both gathers: large traces allocate
+    # (and the machine pages in) only what is still needed.
     low = start[child]
-    np.maximum(low, start[up], out=low)
+    scratch = start[up]
+    np.maximum(low, scratch, out=low)
     high = end[child]
     del child
-    np.minimum(high, end[up], out=high)
+    np.minimum(high, np.take(end, up, out=scratch, mode="clip"), out=high)  # unbuffered
+    del scratch
     np.maximum(high, low, out=high)
     first = np.r_[True, up[1:] != up[:-1]]
     if np.all(first[1:] | (high[:-1] <= low[1:])):
@@ -110,12 +117,29 @@ def self_durations(
         covered_before = np.r_[INT64_MIN, reach[:-1]]
         covered_before[first] = INT64_MIN
         added = np.maximum(high - np.maximum(low, covered_before), 0)
-    covered = np.zeros(len(parent), dtype=np.int64)
-    covered[up[first]] = np.add.reduceat(added, np.flatnonzero(first))
-    del added, up, first
-    own = np.where(counted, end - start, 0)
-    own -= covered
+    del first
+    own = np.subtract(end, start, out=np.zeros(n, dtype=np.int64), where=counted)
+    np.subtract.at(own, up, added)
     return own
+
+
+def _by_parent_then_start(
+    parent: np.ndarray, start: np.ndarray, child: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The parents of `child` (rows with a parent, ascending) and `child` itself, both ordered
+    by parent, then start, then row. When the rows are in start order already (as recorded),
+    that is the order of (parent, row): one sort of unique 64-bit keys, far cheaper than
+    sorting by two keys."""
+    if len(parent) < 2**31 and in_start_order(start):
+        key = parent[child].astype(np.int64)
+        key <<= 32
+        key |= child
+        key.sort()  # unique keys: any sort gives this order
+        child = key.astype(np.int32)  # the low 32 bits
+        key >>= 32
+        return key.astype(parent.dtype), child
+    child = child[np.lexsort((start[child], parent[child]))]
+    return parent[child], child
 
 
 def subtree_sums(
@@ -174,19 +198,32 @@ def outermost(parent: np.ndarray, group: np.ndarray) -> np.ndarray:
     """
     n = len(parent)
     # Up from every row at once, a level a step, dropping rows that found their group: few
-    # levels (as usual) cost a few passes, with no depths and no sort.
-    nested = np.zeros(n, dtype=bool)
-    rows = np.flatnonzero(parent >= 0).astype(np.int32 if n < 2**31 else np.int64)
-    up = parent[rows].astype(rows.dtype)
+    # levels (as usual) cost a few passes, with no depths and no sort. The first level, which
+    # most rows take part in, runs over all the rows without picking them out first.
+    index = np.int32 if n < 2**31 else np.int64
+    parents: np.ndarray = parent.astype(index, copy=False)
+    has_parent = parents >= 0
+    nested: np.ndarray = group[parents] == group  # [-1] where there is no parent: masked next
+    nested &= has_parent
+    going = has_parent & ~nested
+    up = parents[parents]
+    going &= up >= 0
+    rows = np.flatnonzero(going).astype(index)
+    del going, has_parent
+    up = up[rows]
     wanted = group[rows]
-    for _ in range(WALK_LEVELS):
-        same = group[up] == wanted
-        nested[rows[same]] = True
-        going = ~same
-        going[going] = parent[up[going]] >= 0
-        rows, up, wanted = rows[going], parent[up[going]], wanted[going]
+    for _ in range(WALK_LEVELS - 1):
         if rows.size == 0:
             return ~nested
+        same = group[up] == wanted
+        nested[rows[same]] = True
+        above = parents[up]
+        going = ~same
+        going &= above >= 0
+        keep = np.flatnonzero(going)  # taken by position: quicker than three masked copies
+        rows, up, wanted = rows.take(keep), above.take(keep), wanted.take(keep)
+    if rows.size == 0:
+        return ~nested
     n_groups = int(group.max(initial=-1)) + 1
     if n_groups <= 64 * MAX_MASK_WORDS:
         return _outermost_by_masks(parent, group, n_groups)
@@ -314,6 +351,11 @@ def parents_come_first(parent: np.ndarray, start: np.ndarray) -> bool:
     """Whether every parent starts before its child (or at the same time, earlier in the
     frame): then following parents always goes back in that order and cannot cycle."""
     step = 1 << 20  # in slices: large traces need no full-length temporaries
+    if in_start_order(start):  # as recorded: then a parent comes first where its row does
+        return all(
+            bool(np.all(parent[low : low + step] < np.arange(low, min(low + step, len(parent)))))
+            for low in range(0, len(parent), step)
+        )
     for low in range(0, len(parent), step):
         child = np.flatnonzero(parent[low : low + step] >= 0) + low
         up = parent[child]
@@ -322,11 +364,16 @@ def parents_come_first(parent: np.ndarray, start: np.ndarray) -> bool:
     return True
 
 
+def in_start_order(start: np.ndarray) -> bool:
+    """Whether the rows are in start order (as recorded)."""
+    return bool(np.all(start[1:] >= start[:-1]))
+
+
 def linked_parents(forest: Nodes) -> np.ndarray:
     """Parents of the closed ranges among closed ranges; -1 for every other row, and for a
     range whose parent is open or not a range."""
     linked = forest.closed & (forest.parent >= 0)
-    linked[linked] = forest.closed[forest.parent[linked]]
+    linked &= forest.closed.take(forest.parent, mode="clip")  # roots read row 0: masked above
     return np.where(linked, forest.parent, -1)
 
 

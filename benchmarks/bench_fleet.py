@@ -63,7 +63,7 @@ def write_process(args: tuple[str, int, int, int]) -> int:
     import recfn
     from recfn import schema
     from recfn._stream import process_folder
-    from recfn.analysis.synthetic import make_synthetic_trace
+    from recfn.analysis.synthetic import START_NS, make_synthetic_trace
     from recfn.io import write_parquet
 
     df = make_synthetic_trace(events, n_threads=4, seed=k)
@@ -71,6 +71,7 @@ def write_process(args: tuple[str, int, int, int]) -> int:
     df["host"] = pd.Categorical([f"node{k % 4}"] * len(df))
     df["rank"] = pd.Series([k] * len(df), dtype="int32")
     table = recfn.Trace.from_pandas(df).table
+    wall_ns = str(int(df["end_ns"].max()) - START_NS)
     del df
     where = process_folder(folder, f"node{k % 4}", 10_000 + k)
     os.makedirs(where, exist_ok=True)
@@ -81,6 +82,8 @@ def write_process(args: tuple[str, int, int, int]) -> int:
         metadata[schema.DROPPED_EVENTS_KEY] = "0"
         if number < parts - 1:
             metadata.pop(schema.WALL_NS_KEY, None)
+        else:  # a stopped capture's last part: the folder is a finished process's
+            metadata.setdefault(schema.WALL_NS_KEY, wall_ns)
         part = table.slice(number * rows, rows).replace_schema_metadata(metadata)
         write_parquet(part, os.path.join(where, f"part-{number:05d}.parquet"))
     return int(table.num_rows)

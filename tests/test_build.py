@@ -93,6 +93,23 @@ def test_frames_get_the_accessor_whatever_the_import_order(frame: str, demo_parq
     assert proc.stdout.split()[-1] == "2"
 
 
+def test_summary_and_its_cli_draw_nothing_so_import_no_matplotlib(demo_parquet: str) -> None:
+    """``df.recfn.summary()`` and ``recfn summary`` leave matplotlib unimported (it costs a
+    quarter of a second): it is imported by the functions that draw."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from recfn.notebook_ext.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): assert main(['summary', 'demo.parquet']) == 0\n"
+        "import recfn\n"
+        "recfn.load('demo.parquet', as_pandas=True).recfn.summary()\n"
+        "import recfn.analysis\n"
+        "assert 'recfn.analysis.summary' in sys.modules and 'matplotlib' not in sys.modules\n"
+        "assert recfn.analysis.alt_text.__name__ == 'alt_text' and 'matplotlib' in sys.modules\n"
+    )
+    proc = run_python(code, demo_parquet)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_generic_top_level_names_are_not_installed(tmp_path: object) -> None:
     for name in ("analysis", "notebook_ext"):
         proc = run_python(f"import {name}", cwd=str(tmp_path))

@@ -160,6 +160,12 @@ def test_self_time_matches_merging_intervals_one_by_one() -> None:
                 reach = max(reach, high)
             expected.append(end[row] - start[row] - covered)
         assert self_durations(parent, start, end, counted).tolist() == expected
+    first = all(
+        start[up] < start[row] or (start[up] == start[row] and up < row)
+        for row, up in enumerate(parent)
+        if up >= 0
+    )
+    assert tree.parents_come_first(parent, start) is first
 
 
 def test_reconstructed_tree_equals_recorded_one(known: pd.DataFrame) -> None:
@@ -308,3 +314,43 @@ def test_outermost_matches_an_ancestor_walk(forest: tuple[np.ndarray, np.ndarray
         spread = group * 97  # past 256 groups: the depth-first sort
         assert outermost(parent, spread).tolist() == expected
     assert outermost(chain, group).tolist() == on_chain
+
+
+@st.composite
+def timed_rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows with any parents (none is its own), intervals that may overlap or outlive their
+    parent, some not counted; in start order or not (self time sorts children either way)."""
+    n = draw(st.integers(1, 30))
+    parent = np.array(
+        [draw(st.sampled_from([-1, *(j for j in range(n) if j != i)])) for i in range(n)]
+    )
+    start = np.array(draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)), np.int64)
+    if draw(st.booleans()):
+        start.sort()
+    end = start + np.array(draw(st.lists(st.integers(0, 30), min_size=n, max_size=n)), np.int64)
+    counted = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
+    return parent, start, end, counted
+
+
+@given(timed_rows())
+@settings(max_examples=200, deadline=None)
+def test_self_time_and_parents_first_match_their_definitions(
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:
+    parent, start, end, counted = rows
+    expected = []
+    for row in range(len(parent)):
+        if not counted[row]:
+            expected.append(0)
+            continue
+        covered: set[int] = set()  # the nanoseconds the counted children cover, clipped
+        for child in np.flatnonzero((parent == row) & counted):
+            covered.update(range(max(start[child], start[row]), min(end[child], end[row])))
+        expected.append(int(end[row] - start[row]) - len(covered))
+    assert self_durations(parent, start, end, counted).tolist() == expected
+    first = all(
+        start[up] < start[row] or (start[up] == start[row] and up < row)
+        for row, up in enumerate(parent)
+        if up >= 0
+    )
+    assert tree.parents_come_first(parent, start) is first

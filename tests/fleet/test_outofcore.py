@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from fleetdata import overlapping, same, write_fleet
 
 import recfn
+from recfn import schema
 from recfn.analysis.outofcore import summarize_files
 from recfn.analysis.synthetic import make_synthetic_trace
 from recfn.errors import TraceFormatError
@@ -115,3 +117,54 @@ def test_a_process_without_closed_ranges_adds_nothing(tmp_path: Path) -> None:
     expected = recfn.load(tmp_path / "fleet", as_pandas=True).recfn.summary()
     same(summarize_files([*files, str(path)]), expected)
     assert summarize_files([str(path)]).empty
+    empty = tmp_path / "hostname=h" / "process=9" / "part-00000.parquet"
+    empty.parent.mkdir(parents=True)
+    table = recfn.load(files[0]).table.slice(0, 0)
+    pq.ParquetWriter(empty, table.schema).close()  # no row group at all
+    assert pq.ParquetFile(empty).metadata.num_row_groups == 0
+    same(summarize_files([*files, str(empty)]), expected)
+
+
+@pytest.mark.parametrize("order", ["recorded", "by start", "shuffled"])
+@pytest.mark.parametrize("by", ["name", ["rank", "name"]])
+def test_a_process_in_parts_and_row_groups_summarises_as_in_memory(
+    tmp_path: Path, order: str, by: str | list[str]
+) -> None:
+    """One process in two files of small row groups, each row group with its own name
+    dictionary, the second file without ``rank``: read a row group at a time, the numbers are the in-memory ones,
+    whether ids count up in row order (no lookup), rows are in start order (siblings that
+    overlap included) or in no order at all."""
+    df = make_synthetic_trace(3000, n_threads=2, seed=5, max_depth=12)
+    df["pid"] = 77
+    df = pd.concat([df, overlapping(77)], ignore_index=True)
+    df["host"] = pd.Categorical(["h"] * len(df))  # one process by the files' statistics
+    df["rank"] = pd.Series(range(len(df)), dtype="int32") % 3
+    if order == "shuffled":
+        df = df.sample(frac=1.0, random_state=1, ignore_index=True)
+    else:
+        df = df.sort_values("start_ns", kind="stable", ignore_index=True)
+    if order == "recorded":  # ids 0, 1, ... in row order, parents renumbered alike
+        renumber = pd.Series(range(len(df)), index=df["id"].to_numpy())
+        df["parent_id"] = df["parent_id"].map(renumber).astype("Int64")
+        df["id"] = range(len(df))
+    folder = tmp_path / "hostname=h" / "process=77"
+    folder.mkdir(parents=True)
+    table = recfn.Trace.from_pandas(df).table
+    names = table.schema.get_field_index("name")
+    table = table.set_column(names, "name", table["name"].cast(pa.string()))
+    cut = len(df) // 2
+    for number, part in enumerate([table.slice(0, cut), table.slice(cut).drop_columns(["rank"])]):
+        metadata = schema.metadata_of(part)
+        metadata[schema.PART_KEY] = str(number)  # a part, as profile(output=...) writes it
+        pieces = [part.slice(low, 700) for low in range(0, part.num_rows, 700)]
+        # names in a dictionary of each row group's own order
+        pieces = [p.set_column(names, "name", pc.dictionary_encode(p["name"])) for p in pieces]
+        with pq.ParquetWriter(
+            folder / f"part-{number:05d}.parquet", pieces[0].schema.with_metadata(metadata)
+        ) as writer:
+            for piece in pieces:
+                writer.write_table(piece.replace_schema_metadata(metadata))
+    assert pq.ParquetFile(folder / "part-00000.parquet").metadata.num_row_groups == 3
+    expected = recfn.load(tmp_path, as_pandas=True).recfn.summary(by=by)
+    assert expected["self_ns"].sum() > 0
+    same(summarize_files(sorted(map(str, folder.glob("*.parquet"))), by=by), expected)
