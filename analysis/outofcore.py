@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from recfn.dataset import in_process_folder
 from recfn.errors import TraceFormatError
 
 from .schema import RANGE
@@ -33,8 +34,6 @@ from .tree import Nodes, linked_parents, outermost, parents_come_first, self_dur
 
 EVENT_COLUMNS = ("id", "parent_id", "kind", "scope", "start_ns", "end_ns")
 """The columns every summary reads, besides its keys (and ``flops`` when present)."""
-PROCESS_FOLDER = "process="
-"""Folders named so hold the parts of one process (``recfn._stream.process_folder``)."""
 
 
 def supports(files: Sequence[str], options: dict[str, Any]) -> bool:
@@ -53,8 +52,7 @@ def partitions(files: Sequence[str]) -> list[list[str]]:
     folder together, every other file alone."""
     groups: dict[str, list[str]] = {}
     for name in files:
-        folder = os.path.dirname(name)
-        key = folder if os.path.basename(folder).startswith(PROCESS_FOLDER) else name
+        key = os.path.dirname(name) if in_process_folder(name) else name
         groups.setdefault(key, []).append(name)
     return list(groups.values())
 
@@ -276,10 +274,8 @@ _NAN = float("nan")
 """The one NaN that stands for every NaN key value."""
 
 
-def _is(array: pa.Array | None, wanted: Sequence[str]) -> np.ndarray:
-    """Rows whose text ``array`` holds one of ``wanted`` (none when the array is None)."""
-    if array is None:
-        return np.zeros(0, dtype=bool)
+def _is(array: pa.Array, wanted: Sequence[str]) -> np.ndarray:
+    """Rows whose text ``array`` holds one of ``wanted``."""
     if not pa.types.is_dictionary(array.type):
         array = pc.dictionary_encode(array)
     hits = [i for i, value in enumerate(array.dictionary.to_pylist()) if value in wanted]
@@ -312,16 +308,19 @@ def _summarize_process(
     at = 0
     for piece in pieces(["start_ns", "end_ns", "kind", "scope"]):
         rows = piece.num_rows
-        start_column, end_column = _column(piece, "start_ns"), _column(piece, "end_ns")
-        assert start_column is not None and end_column is not None
+        start_column, end_column, kind, scope = (
+            _column(piece, name) for name in ("start_ns", "end_ns", "kind", "scope")
+        )
+        assert start_column is not None and end_column is not None  # EVENT_COLUMNS
+        assert kind is not None and scope is not None
         if start_column.null_count:
             raise TraceFormatError(f"{where}: a range has a null start_ns")
         start[at : at + rows] = _ints(start_column, 0)
         end[at : at + rows] = _stored(end_column)
-        here = _is(_column(piece, "kind"), [RANGE])
+        here = _is(kind, [RANGE])
         here &= _valid(end_column)
         closed[at : at + rows] = here
-        spans.append(np.flatnonzero(_is(_column(piece, "scope"), PROFILER_SPAN_SCOPES)) + at)
+        spans.append(np.flatnonzero(_is(scope, PROFILER_SPAN_SCOPES)) + at)
         at += rows
     if np.any(closed & (end < start)):
         raise TraceFormatError(f"{where}: a range ends before it starts")
@@ -485,15 +484,10 @@ def _empty_part(part: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
 
 def _positions(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray, where: str) -> Any:
     """Row positions of the parents (-1 for roots and parents not in the process's rows)."""
-    n = len(ids)
-    if n and int(ids[-1]) - int(ids[0]) == n - 1 and bool(np.all(ids[1:] > ids[:-1])):
-        low, high = int(ids[0]), int(ids[-1])  # as recorded: ids count up, no lookup needed
-        found = has_parent & (parent_ids >= low) & (parent_ids <= high)
-        return np.where(found, parent_ids - low, -1)
     index = pd.Index(ids)
     if not index.is_unique:
         raise TraceFormatError(f"{where}: ids repeat within a process")
-    parent = np.full(n, -1, dtype=np.int64)
+    parent = np.full(len(ids), -1, dtype=np.int64)
     wanted = np.flatnonzero(has_parent)
     parent[wanted] = index.get_indexer(parent_ids[wanted])
     return parent

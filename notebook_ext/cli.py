@@ -506,13 +506,13 @@ def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> 
 def _files_header(trace: Any, ranges: int) -> str:
     """The header of an out-of-core summary, from the files' footers alone: name, wall time
     (when the files recorded it), processes and files, ranges, dropped events."""
-    from recfn.analysis.outofcore import PROCESS_FOLDER
+    from recfn.analysis.outofcore import partitions
+    from recfn.dataset import in_process_folder
     from recfn.notebook_ext.display import format_ns
     from recfn.schema import WALL_NS_KEY
 
     files = len(trace.files)
-    folders = {os.path.dirname(name) for name in trace.files}
-    processes = sum(os.path.basename(f).startswith(PROCESS_FOLDER) for f in folders)
+    processes = sum(in_process_folder(group[0]) for group in partitions(trace.files))
     parts = [f"recfn · {trace.name}"]
     wall = trace.metadata.get(WALL_NS_KEY)
     if wall is not None:

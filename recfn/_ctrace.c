@@ -177,18 +177,20 @@ static int32_t code_nid(ThreadState *ts, PyObject *code, PyFrameObject *frame) {
 }
 
 /* The name id of the C callable `fn`, cached as the Python Tracer's c_name caches it: a C
- * function of a module or type, or a method descriptor (3.12+ calls `x.append(1)` through
- * `list.append`), by identity (the Tracer keeps it alive); a bound C method by the type of its
- * self and its method definition (the Tracer's key is the type and the name). */
+ * function of a module, or a method descriptor (3.12+ calls `x.append(1)` through
+ * `list.append`), by identity (the Tracer keeps it alive); a C method bound to an object or a
+ * type (`dict.fromkeys`, made anew at each access) by that type and its method definition (the
+ * Tracer's key is the type and the name). Methods bound to a capsule are not cached: pybind11
+ * makes such functions on the fly, each with a method definition freed with it. */
 static int32_t c_nid(CTracer *t, PyObject *fn) {
     PyObject *key = NULL;
     const void *method = NULL;
     if (PyCFunction_Check(fn)) {
         PyObject *self = PyCFunction_GET_SELF(fn);
-        if (self == NULL || PyModule_Check(self) || PyType_Check(self)) {
+        if (self == NULL || PyModule_Check(self)) {
             key = fn;
-        } else {
-            key = (PyObject *)Py_TYPE(self);
+        } else if (!PyCapsule_CheckExact(self)) {
+            key = PyType_Check(self) ? self : (PyObject *)Py_TYPE(self);
             method = ((PyCFunctionObject *)fn)->m_ml;
         }
     } else if (Py_IS_TYPE(fn, &PyMethodDescr_Type) || Py_IS_TYPE(fn, &PyWrapperDescr_Type)) {

@@ -25,6 +25,7 @@ import numpy as np
 from recfn import _identity
 from recfn._recorder import CHUNK_ROWS, Recorder, _Chunk, _ThreadBuffer
 from recfn._table import DECODED_COLUMNS, DecodedRows, decode_chunk
+from recfn.dataset import PROCESS_FOLDER
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -35,7 +36,7 @@ PART_PATTERN = "part-*.parquet"
 def process_folder(output: str, host: str, pid: int) -> str:
     """The folder of one process's parts inside the dataset ``output``."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", host) or "_"
-    return os.path.join(output, f"hostname={safe}", f"process={pid}")
+    return os.path.join(output, f"hostname={safe}", f"{PROCESS_FOLDER}{pid}")
 
 
 def spill_rows(max_events: int) -> int:

@@ -357,9 +357,10 @@ class Tracer:
         return nid
 
     def c_name(self, fn: object) -> i32:
-        """Name id for a C function or method; bound methods are cached by (type, name)."""
+        """Name id for a C function or method; methods bound to an object or a type (made anew
+        at each access) are cached by (that type, name)."""
         owner = getattr(fn, "__self__", None)
-        if owner is None or isinstance(owner, (types.ModuleType, type)):
+        if owner is None or isinstance(owner, types.ModuleType):
             key = id(fn)
             nid = self.names.get(key)
             if nid is None:
@@ -368,7 +369,10 @@ class Tracer:
                     self.names[key] = nid
                     self.keep.append(fn)
             return nid
-        mkey = (type(owner), str(getattr(fn, "__name__", "?")))
+        mkey = (
+            owner if isinstance(owner, type) else type(owner),
+            str(getattr(fn, "__name__", "?")),
+        )
         mid = self.method_names.get(mkey)
         if mid is None:
             mid = self.classify_c(fn, owner)

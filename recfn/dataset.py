@@ -108,6 +108,15 @@ def _count(raw: Optional[str]) -> int:
     return int(raw) if raw is not None and raw.isdigit() else 0
 
 
+PROCESS_FOLDER = "process="
+"""Folders named so hold the parts of one process (``recfn._stream.process_folder``)."""
+
+
+def in_process_folder(name: str) -> bool:
+    """Whether the file ``name`` lies in a process folder of a dataset."""
+    return os.path.basename(os.path.dirname(name)).startswith(PROCESS_FOLDER)
+
+
 def unfinished(files: Sequence[str]) -> list[str]:
     """The process folders among ``files`` (``profile(output=...)``'s ``process=<pid>``) whose
     capture never stopped: killed, or still running. None of their parts is the last one, the
@@ -123,7 +132,7 @@ def unfinished(files: Sequence[str]) -> list[str]:
     for name in files:
         folder = os.path.dirname(name)
         parquet = name.lower().endswith((".parquet", ".pq"))
-        if not parquet or not os.path.basename(folder).startswith("process="):
+        if not parquet or not in_process_folder(name):
             continue
         try:
             metadata = pq.read_schema(name).metadata or {}

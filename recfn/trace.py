@@ -130,7 +130,7 @@ class Trace:
         if (
             self._table is not None
             or self._clock_offsets is not None
-            or not all(f.endswith((".parquet", ".pq")) for f in self._files)
+            or not all(f.lower().endswith((".parquet", ".pq")) for f in self._files)
         ):
             return self.table
         import pyarrow.parquet as pq

@@ -160,12 +160,6 @@ def test_self_time_matches_merging_intervals_one_by_one() -> None:
                 reach = max(reach, high)
             expected.append(end[row] - start[row] - covered)
         assert self_durations(parent, start, end, counted).tolist() == expected
-    first = all(
-        start[up] < start[row] or (start[up] == start[row] and up < row)
-        for row, up in enumerate(parent)
-        if up >= 0
-    )
-    assert tree.parents_come_first(parent, start) is first
 
 
 def test_reconstructed_tree_equals_recorded_one(known: pd.DataFrame) -> None:

@@ -156,6 +156,20 @@ def test_same_names_for_c_calls(work, monkeypatch) -> None:
         assert names.count("builtins::list.append") == 8
 
 
+@pytest.mark.parametrize("flag", ["1", "0"])
+def test_c_methods_bound_to_a_type_are_named_once(work, monkeypatch, flag) -> None:
+    """``dict.fromkeys`` is a new bound object at each access: named by (type, method), so
+    naming does not grow with the calls."""
+    monkeypatch.setenv("RECFN_CTRACE", flag)
+    kept = []
+    for n in (2, 20):
+        include = ["nativework", "builtins"]
+        with recfn.profile(trace_calls=True, trace_c_calls=True, trace_include=include) as prof:
+            work.c_calls(n)
+        kept.append(len(prof._tracer.keep))
+    assert kept[0] == kept[1]
+
+
 @pytest.mark.filterwarnings("ignore:.*max_events=.*reached")
 @pytest.mark.parametrize("max_events", [1, 7, 40])
 def test_max_events_admits_and_drops_in_the_same_order(work, monkeypatch, max_events) -> None:
