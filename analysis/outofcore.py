@@ -399,11 +399,7 @@ def _parents(pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, where: s
     parent = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
     first: int | None = None
     at = 0
-    for piece in pieces(["id", "parent_id"]):
-        ids, parent_ids = _column(piece, "id"), _column(piece, "parent_id")
-        assert ids is not None and parent_ids is not None
-        if ids.null_count:
-            raise TraceFormatError(f"{where}: a range has a null id")
+    for ids, parent_ids in _id_columns(pieces, where):
         rows = len(ids)
         if not rows:
             continue
@@ -425,17 +421,25 @@ def _parents(pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, where: s
     return parent
 
 
+def _id_columns(
+    pieces: Callable[[list[str]], Iterator[pa.Table]], where: str
+) -> Iterator[tuple[pa.Array, pa.Array]]:
+    """Each piece's id and parent_id columns; TraceFormatError for a null id."""
+    for piece in pieces(["id", "parent_id"]):
+        ids, parent_ids = _column(piece, "id"), _column(piece, "parent_id")
+        assert ids is not None and parent_ids is not None  # EVENT_COLUMNS
+        if ids.null_count:
+            raise TraceFormatError(f"{where}: a range has a null id")
+        yield ids, parent_ids
+
+
 def _looked_up(pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, where: str) -> Any:
     """`_parents` for ids in any order: looked up in an index of all the process's ids."""
     ids = np.empty(n, dtype=np.int64)
     parent_ids = np.empty(n, dtype=np.int64)
     has_parent = np.empty(n, dtype=bool)
     at = 0
-    for piece in pieces(["id", "parent_id"]):
-        id_column, parent_column = _column(piece, "id"), _column(piece, "parent_id")
-        assert id_column is not None and parent_column is not None
-        if id_column.null_count:
-            raise TraceFormatError(f"{where}: a range has a null id")
+    for id_column, parent_column in _id_columns(pieces, where):
         rows = len(id_column)
         ids[at : at + rows] = _ints(id_column, 0)
         parent_ids[at : at + rows] = _stored(parent_column)
