@@ -24,22 +24,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def _high_water() -> int:
-    """Peak resident bytes of this process (VmHWM)."""
+def status_bytes(field: str) -> int:
+    """A size from /proc/self/status in bytes: ``VmHWM`` (peak resident memory, which exec
+    resets) or ``VmRSS`` (resident memory now)."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
-    raise OSError("no VmHWM in /proc/self/status")
-
-
-def _resident() -> int:
-    """Resident bytes of this process now (VmRSS)."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise OSError("no VmRSS in /proc/self/status")
+    raise OSError(f"no {field} in /proc/self/status")
 
 
 def make(events: int, path: str) -> dict[str, float]:
@@ -70,13 +62,13 @@ def convert(source: str, target: str) -> dict[str, float]:
 
     import recfn
 
-    baseline = _resident()
+    baseline = status_bytes("VmRSS")
     start = time.perf_counter()
     trace = recfn.load(source)
     arrow_bytes = trace.table.nbytes
     trace.save(target)
     seconds = time.perf_counter() - start
-    peak = _high_water()
+    peak = status_bytes("VmHWM")
     return {"seconds": seconds, "peak": peak, "growth": peak - baseline, "arrow_bytes": arrow_bytes}
 
 

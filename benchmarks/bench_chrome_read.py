@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -22,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_analysis import best_of, parse_alone, torch_shaped_trace
+from bench_chrome_convert import status_bytes
 
 import recfn
 from recfn import chrome
@@ -37,22 +37,10 @@ def _peak(reader: str, path: str, queue: Any) -> None:
     read has loaded everything it imports."""
     read = READERS[reader]
     read(Path(__file__).resolve().parent.parent / "tests/data/torch_trace.json")
-    before = _high_water()
+    before = status_bytes("VmHWM")
     result = read(path)
-    queue.put(_high_water() - before)
+    queue.put(status_bytes("VmHWM") - before)
     del result
-
-
-def _high_water() -> int:
-    """Peak resident bytes of this process: VmHWM, which exec resets (maxrss keeps the parent's)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def main() -> None:
