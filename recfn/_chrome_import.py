@@ -86,17 +86,19 @@ KEPT = ("bp", "id", "s")
 """`Event` fields without a column, in the order they go into ``args``."""
 
 
-class Document(msgspec.Struct, gc=False):
-    """A trace as an object; other members are ignored."""
-
-    traceEvents: list[Event]
-    baseTimeNanoseconds: int = 0
-
-
-TRACE = msgspec.json.Decoder(Union[Document, list[Event]])
-"""Decodes a trace that fits `Event`; raises msgspec.ValidationError for one that does not."""
 EVENTS = msgspec.json.Decoder(list[Event])
 """Decodes a JSON list of events that fit `Event`; msgspec.ValidationError for others."""
+
+
+def decode_events(text: bytes) -> list[Any]:
+    """The JSON list of events `text` as `Event` structs, or as plain values when some do not
+    fit them; the plain decode's errors propagate (msgspec.ValidationError for numbers beyond
+    float64, ValueError for text that is not JSON)."""
+    try:
+        return EVENTS.decode(text)
+    except msgspec.ValidationError:
+        values: list[Any] = loads(text)
+        return values
 
 
 class Outline(msgspec.Struct, gc=False):

@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 
 from recfn import _jsonio as jsonio
-from recfn._chrome_import import EVENTS
+from recfn._chrome_import import decode_events
 from recfn.errors import TraceFormatError
 
 MAX_JSON_BYTES: Final = 4 << 30
@@ -227,16 +227,10 @@ class Stream:
     def _decode(self, text: bytes) -> list[Any] | None:
         """Events of the JSON list `text`; None when it does not parse (a cut between events
         always does)."""
-        events: list[Any]
         try:
-            events = EVENTS.decode(text)
-        except msgspec.ValidationError:
-            try:
-                events = jsonio.loads(text)
-            except msgspec.ValidationError as error:  # numbers beyond float64
-                raise TraceFormatError(f"{self.source}: not a JSON trace: {error}") from None
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                return None
+            events = decode_events(text)
+        except msgspec.ValidationError as error:  # numbers beyond float64
+            raise TraceFormatError(f"{self.source}: not a JSON trace: {error}") from None
         except (ValueError, UnicodeDecodeError, RecursionError):
             return None
         check_depth(text, self.source, self._above)

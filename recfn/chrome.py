@@ -39,10 +39,10 @@ from recfn._chrome_export import (
 )
 from recfn._chrome_import import (
     BATCH,
-    EVENTS,
     OUTLINE,
     Columns,
     Outline,
+    decode_events,
     dictionaries_by_row,
     events_table,
     frame_of,
@@ -177,10 +177,7 @@ def _batches(events: list[msgspec.Raw], source: str) -> Iterator[list[Any]]:
         text = b"[" + b",".join(events[:BATCH]) + b"]"
         del events[:BATCH]
         try:
-            try:
-                batch = EVENTS.decode(text)
-            except msgspec.ValidationError:
-                batch = jsonio.loads(text)
+            batch = decode_events(text)
         except msgspec.ValidationError as error:  # numbers beyond float64
             raise TraceFormatError(f"{source}: not a JSON trace: {error}") from None
         except (ValueError, UnicodeDecodeError) as error:
