@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from recfn.dataset import in_process_folder
 from recfn.errors import TraceFormatError
+from recfn.schema import not_a_trace
 
 from .schema import RANGE
 from .summary import PARTIAL_COLUMNS, PROFILER_SPAN_SCOPES, add_partials
@@ -93,7 +94,7 @@ def summarize_files(
         names = _schema(name).names
         lacking = [c for c in EVENT_COLUMNS if c not in names]
         if lacking:
-            raise TraceFormatError(f"{name}: not a recfn trace, it lacks column(s) {lacking}")
+            raise not_a_trace(name, lacking)
         present.update(names)
     missing = [k for k in keys if k not in present]
     if missing:

@@ -182,10 +182,7 @@ def read_parquet(path: str) -> pa.Table:
         return schema.validate(table, source, exact=True)
     missing = [c for c in schema.ESSENTIAL if c not in table.column_names]
     if missing:
-        raise TraceFormatError(
-            f"{path!r} is a Parquet file but not a recfn trace (it lacks the event-table "
-            f"columns {missing})"
-        )
+        raise schema.not_a_trace(repr(path), missing)
     conformed = schema.conform(table.replace_schema_metadata(None), source)
     schema.check_events(conformed, source)
     return conformed

@@ -482,6 +482,13 @@ def _numpy(values: Union[pa.ChunkedArray, pa.Array]) -> Any:
     return values.to_numpy()
 
 
+def not_a_trace(source: str, lacking: list[str]) -> TraceFormatError:
+    """The error for a file that is not a recfn trace: it lacks event-table columns."""
+    return TraceFormatError(
+        f"{source}: not a recfn trace, it lacks the event-table column(s) {lacking}"
+    )
+
+
 def conform(data: Union[pa.Table, pd.DataFrame], source: str = "conform") -> pa.Table:
     """An event table (Arrow or pandas, recorded, imported or hand-made) as a schema table.
 
