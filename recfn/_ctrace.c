@@ -804,11 +804,14 @@ static PyObject *mod_interpolate(PyObject *Py_UNUSED(m), PyObject *args) {
         goto done;
     }
     memcpy(a, ab.buf, (size_t)n * sizeof(Anchor));
+    const int64_t limit = (int64_t)1 << 62; /* so that interpolation cannot overflow */
     int ok = n > 0 && ab.len % (Py_ssize_t)sizeof(Anchor) == 0 && vb.len % 8 == 0;
-    for (Py_ssize_t i = 1; ok && i < n; i++) ok = a[i].tsc > a[i - 1].tsc && a[i].ns >= a[i - 1].ns;
+    for (Py_ssize_t i = 0; ok && i < n; i++)
+        ok = a[i].tsc >= 0 && a[i].tsc < limit && a[i].ns >= 0 && a[i].ns < limit &&
+             (i == 0 || (a[i].tsc > a[i - 1].tsc && a[i].ns >= a[i - 1].ns));
     if (!ok) {
         PyErr_SetString(PyExc_ValueError, "interpolate needs one or more int64 (tsc, ns) anchors "
-                                          "increasing in both, and int64 values");
+                                          "in [0, 2**62), increasing in both, and int64 values");
         goto done;
     }
     out = PyBytes_FromStringAndSize(NULL, vb.len);
