@@ -23,10 +23,11 @@
  * clock read, at the first read after any recorded range started or ended (that read is the
  * anchor: exact, so a traced call never converts to before a range boundary it follows), once
  * ANCHOR_TICKS have passed since the last one, and when tracing stops. So every value lies
- * between exact clock reads at most ANCHOR_TICKS (50-260 us at TSC rates of 1-5 GHz) apart,
- * and the error is the clock's rate change within that interval (NTP slews by at most 500 ppm:
- * ns) plus half of an anchor's read (~10 ns). The conversion is monotone, so order and nesting
- * are kept. Elsewhere the hook reads clock_gettime(CLOCK_MONOTONIC) itself.
+ * between exact clock reads at most ANCHOR_TICKS (50-260 us at TSC rates of 1-5 GHz) apart;
+ * its error is at most the change of the clock's rate within that interval times its length
+ * (even a whole 500 ppm NTP slew over 100 us: 50 ns; in practice under 1 ns) plus half of one
+ * clock_gettime (~10 ns). The conversion is monotone, so order and nesting are kept.
+ * Elsewhere the hook reads clock_gettime(CLOCK_MONOTONIC) itself.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
