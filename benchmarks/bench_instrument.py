@@ -10,7 +10,9 @@ Prints a Markdown table of ratios:
   viztracer is installed (target <= 1.5x on 3.11's ``sys.setprofile``, <= 1.0x on 3.12+'s
   ``sys.monitoring``). Run it with 3.11 and with 3.13;
 * the same per traced C call with ``trace_c_calls`` (a builtin function and a bound C method),
-  against VizTracer, which traces C calls by default (no target: shown for comparison).
+  against VizTracer, which traces C calls by default (no target: shown for comparison);
+* where the C hook reads the TSC (the kernel's clock is the TSC), both costs against the same
+  hook reading clock_gettime instead.
 
 Each variant runs in interleaved rounds and keeps its best round, so a busy machine skews all
 variants alike. Takes well under a minute.
@@ -22,10 +24,11 @@ import contextlib
 import sys
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Optional
 
 import recfn
+from recfn import _tracer
 
 ROUNDS = 9
 CALLS = 200_000
@@ -132,12 +135,22 @@ def trace_overhead(c_calls: bool = False) -> list[tuple[str, float, float, Optio
 
         return timed
 
-    variants = {
-        "base": run(contextlib.nullcontext),
-        "recfn": run(
-            lambda: recfn.profile(trace_calls=True, trace_c_calls=c_calls, max_events=4 * n)
-        ),
-    }
+    def profile() -> recfn.profile:
+        return recfn.profile(trace_calls=True, trace_c_calls=c_calls, max_events=4 * n)
+
+    @contextlib.contextmanager
+    def on_clock_gettime() -> Iterator[recfn.profile]:
+        _tracer.NATIVE_TSC = False
+        try:
+            with profile() as prof:
+                yield prof
+        finally:
+            _tracer.NATIVE_TSC = True
+
+    variants = {"base": run(contextlib.nullcontext), "recfn": run(profile)}
+    tsc = _tracer.native_available() and _tracer._NATIVE.TSC
+    if tsc:
+        variants["clock_gettime"] = run(on_clock_gettime)
     try:
         from viztracer import VizTracer
     except ImportError:
@@ -159,17 +172,29 @@ def trace_overhead(c_calls: bool = False) -> list[tuple[str, float, float, Optio
     per_call = {k: (v - t["base"]) / n * 1e9 for k, v in t.items() if k != "base"}
     what = "trace_c_calls" if c_calls else "trace_calls"
     unit = "traced C call" if c_calls else "traced call"
+    rows: list[tuple[str, float, float, Optional[float]]] = []
     if "viztracer" not in per_call:
-        return [(f"{what}: added ns per {unit} (recfn alone)", per_call["recfn"], 1.0, None)]
-    target_ratio = None if c_calls else 1.0 if sys.version_info >= (3, 12) else 1.5
-    return [
-        (
-            f"{what} / VizTracer: added ns per {unit}",
-            per_call["recfn"],
-            per_call["viztracer"],
-            target_ratio,
+        rows.append((f"{what}: added ns per {unit} (recfn alone)", per_call["recfn"], 1.0, None))
+    else:
+        target_ratio = None if c_calls else 1.0 if sys.version_info >= (3, 12) else 1.5
+        rows.append(
+            (
+                f"{what} / VizTracer: added ns per {unit}",
+                per_call["recfn"],
+                per_call["viztracer"],
+                target_ratio,
+            )
         )
-    ]
+    if tsc:
+        rows.append(
+            (
+                f"{what}, the hook on the TSC / on clock_gettime: added ns per {unit}",
+                per_call["recfn"],
+                per_call["clock_gettime"],
+                None,
+            )
+        )
+    return rows
 
 
 def main() -> int:

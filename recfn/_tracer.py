@@ -69,6 +69,9 @@ USES_MONITORING: Final = sys.version_info >= (3, 12)
 
 NATIVE_SEQ: Final[i64] = 1 << 31  # the C hook's rows are numbered from here on each thread
 NATIVE_ROW: Final = "=qqqii"  # recfn._ctrace's rows: start, end, user handle, name id, parent
+# The C hook reads the TSC where the kernel's clock is the TSC (not Final: tests turn it off to
+# run the hook on clock_gettime)
+NATIVE_TSC = True
 
 _log: Final = logging.getLogger("recfn")
 _clock: Final = time.perf_counter_ns
@@ -306,6 +309,7 @@ class Tracer:
             recorder.clock_offset,
             self.c_calls,
             disable,
+            NATIVE_TSC,
         )
         self.native = native
         if USES_MONITORING:

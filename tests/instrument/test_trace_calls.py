@@ -7,10 +7,9 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from instrument_helpers import make_module
+from instrument_helpers import NATIVE_CLOCKS, make_module, native_clock
 
 import recfn
-from recfn import _tracer
 
 GRAPH = """
 import recfn
@@ -59,12 +58,12 @@ def graph():
     return make_module("callgraph", GRAPH)
 
 
-@pytest.fixture(autouse=True, params=["c-hook", "python"])
+@pytest.fixture(autouse=True, params=[*NATIVE_CLOCKS, "python"])
 def tracer_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs on the C profile hook (compiled builds) and on the Python tracer."""
-    if request.param == "c-hook":
-        if not _tracer.native_available():
-            pytest.skip("recfn._ctrace is not built (pure install)")
+    """Every test runs on the C profile hook (compiled builds) on each of its clocks, and on
+    the Python tracer."""
+    if request.param in NATIVE_CLOCKS:
+        native_clock(monkeypatch, request.param)
     else:
         monkeypatch.setenv("RECFN_CTRACE", "0")
     return str(request.param)

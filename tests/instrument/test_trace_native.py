@@ -1,7 +1,8 @@
 """trace_calls on the C profile hook (recfn._ctrace) records what the Python tracer records.
 
-Each workload runs under both tracers; the tables must agree on every row's name, kind, depth,
-parent and thread, and on the dropped-event count (ids and times differ between runs).
+Each workload runs under both tracers, the C hook on each of its clocks; the tables must agree
+on every row's name, kind, depth, parent and thread, and on the dropped-event count (ids and
+times differ between runs).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import threading
 
 import pytest
-from instrument_helpers import make_module
+from instrument_helpers import NATIVE_CLOCKS, make_module, native_clock
 
 import recfn
 from recfn import _tracer
@@ -87,6 +88,12 @@ def c_calls(n):
 """
 
 
+@pytest.fixture(autouse=True, params=NATIVE_CLOCKS)
+def clock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    native_clock(monkeypatch, request.param)
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
 def work():
     return make_module("nativework", WORK)
@@ -118,7 +125,9 @@ def both(monkeypatch: pytest.MonkeyPatch, body, include=("nativework",), **optio
     for flag in ("1", "0"):
         monkeypatch.setenv("RECFN_CTRACE", flag)
         with recfn.profile(trace_calls=True, trace_include=list(include), **options) as prof:
-            assert (prof._tracer.native is not None) == (flag == "1")
+            native = prof._tracer.native
+            assert (native is not None) == (flag == "1")
+            assert native is None or native.tsc == _tracer.NATIVE_TSC
             body()
         results.append(prof)
     return results
