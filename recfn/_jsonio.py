@@ -45,7 +45,7 @@ def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArr
             present = np.zeros(2 * n - 1, dtype=bool)
             present[0::2] = _present(text, bounds[0::2], np.diff(bounds)[0::2])
             data = pa.py_buffer(text)
-            return _strings(2 * n - 1, bounds, data, present).take(pa.array(2 * rows)), text
+            return string_array(2 * n - 1, bounds, data, present).take(pa.array(2 * rows)), text
     blobs = [compact(dumps(v)) for v in values]
     lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=n)
     text = b"[" + b",".join(blobs) + b"]"
@@ -59,7 +59,7 @@ def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArr
     present = np.zeros(max(2 * n - 1, 0), dtype=bool)
     present[0::2] = _present(text, bounds[0::2], lengths)
     bounds = bounds if n else np.zeros(1, dtype=np.int64)
-    strings = _strings(max(2 * n - 1, 0), bounds, pa.py_buffer(text), present)
+    strings = string_array(max(2 * n - 1, 0), bounds, pa.py_buffer(text), present)
     return strings.take(pa.array(2 * rows)), text
 
 
@@ -83,7 +83,7 @@ def _present(text: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray
     return np.asarray((lengths > 0) & ~empty & ~null)
 
 
-def _strings(
+def string_array(
     n: int, offsets: np.ndarray, data: pa.Buffer, present: np.ndarray
 ) -> pa.LargeStringArray:
     """A string array over `data` without copying it; `present` is the validity."""

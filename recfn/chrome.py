@@ -41,6 +41,7 @@ from recfn._chrome_import import (
     BATCH,
     OUTLINE,
     Columns,
+    NativeBatch,
     Outline,
     decode_events,
     dictionaries_by_row,
@@ -170,14 +171,14 @@ def _outline(raw: bytes | bytearray, source: str) -> tuple[list[msgspec.Raw], in
     return events, base_ns
 
 
-def _batches(events: list[msgspec.Raw], source: str) -> Iterator[list[Any]]:
+def _batches(events: list[msgspec.Raw], source: str) -> Iterator[list[Any] | NativeBatch]:
     """`BATCH` events at a time, decoded as `Event` structs, or plain values when they do not
     fit them; `events` is emptied on the way, so that their text can be freed."""
     while events:
         text = b"[" + b",".join(events[:BATCH]) + b"]"
         del events[:BATCH]
         try:
-            batch = decode_events(text)
+            batch = decode_events(text, MAX_DEPTH)  # the file's depth is checked
         except msgspec.ValidationError as error:  # numbers beyond float64
             raise TraceFormatError(f"{source}: not a JSON trace: {error}") from None
         except (ValueError, UnicodeDecodeError) as error:
