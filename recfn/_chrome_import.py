@@ -343,7 +343,7 @@ class _ArgsPart:
         n, data = columns["n"], columns["args.data"]
         offsets = np.frombuffer(columns["args.offsets"], np.int64)
         present = np.frombuffer(columns["args.present"], bool)
-        strings = string_array(n, offsets, pa.py_buffer(data), present)
+        strings = string_array(n, offsets, _pooled(data), present)
         if b'"Input Dims"' in data:
             bounds = offsets.tolist()
             text = b"[" + b",".join(data[lo:hi] for lo, hi in zip(bounds, bounds[1:])) + b"]"
@@ -365,6 +365,15 @@ class _ArgsPart:
         }
         self.has_shapes = torch_args is not None and b'"Input Dims"' in text
         self.shapes = _shapes(torch_args if self.has_shapes else None, n)
+
+
+def _pooled(data: bytes) -> pa.Buffer:
+    """A copy of `data` in Arrow's memory pool, where the table's strings are gathered from
+    such parts later: the memory a part frees is reused there, not kept by another allocator
+    (which would add up to the peak)."""
+    buffer = pa.allocate_buffer(len(data))
+    np.frombuffer(buffer, np.uint8)[:] = np.frombuffer(data, np.uint8)
+    return buffer
 
 
 class Columns:
