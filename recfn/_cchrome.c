@@ -167,12 +167,29 @@ static int utf8_sequence(Parser *ps) {
     return OK;
 }
 
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* Whether none of the 8 bytes at `s` ends a plain run of a string: a quote, a backslash, a
+ * control character or a byte of a multi-byte UTF-8 sequence (bit tricks on a 64-bit word:
+ * (x - ONES) & ~x & HIGHS is nonzero where a byte of x is zero, (x - n * ONES) & ~x & HIGHS
+ * where a byte is below n < 0x80). */
+static inline int plain8(Ptr s) {
+    uint64_t x;
+    memcpy(&x, s, 8);
+    uint64_t quote = x ^ ('"' * ONES), backslash = x ^ ('\\' * ONES);
+    uint64_t stop = ((quote - ONES) & ~quote) | ((backslash - ONES) & ~backslash) |
+                    ((x - 0x20 * ONES) & ~x) | x;
+    return (stop & HIGHS) == 0;
+}
+
 /* A string (p at its opening quote): `content` and `len` tell what lies between the quotes, as
  * written; *escaped whether it has escapes. Checks UTF-8, escapes and control characters. */
 static int scan_string(Parser *ps, Ptr *content, size_t *len, int *escaped) {
     Ptr start = ++ps->p;
     *escaped = 0;
     for (;;) {
+        while (ps->end - ps->p >= 8 && plain8(ps->p)) ps->p += 8;
         while (ps->p < ps->end && *ps->p >= 0x20 && *ps->p < 0x80 && *ps->p != '"' &&
                *ps->p != '\\')
             ps->p++;
