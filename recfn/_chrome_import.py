@@ -15,7 +15,7 @@ import ctypes
 import importlib
 import operator
 from collections.abc import Sequence
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, itemgetter
 from typing import Any, Union
 
@@ -312,6 +312,12 @@ class _Args:
 
     def __setitem__(self, i: int, value: Any) -> None:
         self.others[self._other(i)] = value
+
+    def values(self, index: np.ndarray) -> list[Any]:
+        """The args of the other events at `index`."""
+        if index.size and index.min() < self.offset:
+            raise IndexError("complete events' args are JSON text already")
+        return [self.others[i] for i in (index - self.offset).tolist()]
 
     def _other(self, i: int) -> int:
         if i < self.offset:
@@ -771,14 +777,15 @@ def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: _Args) -
     """Instants become marks; torch's "[memory]" instants become memory events."""
     index = phases.where(*INSTANT_PHASES)
     memory = name[index] == TORCH_MEMORY
-    memory[memory] = [isinstance(args[i], dict) and "Bytes" in args[i] for i in index[memory]]
+    candidates = args.values(index[memory])
+    allocation = [isinstance(a, dict) and "Bytes" in a for a in candidates]
+    memory[memory] = allocation
+    found = list(compress(candidates, allocation))
     rows.add(index[~memory], MARK)
     allocations = index[memory]
     if allocations.size:
-        sizes = _int64s(
-            [args[i]["Bytes"] for i in allocations.tolist()], "memory Bytes", rows.source
-        )
-        devices = _objects([_torch_device(args[i]) for i in allocations])
+        sizes = _int64s([a["Bytes"] for a in found], "memory Bytes", rows.source)
+        devices = _objects([_torch_device(a) for a in found])
         rows.add(allocations, MEMORY, memory_bytes=sizes, device=devices)
 
 
