@@ -170,17 +170,28 @@ static int utf8_sequence(Parser *ps) {
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 
-/* Whether none of the 8 bytes at `s` ends a plain run of a string: a quote, a backslash, a
- * control character or a byte of a multi-byte UTF-8 sequence (bit tricks on a 64-bit word:
- * (x - ONES) & ~x & HIGHS is nonzero where a byte of x is zero, (x - n * ONES) & ~x & HIGHS
- * where a byte is below n < 0x80). */
-static inline int plain8(Ptr s) {
-    uint64_t x;
-    memcpy(&x, s, 8);
-    uint64_t quote = x ^ ('"' * ONES), backslash = x ^ ('\\' * ONES);
-    uint64_t stop = ((quote - ONES) & ~quote) | ((backslash - ONES) & ~backslash) |
-                    ((x - 0x20 * ONES) & ~x) | x;
-    return (stop & HIGHS) == 0;
+static inline int is_plain(unsigned c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+
+/* The first byte at or after `s` that ends a plain run of a string: a quote, a backslash, a
+ * control character or a byte of a multi-byte UTF-8 sequence; `end` if none does. Eight bytes
+ * at a time where words load little-endian: in a word x, (x - ONES) & ~x & HIGHS marks zero
+ * bytes and (x - n * ONES) & ~x & HIGHS bytes below n (n <= 0x80), exactly up to the first
+ * one marked, which is the one wanted. */
+static inline Ptr plain_run(Ptr s, Ptr end) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (end - s >= 8) {
+        uint64_t x;
+        memcpy(&x, s, 8);
+        uint64_t quote = x ^ ('"' * ONES), backslash = x ^ ('\\' * ONES);
+        uint64_t stop = (((quote - ONES) & ~quote) | ((backslash - ONES) & ~backslash) |
+                         ((x - 0x20 * ONES) & ~x) | x) &
+                        HIGHS;
+        if (stop) return s + (__builtin_ctzll(stop) >> 3);
+        s += 8;
+    }
+#endif
+    while (s < end && is_plain(*s)) s++;
+    return s;
 }
 
 /* A string (p at its opening quote): `content` and `len` tell what lies between the quotes, as
@@ -189,10 +200,7 @@ static int scan_string(Parser *ps, Ptr *content, size_t *len, int *escaped) {
     Ptr start = ++ps->p;
     *escaped = 0;
     for (;;) {
-        while (ps->end - ps->p >= 8 && plain8(ps->p)) ps->p += 8;
-        while (ps->p < ps->end && *ps->p >= 0x20 && *ps->p < 0x80 && *ps->p != '"' &&
-               *ps->p != '\\')
-            ps->p++;
+        ps->p = plain_run(ps->p, ps->end);
         if (ps->p >= ps->end) return NOT_FAST;
         unsigned c = *ps->p;
         if (c == '"') break;
@@ -402,10 +410,18 @@ typedef struct {
     size_t n, cap, n_slots;
 } Labels;
 
+/* A hash of a string's bytes, a word at a time. */
 static uint64_t hash_of(Ptr s, size_t len) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) h = (h ^ s[i]) * 1099511628211ULL;
-    return h;
+    uint64_t h = len * 0x9E3779B97F4A7C15ULL, w;
+    for (; len >= 8; s += 8, len -= 8) {
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    w = 0;
+    memcpy(&w, s, len);
+    h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL;
+    return h ^ (h >> 29);
 }
 
 static int labels_grow(Labels *t) {
