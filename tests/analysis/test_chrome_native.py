@@ -355,5 +355,6 @@ def test_generated_traces_read_the_same_both_ways(
 ) -> None:
     path = tmp_path_factory.getbasetemp() / "generated.json"
     document: Any = events if form == "list" else {"traceEvents": events}
-    path.write_text(json.dumps(document, ensure_ascii=ascii_only, indent=indent), "utf-8")
+    text = json.dumps(document, ensure_ascii=ascii_only, indent=indent)
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))  # lone surrogates: bytes not UTF-8
     assert_same_both_ways(path)
