@@ -63,6 +63,7 @@ static int buf_reserve(Buf *b, size_t extra) {
 }
 
 static inline int buf_put(Buf *b, const void *src, size_t n) {
+    if (n == 0) return OK;
     RETURN_IF(buf_reserve(b, n));
     memcpy(b->data + b->len, src, n);
     b->len += n;

@@ -1,7 +1,8 @@
 """Chrome trace events (parsed JSON) to a recfn event table; see `recfn.chrome.read_chrome_trace`.
 
-Traces are decoded by msgspec into `Event` structs, whose ``args`` stay JSON text
-(``msgspec.Raw``) unless an event's args are needed as values; traces that do not fit them
+Batches of the common shape are decoded by the native decoder (`NATIVE`, compiled builds) into
+columns (`NativeBatch`); the others by msgspec into `Event` structs, whose ``args`` stay JSON text
+(``msgspec.Raw``) unless an event's args are needed as values, and those that do not fit them
 (unknown event fields, fields of other types) into plain dicts and lists. Each batch becomes
 compact columns (numpy arrays, dictionary codes, Arrow strings) before the next is decoded, and
 the table is built in Arrow from those (`events_table`), each intermediate dropped once used, so

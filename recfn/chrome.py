@@ -7,9 +7,11 @@ the threads. Parents come from interval nesting per thread. Other phases (flows,
 objects, samples) are skipped. Event fields without a column are kept in ``args`` as JSON.
 
 A torch trace can hold millions of events, so the file is read a chunk at a time
-(`recfn._chrome_stream`) and each chunk's events are decoded by msgspec into typed structs
-whose args stay unparsed JSON text (batches with other event fields into plain dicts and
-lists), then become compact columns before the next chunk is read; the event table is built
+(`recfn._chrome_stream`) and each chunk's events become compact columns before the next chunk
+is read: in compiled builds a native decoder (``recfn/_cchrome.c``) reads the common shape
+straight into columns; other batches (and every batch of a pure install) are decoded by msgspec
+into typed structs whose args stay unparsed JSON text (batches with other event fields into
+plain dicts and lists). Both give the same table. The event table is built
 in Arrow from those (``recfn.load`` keeps it, `read_chrome_trace` converts it to pandas);
 nothing touches pandas per event. Writing encodes a batch of rows at a time through the (gzip) stream.
 """
