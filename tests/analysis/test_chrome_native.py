@@ -125,6 +125,15 @@ def test_common_batches_decode_natively_into_the_columns_msgspec_gives() -> None
     assert [e.ph for e in batch.others] == ["M", "i", "i", "i"]
 
 
+def test_many_distinct_names_keep_their_codes_as_the_table_grows() -> None:
+    names = [f"op{i % 1500}" for i in range(4000)]
+    events = [{"ph": "X", "name": n, "cat": n[:3], "pid": 1, "tid": 1} for n in names]
+    batch = decode_events(json.dumps(events).encode(), MAX_DEPTH)
+    assert isinstance(batch, NativeBatch)
+    assert batch.scalars()["name"].to_pylist() == names
+    assert batch.columns["name.values"] == names[:1500]
+
+
 @pytest.mark.parametrize(
     "event",
     [
