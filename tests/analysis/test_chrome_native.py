@@ -65,7 +65,8 @@ def assert_same_both_ways(path: Path) -> None:
 
 
 def native_columns(text: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any] | None:
-    return NATIVE(text, max_depth, -1, 0)  # type: ignore[no-any-return]
+    columns: dict[str, Any] | None = NATIVE(text, max_depth, -1, 0)
+    return columns
 
 
 def torch_events(n: int) -> list[dict[str, Any]]:
@@ -165,7 +166,7 @@ def test_batches_it_does_not_fully_understand_are_left_to_msgspec(event: str) ->
     common = '{"ph":"X","name":"n","pid":1,"tid":1,"ts":1,"dur":1}'
     text = f"[{common},{event}]".encode("utf-8", "surrogateescape")
     assert native_columns(f"[{common}]".encode()) is not None
-    assert native_columns(text) is None or "unknown" in event
+    assert native_columns(text) is None
     try:
         decoded = decode_events(text, MAX_DEPTH)
     except ValueError:  # msgspec's errors, which the readers report
