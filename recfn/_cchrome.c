@@ -289,29 +289,31 @@ static const double POWERS_OF_TEN[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6, 
                                        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 /* The number `n` as the nearest float64, as msgspec converts it (an integer through its exact
- * value, so "-0" is +0.0). Numbers of at most 15 significant digits times a power of ten within
- * 1e22 are exact operands of one correctly rounded operation (Clinger's fast path); the others go
- * through Python's correctly rounded strtod. NOT_FAST for numbers that do not fit a finite one. */
+ * value, so "-0" is +0.0). A mantissa of at most 2^53 (so exact in a double; up to 16 digits)
+ * times a power of ten within 1e22 are exact operands of one correctly rounded operation
+ * (Clinger's fast path); other numbers go through Python's correctly rounded strtod. NOT_FAST for
+ * numbers that do not fit a finite double. */
 static int to_double(const Number *n, double *out) {
     Ptr s = n->start, end = n->start + n->len;
     int negative = *s == '-', after_point = 0, significant = 0;
     uint64_t mantissa = 0;
     long fraction = 0; /* digits taken after the point */
     if (negative) s++;
-    for (; s < end && *s != 'e' && *s != 'E' && significant <= 15; s++) {
+    for (; s < end && *s != 'e' && *s != 'E' && significant < 19; s++) {
         if (*s == '.') {
             after_point = 1;
             continue;
         }
         if (mantissa != 0 || *s != '0') {
-            mantissa = mantissa * 10 + (uint64_t)(*s - '0');
+            mantissa = mantissa * 10 + (uint64_t)(*s - '0'); /* < 10^19: no overflow */
             significant++;
         }
         fraction += after_point;
     }
     int taken_all = s == end || *s == 'e' || *s == 'E';
     long exp10 = n->exp - fraction;
-    if (taken_all && significant <= 15 && (mantissa == 0 || (exp10 >= -22 && exp10 <= 22))) {
+    if (taken_all && mantissa <= (1ULL << 53) &&
+        (mantissa == 0 || (exp10 >= -22 && exp10 <= 22))) {
         double v = exp10 < 0 ? (double)mantissa / POWERS_OF_TEN[mantissa ? -exp10 : 0]
                              : (double)mantissa * POWERS_OF_TEN[mantissa ? exp10 : 0];
         *out = negative && !(n->is_int && v == 0.0) ? -v : v;

@@ -197,6 +197,10 @@ NUMBERS = st.one_of(
         st.integers(0, 330),
     ),
     st.sampled_from(["-0", "-0.0", "0.0e5", "-0e-3", "1e22", "1e23", "9007199254740993"]),
+    st.sampled_from(["9007199254740992", "9007199254.740993", "1700000000123.456", "0.1"]).map(
+        lambda digits: digits + "e-22"
+    ),
+    st.integers(10**15, 10**17).map(lambda m: f"{m // 1000}.{m % 1000:03d}"),
 )
 
 
@@ -213,6 +217,23 @@ def test_times_convert_as_msgspec_converts_them(number: str) -> None:
         return
     if columns is not None:
         assert columns["ts"] == struct.pack("=d", expected)
+
+
+def test_many_random_times_convert_bit_for_bit() -> None:
+    """Mantissas up to 2^54 (both sides of the fast path's 2^53), points anywhere, exponents."""
+    rng = random.Random(5)
+    texts = []
+    for _ in range(20_000):
+        digits = str(rng.randrange(1, 2**54))
+        point = rng.randrange(len(digits) + 1)
+        text = f"{digits[:point] or 0}.{digits[point:] or 0}"
+        text += f"e{rng.randrange(-25, 25)}" if rng.random() < 0.3 else ""
+        texts.append(f"-{text}" if rng.random() < 0.5 else text)
+    events = ",".join(f'{{"ph":"X","pid":1,"tid":1,"ts":{t}}}' for t in texts)
+    text = f"[{events}]".encode()
+    columns = native_columns(text)
+    assert columns is not None
+    assert columns["ts"] == struct.pack(f"={len(texts)}d", *(e.ts for e in EVENTS.decode(text)))
 
 
 def test_results_hold_no_extra_references_and_nothing_leaks() -> None:
