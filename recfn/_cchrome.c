@@ -13,7 +13,7 @@
  * It returns None for any batch it does not fully understand, so that the caller decodes it as
  * before (and reports its errors as before): JSON it rejects, fields that recfn._chrome_import's
  * Event struct lacks or duplicated fields, keys with escapes, "X" events with kept fields (s, id,
- * bp), names that are not plain strings, pid/tid/ids that are not int64 integers, numbers it
+ * bp), names that are not strings, pid/tid/ids that are not int64 integers, numbers it
  * cannot convert exactly, invalid UTF-8, lone surrogates, nesting deeper than max_depth. No
  * Python object is made until the batch is known to fit.
  */
@@ -399,12 +399,74 @@ static int value(Parser *ps, Buf *out, int depth) {
     }
 }
 
+/* A code point's UTF-8 bytes (not a surrogate: scan_string refuses lone ones). */
+static int put_utf8(Buf *out, uint32_t cp) {
+    unsigned char bytes[4];
+    size_t n;
+    if (cp < 0x80) {
+        bytes[0] = (unsigned char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        bytes[0] = (unsigned char)(0xC0 | cp >> 6);
+        bytes[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        bytes[0] = (unsigned char)(0xE0 | cp >> 12);
+        bytes[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        bytes[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        bytes[0] = (unsigned char)(0xF0 | cp >> 18);
+        bytes[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+        bytes[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        bytes[3] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    return buf_put(out, bytes, n);
+}
+
+/* The UTF-8 text of a string's content `s` (as written; scan_string checked its escapes),
+ * appended to `out`. */
+static int unescape(Ptr s, size_t len, Buf *out) {
+    Ptr end = s + len;
+    while (s < end) {
+        Ptr run = s;
+        while (s < end && *s != '\\') s++;
+        RETURN_IF(buf_put(out, run, (size_t)(s - run)));
+        if (end - s < 2) break;
+        unsigned unit, low;
+        switch (s[1]) {
+            case 'b': unit = '\b'; break;
+            case 'f': unit = '\f'; break;
+            case 'n': unit = '\n'; break;
+            case 'r': unit = '\r'; break;
+            case 't': unit = '\t'; break;
+            case 'u':
+                if (hex4(s + 2, end, &unit) != OK) return NOT_FAST;
+                if (unit >= 0xD800 && unit <= 0xDBFF) { /* the pair's low half follows */
+                    if (hex4(s + 8, end, &low) != OK) return NOT_FAST;
+                    RETURN_IF(put_utf8(out, 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)));
+                    s += 12;
+                } else {
+                    RETURN_IF(put_utf8(out, unit));
+                    s += 6;
+                }
+                continue;
+            default: unit = s[1]; /* a quote, a backslash or a slash */
+        }
+        RETURN_IF(buf_byte(out, (unsigned char)unit));
+        s += 2;
+    }
+    return OK;
+}
+
 /* -- distinct strings (names, categories) by their text -------------------------------------- */
 
 typedef struct {
-    Ptr text;
+    Ptr text;  /* into the batch's text, or `own` */
     size_t len;
     uint64_t hash;
+    char *own; /* the decoded text of a string written with escapes, NULL for the others */
 } Label;
 
 typedef struct {
@@ -450,8 +512,9 @@ static int labels_grow(Labels *t) {
     return OK;
 }
 
-/* The code of the string `text` (as written, without escapes), added if new. */
-static int label_code(Labels *t, Ptr text, size_t len, int32_t *code) {
+/* The code of the string whose UTF-8 bytes are `text`, added if new (a copy of `text` kept
+ * where `copy` is set: it does not outlive the call). */
+static int label_code(Labels *t, Ptr text, size_t len, int copy, int32_t *code) {
     if (t->n + 1 > t->cap) {
         if (t->n >= INT32_MAX / 4) return NOT_FAST;
         RETURN_IF(labels_grow(t));
@@ -465,7 +528,17 @@ static int label_code(Labels *t, Ptr text, size_t len, int32_t *code) {
             return OK;
         }
     }
-    t->labels[t->n] = (Label){text, len, h};
+    char *own = NULL;
+    if (copy) {
+        own = PyMem_Malloc(len ? len : 1);
+        if (own == NULL) {
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        if (len) memcpy(own, text, len);
+        text = (Ptr)own;
+    }
+    t->labels[t->n] = (Label){text, len, h, own};
     t->slots[j] = (int32_t)++t->n;
     *code = (int32_t)(t->n - 1);
     return OK;
@@ -546,6 +619,7 @@ static int token(Parser *ps, Token *t, int depth) {
 typedef struct {
     Buf ts, dur, pid, tid, ids[2], has_id[2], torch[2], names, cats, has_args, args_at, args;
     Buf others;
+    Buf scratch; /* a name's decoded text */
     Labels name_labels, cat_labels;
     size_t n, n_others;
     int any_id[2];
@@ -558,8 +632,10 @@ static void batch_free(Batch *b) {
                    &b->names,    &b->cats,     &b->has_args, &b->args_at, &b->args,
                    &b->others};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) PyMem_Free(bufs[i]->data);
+    PyMem_Free(b->scratch.data);
     Labels *tables[] = {&b->name_labels, &b->cat_labels};
     for (int i = 0; i < 2; i++) {
+        for (size_t j = 0; j < tables[i]->n; j++) PyMem_Free(tables[i]->labels[j].own);
         PyMem_Free(tables[i]->labels);
         PyMem_Free(tables[i]->slots);
     }
@@ -626,10 +702,17 @@ static int time_column(Buf *column, const Token *t) {
     return put_f64(column, v);
 }
 
-static int label_column(Buf *column, Labels *labels, const Token *t) {
+static int label_column(Buf *column, Labels *labels, const Token *t, Buf *scratch) {
     int32_t code = -1;
-    if (t->kind == IS_STRING && !t->escaped) RETURN_IF(label_code(labels, t->text, t->len, &code));
-    else if (t->kind != ABSENT && t->kind != IS_NULL) return NOT_FAST;
+    if (t->kind == IS_STRING && !t->escaped) {
+        RETURN_IF(label_code(labels, t->text, t->len, 0, &code));
+    } else if (t->kind == IS_STRING) {
+        scratch->len = 0;
+        RETURN_IF(unescape(t->text, t->len, scratch));
+        RETURN_IF(label_code(labels, (Ptr)scratch->data, scratch->len, 1, &code));
+    } else if (t->kind != ABSENT && t->kind != IS_NULL) {
+        return NOT_FAST;
+    }
     return put_i32(column, code);
 }
 
@@ -656,8 +739,8 @@ static int add_complete(Batch *b, const Token *f, size_t args_start, int64_t tor
     RETURN_IF(time_column(&b->dur, &f[DUR]));
     RETURN_IF(id_column(&b->pid, &f[PID]));
     RETURN_IF(id_column(&b->tid, &f[TID]));
-    RETURN_IF(label_column(&b->names, &b->name_labels, &f[NAME]));
-    RETURN_IF(label_column(&b->cats, &b->cat_labels, &f[CAT]));
+    RETURN_IF(label_column(&b->names, &b->name_labels, &f[NAME], &b->scratch));
+    RETURN_IF(label_column(&b->cats, &b->cat_labels, &f[CAT], &b->scratch));
     RETURN_IF(optional_id_column(b, 0, &f[RECFN_ID]));
     RETURN_IF(optional_id_column(b, 1, &f[RECFN_PARENT_ID]));
     if (f[ARGS].kind == ABSENT) RETURN_IF(buf_put(&b->args, "null", 4));
