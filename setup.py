@@ -1,5 +1,6 @@
-"""Build recfn: the hot modules of recfn/ are compiled with mypyc, and trace_calls' C profile
-hook (recfn/_ctrace.c) beside them, unless RECFN_NO_MYPYC=1."""
+"""Build recfn: the hot modules of recfn/ are compiled with mypyc, and beside them trace_calls' C
+profile hook (recfn/_ctrace.c) and the Chrome trace reader's native decoder (recfn/_cchrome.c),
+unless RECFN_NO_MYPYC=1."""
 
 import os
 
@@ -21,8 +22,9 @@ if os.environ.get("RECFN_NO_MYPYC", "") not in ("1", "true", "yes"):
     ext_modules = mypycify(
         ["--follow-imports=silent", *COMPILED_MODULES], opt_level="3", debug_level="1"
     )
-    ext_modules.append(
-        Extension("recfn._ctrace", ["recfn/_ctrace.c"], extra_compile_args=["-O3", "-Wall"])
-    )
+    ext_modules += [
+        Extension(f"recfn.{name}", [f"recfn/{name}.c"], extra_compile_args=["-O3", "-Wall"])
+        for name in ("_ctrace", "_cchrome")
+    ]
 
 setup(ext_modules=ext_modules)

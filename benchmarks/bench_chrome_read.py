@@ -2,8 +2,9 @@
 
 Run: ``python benchmarks/bench_chrome_read.py`` (``--events N``; default 300k). The trace is
 `bench_analysis.torch_shaped_trace`. Side by side in one process: the msgspec decode alone (the
-floor), the nesting-depth scan alone (the price of the bound on JSON nesting), the read to Arrow
-(``recfn.load``'s path) and the read to pandas; best of 3 each. Peak memory is measured for each
+floor of the msgspec path), the nesting-depth scan alone (the price of the bound on JSON nesting
+there), the read to Arrow (``recfn.load``'s path) and the read to pandas, each with the native
+decoder (``recfn._cchrome``, compiled builds) and without it; best of 3 each. Peak memory is measured for each
 reader in a fresh process (VmHWM growth during one read) and compared with the size of the
 resulting Arrow table.
 """
@@ -24,7 +25,7 @@ from bench_analysis import best_of, parse_alone, torch_shaped_trace
 from bench_chrome_convert import status_bytes
 
 import recfn
-from recfn import chrome
+from recfn import _chrome_import, chrome
 
 READERS = {
     "read_chrome_table (Arrow, recfn.load)": chrome.read_chrome_table,
@@ -55,8 +56,16 @@ def main() -> None:
         rows = [
             ("JSON decode alone (msgspec)", best_of(3, lambda: parse_alone(raw))),
             ("nesting-depth scan alone", best_of(3, lambda: chrome.check_depth(raw, "t"))),
-            *((reader, best_of(3, lambda r=read: r(path))) for reader, read in READERS.items()),
         ]
+        for reader, read in READERS.items():
+            for label, native in (("native decoder", _chrome_import.NATIVE), ("msgspec", None)):
+                if label == "native decoder" and native is None:
+                    continue  # a pure install: no native decoder
+                _chrome_import.NATIVE, saved = native, _chrome_import.NATIVE
+                try:
+                    rows.append((f"{reader}, {label}", best_of(3, lambda r=read: r(path))))
+                finally:
+                    _chrome_import.NATIVE = saved
         table_bytes = recfn.load(path).table.nbytes
         context = multiprocessing.get_context("spawn")
         peaks = {}
@@ -73,7 +82,8 @@ def main() -> None:
         print(f"| {operation} | {size} | {seconds:.3f} | {n / seconds:,.0f} events/s | "
               f"{seconds / floor:.2f}x |")  # fmt: skip
     print(f"\nThe Arrow table: {table_bytes / 2**20:.0f} MiB\n")
-    print("| reader | peak memory growth of one read | / Arrow table |")
+    label = "native decoder" if _chrome_import.NATIVE is not None else "msgspec"
+    print(f"| reader ({label}) | peak memory growth of one read | / Arrow table |")
     print("|---|---:|---:|")
     for reader, peak in peaks.items():
         print(f"| {reader} | {peak / 2**20:.0f} MiB | {peak / table_bytes:.2f}x |")

@@ -111,7 +111,8 @@ COMPILED_MODULES = (
     "recfn._stacks",
     "recfn._tracer",
 )
-NATIVE_MODULES = ("recfn._ctrace",)  # C extensions built with them (trace_calls' profile hook)
+# C extensions built with them: trace_calls' profile hook, the Chrome reader's native decoder.
+NATIVE_MODULES = ("recfn._ctrace", "recfn._cchrome")
 
 
 def _is_extension(name: str) -> bool:

@@ -1,7 +1,8 @@
 """Chrome trace events (parsed JSON) to a recfn event table; see `recfn.chrome.read_chrome_trace`.
 
-Traces are decoded by msgspec into `Event` structs, whose ``args`` stay JSON text
-(``msgspec.Raw``) unless an event's args are needed as values; traces that do not fit them
+Batches of the common shape are decoded by the native decoder (`NATIVE`, compiled builds) into
+columns (`NativeBatch`); the others by msgspec into `Event` structs, whose ``args`` stay JSON text
+(``msgspec.Raw``) unless an event's args are needed as values, and those that do not fit them
 (unknown event fields, fields of other types) into plain dicts and lists. Each batch becomes
 compact columns (numpy arrays, dictionary codes, Arrow strings) before the next is decoded, and
 the table is built in Arrow from those (`events_table`), each intermediate dropped once used, so
@@ -12,9 +13,10 @@ from it (`frame_of`). Nothing here touches pandas per event.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import operator
 from collections.abc import Sequence
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, itemgetter
 from typing import Any, Union
 
@@ -25,7 +27,7 @@ import pyarrow as pa
 from msgspec.structs import astuple
 
 from recfn._frames import INT64_MAX, INT64_MIN
-from recfn._jsonio import json_strings, loads
+from recfn._jsonio import json_strings, loads, string_array
 from recfn._nesting import depths, parents_from_nesting
 from recfn.errors import TraceFormatError
 from recfn.schema import (
@@ -90,15 +92,73 @@ EVENTS = msgspec.json.Decoder(list[Event])
 """Decodes a JSON list of events that fit `Event`; msgspec.ValidationError for others."""
 
 
-def decode_events(text: bytes) -> list[Any]:
-    """The JSON list of events `text` as `Event` structs, or as plain values when some do not
-    fit them; the plain decode's errors propagate (msgspec.ValidationError for numbers beyond
-    float64, ValueError for text that is not JSON)."""
+def decode_events(text: bytes, max_depth: int) -> list[Any] | NativeBatch:
+    """The JSON list of events `text`: a `NativeBatch` where the native decoder reads it (it
+    then has checked that the JSON nests at most `max_depth` levels, the list's own included),
+    else `Event` structs, or plain values when some do not fit them; the plain decode's errors
+    propagate (msgspec.ValidationError for numbers beyond float64, ValueError for text that is
+    not JSON)."""
+    if NATIVE is not None:
+        batch = _native_batch(text, max_depth)
+        if batch is not None:
+            return batch
     try:
         return EVENTS.decode(text)
     except msgspec.ValidationError:
         values: list[Any] = loads(text)
         return values
+
+
+def _native_decoder() -> Any:
+    """recfn._cchrome's decode (built with the compiled modules), or None."""
+    try:
+        return importlib.import_module("recfn._cchrome").decode
+    except ImportError:
+        return None
+
+
+NATIVE: Any = _native_decoder()
+"""The native decoder of batches of the common shape (`NativeBatch`), None where it is not
+built; the msgspec path decodes the others, and every batch when this is None (tests set it)."""
+
+
+class NativeBatch:
+    """A batch decoded by recfn._cchrome: the columns of its complete events (`columns`: arrays
+    as bytes, names and categories as codes into their distinct strings, args as compact JSON
+    text), and its other events as `Event` structs."""
+
+    def __init__(self, columns: dict[str, Any], others: list[Event]) -> None:
+        self.columns, self.others = columns, others
+
+    def scalars(self) -> dict[str, Any]:
+        """The complete events' columns, as `_scalars` gives them."""
+        c = self.columns
+        out: dict[str, Any] = {key: np.frombuffer(c[key], np.float64) for key in ("ts", "dur")}
+        for key in ("name", "cat"):
+            codes = np.frombuffer(c[f"{key}.codes"], np.int32)
+            out[key] = pa.DictionaryArray.from_arrays(
+                pa.array(codes, mask=codes < 0), pa.array(c[f"{key}.values"], pa.string())
+            )
+        for key in ("pid", "tid"):
+            out[key] = np.frombuffer(c[key], np.int64)
+        for key in IDS:
+            present = c[f"{key}.present"]
+            out[key] = None if present is None else np.frombuffer(c[key], np.int64)
+            out[f"{key}.present"] = None if present is None else np.frombuffer(present, bool)
+        return out
+
+
+def _native_batch(text: bytes, max_depth: int) -> NativeBatch | None:
+    """`text` decoded by `NATIVE`; None where it does not read it, or where its other events do
+    not fit `Event` (then the whole batch decodes into plain values, as the msgspec path does)."""
+    columns = NATIVE(text, max_depth, *TORCH_INTS.values())
+    if columns is None:
+        return None
+    try:
+        others = [] if columns["others"] is None else EVENTS.decode(columns["others"])
+    except msgspec.ValidationError:
+        return None
+    return NativeBatch(columns, others)
 
 
 class Outline(msgspec.Struct, gc=False):
@@ -254,6 +314,12 @@ class _Args:
     def __setitem__(self, i: int, value: Any) -> None:
         self.others[self._other(i)] = value
 
+    def values(self, index: np.ndarray) -> list[Any]:
+        """The args of the other events at `index`."""
+        if index.size and index.min() < self.offset:
+            raise IndexError("complete events' args are JSON text already")
+        return [self.others[i] for i in (index - self.offset).tolist()]
+
     def _other(self, i: int) -> int:
         if i < self.offset:
             raise IndexError(f"event {i} is complete: its args are JSON text already")
@@ -268,18 +334,53 @@ class _ArgsPart:
     """Args of consecutive events as JSON strings, and the columns torch's args give them."""
 
     def __init__(self, values: list[Any], source: str) -> None:
-        n = len(values)
-        self.strings, text = json_strings(values, np.arange(n))
+        strings, text = json_strings(values, np.arange(len(values)))
         try:  # args kept as JSON text were not decoded, so nothing has checked their UTF-8 yet
-            self.strings.validate(full=True)
+            strings.validate(full=True)
         except pa.ArrowInvalid:
             raise TraceFormatError(f"{source}: an event's args are not valid UTF-8") from None
+        self._torch(strings, text)
+
+    @classmethod
+    def native(cls, columns: dict[str, Any]) -> _ArgsPart:
+        """The args part of a `NativeBatch`'s columns: its strings over the batch's args text,
+        and torch's integer args as it read them, but where "Input Dims" occur (rare): then all
+        of torch's args are decoded from the text, as `_torch` does."""
+        part = cls.__new__(cls)
+        n, data = columns["n"], columns["args.data"]
+        offsets = np.frombuffer(columns["args.offsets"], np.int64)
+        present = np.frombuffer(columns["args.present"], bool)
+        strings = string_array(n, offsets, _pooled(data), present)
+        if b'"Input Dims"' in data:
+            bounds = offsets.tolist()
+            text = b"[" + b",".join(data[lo:hi] for lo, hi in zip(bounds, bounds[1:])) + b"]"
+            part._torch(strings, text)
+            return part
+        part.strings = strings
+        part.ints = {key: np.frombuffer(columns[key], np.int64) for key in TORCH_INTS}
+        part.has_shapes = False
+        part.shapes = _shapes(None, n)
+        return part
+
+    def _torch(self, strings: pa.LargeStringArray, text: bytes) -> None:
+        """Keep `strings`, and the columns torch's args give (`text`: the args as a JSON list)."""
+        n = len(strings)
+        self.strings = strings
         torch_args = _torch_args(text)
         self.ints = {
             key: _arg_ints(torch_args, key, default, n) for key, default in TORCH_INTS.items()
         }
         self.has_shapes = torch_args is not None and b'"Input Dims"' in text
         self.shapes = _shapes(torch_args if self.has_shapes else None, n)
+
+
+def _pooled(data: bytes) -> pa.Buffer:
+    """A copy of `data` in Arrow's memory pool, where the table's strings are gathered from
+    such parts later: the memory a part frees is reused there, not kept by another allocator
+    (which would add up to the peak)."""
+    buffer = pa.allocate_buffer(len(data))
+    np.frombuffer(buffer, np.uint8)[:] = np.frombuffer(data, np.uint8)
+    return buffer
 
 
 class Columns:
@@ -294,13 +395,27 @@ class Columns:
         self.args: list[_ArgsPart] = []
         self.others: dict[str, list[Any]] = {key: [] for key in (*CONSUMED, *IDS)}
 
-    def add(self, events: list[Any]) -> None:
+    def add(self, events: list[Any] | NativeBatch) -> None:
+        if isinstance(events, NativeBatch):
+            self._add_native(events)
+            return
         n_complete, phases, fields = _columns(events, self.source)
         self.parts.append(_scalars(fields, slice(0, n_complete), self.source))
         self.args.append(_ArgsPart(fields["args"][:n_complete], self.source))
         self.others["ph"] += phases
         for key, values in fields.items():
             self.others[key] += values[n_complete:]
+
+    def _add_native(self, batch: NativeBatch) -> None:
+        """`add` for a `NativeBatch`: its complete events' columns as they are, its other
+        events (no complete one among them) as `add` takes them."""
+        self.parts.append(batch.scalars())
+        self.args.append(_ArgsPart.native(batch.columns))
+        if batch.others:
+            _, phases, fields = _event_columns(batch.others)
+            self.others["ph"] += phases
+            for key, values in fields.items():
+                self.others[key] += values
 
     def events(self) -> int:
         """Events added so far."""
@@ -663,14 +778,15 @@ def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: _Args) -
     """Instants become marks; torch's "[memory]" instants become memory events."""
     index = phases.where(*INSTANT_PHASES)
     memory = name[index] == TORCH_MEMORY
-    memory[memory] = [isinstance(args[i], dict) and "Bytes" in args[i] for i in index[memory]]
+    candidates = args.values(index[memory])
+    allocation = [isinstance(a, dict) and "Bytes" in a for a in candidates]
+    memory[memory] = allocation
+    found = list(compress(candidates, allocation))
     rows.add(index[~memory], MARK)
     allocations = index[memory]
     if allocations.size:
-        sizes = _int64s(
-            [args[i]["Bytes"] for i in allocations.tolist()], "memory Bytes", rows.source
-        )
-        devices = _objects([_torch_device(args[i]) for i in allocations])
+        sizes = _int64s([a["Bytes"] for a in found], "memory Bytes", rows.source)
+        devices = _objects([_torch_device(a) for a in found])
         rows.add(allocations, MEMORY, memory_bytes=sizes, device=devices)
 
 

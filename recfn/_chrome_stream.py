@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 
 from recfn import _jsonio as jsonio
-from recfn._chrome_import import decode_events
+from recfn._chrome_import import NativeBatch, decode_events
 from recfn.errors import TraceFormatError
 
 MAX_JSON_BYTES: Final = 4 << 30
@@ -186,7 +186,7 @@ class Stream:
             raise GiveUp
         return members
 
-    def batches(self) -> Iterator[list[Any]]:
+    def batches(self) -> Iterator[list[Any] | NativeBatch]:
         """Lists of events, `Event` structs or plain values, in file order; GiveUp when the
         file is not one this reads. Sets `base_ns` once the last batch is out."""
         self._start()
@@ -204,7 +204,7 @@ class Stream:
         self.at += 1
         self._finish()
 
-    def _batch(self) -> list[Any]:
+    def _batch(self) -> list[Any] | NativeBatch:
         """The events from `at` to a cut after the last closing brace that parses."""
         while True:
             end = len(self.text)
@@ -224,16 +224,17 @@ class Stream:
             if not self._more():
                 raise GiveUp
 
-    def _decode(self, text: bytes) -> list[Any] | None:
+    def _decode(self, text: bytes) -> list[Any] | NativeBatch | None:
         """Events of the JSON list `text`; None when it does not parse (a cut between events
         always does)."""
         try:
-            events = decode_events(text)
+            events = decode_events(text, MAX_DEPTH - self._above)
         except msgspec.ValidationError as error:  # numbers beyond float64
             raise TraceFormatError(f"{self.source}: not a JSON trace: {error}") from None
         except (ValueError, UnicodeDecodeError, RecursionError):
             return None
-        check_depth(text, self.source, self._above)
+        if isinstance(events, list):  # a NativeBatch's depth is checked
+            check_depth(text, self.source, self._above)
         return events
 
     def _finish(self) -> None:

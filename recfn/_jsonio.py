@@ -29,14 +29,17 @@ def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArr
 
     Values are usually all objects or None (event args). Then one `dumps` of the whole list
     encodes them, several times faster than one call per value, and the list is cut at its
-    separators: ``},{``, ``},n``, ``l,{`` or ``l,n`` (``null``). When there are exactly as many
-    of those as values less one, none lies inside a value. Otherwise each value is encoded alone.
+    separators: ``},{``, ``},n``, ``l,{`` or ``l,n`` (``null``). When every value is an object
+    or null and there are exactly as many separators as values less one, none lies inside a
+    value. Otherwise each value is encoded alone.
     """
     n = len(values)
-    if n > 1 and set(map(type, values)) <= {dict, msgspec.Raw, type(None)}:
-        text = compact(dumps(values))
+    kinds = set(map(type, values))
+    if n > 1 and kinds <= {dict, msgspec.Raw, type(None)}:
+        encoded = dumps(values)
+        text = compact(encoded)
         cuts = _separators(text)
-        if len(cuts) == n - 1:
+        if len(cuts) == n - 1 and (msgspec.Raw not in kinds or _objects_or_nulls(values, encoded)):
             # Values and the commas between them alternate: value k is entry 2k, a null comma
             # entry 2k+1, so that the offsets stay contiguous and `take` skips the commas.
             bounds = np.empty(2 * n, dtype=np.int64)
@@ -45,7 +48,7 @@ def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArr
             present = np.zeros(2 * n - 1, dtype=bool)
             present[0::2] = _present(text, bounds[0::2], np.diff(bounds)[0::2])
             data = pa.py_buffer(text)
-            return _strings(2 * n - 1, bounds, data, present).take(pa.array(2 * rows)), text
+            return string_array(2 * n - 1, bounds, data, present).take(pa.array(2 * rows)), text
     blobs = [compact(dumps(v)) for v in values]
     lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=n)
     text = b"[" + b",".join(blobs) + b"]"
@@ -59,8 +62,23 @@ def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArr
     present = np.zeros(max(2 * n - 1, 0), dtype=bool)
     present[0::2] = _present(text, bounds[0::2], lengths)
     bounds = bounds if n else np.zeros(1, dtype=np.int64)
-    strings = _strings(max(2 * n - 1, 0), bounds, pa.py_buffer(text), present)
+    strings = string_array(max(2 * n - 1, 0), bounds, pa.py_buffer(text), present)
     return strings.take(pa.array(2 * rows)), text
+
+
+def _objects_or_nulls(values: list[Any], encoded: bytes) -> bool:
+    """Whether every JSON text (``msgspec.Raw``) among `values` is an object or null (a list,
+    say, leaves no separator before or after it, and a separator inside it would take its
+    place); `encoded` is their JSON list, in which texts are copied as they are."""
+    if any(value.__class__ is not msgspec.Raw for value in values):
+        return all(
+            value.__class__ is not msgspec.Raw or bytes(memoryview(value)[:1]) in (b"{", b"n")
+            for value in values
+        )
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    starts = np.cumsum(lengths + 1) - lengths  # after the bracket and each value and comma
+    first = np.frombuffer(encoded, dtype=np.uint8)[np.minimum(starts, len(encoded) - 1)]
+    return bool(((lengths > 0) & ((first == ord("{")) | (first == ord("n")))).all())
 
 
 def _separators(text: bytes) -> np.ndarray:
@@ -83,7 +101,7 @@ def _present(text: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray
     return np.asarray((lengths > 0) & ~empty & ~null)
 
 
-def _strings(
+def string_array(
     n: int, offsets: np.ndarray, data: pa.Buffer, present: np.ndarray
 ) -> pa.LargeStringArray:
     """A string array over `data` without copying it; `present` is the validity."""

@@ -26,8 +26,7 @@ def parents_from_nesting(
     n = len(start)
     if n == 0:
         return np.empty(0, dtype=np.int64)
-    position = np.arange(n)
-    order = np.lexsort((position, ~can_contain, -end, start, group))
+    order = _nesting_order(group, start, end, can_contain)
     s, e, g = start[order], end[order], group[order]
     # Sorted by (group, start, -end), the parent is the nearest earlier row whose end reaches
     # `need`: every earlier row that does not contain this one ended before it started.
@@ -35,7 +34,7 @@ def parents_from_nesting(
     reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
     del s, e
     # Rows that no earlier row of their group reaches are roots; skip their search.
-    reached = pd.Series(reach).groupby(g).cummax().to_numpy()
+    reached = _cummax_by_run(reach, g)
     has_parent = np.r_[False, g[1:] == g[:-1]]
     del g
     has_parent[1:] &= reached[:-1] >= need[1:]
@@ -44,6 +43,38 @@ def parents_from_nesting(
     parent = np.full(n, -1, dtype=np.int64)
     parent[order[has_parent]] = order[found[has_parent]]
     return parent
+
+
+def _nesting_order(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, can_contain: np.ndarray
+) -> np.ndarray:
+    """Positions sorted by group, start, end descending, containers first, position. Rows that
+    are in that order but for their groups (as an event table sorted by start is) need only a
+    stable sort by group, several times faster than sorting by all keys."""
+    s0, s1, e0, e1 = start[:-1], start[1:], end[:-1], end[1:]
+    c0, c1 = ~can_contain[:-1], ~can_contain[1:]
+    tied = (s1 == s0) & (e1 == e0)
+    if not ((s1 > s0) | ((s1 == s0) & (e1 < e0)) | (tied & (c0 <= c1))).all():
+        return np.lexsort((np.arange(len(start)), ~can_contain, -end, start, group))
+    if len(group) and group.min() >= 0 and group.max() < 1 << 15:
+        group = group.astype(np.int16)  # sorted by radix
+    return np.argsort(group, kind="stable")
+
+
+def _cummax_by_run(values: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """The running maximum of `values` within each run of equal `runs` (sorted groups)."""
+    cuts = np.flatnonzero(runs[1:] != runs[:-1]) + 1
+    if len(cuts) > _MAX_RUNS:
+        return np.asarray(pd.Series(values).groupby(runs).cummax().to_numpy())
+    out = np.empty_like(values)
+    bounds = [0, *cuts.tolist(), len(values)]
+    for lo, hi in zip(bounds, bounds[1:]):
+        np.maximum.accumulate(values[lo:hi], out=out[lo:hi])
+    return out
+
+
+_MAX_RUNS = 1000
+"""Groups up to which `_cummax_by_run` loops over them (cheaper than grouping)."""
 
 
 def _previous_at_least(values: np.ndarray, needs: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -7,9 +7,11 @@ the threads. Parents come from interval nesting per thread. Other phases (flows,
 objects, samples) are skipped. Event fields without a column are kept in ``args`` as JSON.
 
 A torch trace can hold millions of events, so the file is read a chunk at a time
-(`recfn._chrome_stream`) and each chunk's events are decoded by msgspec into typed structs
-whose args stay unparsed JSON text (batches with other event fields into plain dicts and
-lists), then become compact columns before the next chunk is read; the event table is built
+(`recfn._chrome_stream`) and each chunk's events become compact columns before the next chunk
+is read: in compiled builds a native decoder (``recfn/_cchrome.c``) reads the common shape
+straight into columns; other batches (and every batch of a pure install) are decoded by msgspec
+into typed structs whose args stay unparsed JSON text (batches with other event fields into
+plain dicts and lists). Both give the same table. The event table is built
 in Arrow from those (``recfn.load`` keeps it, `read_chrome_trace` converts it to pandas);
 nothing touches pandas per event. Writing encodes a batch of rows at a time through the (gzip) stream.
 """
@@ -41,6 +43,7 @@ from recfn._chrome_import import (
     BATCH,
     OUTLINE,
     Columns,
+    NativeBatch,
     Outline,
     decode_events,
     dictionaries_by_row,
@@ -170,14 +173,14 @@ def _outline(raw: bytes | bytearray, source: str) -> tuple[list[msgspec.Raw], in
     return events, base_ns
 
 
-def _batches(events: list[msgspec.Raw], source: str) -> Iterator[list[Any]]:
+def _batches(events: list[msgspec.Raw], source: str) -> Iterator[list[Any] | NativeBatch]:
     """`BATCH` events at a time, decoded as `Event` structs, or plain values when they do not
     fit them; `events` is emptied on the way, so that their text can be freed."""
     while events:
         text = b"[" + b",".join(events[:BATCH]) + b"]"
         del events[:BATCH]
         try:
-            batch = decode_events(text)
+            batch = decode_events(text, MAX_DEPTH)  # the file's depth is checked
         except msgspec.ValidationError as error:  # numbers beyond float64
             raise TraceFormatError(f"{source}: not a JSON trace: {error}") from None
         except (ValueError, UnicodeDecodeError) as error:

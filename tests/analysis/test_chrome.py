@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -118,6 +119,22 @@ def test_json_strings(values: list[Any]) -> None:
     assert all(
         f'"{key}"'.encode() in text for value in values if isinstance(value, dict) for key in value
     )
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        [b"null", b"[null, null]"],  # a list with a separator where its own boundary has none
+        [b"{}", b"[null,null,null]", b"{}"],
+        [b'{"a": 1}', b'"},{"', b"null", b"{}"],
+        [b'{"a" : [1]}', b"null", b"{}"],
+    ],
+)
+def test_json_strings_of_json_texts(texts: list[bytes]) -> None:
+    """Args kept as JSON text (msgspec.Raw) can be any JSON value, not only objects."""
+    values = [msgspec.Raw(t) for t in texts]
+    strings, _ = jsonio.json_strings(values, np.arange(len(values)))
+    assert strings.to_pylist() == [compact(json.loads(t)) for t in texts]
 
 
 def test_torch_shaped_fixture() -> None:

@@ -1,0 +1,902 @@
+/* recfn._cchrome: a native decoder for the common shape of Chrome trace events (compiled builds
+ * only); recfn._chrome_import falls back to msgspec for everything else.
+ *
+ * decode(text, max_depth, sequence_default, fwd_default) reads a JSON list of trace events (what
+ * recfn._chrome_import.decode_events gets) in one pass and returns the columns of its complete
+ * ("X") events: ts/dur float64, pid/tid int64, name/cat as int32 codes (-1: absent) into their
+ * distinct strings (in order of first use), recfn's ids, torch's "Sequence number" and "Fwd thread
+ * id" args, and each event's args as compact JSON text (the bytes msgspec.json.format(indent=-1)
+ * gives: whitespace between tokens dropped, strings and numbers as written; "null" when absent).
+ * The other events (instants, counters, B/E, metadata, flows) are returned as the JSON list of
+ * their texts, for msgspec to decode.
+ *
+ * It returns None for any batch it does not fully understand, so that the caller decodes it as
+ * before (and reports its errors as before): JSON it rejects, fields that recfn._chrome_import's
+ * Event struct lacks or duplicated fields, keys with escapes, "X" events with kept fields (s, id,
+ * bp), names that are not strings, pid/tid/ids that are not int64 integers, numbers it
+ * cannot convert exactly, invalid UTF-8, lone surrogates, nesting deeper than max_depth. No
+ * Python object is made until the batch is known to fit.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define OK 0
+#define FAILED (-1) /* a Python exception is set */
+#define NOT_FAST 1  /* not the fast shape: the caller decodes the batch with msgspec */
+
+#define RETURN_IF(call)             \
+    do {                            \
+        int rc_ = (call);           \
+        if (rc_ != OK) return rc_;  \
+    } while (0)
+
+typedef const unsigned char *Ptr;
+
+/* -- growable byte buffers ------------------------------------------------------------------ */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (extra <= b->cap - b->len) return OK;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap - b->len < extra) {
+        if (cap > (size_t)PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        cap *= 2;
+    }
+    char *data = PyMem_Realloc(b->data, cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return FAILED;
+    }
+    b->data = data;
+    b->cap = cap;
+    return OK;
+}
+
+static inline int buf_put(Buf *b, const void *src, size_t n) {
+    if (n == 0) return OK;
+    RETURN_IF(buf_reserve(b, n));
+    memcpy(b->data + b->len, src, n);
+    b->len += n;
+    return OK;
+}
+
+static inline int buf_byte(Buf *b, unsigned char c) { return buf_put(b, &c, 1); }
+
+static PyObject *buf_bytes(const Buf *b) {
+    return PyBytes_FromStringAndSize(b->len ? b->data : "", (Py_ssize_t)b->len);
+}
+
+/* -- scanning: each function starts at its token and leaves p after it ---------------------- */
+
+typedef struct {
+    Ptr p, end;
+    int max_depth;
+} Parser;
+
+static inline void skip_space(Parser *ps) {
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
+        ps->p++;
+}
+
+/* The next byte after whitespace, -1 at the end of the text. */
+static inline int peek(Parser *ps) {
+    skip_space(ps);
+    return ps->p < ps->end ? *ps->p : -1;
+}
+
+/* The next byte after whitespace, consumed; -1 at the end of the text. */
+static inline int take(Parser *ps) {
+    int c = peek(ps);
+    if (c >= 0) ps->p++;
+    return c;
+}
+
+static inline int expect(Parser *ps, unsigned char c) {
+    if (peek(ps) != c) return NOT_FAST;
+    ps->p++;
+    return OK;
+}
+
+static int hex4(Ptr s, Ptr end, unsigned *out) {
+    if (end - s < 4) return NOT_FAST;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned c = s[i], d;
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+        else return NOT_FAST;
+        v = v * 16 + d;
+    }
+    *out = v;
+    return OK;
+}
+
+/* One escape (p at the backslash): JSON's, with \u surrogates in pairs. */
+static int escape(Parser *ps) {
+    Ptr s = ps->p + 1;
+    if (s >= ps->end) return NOT_FAST;
+    if (strchr("\"\\/bfnrt", *s) != NULL && *s != '\0') {
+        ps->p = s + 1;
+        return OK;
+    }
+    unsigned unit, low;
+    if (*s != 'u' || hex4(s + 1, ps->end, &unit) != OK) return NOT_FAST;
+    s += 5;
+    if (unit >= 0xDC00 && unit <= 0xDFFF) return NOT_FAST; /* a low surrogate first */
+    if (unit >= 0xD800 && unit <= 0xDBFF) {
+        if (ps->end - s < 2 || s[0] != '\\' || s[1] != 'u' || hex4(s + 2, ps->end, &low) != OK)
+            return NOT_FAST;
+        if (low < 0xDC00 || low > 0xDFFF) return NOT_FAST;
+        s += 6;
+    }
+    ps->p = s;
+    return OK;
+}
+
+/* One UTF-8 sequence of two or more bytes (p at its first byte), as RFC 3629 allows them: no
+ * overlong forms, no surrogates, nothing above U+10FFFF. */
+static int utf8_sequence(Parser *ps) {
+    Ptr s = ps->p;
+    unsigned c = s[0], lo = 0x80, hi = 0xBF;
+    int more;
+    if (c >= 0xC2 && c <= 0xDF) more = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        more = 2;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        more = 3;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else return NOT_FAST;
+    if (ps->end - s <= more) return NOT_FAST;
+    if (s[1] < lo || s[1] > hi) return NOT_FAST;
+    for (int i = 2; i <= more; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF) return NOT_FAST;
+    ps->p = s + more + 1;
+    return OK;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+static inline int is_plain(unsigned c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+
+/* The first byte at or after `s` that ends a plain run of a string: a quote, a backslash, a
+ * control character or a byte of a multi-byte UTF-8 sequence; `end` if none does. Eight bytes
+ * at a time where words load little-endian: in a word x, (x - ONES) & ~x & HIGHS marks zero
+ * bytes and (x - n * ONES) & ~x & HIGHS bytes below n (n <= 0x80), exactly up to the first
+ * one marked, which is the one wanted. */
+static inline Ptr plain_run(Ptr s, Ptr end) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (end - s >= 8) {
+        uint64_t x;
+        memcpy(&x, s, 8);
+        uint64_t quote = x ^ ('"' * ONES), backslash = x ^ ('\\' * ONES);
+        uint64_t stop = (((quote - ONES) & ~quote) | ((backslash - ONES) & ~backslash) |
+                         ((x - 0x20 * ONES) & ~x) | x) &
+                        HIGHS;
+        if (stop) return s + (__builtin_ctzll(stop) >> 3);
+        s += 8;
+    }
+#endif
+    while (s < end && is_plain(*s)) s++;
+    return s;
+}
+
+/* A string (p at its opening quote): `content` and `len` tell what lies between the quotes, as
+ * written; *escaped whether it has escapes. Checks UTF-8, escapes and control characters. */
+static int scan_string(Parser *ps, Ptr *content, size_t *len, int *escaped) {
+    Ptr start = ++ps->p;
+    *escaped = 0;
+    for (;;) {
+        ps->p = plain_run(ps->p, ps->end);
+        if (ps->p >= ps->end) return NOT_FAST;
+        unsigned c = *ps->p;
+        if (c == '"') break;
+        if (c == '\\') {
+            *escaped = 1;
+            RETURN_IF(escape(ps));
+        } else if (c < 0x20) {
+            return NOT_FAST;
+        } else {
+            RETURN_IF(utf8_sequence(ps));
+        }
+    }
+    *content = start;
+    *len = (size_t)(ps->p - start);
+    ps->p++;
+    return OK;
+}
+
+typedef struct {
+    Ptr start;
+    size_t len;
+    int is_int;   /* no fraction, no exponent */
+    int digits;   /* of the integer part */
+    long exp;     /* the exponent's value, capped */
+} Number;
+
+static inline int is_digit(int c) { return c >= '0' && c <= '9'; }
+
+/* A number as JSON writes them: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int scan_number(Parser *ps, Number *n) {
+    Ptr s = ps->p, end = ps->end;
+    n->start = s;
+    n->is_int = 1;
+    n->exp = 0;
+    if (s < end && *s == '-') s++;
+    if (s >= end || !is_digit(*s)) return NOT_FAST;
+    Ptr digits = s;
+    if (*s == '0') s++;
+    else
+        while (s < end && is_digit(*s)) s++;
+    n->digits = (int)(s - digits < 1000 ? s - digits : 1000);
+    if (s < end && *s == '.') {
+        n->is_int = 0;
+        if (++s >= end || !is_digit(*s)) return NOT_FAST;
+        while (s < end && is_digit(*s)) s++;
+    }
+    if (s < end && (*s == 'e' || *s == 'E')) {
+        n->is_int = 0;
+        int negative = 0;
+        if (++s < end && (*s == '+' || *s == '-')) negative = *s++ == '-';
+        if (s >= end || !is_digit(*s)) return NOT_FAST;
+        for (; s < end && is_digit(*s); s++)
+            if (n->exp < 100000) n->exp = n->exp * 10 + (*s - '0');
+        if (negative) n->exp = -n->exp;
+    }
+    n->len = (size_t)(s - n->start);
+    ps->p = s;
+    return OK;
+}
+
+/* Whether a number surely converts to a finite float64 away from underflow: what msgspec
+ * decodes without complaint (it refuses numbers out of float64's range). Integers always do. */
+static int number_in_range(const Number *n) {
+    return n->is_int || (n->digits + n->exp < 300 && n->digits + n->exp > -300);
+}
+
+/* The integer literal `n` as int64; NOT_FAST for fractions, exponents and values out of range. */
+static int to_int64(const Number *n, int64_t *out) {
+    if (!n->is_int) return NOT_FAST;
+    Ptr s = n->start, end = n->start + n->len;
+    int negative = *s == '-';
+    if (negative) s++;
+    uint64_t v = 0;
+    for (; s < end; s++) {
+        if (v > (UINT64_MAX - 9) / 10) return NOT_FAST;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    if (negative ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX) return NOT_FAST;
+    *out = negative ? (int64_t)(0 - v) : (int64_t)v;
+    return OK;
+}
+
+static const double POWERS_OF_TEN[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The number `n` as the nearest float64, as msgspec converts it (an integer through its exact
+ * value, so "-0" is +0.0). A mantissa of at most 2^53 (so exact in a double; up to 16 digits)
+ * times a power of ten within 1e22 are exact operands of one correctly rounded operation
+ * (Clinger's fast path); other numbers go through Python's correctly rounded strtod. NOT_FAST for
+ * numbers that do not fit a finite double. */
+static int to_double(const Number *n, double *out) {
+    Ptr s = n->start, end = n->start + n->len;
+    int negative = *s == '-', after_point = 0, significant = 0;
+    uint64_t mantissa = 0;
+    long fraction = 0; /* digits taken after the point */
+    if (negative) s++;
+    for (; s < end && *s != 'e' && *s != 'E' && significant < 19; s++) {
+        if (*s == '.') {
+            after_point = 1;
+            continue;
+        }
+        if (mantissa != 0 || *s != '0') {
+            mantissa = mantissa * 10 + (uint64_t)(*s - '0'); /* < 10^19: no overflow */
+            significant++;
+        }
+        fraction += after_point;
+    }
+    int taken_all = s == end || *s == 'e' || *s == 'E';
+    long exp10 = n->exp - fraction;
+    if (taken_all && mantissa <= (1ULL << 53) &&
+        (mantissa == 0 || (exp10 >= -22 && exp10 <= 22))) {
+        double v = exp10 < 0 ? (double)mantissa / POWERS_OF_TEN[mantissa ? -exp10 : 0]
+                             : (double)mantissa * POWERS_OF_TEN[mantissa ? exp10 : 0];
+        *out = negative && !(n->is_int && v == 0.0) ? -v : v;
+        return OK;
+    }
+    char text[400];
+    if (n->len >= sizeof(text)) return NOT_FAST;
+    memcpy(text, n->start, n->len);
+    text[n->len] = '\0';
+    char *stop = NULL;
+    double v = PyOS_string_to_double(text, &stop, NULL);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return NOT_FAST;
+    }
+    if (stop != text + n->len || !isfinite(v)) return NOT_FAST;
+    *out = n->is_int && v == 0.0 ? 0.0 : v;
+    return OK;
+}
+
+/* -- values: validated, and copied compactly where `out` is given ---------------------------- */
+
+static int literal(Parser *ps, const char *word, Buf *out) {
+    size_t len = strlen(word);
+    if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, word, len) != 0) return NOT_FAST;
+    ps->p += len;
+    return out ? buf_put(out, word, len) : OK;
+}
+
+static int value(Parser *ps, Buf *out, int depth);
+
+static int copy_string(Parser *ps, Buf *out) {
+    Ptr start = ps->p, content;
+    size_t len;
+    int escaped;
+    RETURN_IF(scan_string(ps, &content, &len, &escaped));
+    return out ? buf_put(out, start, (size_t)(ps->p - start)) : OK;
+}
+
+static int copy_number(Parser *ps, Buf *out) {
+    Number n;
+    RETURN_IF(scan_number(ps, &n));
+    if (!number_in_range(&n)) return NOT_FAST;
+    return out ? buf_put(out, n.start, n.len) : OK;
+}
+
+/* An object or array (p at its bracket); `depth` is the level it opens. */
+static int container(Parser *ps, Buf *out, int depth) {
+    unsigned char open = *ps->p, close = open == '{' ? '}' : ']';
+    int object = open == '{';
+    if (depth > ps->max_depth) return NOT_FAST;
+    ps->p++;
+    if (out) RETURN_IF(buf_byte(out, open));
+    if (peek(ps) == close) {
+        ps->p++;
+        return out ? buf_byte(out, close) : OK;
+    }
+    for (;;) {
+        if (object) {
+            if (peek(ps) != '"') return NOT_FAST;
+            RETURN_IF(copy_string(ps, out));
+            RETURN_IF(expect(ps, ':'));
+            if (out) RETURN_IF(buf_byte(out, ':'));
+        }
+        RETURN_IF(value(ps, out, depth + 1));
+        int c = take(ps);
+        if (c == close) return out ? buf_byte(out, close) : OK;
+        if (c != ',') return NOT_FAST;
+        if (out) RETURN_IF(buf_byte(out, ','));
+    }
+}
+
+/* Any JSON value; `depth` is the level a container opens. */
+static int value(Parser *ps, Buf *out, int depth) {
+    switch (peek(ps)) {
+        case '"': return copy_string(ps, out);
+        case '{':
+        case '[': return container(ps, out, depth);
+        case 't': return literal(ps, "true", out);
+        case 'f': return literal(ps, "false", out);
+        case 'n': return literal(ps, "null", out);
+        default: return copy_number(ps, out);
+    }
+}
+
+/* A code point's UTF-8 bytes (not a surrogate: scan_string refuses lone ones). */
+static int put_utf8(Buf *out, uint32_t cp) {
+    unsigned char bytes[4];
+    size_t n;
+    if (cp < 0x80) {
+        bytes[0] = (unsigned char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        bytes[0] = (unsigned char)(0xC0 | cp >> 6);
+        bytes[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        bytes[0] = (unsigned char)(0xE0 | cp >> 12);
+        bytes[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        bytes[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        bytes[0] = (unsigned char)(0xF0 | cp >> 18);
+        bytes[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+        bytes[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        bytes[3] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    return buf_put(out, bytes, n);
+}
+
+/* The UTF-8 text of a string's content `s` (as written; scan_string checked its escapes),
+ * appended to `out`. */
+static int unescape(Ptr s, size_t len, Buf *out) {
+    Ptr end = s + len;
+    while (s < end) {
+        Ptr run = s;
+        while (s < end && *s != '\\') s++;
+        RETURN_IF(buf_put(out, run, (size_t)(s - run)));
+        if (end - s < 2) break;
+        unsigned unit, low;
+        switch (s[1]) {
+            case 'b': unit = '\b'; break;
+            case 'f': unit = '\f'; break;
+            case 'n': unit = '\n'; break;
+            case 'r': unit = '\r'; break;
+            case 't': unit = '\t'; break;
+            case 'u':
+                if (hex4(s + 2, end, &unit) != OK) return NOT_FAST;
+                if (unit >= 0xD800 && unit <= 0xDBFF) { /* the pair's low half follows */
+                    if (hex4(s + 8, end, &low) != OK) return NOT_FAST;
+                    RETURN_IF(put_utf8(out, 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)));
+                    s += 12;
+                } else {
+                    RETURN_IF(put_utf8(out, unit));
+                    s += 6;
+                }
+                continue;
+            default: unit = s[1]; /* a quote, a backslash or a slash */
+        }
+        RETURN_IF(buf_byte(out, (unsigned char)unit));
+        s += 2;
+    }
+    return OK;
+}
+
+/* -- distinct strings (names, categories) by their text -------------------------------------- */
+
+typedef struct {
+    Ptr text;  /* into the batch's text, or `own` */
+    size_t len;
+    uint64_t hash;
+    char *own; /* the decoded text of a string written with escapes, NULL for the others */
+} Label;
+
+typedef struct {
+    Label *labels; /* in order of first use: code i is labels[i] */
+    int32_t *slots; /* open addressing: label index + 1, 0 empty; n_slots a power of two */
+    size_t n, cap, n_slots;
+} Labels;
+
+/* A hash of a string's bytes, a word at a time. */
+static uint64_t hash_of(Ptr s, size_t len) {
+    uint64_t h = len * 0x9E3779B97F4A7C15ULL, w;
+    for (; len >= 8; s += 8, len -= 8) {
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    w = 0;
+    memcpy(&w, s, len);
+    h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL;
+    return h ^ (h >> 29);
+}
+
+static int labels_grow(Labels *t) {
+    size_t n_slots = t->n_slots ? t->n_slots * 2 : 256;
+    int32_t *slots = PyMem_Calloc(n_slots, sizeof(int32_t));
+    Label *labels = PyMem_Realloc(t->labels, n_slots / 2 * sizeof(Label));
+    if (slots == NULL || labels == NULL) {
+        PyMem_Free(slots);
+        if (labels != NULL) t->labels = labels;
+        PyErr_NoMemory();
+        return FAILED;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        size_t j = labels[i].hash & (n_slots - 1);
+        while (slots[j]) j = (j + 1) & (n_slots - 1);
+        slots[j] = (int32_t)i + 1;
+    }
+    PyMem_Free(t->slots);
+    t->slots = slots;
+    t->labels = labels;
+    t->n_slots = n_slots;
+    t->cap = n_slots / 2;
+    return OK;
+}
+
+/* The code of the string whose UTF-8 bytes are `text`, added if new (a copy of `text` kept
+ * where `copy` is set: it does not outlive the call). */
+static int label_code(Labels *t, Ptr text, size_t len, int copy, int32_t *code) {
+    if (t->n + 1 > t->cap) {
+        if (t->n >= INT32_MAX / 4) return NOT_FAST;
+        RETURN_IF(labels_grow(t));
+    }
+    uint64_t h = hash_of(text, len);
+    size_t j = h & (t->n_slots - 1);
+    for (; t->slots[j]; j = (j + 1) & (t->n_slots - 1)) {
+        Label *l = &t->labels[t->slots[j] - 1];
+        if (l->hash == h && l->len == len && memcmp(l->text, text, len) == 0) {
+            *code = t->slots[j] - 1;
+            return OK;
+        }
+    }
+    char *own = NULL;
+    if (copy) {
+        own = PyMem_Malloc(len ? len : 1);
+        if (own == NULL) {
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        if (len) memcpy(own, text, len);
+        text = (Ptr)own;
+    }
+    t->labels[t->n] = (Label){text, len, h, own};
+    t->slots[j] = (int32_t)++t->n;
+    *code = (int32_t)(t->n - 1);
+    return OK;
+}
+
+static PyObject *labels_list(const Labels *t) {
+    PyObject *list = PyList_New((Py_ssize_t)t->n);
+    for (size_t i = 0; list != NULL && i < t->n; i++) {
+        PyObject *s = PyUnicode_DecodeUTF8((const char *)t->labels[i].text,
+                                           (Py_ssize_t)t->labels[i].len, NULL);
+        if (s == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, s);
+    }
+    return list;
+}
+
+/* -- events -------------------------------------------------------------------------------- */
+
+enum { PH, NAME, CAT, TS, DUR, PID, TID, S, ID, BP, ARGS, RECFN_ID, RECFN_PARENT_ID, N_FIELDS };
+
+static inline int is_key(Ptr key, size_t len, const char *name) {
+    return strlen(name) == len && memcmp(key, name, len) == 0;
+}
+
+/* The Event field a key names (as written), -1 for others. */
+static int field_of(Ptr key, size_t len) {
+    if (len == 0) return -1;
+    switch (key[0]) {
+        case 'p': return is_key(key, len, "ph") ? PH : is_key(key, len, "pid") ? PID : -1;
+        case 'n': return is_key(key, len, "name") ? NAME : -1;
+        case 'c': return is_key(key, len, "cat") ? CAT : -1;
+        case 't': return is_key(key, len, "ts") ? TS : is_key(key, len, "tid") ? TID : -1;
+        case 'd': return is_key(key, len, "dur") ? DUR : -1;
+        case 'a': return is_key(key, len, "args") ? ARGS : -1;
+        case 's': return is_key(key, len, "s") ? S : -1;
+        case 'i': return is_key(key, len, "id") ? ID : -1;
+        case 'b': return is_key(key, len, "bp") ? BP : -1;
+        case 'r':
+            return is_key(key, len, "recfn_id")          ? RECFN_ID
+                   : is_key(key, len, "recfn_parent_id") ? RECFN_PARENT_ID
+                                                         : -1;
+        default: return -1;
+    }
+}
+
+/* A field's value as far as the columns need it. */
+typedef enum { ABSENT, IS_NULL, IS_STRING, IS_NUMBER, IS_OTHER } Kind;
+
+typedef struct {
+    Kind kind;
+    Ptr text; /* a string's content, as written */
+    size_t len;
+    int escaped;
+    Number number;
+} Token;
+
+static int token(Parser *ps, Token *t, int depth) {
+    switch (peek(ps)) {
+        case '"':
+            t->kind = IS_STRING;
+            return scan_string(ps, &t->text, &t->len, &t->escaped);
+        case 'n':
+            t->kind = IS_NULL;
+            return literal(ps, "null", NULL);
+        case '-':
+        case '0': case '1': case '2': case '3': case '4':
+        case '5': case '6': case '7': case '8': case '9':
+            t->kind = IS_NUMBER;
+            RETURN_IF(scan_number(ps, &t->number));
+            return number_in_range(&t->number) ? OK : NOT_FAST;
+        default:
+            t->kind = IS_OTHER;
+            return value(ps, NULL, depth);
+    }
+}
+
+/* Columns of one batch's complete events, and the texts of the others. */
+typedef struct {
+    Buf ts, dur, pid, tid, ids[2], has_id[2], torch[2], names, cats, has_args, args_at, args;
+    Buf others;
+    Buf scratch; /* a name's decoded text */
+    Labels name_labels, cat_labels;
+    size_t n, n_others;
+    int any_id[2];
+    int64_t torch_default[2];
+} Batch;
+
+static void batch_free(Batch *b) {
+    Buf *bufs[] = {&b->ts,       &b->dur,      &b->pid,   &b->tid,    &b->ids[0],
+                   &b->ids[1],   &b->has_id[0], &b->has_id[1], &b->torch[0], &b->torch[1],
+                   &b->names,    &b->cats,     &b->has_args, &b->args_at, &b->args,
+                   &b->others};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) PyMem_Free(bufs[i]->data);
+    PyMem_Free(b->scratch.data);
+    Labels *tables[] = {&b->name_labels, &b->cat_labels};
+    for (int i = 0; i < 2; i++) {
+        for (size_t j = 0; j < tables[i]->n; j++) PyMem_Free(tables[i]->labels[j].own);
+        PyMem_Free(tables[i]->labels);
+        PyMem_Free(tables[i]->slots);
+    }
+}
+
+static const char *TORCH_KEYS[2] = {"Sequence number", "Fwd thread id"};
+
+/* An event's args (p at the value), copied compactly to the batch's args text; torch's integer
+ * args, when the value is an object, to torch[] (their defaults when absent or null). */
+static int args_value(Parser *ps, Batch *b, int64_t torch[2]) {
+    torch[0] = b->torch_default[0];
+    torch[1] = b->torch_default[1];
+    if (peek(ps) != '{') return value(ps, &b->args, 3);
+    if (3 > ps->max_depth) return NOT_FAST;
+    ps->p++;
+    RETURN_IF(buf_byte(&b->args, '{'));
+    if (peek(ps) == '}') {
+        ps->p++;
+        return buf_byte(&b->args, '}');
+    }
+    int seen[2] = {0, 0};
+    for (;;) {
+        Ptr key;
+        size_t len;
+        int escaped;
+        if (peek(ps) != '"') return NOT_FAST;
+        Ptr quoted = ps->p;
+        RETURN_IF(scan_string(ps, &key, &len, &escaped));
+        if (escaped) return NOT_FAST; /* it could spell a torch key */
+        RETURN_IF(buf_put(&b->args, quoted, (size_t)(ps->p - quoted)));
+        RETURN_IF(expect(ps, ':'));
+        RETURN_IF(buf_byte(&b->args, ':'));
+        int which = -1;
+        for (int k = 0; k < 2; k++)
+            if (strlen(TORCH_KEYS[k]) == len && memcmp(TORCH_KEYS[k], key, len) == 0) which = k;
+        if (which >= 0) {
+            Token t;
+            if (seen[which]++) return NOT_FAST;
+            skip_space(ps);
+            Ptr at = ps->p;
+            RETURN_IF(token(ps, &t, 4));
+            if (t.kind == IS_NUMBER) RETURN_IF(to_int64(&t.number, &torch[which]));
+            else if (t.kind != IS_NULL) return NOT_FAST;
+            RETURN_IF(buf_put(&b->args, at, (size_t)(ps->p - at)));
+        } else {
+            RETURN_IF(value(ps, &b->args, 4));
+        }
+        int c = take(ps);
+        if (c == '}') return buf_byte(&b->args, '}');
+        if (c != ',') return NOT_FAST;
+        RETURN_IF(buf_byte(&b->args, ','));
+    }
+}
+
+static int put_i64(Buf *b, int64_t v) { return buf_put(b, &v, sizeof v); }
+static int put_f64(Buf *b, double v) { return buf_put(b, &v, sizeof v); }
+static int put_i32(Buf *b, int32_t v) { return buf_put(b, &v, sizeof v); }
+static int put_u8(Buf *b, unsigned char v) { return buf_put(b, &v, 1); }
+
+static int time_column(Buf *column, const Token *t) {
+    double v = NAN;
+    if (t->kind == IS_NUMBER) RETURN_IF(to_double(&t->number, &v));
+    else if (t->kind != ABSENT && t->kind != IS_NULL) return NOT_FAST;
+    return put_f64(column, v);
+}
+
+static int label_column(Buf *column, Labels *labels, const Token *t, Buf *scratch) {
+    int32_t code = -1;
+    if (t->kind == IS_STRING && !t->escaped) {
+        RETURN_IF(label_code(labels, t->text, t->len, 0, &code));
+    } else if (t->kind == IS_STRING) {
+        scratch->len = 0;
+        RETURN_IF(unescape(t->text, t->len, scratch));
+        RETURN_IF(label_code(labels, (Ptr)scratch->data, scratch->len, 1, &code));
+    } else if (t->kind != ABSENT && t->kind != IS_NULL) {
+        return NOT_FAST;
+    }
+    return put_i32(column, code);
+}
+
+static int id_column(Buf *column, const Token *t) {
+    int64_t v;
+    if (t->kind != IS_NUMBER) return NOT_FAST;
+    RETURN_IF(to_int64(&t->number, &v));
+    return put_i64(column, v);
+}
+
+static int optional_id_column(Batch *b, int k, const Token *t) {
+    int64_t v = 0;
+    if (t->kind == IS_NUMBER) RETURN_IF(to_int64(&t->number, &v));
+    else if (t->kind != ABSENT && t->kind != IS_NULL) return NOT_FAST;
+    b->any_id[k] |= t->kind == IS_NUMBER;
+    RETURN_IF(put_u8(&b->has_id[k], t->kind == IS_NUMBER));
+    return put_i64(&b->ids[k], v);
+}
+
+/* A complete event's columns, from its fields (its args are in the args text already). */
+static int add_complete(Batch *b, const Token *f, size_t args_start, int64_t torch[2]) {
+    if (f[S].kind != ABSENT || f[ID].kind != ABSENT || f[BP].kind != ABSENT) return NOT_FAST;
+    RETURN_IF(time_column(&b->ts, &f[TS]));
+    RETURN_IF(time_column(&b->dur, &f[DUR]));
+    RETURN_IF(id_column(&b->pid, &f[PID]));
+    RETURN_IF(id_column(&b->tid, &f[TID]));
+    RETURN_IF(label_column(&b->names, &b->name_labels, &f[NAME], &b->scratch));
+    RETURN_IF(label_column(&b->cats, &b->cat_labels, &f[CAT], &b->scratch));
+    RETURN_IF(optional_id_column(b, 0, &f[RECFN_ID]));
+    RETURN_IF(optional_id_column(b, 1, &f[RECFN_PARENT_ID]));
+    if (f[ARGS].kind == ABSENT) RETURN_IF(buf_put(&b->args, "null", 4));
+    Ptr text = (Ptr)b->args.data + args_start;
+    size_t len = b->args.len - args_start;
+    int empty = (len == 4 && memcmp(text, "null", 4) == 0) ||
+                (len == 2 && (text[0] == '{' || text[0] == '['));
+    RETURN_IF(put_u8(&b->has_args, !empty));
+    RETURN_IF(put_i64(&b->args_at, (int64_t)b->args.len));
+    RETURN_IF(put_i64(&b->torch[0], torch[0]));
+    RETURN_IF(put_i64(&b->torch[1], torch[1]));
+    b->n++;
+    return OK;
+}
+
+/* One event (p at its brace): a complete one's columns, or another's text. */
+static int event(Parser *ps, Batch *b) {
+    Ptr start = ps->p;
+    Token f[N_FIELDS];
+    for (int i = 0; i < N_FIELDS; i++) f[i].kind = ABSENT;
+    size_t args_start = b->args.len;
+    int64_t torch[2] = {b->torch_default[0], b->torch_default[1]};
+    if (2 > ps->max_depth) return NOT_FAST;
+    ps->p++;
+    if (peek(ps) == '}') ps->p++;
+    else
+        for (;;) {
+            Ptr key;
+            size_t len;
+            int escaped;
+            if (peek(ps) != '"') return NOT_FAST;
+            RETURN_IF(scan_string(ps, &key, &len, &escaped));
+            int which = escaped ? -1 : field_of(key, len);
+            if (which < 0 || f[which].kind != ABSENT) return NOT_FAST;
+            RETURN_IF(expect(ps, ':'));
+            if (which == ARGS) {
+                f[ARGS].kind = IS_OTHER;
+                RETURN_IF(args_value(ps, b, torch));
+            } else {
+                RETURN_IF(token(ps, &f[which], 3));
+            }
+            int c = take(ps);
+            if (c == '}') break;
+            if (c != ',') return NOT_FAST;
+        }
+    const Token *ph = &f[PH];
+    if (ph->kind == IS_STRING && ph->escaped) return NOT_FAST;
+    if (ph->kind == IS_STRING && ph->len == 1 && ph->text[0] == 'X')
+        return add_complete(b, f, args_start, torch);
+    b->args.len = args_start; /* msgspec decodes the others */
+    RETURN_IF(buf_byte(&b->others, b->n_others++ ? ',' : '['));
+    return buf_put(&b->others, start, (size_t)(ps->p - start));
+}
+
+/* The batch's JSON list of events. */
+static int events(Parser *ps, Batch *b) {
+    if (1 > ps->max_depth) return NOT_FAST;
+    RETURN_IF(expect(ps, '['));
+    RETURN_IF(put_i64(&b->args_at, 0));
+    if (peek(ps) == ']') return NOT_FAST; /* nothing to gain */
+    for (;;) {
+        if (peek(ps) != '{') return NOT_FAST;
+        RETURN_IF(event(ps, b));
+        int c = take(ps);
+        if (c == ']') break;
+        if (c != ',') return NOT_FAST;
+    }
+    if (peek(ps) != -1) return NOT_FAST;
+    if (b->n == 0) return NOT_FAST;
+    if (b->n_others) RETURN_IF(buf_byte(&b->others, ']'));
+    return OK;
+}
+
+/* -- the result ---------------------------------------------------------------------------- */
+
+static int set_item(PyObject *dict, const char *key, PyObject *value) {
+    if (value == NULL) return FAILED;
+    int rc = PyDict_SetItemString(dict, key, value);
+    Py_DECREF(value);
+    return rc < 0 ? FAILED : OK;
+}
+
+/* A column's bytes, or None where `present` is false. */
+static PyObject *bytes_or_none(const Buf *b, int present) {
+    if (present) return buf_bytes(b);
+    Py_INCREF(Py_None);
+    return Py_None;
+}
+
+/* The batch's columns as a dict of bytes (native-endian arrays) and lists of strings. */
+static PyObject *result(const Batch *b) {
+    PyObject *out = PyDict_New();
+    if (out == NULL) return NULL;
+    int rc = set_item(out, "n", PyLong_FromSize_t(b->n));
+    rc = rc ? rc : set_item(out, "ts", buf_bytes(&b->ts));
+    rc = rc ? rc : set_item(out, "dur", buf_bytes(&b->dur));
+    rc = rc ? rc : set_item(out, "pid", buf_bytes(&b->pid));
+    rc = rc ? rc : set_item(out, "tid", buf_bytes(&b->tid));
+    rc = rc ? rc : set_item(out, "name.codes", buf_bytes(&b->names));
+    rc = rc ? rc : set_item(out, "name.values", labels_list(&b->name_labels));
+    rc = rc ? rc : set_item(out, "cat.codes", buf_bytes(&b->cats));
+    rc = rc ? rc : set_item(out, "cat.values", labels_list(&b->cat_labels));
+    rc = rc ? rc : set_item(out, "recfn_id", bytes_or_none(&b->ids[0], b->any_id[0]));
+    rc = rc ? rc : set_item(out, "recfn_id.present", bytes_or_none(&b->has_id[0], b->any_id[0]));
+    rc = rc ? rc : set_item(out, "recfn_parent_id", bytes_or_none(&b->ids[1], b->any_id[1]));
+    rc = rc ? rc
+            : set_item(out, "recfn_parent_id.present", bytes_or_none(&b->has_id[1], b->any_id[1]));
+    rc = rc ? rc : set_item(out, "sequence_nr", buf_bytes(&b->torch[0]));
+    rc = rc ? rc : set_item(out, "fwd_thread_id", buf_bytes(&b->torch[1]));
+    rc = rc ? rc : set_item(out, "args.offsets", buf_bytes(&b->args_at));
+    rc = rc ? rc : set_item(out, "args.data", buf_bytes(&b->args));
+    rc = rc ? rc : set_item(out, "args.present", buf_bytes(&b->has_args));
+    rc = rc ? rc : set_item(out, "others", bytes_or_none(&b->others, b->n_others > 0));
+    if (rc != OK) Py_CLEAR(out);
+    return out;
+}
+
+static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "decode(text, max_depth, sequence_default, fwd_default)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    long max_depth = PyLong_AsLong(args[1]);
+    int64_t defaults[2] = {PyLong_AsLongLong(args[2]), PyLong_AsLongLong(args[3])};
+    if (PyErr_Occurred()) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Parser ps = {(Ptr)view.buf, (Ptr)view.buf + view.len,
+                 max_depth < 0 ? 0 : (max_depth > 1000 ? 1000 : (int)max_depth)};
+    Batch b;
+    memset(&b, 0, sizeof b);
+    b.torch_default[0] = defaults[0];
+    b.torch_default[1] = defaults[1];
+    int rc = events(&ps, &b);
+    PyObject *out = rc == OK ? result(&b) : NULL;
+    batch_free(&b);
+    PyBuffer_Release(&view);
+    if (rc == NOT_FAST) Py_RETURN_NONE;
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
+     "decode(text, max_depth, sequence_default, fwd_default): the columns of a JSON list of "
+     "trace events (a dict), or None when the batch is not of the shape this decodes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "recfn._cchrome",
+    .m_doc = "A native decoder for the common shape of Chrome trace events.", .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__cchrome(void) { return PyModule_Create(&module); }

@@ -1,0 +1,404 @@
+"""The native decoder (recfn._cchrome, compiled builds) gives the very table the msgspec path
+gives: every trace is read both ways (``_chrome_import.NATIVE`` on and off) and compared."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import struct
+import sys
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_chrome_errors import bases, fuzzer
+
+import recfn
+from recfn import _chrome_import, chrome
+from recfn._chrome_import import EVENTS, NativeBatch, decode_events
+from recfn._chrome_stream import MAX_DEPTH
+from recfn.errors import TraceFormatError
+
+ROOT = Path(__file__).resolve().parents[2]
+NATIVE = _chrome_import.NATIVE
+pytestmark = pytest.mark.skipif(NATIVE is None, reason="recfn._cchrome is not built (pure install)")
+
+
+@contextmanager
+def decoder(native: Any) -> Iterator[None]:
+    """Read with `native` as the native decoder (None: the msgspec path only)."""
+    saved = _chrome_import.NATIVE
+    _chrome_import.NATIVE = native
+    try:
+        yield
+    finally:
+        _chrome_import.NATIVE = saved
+
+
+def outcome(read: Callable[[Path], Any], path: Path, native: Any) -> Any:
+    with decoder(native):
+        try:
+            return read(path)
+        except TraceFormatError as error:
+            return f"TraceFormatError: {error}"
+
+
+def assert_same_both_ways(path: Path) -> None:
+    """The table, the frame or the error of `path` do not depend on the native decoder."""
+    table, plain = (outcome(chrome.read_chrome_table, path, native) for native in (NATIVE, None))
+    if isinstance(plain, str):
+        assert table == plain
+        return
+    assert isinstance(table, pa.Table), table
+    assert table.equals(plain, check_metadata=True)
+    frame, plain_frame = (outcome(chrome.read_chrome_trace, path, n) for n in (NATIVE, None))
+    pd.testing.assert_frame_equal(frame, plain_frame)
+
+
+def native_columns(text: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any] | None:
+    columns: dict[str, Any] | None = NATIVE(text, max_depth, -1, 0)
+    return columns
+
+
+def torch_events(n: int) -> list[dict[str, Any]]:
+    """Events shaped like torch.profiler's: complete events with torch's args, a few others."""
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "thread_name", "pid": 7, "tid": 1, "args": {"name": "main"}}
+    ]
+    for i in range(n):
+        args: dict[str, Any] = {"External id": i, "Ev Idx": i}
+        if i % 3 == 0:
+            args |= {"Sequence number": i, "Fwd thread id": 1}
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": f"aten::op{i % 5}",
+                "pid": 7,
+                "tid": 1 + i % 2,
+                "ts": 10.5 * i,
+                "dur": 3.25,
+                "args": args,
+            }
+        )
+        if i % 10 == 0:
+            events.append(
+                {
+                    "ph": "i",
+                    "s": "t",
+                    "name": "[memory]",
+                    "pid": 7,
+                    "tid": 1,
+                    "ts": 10.5 * i,
+                    "args": {"Bytes": 64, "Device Type": 0},
+                }
+            )
+    return events
+
+
+# -- the decoder itself ---------------------------------------------------------------------
+
+
+def test_common_batches_decode_natively_into_the_columns_msgspec_gives() -> None:
+    events = torch_events(30)
+    text = json.dumps(events, indent=1).encode()
+    batch = decode_events(text, MAX_DEPTH)
+    assert isinstance(batch, NativeBatch)
+    complete = [e for e in events if e["ph"] == "X"]
+    scalars = batch.scalars()
+    assert scalars["ts"].tolist() == [e["ts"] for e in complete]
+    assert scalars["pid"].tolist() == [7] * 30 and scalars["recfn_id"] is None
+    assert scalars["name"].to_pylist() == [e["name"] for e in complete]
+    args = _chrome_import._ArgsPart.native(batch.columns)
+    assert args.strings.to_pylist() == [
+        json.dumps(e["args"], separators=(",", ":")) for e in complete
+    ]
+    assert args.ints["sequence_nr"].tolist() == [i if i % 3 == 0 else -1 for i in range(30)]
+    assert [e.ph for e in batch.others] == ["M", "i", "i", "i"]
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_names_with_escapes_decode_as_msgspec_decodes_them(ascii_only: bool) -> None:
+    names = ['a"b', "x\\y", "é", "😀", "\x00\x1f", "tab\there", "a/b", "\u2028"]
+    events = [{"ph": "X", "name": n, "cat": n, "pid": 1, "tid": 1} for n in names]
+    text = json.dumps(events, ensure_ascii=ascii_only).encode()
+    columns = native_columns(text)
+    assert columns is not None
+    assert columns["name.values"] == [e.name for e in EVENTS.decode(text)] == names
+    same = b'[{"ph":"X","name":"a\\/\\u00e9","pid":1,"tid":1},{"ph":"X","name":"a/\xc3\xa9","pid":1,"tid":1}]'
+    columns = native_columns(same)
+    assert columns is not None and columns["name.values"] == ["a/é"]
+    assert columns["name.codes"] == bytes(8)  # one string, however it is written
+
+
+def test_many_distinct_names_keep_their_codes_as_the_table_grows() -> None:
+    names = [f"op{i % 1500}" for i in range(4000)]
+    events = [{"ph": "X", "name": n, "cat": n[:3], "pid": 1, "tid": 1} for n in names]
+    batch = decode_events(json.dumps(events).encode(), MAX_DEPTH)
+    assert isinstance(batch, NativeBatch)
+    assert batch.scalars()["name"].to_pylist() == names
+    assert batch.columns["name.values"] == names[:1500]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        '{"ph":"X","name":7,"pid":1,"tid":1}',  # a name that is not a string
+        '{"ph":"X","pid":1,"tid":1,"other":1}',  # a field Event lacks
+        '{"ph":"X","ph":"X","pid":1,"tid":1}',  # a field twice
+        '{"p\\u0068":"X","pid":1,"tid":1}',  # an escaped key
+        '{"ph":"X","pid":1,"tid":1,"s":"t"}',  # a kept field on a complete event
+        '{"ph":"X","pid":"1","tid":1}',  # a pid that is not an integer
+        '{"ph":"X","pid":1.0,"tid":1}',
+        '{"ph":"X","tid":1}',  # no pid
+        '{"ph":"X","pid":9223372036854775808,"tid":1}',  # beyond int64
+        '{"ph":"X","pid":1,"tid":1,"ts":1e400}',  # beyond float64
+        '{"ph":"X","pid":1,"tid":1,"ts":"1"}',
+        '{"ph":"X","pid":1,"tid":1,"ts":01}',  # not JSON
+        '{"ph":"X","pid":1,"tid":1,"args":{"a":1e999}}',
+        '{"ph":"X","pid":1,"tid":1,"args":{"Sequence number":1.5}}',
+        '{"ph":"X","pid":1,"tid":1,"args":{"Sequence\\u0020number":1}}',
+        '{"ph":"X","pid":1,"tid":1,"args":{"a":"\\ud800"}}',  # a lone surrogate
+        '{"ph":"X","pid":1,"tid":1,"args":{"a":"\udcff"}}',  # not UTF-8 (byte 0xff)
+        '{"ph":"X","pid":1,"tid":1,"args":{"a":"\x01"}}',  # a control character
+        '{"ph":"X","pid":1,"tid":1,"args":{"a":[1,]}}',
+        '{"ph":"X","pid":1,"tid":1,"recfn_id":-1.5}',
+        '{"ph":"i","pid":1,"tid":1,"unknown":1}',  # another event with a field Event lacks
+    ],
+)
+def test_batches_it_does_not_fully_understand_are_left_to_msgspec(event: str) -> None:
+    common = '{"ph":"X","name":"n","pid":1,"tid":1,"ts":1,"dur":1}'
+    text = f"[{common},{event}]".encode("utf-8", "surrogateescape")
+    assert native_columns(f"[{common}]".encode()) is not None
+    assert native_columns(text) is None
+    try:
+        decoded = decode_events(text, MAX_DEPTH)
+    except ValueError:  # msgspec's errors, which the readers report
+        return
+    assert not isinstance(decoded, NativeBatch)
+
+
+def test_nesting_deeper_than_max_depth_is_left_to_msgspec() -> None:
+    def batch(depth: int) -> bytes:  # the list, the event, its args, then nested lists
+        nested = "[" * (depth - 3) + "]" * (depth - 3)
+        return f'[{{"ph":"X","pid":1,"tid":1,"args":{{"a":{nested}}}}}]'.encode()
+
+    assert native_columns(batch(MAX_DEPTH)) is not None
+    assert native_columns(batch(MAX_DEPTH + 1)) is None
+    assert native_columns(batch(MAX_DEPTH), MAX_DEPTH - 1) is None
+
+
+NUMBERS = st.one_of(
+    st.integers(-(2**70), 2**70).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda f: f"{f:.25e}"),
+    st.builds(
+        lambda sign, whole, fraction, e, exp: f"{sign}{whole}{fraction}{e}{exp}",
+        st.sampled_from(["", "-"]),
+        st.sampled_from(["0", "1", "9", "12345678901234567", "900719925474099"]),
+        st.sampled_from(["", ".0", ".5", ".30000000000000004441", ".000001", ".1234567890123"]),
+        st.sampled_from(["e", "E", "e+", "e-", "E-"]),
+        st.integers(0, 330),
+    ),
+    st.sampled_from(["-0", "-0.0", "0.0e5", "-0e-3", "1e22", "1e23", "9007199254740993"]),
+    st.sampled_from(["9007199254740992", "9007199254.740993", "1700000000123.456", "0.1"]).map(
+        lambda digits: digits + "e-22"
+    ),
+    st.integers(10**15, 10**17).map(lambda m: f"{m // 1000}.{m % 1000:03d}"),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(number=NUMBERS)
+def test_times_convert_as_msgspec_converts_them(number: str) -> None:
+    """Bit for bit, negative zero included; numbers msgspec refuses are not read natively."""
+    text = f'[{{"ph":"X","pid":1,"tid":1,"ts":{number}}}]'.encode()
+    columns = native_columns(text)
+    try:
+        expected = EVENTS.decode(text)[0].ts
+    except msgspec.ValidationError:
+        assert columns is None
+        return
+    if columns is not None:
+        assert columns["ts"] == struct.pack("=d", expected)
+
+
+def test_many_random_times_convert_bit_for_bit() -> None:
+    """Mantissas up to 2^54 (both sides of the fast path's 2^53), points anywhere, exponents."""
+    rng = random.Random(5)
+    texts = []
+    for _ in range(20_000):
+        digits = str(rng.randrange(1, 2**54))
+        point = rng.randrange(len(digits) + 1)
+        text = f"{digits[:point] or 0}.{digits[point:] or 0}"
+        text += f"e{rng.randrange(-25, 25)}" if rng.random() < 0.3 else ""
+        texts.append(f"-{text}" if rng.random() < 0.5 else text)
+    events = ",".join(f'{{"ph":"X","pid":1,"tid":1,"ts":{t}}}' for t in texts)
+    text = f"[{events}]".encode()
+    columns = native_columns(text)
+    assert columns is not None
+    assert columns["ts"] == struct.pack(f"={len(texts)}d", *(e.ts for e in EVENTS.decode(text)))
+
+
+def test_results_hold_no_extra_references_and_nothing_leaks() -> None:
+    text = json.dumps(torch_events(200)).encode()
+    columns = native_columns(text)
+    assert columns is not None
+    # Each value is held by its container and the loop, and passed to getrefcount: 3.
+    for value in columns.values():
+        assert sys.getrefcount(value) == 3 or value is None or isinstance(value, int)
+    for name in columns["name.values"]:
+        assert sys.getrefcount(name) == 3
+    del columns
+    tracemalloc.start()
+    try:
+        native_columns(text)
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(200):
+            native_columns(text)
+            native_columns(text[:-2])  # refused halfway
+        assert tracemalloc.get_traced_memory()[0] - before < 64 << 10
+    finally:
+        tracemalloc.stop()
+
+
+# -- whole traces: the same table both ways -------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "tests" / "data").glob("*.json*")), ids=str)
+def test_the_test_traces_read_the_same_both_ways(path: Path) -> None:
+    assert_same_both_ways(path)
+
+
+@pytest.mark.parametrize("form", ["list", "object", "gzip"])
+def test_torch_shaped_and_recfn_written_traces_read_the_same_both_ways(
+    tmp_path: Path, form: str
+) -> None:
+    events = torch_events(3000)
+    path = tmp_path / ("t.json.gz" if form == "gzip" else "t.json")
+    document: Any = events if form == "list" else {"traceEvents": events, "baseTimeNanoseconds": 5}
+    data = json.dumps(document).encode()
+    path.write_bytes(gzip.compress(data) if form == "gzip" else data)
+    assert_same_both_ways(path)
+    with recfn.profile() as prof:
+        for i in range(50):
+            with recfn.record_function(f"step{i % 3}"), recfn.record_function("inner"):
+                pass
+    written = tmp_path / "recfn.json"
+    chrome.write_chrome_trace(prof.table, written)
+    assert_same_both_ways(written)
+
+
+def test_the_table_of_a_native_read_is_built_from_native_batches(tmp_path: Path) -> None:
+    """The comparisons above compare two paths: the native one is taken for common traces."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(torch_events(100)))
+    taken = []
+
+    def spy(text: bytes, max_depth: int, *defaults: int) -> Any:
+        columns = NATIVE(text, max_depth, *defaults)
+        taken.append(columns is not None)
+        return columns
+
+    with decoder(spy):
+        chrome.read_chrome_table(path)
+    assert taken and all(taken)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzzed_traces_read_the_same_both_ways(tmp_path_factory: Any, seed: int) -> None:
+    folder = tmp_path_factory.getbasetemp() / "fuzz-native"
+    folder.mkdir(exist_ok=True)
+    _, suffix, data = fuzzer().make_case(random.Random(seed), bases(str(folder)), bomb_mib=1)
+    path = folder / f"case{suffix}"
+    path.write_bytes(data)
+    assert_same_both_ways(path)
+
+
+def mostly(common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """`common` nine times in ten: most generated batches suit the native decoder, the others
+    reach each of its refusals."""
+    return st.integers(0, 9).flatmap(lambda k: rare if k == 0 else common)
+
+
+TEXTS = st.text(
+    st.one_of(st.sampled_from('"\\/\b\f\n\r\t\x00é€😀{}[],: '), st.characters()), max_size=6
+)
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**64), 2**64)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXTS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXTS, inner, max_size=3),
+    max_leaves=8,
+)
+PLAIN = st.sampled_from(["aten::mm", "step", "é", "😀", "", "a b"])
+"""Names without escapes (unless ASCII is asked for)."""
+TORCH_INTS = st.sampled_from(["Sequence number", "Fwd thread id"])
+FIELDS = {
+    "name": mostly(PLAIN, st.none() | TEXTS | st.integers()),
+    "cat": mostly(PLAIN, st.none() | TEXTS),
+    "ts": mostly(st.integers(0, 10**6) | st.floats(0, 1e6), NUMBERS.map(json.loads)),
+    "dur": mostly(st.integers(0, 100) | st.floats(0, 100), st.none() | st.just(-1)),
+    "pid": mostly(st.integers(0, 2), st.sampled_from([-(2**63), 2**63, "Spans", None, 1.0])),
+    "tid": mostly(st.integers(0, 2), st.sampled_from([2**63 - 1, -1, "1", True])),
+    "args": mostly(
+        st.dictionaries(PLAIN | TORCH_INTS, st.integers(-9, 9) | PLAIN | JSON_VALUES, max_size=4),
+        st.dictionaries(TEXTS | TORCH_INTS | st.just("Input Dims"), JSON_VALUES, max_size=3)
+        | JSON_VALUES,
+    ),
+    "recfn_id": st.integers(0, 5),
+    "recfn_parent_id": st.integers(0, 5) | st.none(),
+}
+RARE_FIELDS = {"s": st.just("t"), "id": st.integers(0, 3), "bp": st.just("e")}
+PHASES = mostly(st.just("X"), st.sampled_from(["B", "E", "i", "C", "M", "s", "f", "?", None]))
+EVENT = st.fixed_dictionaries(
+    {"ph": PHASES, **{key: FIELDS[key] for key in ("pid", "tid", "ts")}},
+    optional={key: FIELDS[key] for key in FIELDS if key not in ("pid", "tid", "ts")},
+)
+EVENT_LISTS = st.lists(
+    st.tuples(EVENT, mostly(st.just({}), st.fixed_dictionaries({}, optional=RARE_FIELDS))).map(
+        lambda pair: {**pair[0], **pair[1]}
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    events=EVENT_LISTS,
+    ascii_only=mostly(st.just(False), st.just(True)),
+    indent=st.sampled_from([None, 1]),
+    form=st.sampled_from(["list", "object"]),
+)
+def test_generated_traces_read_the_same_both_ways(
+    tmp_path_factory: Any,
+    events: list[dict[str, Any]],
+    ascii_only: bool,
+    indent: int | None,
+    form: str,
+) -> None:
+    path = tmp_path_factory.getbasetemp() / "generated.json"
+    document: Any = events if form == "list" else {"traceEvents": events}
+    text = json.dumps(document, ensure_ascii=ascii_only, indent=indent)
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))  # lone surrogates: bytes not UTF-8
+    assert_same_both_ways(path)
