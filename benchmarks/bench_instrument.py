@@ -140,12 +140,12 @@ def trace_overhead(c_calls: bool = False) -> list[tuple[str, float, float, Optio
 
     @contextlib.contextmanager
     def on_clock_gettime() -> Iterator[recfn.profile]:
-        _tracer.NATIVE_TSC = False
+        chosen, _tracer.NATIVE_TSC = _tracer.NATIVE_TSC, False
         try:
             with profile() as prof:
                 yield prof
         finally:
-            _tracer.NATIVE_TSC = True
+            _tracer.NATIVE_TSC = chosen
 
     variants = {"base": run(contextlib.nullcontext), "recfn": run(profile)}
     tsc = _tracer.native_available() and _tracer._NATIVE.TSC

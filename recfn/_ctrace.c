@@ -80,7 +80,6 @@ typedef struct {
     PyObject *ctx; /* the context frame when `user` was looked up (strong), NULL: none yet */
     int64_t epoch, user;
     int tsc;              /* rows hold TSC values until take() converts them */
-    int64_t clock_offset; /* added to every row by take() */
     Anchor *anchors;
     Py_ssize_t n_anchors, anchors_cap;
     int64_t anchor_due, anchor_epoch; /* the next read is an anchor from this TSC value on, or
@@ -213,8 +212,8 @@ static void rows_to_ns(ThreadState *ts) {
             row->start = to_ns(ts->anchors, ts->n_anchors, &start_hint, row->start);
             if (row->end != 0) row->end = to_ns(ts->anchors, ts->n_anchors, &end_hint, row->end);
         }
-        row->start += ts->clock_offset;
-        if (row->end != 0) row->end += ts->clock_offset;
+        row->start += ts->owner->clock_offset;
+        if (row->end != 0) row->end += ts->owner->clock_offset;
     }
 }
 
@@ -470,7 +469,6 @@ static ThreadState *thread_state(CTracer *t) {
     ts->ctx = NULL;
     ts->epoch = ts->user = 0;
     ts->tsc = t->tsc;
-    ts->clock_offset = t->clock_offset;
     ts->n_anchors = ts->anchors_cap = 0;
     ts->anchor_due = ts->anchor_epoch = 0; /* the first read is an anchor */
     ts->anchors = t->tsc ? PyMem_Malloc(64 * sizeof(Anchor)) : NULL;
@@ -520,9 +518,11 @@ static PyObject *ts_take(ThreadState *ts, PyObject *Py_UNUSED(ignored)) {
      * of calls still open are dropped (they would keep their locals alive). */
     drop_stack(ts);
     Py_CLEAR(ts->ctx);
+    Py_ssize_t size = ts->n * (Py_ssize_t)sizeof(Row);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    if (out == NULL) return NULL; /* the rows stay as they were: take() can be retried */
     rows_to_ns(ts);
-    PyObject *out = PyBytes_FromStringAndSize((const char *)ts->rows, ts->n * (Py_ssize_t)sizeof(Row));
-    if (out == NULL) return NULL;
+    if (size) memcpy(PyBytes_AS_STRING(out), ts->rows, (size_t)size);
     PyMem_Free(ts->rows);
     ts->rows = NULL;
     ts->n = ts->cap = 0;

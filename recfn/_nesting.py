@@ -34,9 +34,10 @@ def parents_from_nesting(
     reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
     del s, e
     # Rows that no earlier row of their group reaches are roots; skip their search.
-    reached = _cummax_by_run(reach, g)
-    has_parent = np.r_[False, g[1:] == g[:-1]]
+    same_group = g[1:] == g[:-1]
     del g
+    reached = _cummax_by_run(reach, same_group)
+    has_parent = np.r_[False, same_group]
     has_parent[1:] &= reached[:-1] >= need[1:]
     del reached
     found = _previous_at_least(reach, need, np.flatnonzero(has_parent))
@@ -61,10 +62,12 @@ def _nesting_order(
     return np.argsort(group, kind="stable")
 
 
-def _cummax_by_run(values: np.ndarray, runs: np.ndarray) -> np.ndarray:
-    """The running maximum of `values` within each run of equal `runs` (sorted groups)."""
-    cuts = np.flatnonzero(runs[1:] != runs[:-1]) + 1
+def _cummax_by_run(values: np.ndarray, same_run: np.ndarray) -> np.ndarray:
+    """The running maximum of `values` within each run of rows (`same_run[i]`: row i + 1 is in
+    row i's run)."""
+    cuts = np.flatnonzero(~same_run) + 1
     if len(cuts) > _MAX_RUNS:
+        runs = np.cumsum(np.r_[0, ~same_run])
         return np.asarray(pd.Series(values).groupby(runs).cummax().to_numpy())
     out = np.empty_like(values)
     bounds = [0, *cuts.tolist(), len(values)]
