@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from recfn.dataset import in_process_folder
 from recfn.errors import TraceFormatError
-from recfn.schema import not_a_trace
+from recfn.schema import not_a_trace, process_rows
 
 from .schema import RANGE
 from .summary import PARTIAL_COLUMNS, PROFILER_SPAN_SCOPES, add_partials
@@ -140,8 +140,9 @@ def _summarize_partition(
         rows = sum(parquet.metadata.num_rows for parquet in parquets)
         return _summarize_process(pieces, rows, keys, extra, where)
     table = _read(parquets, [*EVENT_COLUMNS, *keys, "host", "pid", *extra])
-    processes = _processes(table)
-    del table
+    found = process_rows(table)
+    processes = [table] if found is None else [table.take(rows) for _, rows in found]
+    del table, found
     parts, total = [], 0
     while processes:
         process = processes.pop()
@@ -189,26 +190,6 @@ def _one_value(parquets: list[pq.ParquetFile], column: str) -> bool:
                 return False
             seen.update((stats.min, stats.max))
     return len(seen) <= 1
-
-
-def _processes(table: pa.Table) -> list[pa.Table]:
-    """``table`` split into its processes (one table when it holds one, as usual)."""
-    present = [c for c in ("host", "pid") if c in table.column_names]
-    if table.num_rows == 0 or not present:
-        return [table]
-    distinct = table.select(present).group_by(present).aggregate([]).to_pylist()
-    if len(distinct) <= 1:
-        return [table]
-    split = []
-    for process in distinct:
-        mask = None
-        for name in present:
-            column, value = table.column(name), process[name]
-            same = pc.is_null(column) if value is None else pc.equal(column, value)
-            same = pc.fill_null(same, False)
-            mask = same if mask is None else pc.and_(mask, same)
-        split.append(table.filter(mask))
-    return split
 
 
 def _column(table: pa.Table, name: str) -> pa.Array | None:

@@ -168,3 +168,22 @@ def test_a_process_in_parts_and_row_groups_summarises_as_in_memory(
     expected = recfn.load(tmp_path, as_pandas=True).recfn.summary(by=by)
     assert expected["self_ns"].sum() > 0
     same(summarize_files(sorted(map(str, folder.glob("*.parquet"))), by=by), expected)
+
+
+@pytest.mark.parametrize("key", ["host", "pid"])
+def test_a_null_host_or_pid_is_a_process_of_its_own(tmp_path: Path, key: str) -> None:
+    """Two processes with the same ids, one with a null `key` and one with its default (""
+    or -1): summarised apart, as if the null were another value (merged, their ids would
+    repeat)."""
+    frames = []
+    for value in (None, "" if key == "host" else -1):
+        df = make_synthetic_trace(300, n_threads=1, seed=1)
+        df["host"] = "h"
+        df[key] = pd.Series([value] * len(df), dtype="string" if key == "host" else "Int64")
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    path = tmp_path / "two.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)
+    assert schema.process_rows(pq.read_table(path)) is not None
+    other = df.assign(**{key: df[key].fillna("other" if key == "host" else -2)})
+    same(summarize_files([str(path)]), other.recfn.summary())
