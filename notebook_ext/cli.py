@@ -491,11 +491,13 @@ def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> 
     if not supports(trace.files, options):
         return None
     try:
-        result = summarize_files(trace.files, keys, sort_by=sort_by, top=top, as_index=False)
+        result = summarize_files(
+            trace.files, keys, sort_by=sort_by, top=top, as_index=False, footers=trace.footers
+        )
     except ValueError as exc:
         raise CLIError(f"summary: {exc}", EXIT_USAGE) from None
     header = _files_header(trace, result.attrs["events"])
-    for folder in unfinished(trace.files):
+    for folder in unfinished(trace.files, trace.footers):
         header += (
             f"\n{folder}: this process never stopped its profile (killed?), so what it recorded"
             " after its last part is missing"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -65,6 +66,27 @@ def test_cli_summarises_a_dataset_and_several_files(
     assert main(["summary", str(tmp_path / "traces"), "--by", "nope,name"]) == 2
     assert "no column(s) ['nope']" in capsys.readouterr().err
     assert main(["summary", str(tmp_path / "empty")]) == 1
+
+
+def test_cli_summary_of_a_dataset_reads_each_footer_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schema check, the unfinished captures and the header share the footers read."""
+    from recfn import dataset
+    from recfn.notebook_ext.cli import main
+
+    write_fleet(tmp_path, ranges=20)
+    reads: Counter[str] = Counter()
+    read_footer = dataset.read_footer
+
+    def counted(name: str) -> pq.FileMetaData:
+        reads[name] += 1
+        return read_footer(name)
+
+    monkeypatch.setattr(dataset, "read_footer", counted)
+    assert main(["summary", str(tmp_path)]) == 0
+    assert "3 processes · 3 files" in capsys.readouterr().out
+    assert reads == Counter(dataset.resolve(tmp_path))
 
 
 def test_one_file_of_several_processes_with_recorded_ids(tmp_path: Path) -> None:
