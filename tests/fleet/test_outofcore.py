@@ -71,8 +71,10 @@ def test_cli_summarises_a_dataset_and_several_files(
 def test_cli_summary_of_a_dataset_reads_each_footer_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The schema check, the unfinished captures and the header share the footers read."""
+    """The schema check, the unfinished captures and the header share the footers read (and,
+    for one large file, the check of its size)."""
     from recfn import dataset
+    from recfn.notebook_ext import cli
     from recfn.notebook_ext.cli import main
 
     write_fleet(tmp_path, ranges=20)
@@ -87,6 +89,12 @@ def test_cli_summary_of_a_dataset_reads_each_footer_once(
     assert main(["summary", str(tmp_path)]) == 0
     assert "3 processes · 3 files" in capsys.readouterr().out
     assert reads == Counter(dataset.resolve(tmp_path))
+    reads.clear()
+    monkeypatch.setattr(cli, "LARGE_ROWS", 10)
+    one = dataset.resolve(tmp_path)[0]
+    assert main(["summary", one]) == 0
+    assert "1 process · 1 file" in capsys.readouterr().out  # out of core
+    assert reads == Counter([one])
 
 
 def test_one_file_of_several_processes_with_recorded_ids(tmp_path: Path) -> None:
