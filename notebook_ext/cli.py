@@ -438,7 +438,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     _positive(args.top, "--top")
     sources = list(args.trace)
     large = _large_parquet(sources[0]) if len(sources) == 1 and not args.shapes else None
-    trace = large or _load(sources[0] if len(sources) == 1 else sources)
+    trace = large if large is not None else _load(sources[0] if len(sources) == 1 else sources)
     keys = [key.strip() for key in args.by.split(",") if key.strip()]
     if not keys:
         raise CLIError("summary: --by needs a column", EXIT_USAGE)
