@@ -25,9 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from recfn.dataset import in_process_folder
+from recfn.dataset import Footers, in_process_folder
 from recfn.errors import TraceFormatError
-from recfn.schema import not_a_trace
+from recfn.schema import not_a_trace, process_rows
 
 from .schema import RANGE
 from .summary import PARTIAL_COLUMNS, PROFILER_SPAN_SCOPES, add_partials
@@ -66,6 +66,7 @@ def summarize_files(
     top: int | None = None,
     as_index: bool = True,
     threads: int | None = None,
+    footers: Footers | None = None,
 ) -> pd.DataFrame:
     """The summary of the events in Parquet ``files`` per group, as ``df.recfn.summary``.
 
@@ -76,7 +77,8 @@ def summarize_files(
     once (default 2). ``attrs["self_total_ns"]`` holds the time the percentages divide by,
     ``attrs["events"]`` the number of closed ranges. ValueError for other groupings and for
     options that only the in-memory summary offers; TraceFormatError for a file that is not a
-    trace, or whose ids or parents are broken.
+    trace, or whose ids or parents are broken. ``footers`` are the files' footers read so far
+    (a trace's ``footers``), if any: each file's footer is read once.
     """
     from recfn._progress import progress
 
@@ -89,9 +91,10 @@ def summarize_files(
         raise ValueError(f"threads must be >= 1, got {threads}")
     if not files:
         raise ValueError("no files to summarise")
+    footers = Footers() if footers is None else footers
     present: set[str] = set()
     for name in files:
-        names = _schema(name).names
+        names = _schema(name, footers).names
         lacking = [c for c in EVENT_COLUMNS if c not in names]
         if lacking:
             raise not_a_trace(name, lacking)
@@ -104,7 +107,7 @@ def summarize_files(
     with ThreadPoolExecutor(max_workers=min(threads or 2, len(groups))) as pool:
         found = list(
             progress(
-                pool.map(lambda group: _summarize_partition(group, keys, flops), groups),
+                pool.map(lambda group: _summarize_partition(group, keys, flops, footers), groups),
                 total=len(groups),
                 desc="recfn: summarising",
             )
@@ -118,18 +121,18 @@ def summarize_files(
     return result
 
 
-def _schema(name: str) -> pa.Schema:
+def _schema(name: str, footers: Footers) -> pa.Schema:
     try:
-        return pq.read_schema(name)
+        return footers.schema(name)
     except (OSError, pa.ArrowException) as exc:
         raise TraceFormatError(f"{name}: not a readable Parquet file ({exc})") from None
 
 
 def _summarize_partition(
-    files: list[str], keys: list[str], flops: bool
+    files: list[str], keys: list[str], flops: bool, footers: Footers
 ) -> tuple[pd.DataFrame, int]:
     """The summed statistics of the processes in ``files`` and their self-time total."""
-    parquets = [pq.ParquetFile(name) for name in files]
+    parquets = [pq.ParquetFile(name, metadata=footers(name)) for name in files]
     where = files[0] if len(files) == 1 else os.path.dirname(files[0])
     extra = ["flops"] if flops else []
     if all(_one_value(parquets, c) for c in ("host", "pid")):  # one process: row group by group
@@ -140,8 +143,9 @@ def _summarize_partition(
         rows = sum(parquet.metadata.num_rows for parquet in parquets)
         return _summarize_process(pieces, rows, keys, extra, where)
     table = _read(parquets, [*EVENT_COLUMNS, *keys, "host", "pid", *extra])
-    processes = _processes(table)
-    del table
+    found = process_rows(table)
+    processes = [table] if found is None else [table.take(rows) for _, rows in found]
+    del table, found
     parts, total = [], 0
     while processes:
         process = processes.pop()
@@ -189,26 +193,6 @@ def _one_value(parquets: list[pq.ParquetFile], column: str) -> bool:
                 return False
             seen.update((stats.min, stats.max))
     return len(seen) <= 1
-
-
-def _processes(table: pa.Table) -> list[pa.Table]:
-    """``table`` split into its processes (one table when it holds one, as usual)."""
-    present = [c for c in ("host", "pid") if c in table.column_names]
-    if table.num_rows == 0 or not present:
-        return [table]
-    distinct = table.select(present).group_by(present).aggregate([]).to_pylist()
-    if len(distinct) <= 1:
-        return [table]
-    split = []
-    for process in distinct:
-        mask = None
-        for name in present:
-            column, value = table.column(name), process[name]
-            same = pc.is_null(column) if value is None else pc.equal(column, value)
-            same = pc.fill_null(same, False)
-            mask = same if mask is None else pc.and_(mask, same)
-        split.append(table.filter(mask))
-    return split
 
 
 def _column(table: pa.Table, name: str) -> pa.Array | None:

@@ -10,6 +10,7 @@ are defined by ``recfn.schema``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -23,9 +24,11 @@ __all__ = [
     "MARK",
     "MEMORY",
     "RANGE",
+    "GpuSpans",
     "MissingColumnsError",
     "codes",
     "equals",
+    "gpu_spans",
     "ints",
     "isin",
     "nulls",
@@ -47,6 +50,28 @@ def codes(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
         return series.cat.codes.to_numpy(dtype=np.int64), series.cat.categories
     found, uniques = pd.factorize(series)
     return found.astype(np.int64, copy=False), pd.Index(uniques)
+
+
+class GpuSpans(NamedTuple):
+    """The GPU span of each row: `timed` marks the rows that have one, `start`/`end` bound it
+    (on other rows `end` equals `start`)."""
+
+    timed: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def gpu_spans(df: pd.DataFrame, candidates: np.ndarray) -> GpuSpans:
+    """The GPU spans (``device_start_ns`` + ``device_duration_ns``, from
+    ``profile(cuda=True)``) of the `candidates` rows that have both columns set; none when the
+    frame lacks them. The one reading of GPU time, for the summary and the timeline alike."""
+    n = len(df)
+    if "device_start_ns" not in df.columns or "device_duration_ns" not in df.columns:
+        empty = np.zeros(n, dtype=np.int64)
+        return GpuSpans(np.zeros(n, dtype=bool), empty, empty)
+    timed = candidates & ~nulls(df["device_start_ns"]) & ~nulls(df["device_duration_ns"])
+    start = ints(df["device_start_ns"], 0)
+    return GpuSpans(timed, start, start + np.where(timed, ints(df["device_duration_ns"], 0), 0))
 
 
 def process_groups(df: pd.DataFrame) -> np.ndarray | None:

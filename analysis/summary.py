@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import MEMORY, codes, equals, ints, nulls, require
+from .schema import MEMORY, codes, equals, gpu_spans, ints, require
 from .tree import Nodes, linked_parents, nodes, outermost, self_durations, subtree_sums
 from .units import format_bytes, format_count, format_ns, printable
 
@@ -203,14 +203,11 @@ def _device_columns(
     """Per closed range (`rows`): whether it has GPU time, that time as counted in totals
     (outermost ranges of a group, as for CPU time), its GPU self time (minus what its
     children's GPU spans cover), its GPU duration and its device; empty without GPU time."""
-    if "device_duration_ns" not in df.columns or "device_start_ns" not in df.columns:
-        return {}
-    timed = forest.closed & ~nulls(df["device_duration_ns"]) & ~nulls(df["device_start_ns"])
+    timed, begin, end = gpu_spans(df, forest.closed)
     if not timed.any():
         return {}
-    begin = ints(df["device_start_ns"], 0)
-    length = np.where(timed, ints(df["device_duration_ns"], 0), 0)
-    own = self_durations(forest.parent, begin, begin + length, timed)
+    length = end - begin
+    own = self_durations(forest.parent, begin, end, timed)
     mine = timed[rows]
     labels = np.full(rows.size, None, dtype=object)
     if "device" in df.columns:

@@ -41,6 +41,7 @@ from .schema import (
     as_threads,
     codes,
     equals,
+    gpu_spans,
     ints,
     nulls,
     require,
@@ -201,8 +202,8 @@ def timeline(
 
 @dataclass(frozen=True)
 class _GpuTimes:
-    """The GPU span of each row (``device_start_ns`` + ``device_duration_ns``, from
-    ``profile(cuda=True)``) and its device; `timed` marks the rows that have one."""
+    """The GPU span of each row (`gpu_spans`) and its device; `timed` marks the rows that
+    have one."""
 
     timed: np.ndarray
     start: np.ndarray
@@ -212,12 +213,7 @@ class _GpuTimes:
     @classmethod
     def of(cls, df: pd.DataFrame, candidates: np.ndarray) -> _GpuTimes:
         n = len(df)
-        if "device_start_ns" not in df.columns or "device_duration_ns" not in df.columns:
-            empty = np.zeros(n, dtype=np.int64)
-            return cls(np.zeros(n, dtype=bool), empty, empty, np.full(n, "", dtype=object))
-        timed = candidates & ~nulls(df["device_start_ns"]) & ~nulls(df["device_duration_ns"])
-        start = ints(df["device_start_ns"], 0)
-        end = start + np.where(timed, ints(df["device_duration_ns"], 0), 0)
+        timed, start, end = gpu_spans(df, candidates)
         device = np.full(n, "GPU", dtype=object)
         if "device" in df.columns:
             device = df["device"].astype(object).fillna("GPU").to_numpy()

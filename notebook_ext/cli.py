@@ -437,12 +437,8 @@ def _print_script_traceback(exc: BaseException, script_path: str) -> None:
 def cmd_summary(args: argparse.Namespace) -> int:
     _positive(args.top, "--top")
     sources = list(args.trace)
-    if len(sources) == 1 and not args.shapes and _large_parquet(sources[0]):
-        from recfn.trace import Trace
-
-        trace = Trace.from_files(sources, name=os.path.basename(sources[0]))
-    else:
-        trace = _load(sources[0] if len(sources) == 1 else sources)
+    large = _large_parquet(sources[0]) if len(sources) == 1 and not args.shapes else None
+    trace = large if large is not None else _load(sources[0] if len(sources) == 1 else sources)
     keys = [key.strip() for key in args.by.split(",") if key.strip()]
     if not keys:
         raise CLIError("summary: --by needs a column", EXIT_USAGE)
@@ -467,17 +463,20 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _large_parquet(path: str) -> bool:
-    """Whether ``path`` is a Parquet file of at least ``LARGE_ROWS`` events (from its footer):
-    summarised out of core, column by column, rather than read, verified and held whole."""
-    import pyarrow.parquet as pq
+def _large_parquet(path: str) -> Any:
+    """A trace of the file ``path``, read lazily, when it is a Parquet file of at least
+    ``LARGE_ROWS`` events (from its footer, kept for the summary): summarised out of core,
+    column by column, rather than read, verified and held whole; else None."""
+    from recfn.trace import Trace
 
     if not path.lower().endswith((".parquet", ".pq")) or not os.path.isfile(path):
-        return False
+        return None
+    trace = Trace.from_files([path], name=os.path.basename(path))
     try:
-        return int(pq.ParquetFile(path).metadata.num_rows) >= LARGE_ROWS
+        rows = int(trace.footers(path).num_rows)
     except Exception:  # not readable as Parquet: the ordinary load names what is wrong
-        return False
+        return None
+    return trace if rows >= LARGE_ROWS else None
 
 
 def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> Optional[str]:
@@ -491,11 +490,13 @@ def _files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> 
     if not supports(trace.files, options):
         return None
     try:
-        result = summarize_files(trace.files, keys, sort_by=sort_by, top=top, as_index=False)
+        result = summarize_files(
+            trace.files, keys, sort_by=sort_by, top=top, as_index=False, footers=trace.footers
+        )
     except ValueError as exc:
         raise CLIError(f"summary: {exc}", EXIT_USAGE) from None
     header = _files_header(trace, result.attrs["events"])
-    for folder in unfinished(trace.files):
+    for folder in unfinished(trace.files, trace.footers):
         header += (
             f"\n{folder}: this process never stopped its profile (killed?), so what it recorded"
             " after its last part is missing"

@@ -153,12 +153,12 @@ def _trace_html(trace: Any) -> str:
     return text
 
 
-def _files_summary(files: Any, **options: Any) -> Any:
+def _files_summary(files: Any, footers: Any, **options: Any) -> Any:
     """A trace of files' summary out of core when it can compute it, else None (pandas)."""
     outofcore = importlib.import_module("recfn.analysis.outofcore")
     if not outofcore.supports(files, options):
         return None
-    return outofcore.summarize_files(files, **options)
+    return outofcore.summarize_files(files, footers=footers, **options)
 
 
 class _LazyAccessor:

@@ -17,7 +17,8 @@ text_renderer: Optional[Callable[[Any], str]] = None
 html_renderer: Optional[Callable[[Any], str]] = None
 """``trace -> str``: a trace as HTML for notebooks."""
 files_summary: Optional[Callable[..., Any]] = None
-"""``(files, **summary options) -> DataFrame``: the summary of a trace of files, out of core."""
+"""``(files, footers, **summary options) -> DataFrame``: the summary of a trace of files, out of
+core (``footers``: the trace's ``recfn.dataset.Footers``)."""
 on_pandas: Optional[Callable[[], None]] = None
 """Called before a DataFrame is handed to the user."""
 

@@ -16,6 +16,7 @@ from recfn import io
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
 TRACE_SUFFIXES = (".parquet", ".pq", ".json", ".json.gz")
 
@@ -117,17 +118,43 @@ def in_process_folder(name: str) -> bool:
     return os.path.basename(os.path.dirname(name)).startswith(PROCESS_FOLDER)
 
 
-def unfinished(files: Sequence[str]) -> list[str]:
+def read_footer(name: str) -> pq.FileMetaData:
+    """A Parquet file's footer (schema, metadata, row groups): where recfn reads footers
+    without the file's data, for ``Footers`` to keep."""
+    import pyarrow.parquet as pq
+
+    return pq.read_metadata(name)
+
+
+class Footers:
+    """The footers of a trace's Parquet files, each read on first use and then kept: a command
+    that checks a dataset's schemas, looks for unfinished captures and shows its metadata reads
+    every footer once. ``footers(name)`` is the footer, ``footers.schema(name)`` the Arrow
+    schema with its metadata (as ``pq.read_schema`` gives it)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, pq.FileMetaData] = {}
+
+    def __call__(self, name: str) -> pq.FileMetaData:
+        found = self._kept.get(name)
+        if found is None:
+            found = self._kept[name] = read_footer(name)
+        return found
+
+    def schema(self, name: str) -> pa.Schema:
+        return self(name).schema.to_arrow_schema()
+
+
+def unfinished(files: Sequence[str], footers: Optional[Footers] = None) -> list[str]:
     """The process folders among ``files`` (``profile(output=...)``'s ``process=<pid>``) whose
     capture never stopped: killed, or still running. None of their parts is the last one, the
     one that carries the capture's wall time. What they lost is exactly the events recorded
     after their last part was written (the parts' dropped counts hold what else was dropped);
-    every event before it is in the parts."""
-    import pyarrow.parquet as pq
-
+    every event before it is in the parts. ``footers`` are those already read, if any."""
     from recfn.errors import TraceFormatError
     from recfn.schema import PART_KEY, WALL_NS_KEY
 
+    footers = Footers() if footers is None else footers
     stopped: dict[str, bool] = {}
     for name in files:
         folder = os.path.dirname(name)
@@ -135,7 +162,7 @@ def unfinished(files: Sequence[str]) -> list[str]:
         if not parquet or not in_process_folder(name):
             continue
         try:
-            metadata = pq.read_schema(name).metadata or {}
+            metadata = footers.schema(name).metadata or {}
         except Exception as exc:
             raise TraceFormatError(f"{name!r} is not a readable Parquet file: {exc}") from None
         if PART_KEY.encode() in metadata:  # a part that profile(output=...) wrote

@@ -346,7 +346,7 @@ def check_events(table: pa.Table, source: str, *, whole: bool = True) -> None:
         raise TraceFormatError(
             f"{source}: row {row}: end_ns {end[row]} is before start_ns {start[row]}"
         )
-    processes = _process_rows(table)
+    processes = process_rows(table)
     if processes is None:
         _check_links(table, source, whole)
         return
@@ -354,21 +354,14 @@ def check_events(table: pa.Table, source: str, *, whole: bool = True) -> None:
         _check_links(table.take(rows), f"{source} ({label}; rows counted within it)", whole)
 
 
-def _process_rows(table: pa.Table) -> Optional[list[tuple[str, Any]]]:
-    """Each process's (host, pid) label and rows, in order; None for a table of one process."""
+def process_rows(table: pa.Table) -> Optional[list[tuple[str, Any]]]:
+    """Each process's (host, pid) label and rows, in order; None for a table of one process
+    (or of none). A null host or pid is a value of its own. ``check_events`` checks the ids of
+    each process apart; the out-of-core summary summarises each apart."""
     keys = [key for key in PROCESS_KEYS if key in table.column_names]
-    if not keys:
+    if not keys or table.num_rows == 0:
         return None
-    codes = [
-        _numpy(
-            pc.dictionary_encode(
-                table.column(key).cast(pa.string()).fill_null("").combine_chunks()
-            ).indices
-        )
-        if key == "host"
-        else _numpy(table.column(key).fill_null(-1))
-        for key in keys
-    ]
+    codes = [code for key in keys for code in _key_codes(table.column(key))]
     if all(bool((code == code[0]).all()) for code in codes):
         return None  # one process: every table recfn captures (a linear check, no sort)
     process = np.zeros(len(codes[0]), dtype=np.int64)
@@ -385,6 +378,17 @@ def _process_rows(table: pa.Table) -> Optional[list[tuple[str, Any]]]:
         label = ", ".join(f"{key}={table.column(key)[first].as_py()}" for key in keys)
         groups.append((label, rows))
     return groups
+
+
+def _key_codes(column: pa.ChunkedArray) -> list[Any]:
+    """Numbers that are equal where the values of a process key are: numbers themselves (and,
+    where some are null, whether each is), else codes in order of first appearance."""
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        found = [_numpy(column.fill_null(-1))]
+        return found + [_numpy(pc.is_null(column))] if column.null_count else found
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    return [_numpy(pc.dictionary_encode(column.combine_chunks(), null_encoding="encode").indices)]
 
 
 def _check_links(table: pa.Table, source: str, whole: bool) -> None:

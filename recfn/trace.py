@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from matplotlib.axes import Axes
 
+    from recfn.dataset import Footers
+
 
 class Trace:
     """A finished capture: ``.table`` (``pyarrow.Table``), ``.to_pandas()`` (with ``df.recfn``),
@@ -57,6 +59,7 @@ class Trace:
         self.cells = cells or (name,)
         self._df: Optional[pd.DataFrame] = None
         self._metadata: Optional[dict[str, str]] = None
+        self._footers: Optional[Footers] = None
         self._summaries: dict[Any, pd.DataFrame] = {}
 
     @classmethod
@@ -75,6 +78,16 @@ class Trace:
     def files(self) -> tuple[str, ...]:
         """The files a lazily loaded trace reads (empty for a trace held in memory)."""
         return self._files
+
+    @property
+    def footers(self) -> Footers:
+        """The footers of the files of a lazily loaded trace, each read once
+        (``recfn.dataset.Footers``): its metadata, out-of-core summary and checks share them."""
+        if self._footers is None:
+            from recfn.dataset import Footers
+
+            self._footers = Footers()
+        return self._footers
 
     @classmethod
     def from_pandas(cls, df: pd.DataFrame, *, name: str = "trace") -> Trace:
@@ -133,12 +146,10 @@ class Trace:
             or not all(f.lower().endswith((".parquet", ".pq")) for f in self._files)
         ):
             return self.table
-        import pyarrow.parquet as pq
-
         from recfn.dataset import combine_metadata
         from recfn.schema import metadata_of
 
-        schemas = [pq.read_schema(f) for f in self._files]
+        schemas = [self.footers.schema(f) for f in self._files]
         combined = combine_metadata([metadata_of(schema.empty_table()) for schema in schemas])
         return schemas[0].empty_table().replace_schema_metadata(combined)
 
@@ -245,7 +256,7 @@ class Trace:
             return self._summaries[key]
         result: Optional[pd.DataFrame] = None
         if self._table is None and _hooks.files_summary is not None:
-            result = _hooks.files_summary(self._files, **kwargs)
+            result = _hooks.files_summary(self._files, self.footers, **kwargs)
         if result is None:
             result = self.to_pandas().recfn.summary(**kwargs)
         if key is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -65,6 +66,35 @@ def test_cli_summarises_a_dataset_and_several_files(
     assert main(["summary", str(tmp_path / "traces"), "--by", "nope,name"]) == 2
     assert "no column(s) ['nope']" in capsys.readouterr().err
     assert main(["summary", str(tmp_path / "empty")]) == 1
+
+
+def test_cli_summary_of_a_dataset_reads_each_footer_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schema check, the unfinished captures and the header share the footers read (and,
+    for one large file, the check of its size)."""
+    from recfn import dataset
+    from recfn.notebook_ext import cli
+    from recfn.notebook_ext.cli import main
+
+    write_fleet(tmp_path, ranges=20)
+    reads: Counter[str] = Counter()
+    read_footer = dataset.read_footer
+
+    def counted(name: str) -> pq.FileMetaData:
+        reads[name] += 1
+        return read_footer(name)
+
+    monkeypatch.setattr(dataset, "read_footer", counted)
+    assert main(["summary", str(tmp_path)]) == 0
+    assert "3 processes · 3 files" in capsys.readouterr().out
+    assert reads == Counter(dataset.resolve(tmp_path))
+    reads.clear()
+    monkeypatch.setattr(cli, "LARGE_ROWS", 10)
+    one = dataset.resolve(tmp_path)[0]
+    assert main(["summary", one]) == 0
+    assert "1 process · 1 file" in capsys.readouterr().out  # out of core
+    assert reads == Counter([one])
 
 
 def test_one_file_of_several_processes_with_recorded_ids(tmp_path: Path) -> None:
@@ -168,3 +198,22 @@ def test_a_process_in_parts_and_row_groups_summarises_as_in_memory(
     expected = recfn.load(tmp_path, as_pandas=True).recfn.summary(by=by)
     assert expected["self_ns"].sum() > 0
     same(summarize_files(sorted(map(str, folder.glob("*.parquet"))), by=by), expected)
+
+
+@pytest.mark.parametrize("key", ["host", "pid"])
+def test_a_null_host_or_pid_is_a_process_of_its_own(tmp_path: Path, key: str) -> None:
+    """Two processes with the same ids, one with a null `key` and one with its default (""
+    or -1): summarised apart, as if the null were another value (merged, their ids would
+    repeat)."""
+    frames = []
+    for value in (None, "" if key == "host" else -1):
+        df = make_synthetic_trace(300, n_threads=1, seed=1)
+        df["host"] = "h"
+        df[key] = pd.Series([value] * len(df), dtype="string" if key == "host" else "Int64")
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    path = tmp_path / "two.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)
+    assert schema.process_rows(pq.read_table(path)) is not None
+    other = df.assign(**{key: df[key].fillna("other" if key == "host" else -2)})
+    same(summarize_files([str(path)]), other.recfn.summary())
