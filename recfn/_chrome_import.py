@@ -222,8 +222,10 @@ def events_table(columns: Columns, base_ns: int, source: str) -> pa.Table:
 
     rows = _Rows(base_ns, ts, source)
     complete = phases.where("X")
-    rows.add(complete, RANGE, end_us=ts[complete] + dur[complete])
-    del complete, dur
+    with np.errstate(over="ignore"):  # an end beyond float64 becomes inf: `_Rows.ns` refuses it
+        end_us = ts[complete] + dur[complete]
+    rows.add(complete, RANGE, end_us=end_us)
+    del complete, dur, end_us
     _add_begin_end(rows, phases, pid, tid, args)
     _add_instants(rows, phases, name, args)
     _add_counters(rows, phases, name, pid, args)
@@ -710,7 +712,8 @@ class _Rows:
         that int64 nanoseconds cannot hold (rather than wrapping them)."""
         if np.isnan(micros).any():
             raise TraceFormatError(f"{self.source}: a range, instant or counter event has no ts")
-        after = np.rint(micros * 1000.0)
+        with np.errstate(over="ignore"):  # times beyond float64 become inf: refused below
+            after = np.rint(micros * 1000.0)
         # float64 bounds a little inside int64's, so that the conversion cannot wrap.
         low, high = float(INT64_MIN - self.base_ns) + 2048, float(INT64_MAX - self.base_ns) - 2048
         if len(after) and not (low <= after.min() and after.max() <= high):
