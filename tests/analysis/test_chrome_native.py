@@ -92,6 +92,8 @@ def torch_events(n: int) -> list[dict[str, Any]]:
         args: dict[str, Any] = {"External id": i, "Ev Idx": i}
         if i % 3 == 0:
             args |= {"Sequence number": i, "Fwd thread id": 1}
+        if i % 4 == 0:  # recorded with record_shapes=True
+            args |= {"Input type": ["float", "Scalar"], "Input Dims": [[i % 7, 8], []]}
         events.append(
             {
                 "ph": "X",
@@ -326,6 +328,27 @@ def test_the_table_of_a_native_read_is_built_from_native_batches(tmp_path: Path)
     with decoder(spy):
         chrome.read_chrome_table(path)
     assert taken and all(taken)
+
+
+def test_shapes_of_the_simple_form_are_never_decoded_by_msgspec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(torch_events(100)))
+    decoded: list[bytes] = []
+
+    def spy(text: bytes) -> Any:
+        decoded.append(text)
+        return torch_args(text)
+
+    torch_args = _chrome_import._torch_args
+    monkeypatch.setattr(_chrome_import, "_torch_args", spy)
+    table = chrome.read_chrome_table(path)
+    assert table["input_shapes"].to_pylist()[:2] == [[[0, 8], []], None]
+    assert not any(b"Input Dims" in text for text in decoded)
+    with decoder(None):  # the spy sees the msgspec path's decode
+        chrome.read_chrome_table(path)
+    assert any(b"Input Dims" in text for text in decoded)
 
 
 @settings(
