@@ -11,7 +11,7 @@
  * arrays (list<list<int64>>, list<string>) where every complete event's values are of the simple
  * form (null, or lists of nulls and lists of int64 integers and nulls; null, or lists of strings
  * and nulls): the batch's "input_shapes" and "input_dtypes" are None otherwise, and the caller
- * decodes those from the args text.
+ * decodes those from the args text; () where no complete event has either.
  * The other events (instants, counters, B/E, metadata, flows) are returned as the JSON list of
  * their texts, for msgspec to decode.
  *
@@ -39,6 +39,12 @@
     } while (0)
 
 typedef const unsigned char *Ptr;
+
+#if defined(__GNUC__)
+#define NOINLINE __attribute__((noinline)) /* off the common path: keeps its callers tight */
+#else
+#define NOINLINE
+#endif
 
 /* -- growable byte buffers ------------------------------------------------------------------ */
 
@@ -628,7 +634,7 @@ typedef struct {
     size_t n_items, n_values;
 } ListColumn;
 
-enum { SEQUENCE_NR, FWD_THREAD_ID, INPUT_DIMS, INPUT_TYPE, N_TORCH_KEYS };
+enum { SEQUENCE_NR, FWD_THREAD_ID, INPUT_DIMS, INPUT_TYPE }; /* torch's args, by key */
 
 /* The torch args of one event: its integers, and where its list values lie in the args text. */
 typedef struct {
@@ -646,7 +652,8 @@ typedef struct {
     ListColumn lists[2]; /* input_shapes, input_dtypes */
     size_t n, n_others;
     int any_id[2];
-    int lists_ok; /* every complete event's list values so far are of the simple form */
+    int lists_ok;   /* every complete event's list values so far are of the simple form */
+    int lists_seen; /* a complete event had "Input Dims" or "Input type": the lists are kept */
     int64_t torch_default[2];
 } Batch;
 
@@ -710,13 +717,13 @@ static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
         RETURN_IF(buf_byte(&b->args, ':'));
         int which = torch_key(key, len);
         if (which == SEQUENCE_NR || which == FWD_THREAD_ID) {
-            Token token_;
+            Token v;
             if (seen[which]++) return NOT_FAST;
             skip_space(ps);
             Ptr at = ps->p;
-            RETURN_IF(token(ps, &token_, 4));
-            if (token_.kind == IS_NUMBER) RETURN_IF(to_int64(&token_.number, &t->ints[which]));
-            else if (token_.kind != IS_NULL) return NOT_FAST;
+            RETURN_IF(token(ps, &v, 4));
+            if (v.kind == IS_NUMBER) RETURN_IF(to_int64(&v.number, &t->ints[which]));
+            else if (v.kind != IS_NULL) return NOT_FAST;
             RETURN_IF(buf_put(&b->args, at, (size_t)(ps->p - at)));
         } else if (which >= 0) {
             int list = which - INPUT_DIMS;
@@ -831,9 +838,9 @@ static int dtype_item(Parser *ps, ListColumn *c) {
 }
 
 /* One event's value of a list column: the compact JSON `text` (len 0: absent), null or a list
- * of items that `item` reads; NOT_FAST for other values. */
+ * of items that `item` reads (NULL: none); NOT_FAST for other values. */
 static int list_value(ListColumn *c, Ptr text, size_t len, int (*item)(Parser *, ListColumn *)) {
-    int valid = len != 0 && !(len == 4 && memcmp(text, "null", 4) == 0);
+    int valid = item != NULL && len != 0 && !(len == 4 && memcmp(text, "null", 4) == 0);
     if (valid) {
         Parser ps = {text, text + len, 0};
         RETURN_IF(expect(&ps, '['));
@@ -853,10 +860,16 @@ static int list_value(ListColumn *c, Ptr text, size_t len, int (*item)(Parser *,
 }
 
 /* A complete event's "Input Dims" and "Input type" (`t`: where their text lies in the args
- * text), added to the list columns; NOT_FAST where they are not of the simple form. */
-static int add_lists(Batch *b, const TorchArgs *t) {
+ * text), added to the list columns, which start (nulls for the events before) at the first
+ * event that has either; NOT_FAST where they are not of the simple form. */
+static NOINLINE int add_lists(Batch *b, const TorchArgs *t) {
     static int (*const items[2])(Parser *, ListColumn *) = {dims_item, dtype_item};
     if (t->twice) return NOT_FAST;
+    if (!b->lists_seen) {
+        b->lists_seen = 1;
+        for (size_t i = 0; i < b->n; i++)
+            for (int k = 0; k < 2; k++) RETURN_IF(list_value(&b->lists[k], (Ptr) "", 0, NULL));
+    }
     for (int i = 0; i < 2; i++) {
         Ptr text = t->len[i] ? (Ptr)b->args.data + t->at[i] : (Ptr) "";
         RETURN_IF(list_value(&b->lists[i], text, t->len[i], items[i]));
@@ -884,7 +897,7 @@ static int add_complete(Batch *b, const Token *f, size_t args_start, const Torch
     RETURN_IF(put_i64(&b->args_at, (int64_t)b->args.len));
     RETURN_IF(put_i64(&b->torch[0], t->ints[0]));
     RETURN_IF(put_i64(&b->torch[1], t->ints[1]));
-    if (b->lists_ok) {
+    if (b->lists_ok && (b->lists_seen || t->len[0] || t->len[1])) {
         int rc = add_lists(b, t);
         if (rc == FAILED) return FAILED;
         b->lists_ok = rc == OK;
@@ -971,13 +984,14 @@ static PyObject *bytes_or_none(const Buf *b, int present) {
     return Py_None;
 }
 
-/* A list column's buffers as a tuple of bytes (the ints' validity only where `ints`), or None
- * where some value was not of the simple form. */
-static PyObject *list_buffers(const ListColumn *c, int ok, int ints) {
-    if (!ok) Py_RETURN_NONE;
+/* A list column's buffers as a tuple of bytes (the ints' validity only where `ints`; none
+ * where no event has a value), or None where some value was not of the simple form. */
+static PyObject *list_buffers(const Batch *b, int column) {
+    if (!b->lists_ok) Py_RETURN_NONE;
+    const ListColumn *c = &b->lists[column];
     const Buf *parts[] = {&c->lists_at, &c->lists_valid,  &c->items_at,
                           &c->items_valid, &c->values, &c->values_valid};
-    Py_ssize_t n = ints ? 6 : 5;
+    Py_ssize_t n = !b->lists_seen ? 0 : column == 0 ? 6 : 5;
     PyObject *out = PyTuple_New(n);
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
         PyObject *part = buf_bytes(parts[i]);
@@ -1010,8 +1024,8 @@ static PyObject *result(const Batch *b) {
     rc = rc ? rc : set_item(out, "args.offsets", buf_bytes(&b->args_at));
     rc = rc ? rc : set_item(out, "args.data", buf_bytes(&b->args));
     rc = rc ? rc : set_item(out, "args.present", buf_bytes(&b->has_args));
-    rc = rc ? rc : set_item(out, "input_shapes", list_buffers(&b->lists[0], b->lists_ok, 1));
-    rc = rc ? rc : set_item(out, "input_dtypes", list_buffers(&b->lists[1], b->lists_ok, 0));
+    rc = rc ? rc : set_item(out, "input_shapes", list_buffers(b, 0));
+    rc = rc ? rc : set_item(out, "input_dtypes", list_buffers(b, 1));
     rc = rc ? rc : set_item(out, "others", bytes_or_none(&b->others, b->n_others > 0));
     if (rc != OK) Py_CLEAR(out);
     return out;

@@ -378,9 +378,12 @@ class _ArgsPart:
         self.shapes = _shapes(torch_args if self.has_shapes else None, n)
 
 
-def _native_shapes(columns: dict[str, Any], n: int) -> tuple[pa.Array, pa.Array]:
+def _native_shapes(columns: dict[str, Any], n: int) -> tuple[pa.Array, ...]:
     """The ``input_shapes`` / ``input_dtypes`` arrays of `n` events over the buffers the native
-    decoder wrote (per level: offsets, validity bytes; then the values), without copying them."""
+    decoder wrote (per level: offsets, validity bytes; then the values), without copying them;
+    nulls where it wrote none (no event has either)."""
+    if not columns["input_shapes"]:
+        return _shapes(None, n)
     at, valid, item_at, item_valid, values, values_valid = columns["input_shapes"]
     dims = _array(pa.int64(), values_valid, [values])
     shapes = _array(SHAPES, valid, [at], _array(SHAPES.value_type, item_valid, [item_at], dims))
