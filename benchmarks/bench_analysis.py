@@ -99,8 +99,33 @@ def chain(depth: int) -> pd.DataFrame:
     )
 
 
-def torch_shaped_trace(n_events: int, path: Path) -> int:
-    """Write a trace shaped like torch.profiler's ``export_chrome_trace``; returns its events."""
+SHAPES_ARGS: list[dict[str, Any]] = [
+    {
+        "Concrete Inputs": ["", "", "1"],
+        "Input type": ["float", "float", "Scalar"],
+        "Input Strides": [[8, 1], [8, 1], []],
+        "Input Dims": [[8, 8], [8, 8], []],
+    },
+    {
+        "Concrete Inputs": ["", ""],
+        "Input type": ["float", "float"],
+        "Input Strides": [[8, 1], [8, 1]],
+        "Input Dims": [[8, 8], [8, 8]],
+    },
+    {
+        "Concrete Inputs": [""],
+        "Input type": ["float"],
+        "Input Strides": [[8, 1]],
+        "Input Dims": [[8, 8]],
+    },
+]
+"""torch's args for an op's inputs when recorded with ``record_shapes=True`` (aten::add, mm,
+resolve_conj of a torch 2 CPU trace)."""
+
+
+def torch_shaped_trace(n_events: int, path: Path, *, shapes: bool = False) -> int:
+    """Write a trace shaped like torch.profiler's ``export_chrome_trace``, its ops with
+    `SHAPES_ARGS` where `shapes` (``record_shapes=True``); returns its events."""
     df = analysis.make_synthetic_trace(n_events, 4, seed=3)
     base = int(df["start_ns"].min()) // 10**9 * 10**9
     pid = 32427
@@ -124,6 +149,8 @@ def torch_shaped_trace(n_events: int, path: Path) -> int:
         if i % 3 == 0:
             args["Sequence number"] = i
             args["Fwd thread id"] = 0
+        if shapes:
+            args |= SHAPES_ARGS[i % len(SHAPES_ARGS)]
         events.append(
             {
                 "ph": "X",

@@ -1,17 +1,22 @@
 """Speed and peak memory of ``read_chrome_trace`` on a torch-shaped trace, as a Markdown table.
 
 Run: ``python benchmarks/bench_chrome_read.py`` (``--events N``; default 300k). The trace is
-`bench_analysis.torch_shaped_trace`. Side by side in one process: the msgspec decode alone (the
+`bench_analysis.torch_shaped_trace`, with torch's ``record_shapes`` args (Input Dims, Input type,
+Input Strides, Concrete Inputs) under ``--shapes``; ``--trace PATH`` reads an existing trace
+(a real torch.profiler one, say) instead. Side by side in one process: the msgspec decode alone (the
 floor of the msgspec path), the nesting-depth scan alone (the price of the bound on JSON nesting
 there), the read to Arrow (``recfn.load``'s path) and the read to pandas, each with the native
 decoder (``recfn._cchrome``, compiled builds) and without it; best of 3 each. Peak memory is measured for each
 reader in a fresh process (VmHWM growth during one read) and compared with the size of the
-resulting Arrow table.
+resulting Arrow table. Where the trace has ``input_shapes``/``input_dtypes``, the last row is
+their pandas conversion alone (to Python lists: the schema's pandas dtype for them is object),
+which ``read_chrome_trace`` pays within its time.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import multiprocessing
 import sys
 import tempfile
@@ -44,14 +49,28 @@ def _peak(reader: str, path: str, queue: Any) -> None:
     del result
 
 
+def _events(raw: bytes) -> int:
+    """The number of events in the JSON trace `raw`."""
+    outline = _chrome_import.OUTLINE.decode(raw)
+    return len(outline if isinstance(outline, list) else outline.traceEvents)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=300_000)
+    parser.add_argument("--shapes", action="store_true", help="with record_shapes args")
+    parser.add_argument("--trace", type=Path, help="read this trace instead of generating one")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "torch_trace.json"
-        n = torch_shaped_trace(args.events, path)
-        raw = path.read_bytes()
+        if args.trace is None:
+            path = Path(folder) / "torch_trace.json"
+            n = torch_shaped_trace(args.events, path, shapes=args.shapes)
+            raw = path.read_bytes()
+        else:
+            path = args.trace
+            raw = path.read_bytes()
+            raw = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+            n = _events(raw)
         size = f"{n:,} events, {len(raw) / 2**20:.0f} MiB"
         rows = [
             ("JSON decode alone (msgspec)", best_of(3, lambda: parse_alone(raw))),
@@ -66,7 +85,14 @@ def main() -> None:
                     rows.append((f"{reader}, {label}", best_of(3, lambda r=read: r(path))))
                 finally:
                     _chrome_import.NATIVE = saved
-        table_bytes = recfn.load(path).table.nbytes
+        table = recfn.load(path).table
+        table_bytes = table.nbytes
+        lists = [name for name in ("input_shapes", "input_dtypes") if name in table.column_names]
+        if lists:
+            columns = table.select(lists)
+            seconds = best_of(3, columns.to_pandas)
+            rows.append((f"pandas conversion of {' and '.join(lists)} alone", seconds))
+        del table
         context = multiprocessing.get_context("spawn")
         peaks = {}
         for reader in READERS:

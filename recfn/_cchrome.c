@@ -7,6 +7,11 @@
  * distinct strings (in order of first use), recfn's ids, torch's "Sequence number" and "Fwd thread
  * id" args, and each event's args as compact JSON text (the bytes msgspec.json.format(indent=-1)
  * gives: whitespace between tokens dropped, strings and numbers as written; "null" when absent).
+ * torch's "Input Dims" and "Input type" args (record_shapes) are read into the buffers of Arrow
+ * arrays (list<list<int64>>, list<string>) where every complete event's values are of the simple
+ * form (null, or lists of nulls and lists of int64 integers and nulls; null, or lists of strings
+ * and nulls): the batch's "input_shapes" and "input_dtypes" are None otherwise, and the caller
+ * decodes those from the args text; () where no complete event has either.
  * The other events (instants, counters, B/E, metadata, flows) are returned as the JSON list of
  * their texts, for msgspec to decode.
  *
@@ -34,6 +39,12 @@
     } while (0)
 
 typedef const unsigned char *Ptr;
+
+#if defined(__GNUC__)
+#define NOINLINE __attribute__((noinline)) /* off the common path: keeps its callers tight */
+#else
+#define NOINLINE
+#endif
 
 /* -- growable byte buffers ------------------------------------------------------------------ */
 
@@ -615,14 +626,34 @@ static int token(Parser *ps, Token *t, int depth) {
     }
 }
 
+/* A list column of the complete events (Arrow's list<list<int64>> or list<string>): per event
+ * an offset into the items and a validity byte; per item (a list of ints, a string) an offset
+ * into the values and a validity byte; the values (int64 with validity bytes, or UTF-8 bytes). */
+typedef struct {
+    Buf lists_at, lists_valid, items_at, items_valid, values, values_valid;
+    size_t n_items, n_values;
+} ListColumn;
+
+enum { SEQUENCE_NR, FWD_THREAD_ID, INPUT_DIMS, INPUT_TYPE }; /* torch's args, by key */
+
+/* The torch args of one event: its integers, and where its list values lie in the args text. */
+typedef struct {
+    int64_t ints[2];
+    size_t at[2], len[2]; /* len 0: absent */
+    int twice;            /* a list key occurs twice */
+} TorchArgs;
+
 /* Columns of one batch's complete events, and the texts of the others. */
 typedef struct {
     Buf ts, dur, pid, tid, ids[2], has_id[2], torch[2], names, cats, has_args, args_at, args;
     Buf others;
     Buf scratch; /* a name's decoded text */
     Labels name_labels, cat_labels;
+    ListColumn lists[2]; /* input_shapes, input_dtypes */
     size_t n, n_others;
     int any_id[2];
+    int lists_ok;   /* every complete event's list values so far are of the simple form */
+    int lists_seen; /* a complete event had "Input Dims" or "Input type": the lists are kept */
     int64_t torch_default[2];
 } Batch;
 
@@ -633,6 +664,12 @@ static void batch_free(Batch *b) {
                    &b->others};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) PyMem_Free(bufs[i]->data);
     PyMem_Free(b->scratch.data);
+    for (int i = 0; i < 2; i++) {
+        ListColumn *c = &b->lists[i];
+        Buf *parts[] = {&c->lists_at, &c->items_at, &c->lists_valid,
+                        &c->items_valid, &c->values, &c->values_valid};
+        for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) PyMem_Free(parts[j]->data);
+    }
     Labels *tables[] = {&b->name_labels, &b->cat_labels};
     for (int i = 0; i < 2; i++) {
         for (size_t j = 0; j < tables[i]->n; j++) PyMem_Free(tables[i]->labels[j].own);
@@ -641,13 +678,23 @@ static void batch_free(Batch *b) {
     }
 }
 
-static const char *TORCH_KEYS[2] = {"Sequence number", "Fwd thread id"};
+/* The torch arg a key names (as written), -1 for others. */
+static int torch_key(Ptr key, size_t len) {
+    switch (len) {
+        case 15: return memcmp(key, "Sequence number", 15) == 0 ? SEQUENCE_NR : -1;
+        case 13: return memcmp(key, "Fwd thread id", 13) == 0 ? FWD_THREAD_ID : -1;
+        case 10:
+            return memcmp(key, "Input Dims", 10) == 0   ? INPUT_DIMS
+                   : memcmp(key, "Input type", 10) == 0 ? INPUT_TYPE
+                                                        : -1;
+        default: return -1;
+    }
+}
 
 /* An event's args (p at the value), copied compactly to the batch's args text; torch's integer
- * args, when the value is an object, to torch[] (their defaults when absent or null). */
-static int args_value(Parser *ps, Batch *b, int64_t torch[2]) {
-    torch[0] = b->torch_default[0];
-    torch[1] = b->torch_default[1];
+ * args, when the value is an object, to t->ints (their defaults when absent or null), and where
+ * its list args' compact text lies to t->at and t->len. */
+static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
     if (peek(ps) != '{') return value(ps, &b->args, 3);
     if (3 > ps->max_depth) return NOT_FAST;
     ps->p++;
@@ -668,18 +715,22 @@ static int args_value(Parser *ps, Batch *b, int64_t torch[2]) {
         RETURN_IF(buf_put(&b->args, quoted, (size_t)(ps->p - quoted)));
         RETURN_IF(expect(ps, ':'));
         RETURN_IF(buf_byte(&b->args, ':'));
-        int which = -1;
-        for (int k = 0; k < 2; k++)
-            if (strlen(TORCH_KEYS[k]) == len && memcmp(TORCH_KEYS[k], key, len) == 0) which = k;
-        if (which >= 0) {
-            Token t;
+        int which = torch_key(key, len);
+        if (which == SEQUENCE_NR || which == FWD_THREAD_ID) {
+            Token v;
             if (seen[which]++) return NOT_FAST;
             skip_space(ps);
             Ptr at = ps->p;
-            RETURN_IF(token(ps, &t, 4));
-            if (t.kind == IS_NUMBER) RETURN_IF(to_int64(&t.number, &torch[which]));
-            else if (t.kind != IS_NULL) return NOT_FAST;
+            RETURN_IF(token(ps, &v, 4));
+            if (v.kind == IS_NUMBER) RETURN_IF(to_int64(&v.number, &t->ints[which]));
+            else if (v.kind != IS_NULL) return NOT_FAST;
             RETURN_IF(buf_put(&b->args, at, (size_t)(ps->p - at)));
+        } else if (which >= 0) {
+            int list = which - INPUT_DIMS;
+            t->twice |= t->len[list] != 0;
+            t->at[list] = b->args.len;
+            RETURN_IF(value(ps, &b->args, 4));
+            t->len[list] = b->args.len - t->at[list];
         } else {
             RETURN_IF(value(ps, &b->args, 4));
         }
@@ -732,8 +783,102 @@ static int optional_id_column(Batch *b, int k, const Token *t) {
     return put_i64(&b->ids[k], v);
 }
 
+/* The end of an item of `c`: its values' end offset and its validity. NOT_FAST where int32
+ * offsets cannot count the values. */
+static int end_item(ListColumn *c, int valid) {
+    if (c->n_values > INT32_MAX) return NOT_FAST;
+    RETURN_IF(put_i32(&c->items_at, (int32_t)c->n_values));
+    RETURN_IF(put_u8(&c->items_valid, (unsigned char)valid));
+    c->n_items++;
+    return OK;
+}
+
+/* An item of "Input Dims": null, or a list of int64 integers and nulls; NOT_FAST for others. */
+static int dims_item(Parser *ps, ListColumn *c) {
+    if (peek(ps) != '[') {
+        RETURN_IF(literal(ps, "null", NULL));
+        return end_item(c, 0);
+    }
+    ps->p++;
+    if (peek(ps) == ']') ps->p++;
+    else
+        for (;;) {
+            int64_t v = 0;
+            int present = peek(ps) != 'n';
+            if (present) {
+                Number n;
+                RETURN_IF(scan_number(ps, &n));
+                RETURN_IF(to_int64(&n, &v));
+            } else {
+                RETURN_IF(literal(ps, "null", NULL));
+            }
+            RETURN_IF(put_i64(&c->values, v));
+            RETURN_IF(put_u8(&c->values_valid, (unsigned char)present));
+            c->n_values++;
+            int ch = take(ps);
+            if (ch == ']') break;
+            if (ch != ',') return NOT_FAST;
+        }
+    return end_item(c, 1);
+}
+
+/* An item of "Input type": null, or a string (decoded); NOT_FAST for others. */
+static int dtype_item(Parser *ps, ListColumn *c) {
+    if (peek(ps) != '"') {
+        RETURN_IF(literal(ps, "null", NULL));
+        return end_item(c, 0);
+    }
+    Ptr content;
+    size_t len;
+    int escaped;
+    RETURN_IF(scan_string(ps, &content, &len, &escaped));
+    RETURN_IF(escaped ? unescape(content, len, &c->values) : buf_put(&c->values, content, len));
+    c->n_values = c->values.len;
+    return end_item(c, 1);
+}
+
+/* One event's value of a list column: the compact JSON `text` (len 0: absent), null or a list
+ * of items that `item` reads (NULL: none); NOT_FAST for other values. */
+static int list_value(ListColumn *c, Ptr text, size_t len, int (*item)(Parser *, ListColumn *)) {
+    int valid = item != NULL && len != 0 && !(len == 4 && memcmp(text, "null", 4) == 0);
+    if (valid) {
+        Parser ps = {text, text + len, 0};
+        RETURN_IF(expect(&ps, '['));
+        if (peek(&ps) == ']') ps.p++;
+        else
+            for (;;) {
+                RETURN_IF(item(&ps, c));
+                int ch = take(&ps);
+                if (ch == ']') break;
+                if (ch != ',') return NOT_FAST;
+            }
+        if (ps.p != ps.end) return NOT_FAST;
+    }
+    if (c->n_items > INT32_MAX) return NOT_FAST;
+    RETURN_IF(put_i32(&c->lists_at, (int32_t)c->n_items));
+    return put_u8(&c->lists_valid, (unsigned char)valid);
+}
+
+/* A complete event's "Input Dims" and "Input type" (`t`: where their text lies in the args
+ * text), added to the list columns, which start (nulls for the events before) at the first
+ * event that has either; NOT_FAST where they are not of the simple form. */
+static NOINLINE int add_lists(Batch *b, const TorchArgs *t) {
+    static int (*const items[2])(Parser *, ListColumn *) = {dims_item, dtype_item};
+    if (t->twice) return NOT_FAST;
+    if (!b->lists_seen) {
+        b->lists_seen = 1;
+        for (size_t i = 0; i < b->n; i++)
+            for (int k = 0; k < 2; k++) RETURN_IF(list_value(&b->lists[k], (Ptr) "", 0, NULL));
+    }
+    for (int i = 0; i < 2; i++) {
+        Ptr text = t->len[i] ? (Ptr)b->args.data + t->at[i] : (Ptr) "";
+        RETURN_IF(list_value(&b->lists[i], text, t->len[i], items[i]));
+    }
+    return OK;
+}
+
 /* A complete event's columns, from its fields (its args are in the args text already). */
-static int add_complete(Batch *b, const Token *f, size_t args_start, int64_t torch[2]) {
+static int add_complete(Batch *b, const Token *f, size_t args_start, const TorchArgs *t) {
     if (f[S].kind != ABSENT || f[ID].kind != ABSENT || f[BP].kind != ABSENT) return NOT_FAST;
     RETURN_IF(time_column(&b->ts, &f[TS]));
     RETURN_IF(time_column(&b->dur, &f[DUR]));
@@ -750,8 +895,13 @@ static int add_complete(Batch *b, const Token *f, size_t args_start, int64_t tor
                 (len == 2 && (text[0] == '{' || text[0] == '['));
     RETURN_IF(put_u8(&b->has_args, !empty));
     RETURN_IF(put_i64(&b->args_at, (int64_t)b->args.len));
-    RETURN_IF(put_i64(&b->torch[0], torch[0]));
-    RETURN_IF(put_i64(&b->torch[1], torch[1]));
+    RETURN_IF(put_i64(&b->torch[0], t->ints[0]));
+    RETURN_IF(put_i64(&b->torch[1], t->ints[1]));
+    if (b->lists_ok && (b->lists_seen || t->len[0] || t->len[1])) {
+        int rc = add_lists(b, t);
+        if (rc == FAILED) return FAILED;
+        b->lists_ok = rc == OK;
+    }
     b->n++;
     return OK;
 }
@@ -762,7 +912,7 @@ static int event(Parser *ps, Batch *b) {
     Token f[N_FIELDS];
     for (int i = 0; i < N_FIELDS; i++) f[i].kind = ABSENT;
     size_t args_start = b->args.len;
-    int64_t torch[2] = {b->torch_default[0], b->torch_default[1]};
+    TorchArgs torch = {{b->torch_default[0], b->torch_default[1]}, {0, 0}, {0, 0}, 0};
     if (2 > ps->max_depth) return NOT_FAST;
     ps->p++;
     if (peek(ps) == '}') ps->p++;
@@ -778,7 +928,7 @@ static int event(Parser *ps, Batch *b) {
             RETURN_IF(expect(ps, ':'));
             if (which == ARGS) {
                 f[ARGS].kind = IS_OTHER;
-                RETURN_IF(args_value(ps, b, torch));
+                RETURN_IF(args_value(ps, b, &torch));
             } else {
                 RETURN_IF(token(ps, &f[which], 3));
             }
@@ -789,7 +939,7 @@ static int event(Parser *ps, Batch *b) {
     const Token *ph = &f[PH];
     if (ph->kind == IS_STRING && ph->escaped) return NOT_FAST;
     if (ph->kind == IS_STRING && ph->len == 1 && ph->text[0] == 'X')
-        return add_complete(b, f, args_start, torch);
+        return add_complete(b, f, args_start, &torch);
     b->args.len = args_start; /* msgspec decodes the others */
     RETURN_IF(buf_byte(&b->others, b->n_others++ ? ',' : '['));
     return buf_put(&b->others, start, (size_t)(ps->p - start));
@@ -800,6 +950,10 @@ static int events(Parser *ps, Batch *b) {
     if (1 > ps->max_depth) return NOT_FAST;
     RETURN_IF(expect(ps, '['));
     RETURN_IF(put_i64(&b->args_at, 0));
+    for (int i = 0; i < 2; i++) {
+        RETURN_IF(put_i32(&b->lists[i].lists_at, 0));
+        RETURN_IF(put_i32(&b->lists[i].items_at, 0));
+    }
     if (peek(ps) == ']') return NOT_FAST; /* nothing to gain */
     for (;;) {
         if (peek(ps) != '{') return NOT_FAST;
@@ -830,6 +984,23 @@ static PyObject *bytes_or_none(const Buf *b, int present) {
     return Py_None;
 }
 
+/* A list column's buffers as a tuple of bytes (the ints' validity only where `ints`; none
+ * where no event has a value), or None where some value was not of the simple form. */
+static PyObject *list_buffers(const Batch *b, int column) {
+    if (!b->lists_ok) Py_RETURN_NONE;
+    const ListColumn *c = &b->lists[column];
+    const Buf *parts[] = {&c->lists_at, &c->lists_valid,  &c->items_at,
+                          &c->items_valid, &c->values, &c->values_valid};
+    Py_ssize_t n = !b->lists_seen ? 0 : column == 0 ? 6 : 5;
+    PyObject *out = PyTuple_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *part = buf_bytes(parts[i]);
+        if (part == NULL) Py_CLEAR(out);
+        else PyTuple_SET_ITEM(out, i, part);
+    }
+    return out;
+}
+
 /* The batch's columns as a dict of bytes (native-endian arrays) and lists of strings. */
 static PyObject *result(const Batch *b) {
     PyObject *out = PyDict_New();
@@ -853,6 +1024,8 @@ static PyObject *result(const Batch *b) {
     rc = rc ? rc : set_item(out, "args.offsets", buf_bytes(&b->args_at));
     rc = rc ? rc : set_item(out, "args.data", buf_bytes(&b->args));
     rc = rc ? rc : set_item(out, "args.present", buf_bytes(&b->has_args));
+    rc = rc ? rc : set_item(out, "input_shapes", list_buffers(b, 0));
+    rc = rc ? rc : set_item(out, "input_dtypes", list_buffers(b, 1));
     rc = rc ? rc : set_item(out, "others", bytes_or_none(&b->others, b->n_others > 0));
     if (rc != OK) Py_CLEAR(out);
     return out;
@@ -878,6 +1051,7 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     memset(&b, 0, sizeof b);
     b.torch_default[0] = defaults[0];
     b.torch_default[1] = defaults[1];
+    b.lists_ok = 1;
     int rc = events(&ps, &b);
     PyObject *out = rc == OK ? result(&b) : NULL;
     batch_free(&b);

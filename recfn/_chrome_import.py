@@ -222,8 +222,10 @@ def events_table(columns: Columns, base_ns: int, source: str) -> pa.Table:
 
     rows = _Rows(base_ns, ts, source)
     complete = phases.where("X")
-    rows.add(complete, RANGE, end_us=ts[complete] + dur[complete])
-    del complete, dur
+    with np.errstate(over="ignore"):  # an end beyond float64 becomes inf: `_Rows.ns` refuses it
+        end_us = ts[complete] + dur[complete]
+    rows.add(complete, RANGE, end_us=end_us)
+    del complete, dur, end_us
     _add_begin_end(rows, phases, pid, tid, args)
     _add_instants(rows, phases, name, args)
     _add_counters(rows, phases, name, pid, args)
@@ -344,22 +346,24 @@ class _ArgsPart:
     @classmethod
     def native(cls, columns: dict[str, Any]) -> _ArgsPart:
         """The args part of a `NativeBatch`'s columns: its strings over the batch's args text,
-        and torch's integer args as it read them, but where "Input Dims" occur (rare): then all
-        of torch's args are decoded from the text, as `_torch` does."""
+        torch's integer args and "Input Dims" / "Input type" lists as it read them; where it
+        left the lists to Python (values not of the simple form), all of torch's args are
+        decoded from the text, as `_torch` does."""
         part = cls.__new__(cls)
         n, data = columns["n"], columns["args.data"]
         offsets = np.frombuffer(columns["args.offsets"], np.int64)
         present = np.frombuffer(columns["args.present"], bool)
         strings = string_array(n, offsets, _pooled(data), present)
-        if b'"Input Dims"' in data:
+        has_shapes = b'"Input Dims"' in data
+        if has_shapes and columns["input_shapes"] is None:
             bounds = offsets.tolist()
             text = b"[" + b",".join(data[lo:hi] for lo, hi in zip(bounds, bounds[1:])) + b"]"
             part._torch(strings, text)
             return part
         part.strings = strings
         part.ints = {key: np.frombuffer(columns[key], np.int64) for key in TORCH_INTS}
-        part.has_shapes = False
-        part.shapes = _shapes(None, n)
+        part.has_shapes = has_shapes
+        part.shapes = _native_shapes(columns, n) if has_shapes else _shapes(None, n)
         return part
 
     def _torch(self, strings: pa.LargeStringArray, text: bytes) -> None:
@@ -372,6 +376,34 @@ class _ArgsPart:
         }
         self.has_shapes = torch_args is not None and b'"Input Dims"' in text
         self.shapes = _shapes(torch_args if self.has_shapes else None, n)
+
+
+def _native_shapes(columns: dict[str, Any], n: int) -> tuple[pa.Array, ...]:
+    """The ``input_shapes`` / ``input_dtypes`` arrays of `n` events over the buffers the native
+    decoder wrote (per level: offsets, validity bytes; then the values), without copying them;
+    nulls where it wrote none (no event has either)."""
+    if not columns["input_shapes"]:
+        return _shapes(None, n)
+    at, valid, item_at, item_valid, values, values_valid = columns["input_shapes"]
+    dims = _array(pa.int64(), values_valid, [values])
+    shapes = _array(SHAPES, valid, [at], _array(SHAPES.value_type, item_valid, [item_at], dims))
+    at, valid, item_at, item_valid, data = columns["input_dtypes"]
+    dtypes = _array(DTYPES, valid, [at], _array(pa.string(), item_valid, [item_at, data]))
+    return shapes, dtypes
+
+
+def _array(
+    kind: pa.DataType, valid: bytes, buffers: list[bytes], child: pa.Array | None = None
+) -> pa.Array:
+    """An Arrow array of `kind` over `buffers`, one validity byte per value in `valid`, and
+    the `child` values of a list."""
+    bitmap = pa.py_buffer(np.packbits(np.frombuffer(valid, bool), bitorder="little"))
+    return pa.Array.from_buffers(
+        kind,
+        len(valid),
+        [bitmap, *map(pa.py_buffer, buffers)],
+        children=None if child is None else [child],
+    )
 
 
 def _pooled(data: bytes) -> pa.Buffer:
@@ -683,7 +715,8 @@ class _Rows:
         that int64 nanoseconds cannot hold (rather than wrapping them)."""
         if np.isnan(micros).any():
             raise TraceFormatError(f"{self.source}: a range, instant or counter event has no ts")
-        after = np.rint(micros * 1000.0)
+        with np.errstate(over="ignore"):  # times beyond float64 become inf: refused below
+            after = np.rint(micros * 1000.0)
         # float64 bounds a little inside int64's, so that the conversion cannot wrap.
         low, high = float(INT64_MIN - self.base_ns) + 2048, float(INT64_MAX - self.base_ns) - 2048
         if len(after) and not (low <= after.min() and after.max() <= high):

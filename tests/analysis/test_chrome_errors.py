@@ -11,6 +11,7 @@ import json
 import os
 import random
 import sys
+import warnings
 import zlib
 from functools import cache
 from pathlib import Path
@@ -81,6 +82,21 @@ def test_bad_events_are_refused(tmp_path: Path, content: str, match: str) -> Non
     path = tmp_path / "bad.json"
     path.write_text(content)
     refused(path, match)
+
+
+@pytest.mark.parametrize(
+    "fields", [{"ts": 1e306}, {"ts": -1e306}, {"ts": 1.7e308, "dur": 1e308}], ids=str
+)
+def test_times_beyond_float64_once_scaled_are_refused_without_a_warning(
+    tmp_path: Path, fields: dict[str, float]
+) -> None:
+    """ts in nanoseconds (or ts + dur) overflow float64 to inf: refused as out of range, with
+    no numpy overflow warning on the way."""
+    path = tmp_path / "far.json"
+    path.write_text(event(**{"dur": 1, **fields}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        refused(path, "outside the int64 nanosecond range")
 
 
 def test_nesting_is_bounded_at_max_depth(tmp_path: Path) -> None:

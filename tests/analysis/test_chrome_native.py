@@ -3,6 +3,7 @@ gives: every trace is read both ways (``_chrome_import.NATIVE`` on and off) and 
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import random
@@ -44,6 +45,19 @@ def decoder(native: Any) -> Iterator[None]:
         _chrome_import.NATIVE = saved
 
 
+@contextmanager
+def batches_of(n: int) -> Iterator[None]:
+    """Read traces `n` events at a time where read whole, about `n` times 100 bytes at a time
+    where streamed, so that small traces come in several batches (each an args part)."""
+    saved = chrome.BATCH, chrome.inflated
+    chrome.BATCH = n
+    chrome.inflated = functools.partial(saved[1], chunk=100 * n)
+    try:
+        yield
+    finally:
+        chrome.BATCH, chrome.inflated = saved
+
+
 def outcome(read: Callable[[Path], Any], path: Path, native: Any) -> Any:
     with decoder(native):
         try:
@@ -78,6 +92,8 @@ def torch_events(n: int) -> list[dict[str, Any]]:
         args: dict[str, Any] = {"External id": i, "Ev Idx": i}
         if i % 3 == 0:
             args |= {"Sequence number": i, "Fwd thread id": 1}
+        if i % 4 == 0:  # recorded with record_shapes=True
+            args |= {"Input type": ["float", "Scalar"], "Input Dims": [[i % 7, 8], []]}
         events.append(
             {
                 "ph": "X",
@@ -314,6 +330,27 @@ def test_the_table_of_a_native_read_is_built_from_native_batches(tmp_path: Path)
     assert taken and all(taken)
 
 
+def test_shapes_of_the_simple_form_are_never_decoded_by_msgspec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(torch_events(100)))
+    decoded: list[bytes] = []
+
+    def spy(text: bytes) -> Any:
+        decoded.append(text)
+        return torch_args(text)
+
+    torch_args = _chrome_import._torch_args
+    monkeypatch.setattr(_chrome_import, "_torch_args", spy)
+    table = chrome.read_chrome_table(path)
+    assert table["input_shapes"].to_pylist()[:2] == [[[0, 8], []], None]
+    assert not any(b"Input Dims" in text for text in decoded)
+    with decoder(None):  # the spy sees the msgspec path's decode
+        chrome.read_chrome_table(path)
+    assert any(b"Input Dims" in text for text in decoded)
+
+
 @settings(
     max_examples=150,
     deadline=None,
@@ -351,6 +388,38 @@ JSON_VALUES = st.recursive(
 PLAIN = st.sampled_from(["aten::mm", "step", "é", "😀", "", "a b"])
 """Names without escapes (unless ASCII is asked for)."""
 TORCH_INTS = st.sampled_from(["Sequence number", "Fwd thread id"])
+INT64 = st.integers(-(2**63), 2**63 - 1)
+SIMPLE_DIMS = st.none() | st.lists(st.none() | st.lists(st.none() | INT64, max_size=3), max_size=3)
+""""Input Dims" values the native decoder reads: nulls at each level, empty lists."""
+ODD_ITEMS = st.one_of(
+    st.integers(-(2**64), 2**64),
+    st.floats(allow_nan=False, allow_infinity=False),
+    TEXTS,
+    st.booleans(),
+    JSON_VALUES,
+)
+DIMS = mostly(
+    SIMPLE_DIMS,
+    st.lists(st.lists(ODD_ITEMS | st.lists(INT64, max_size=2), max_size=2), max_size=2)
+    | st.lists(ODD_ITEMS, max_size=2)
+    | JSON_VALUES,
+)
+"""Mostly of the simple form, else ints beyond int64, floats, nested tensor lists ([[[1]]])..."""
+DTYPES = mostly(
+    st.none() | st.lists(st.none() | PLAIN | TEXTS, max_size=3),
+    st.lists(ODD_ITEMS | st.lists(PLAIN, max_size=1), max_size=2) | JSON_VALUES,
+)
+"""Mostly nulls or lists of strings (escapes and unicode among them), else numbers, lists..."""
+SHAPES_ARGS = st.fixed_dictionaries(
+    {},
+    optional={
+        "Input Dims": DIMS,
+        "Input type": DTYPES,
+        "Input Strides": SIMPLE_DIMS,
+        "Concrete Inputs": st.lists(PLAIN, max_size=2),
+        "a": st.just("Input Dims"),  # the key's text as a value elsewhere
+    },
+)
 FIELDS = {
     "name": mostly(PLAIN, st.none() | TEXTS | st.integers()),
     "cat": mostly(PLAIN, st.none() | TEXTS),
@@ -359,7 +428,12 @@ FIELDS = {
     "pid": mostly(st.integers(0, 2), st.sampled_from([-(2**63), 2**63, "Spans", None, 1.0])),
     "tid": mostly(st.integers(0, 2), st.sampled_from([2**63 - 1, -1, "1", True])),
     "args": mostly(
-        st.dictionaries(PLAIN | TORCH_INTS, st.integers(-9, 9) | PLAIN | JSON_VALUES, max_size=4),
+        st.tuples(
+            st.dictionaries(
+                PLAIN | TORCH_INTS, st.integers(-9, 9) | PLAIN | JSON_VALUES, max_size=4
+            ),
+            SHAPES_ARGS,
+        ).map(lambda pair: pair[0] | pair[1]),
         st.dictionaries(TEXTS | TORCH_INTS | st.just("Input Dims"), JSON_VALUES, max_size=3)
         | JSON_VALUES,
     ),
@@ -389,6 +463,7 @@ EVENT_LISTS = st.lists(
     ascii_only=mostly(st.just(False), st.just(True)),
     indent=st.sampled_from([None, 1]),
     form=st.sampled_from(["list", "object"]),
+    batch=mostly(st.just(10**6), st.integers(1, 3)),
 )
 def test_generated_traces_read_the_same_both_ways(
     tmp_path_factory: Any,
@@ -396,9 +471,171 @@ def test_generated_traces_read_the_same_both_ways(
     ascii_only: bool,
     indent: int | None,
     form: str,
+    batch: int,
 ) -> None:
+    """`batch`: events decoded at a time, so that some traces come in several parts (the
+    shapes columns are all-or-nothing per part, and kept only where every part has them)."""
     path = tmp_path_factory.getbasetemp() / "generated.json"
     document: Any = events if form == "list" else {"traceEvents": events}
     text = json.dumps(document, ensure_ascii=ascii_only, indent=indent)
     path.write_bytes(text.encode("utf-8", "surrogatepass"))  # lone surrogates: bytes not UTF-8
+    with batches_of(batch):
+        assert_same_both_ways(path)
+
+
+SHAPED_EVENTS = st.lists(
+    st.fixed_dictionaries(
+        {"ph": st.just("X"), "pid": st.just(1), "tid": st.integers(0, 1), "ts": st.integers(0, 99)},
+        optional={"name": PLAIN, "dur": st.integers(0, 9), "args": SHAPES_ARGS},
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    events=SHAPED_EVENTS,
+    ascii_only=st.booleans(),
+    indent=st.sampled_from([None, 1]),
+    batch=st.sampled_from([10**6, 1, 3]),
+)
+def test_generated_shapes_args_read_the_same_both_ways(
+    tmp_path_factory: Any,
+    events: list[dict[str, Any]],
+    ascii_only: bool,
+    indent: int | None,
+    batch: int,
+) -> None:
+    """Traces of complete events with torch's record_shapes args, simple and not."""
+    path = tmp_path_factory.getbasetemp() / "shapes.json"
+    text = json.dumps(events, ensure_ascii=ascii_only, indent=indent)
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+    with batches_of(batch):
+        assert_same_both_ways(path)
+
+
+# -- torch's record_shapes args: fixed cases ------------------------------------------------
+
+SHAPED = '{"Concrete Inputs":["",""],"Input type":["float","float"],"Input Strides":[[8,1],[8,1]],"Input Dims":[[8,8],[8,8]]}'
+"""The args of a cpu_op of a torch trace recorded with record_shapes=True."""
+
+
+@pytest.mark.parametrize(
+    ("args", "native"),
+    [
+        (SHAPED, True),
+        ('{"Input Dims":[],"Input type":[]}', True),
+        ('{"Input Dims":[[]],"Input type":[""]}', True),
+        ('{"Input Dims":null,"Input type":null}', True),
+        ('{"Input Dims":[null,[null,1],[]],"Input type":[null,"int",null]}', True),
+        ('{"Input Dims":[[9223372036854775807,-9223372036854775808,-0]]}', True),
+        ('{ "Input Dims" : [ [ 8 , 8 ] , null ] , "Input type" : [ "float" , null ] }', True),
+        ('{"Input type":["a\\"b","\\u00e9\\ud83d\\ude00\\/","tab\\t","é😀\\u0000"]}', True),
+        ('{"Input type":["float"]}', True),  # no dims: null
+        ('{"External id":1}', True),  # neither: nulls
+        ('{"a":"Input Dims"}', True),  # the key's text as a value
+        ('{"a":{"Input Dims":[[1.5]],"Input type":[1]}}', True),  # not torch's: nested
+        ('["Input Dims",[[1]]]', True),  # args that are not an object
+        ("null", True),
+        ('{"Input Dims":[[9223372036854775808]]}', False),  # beyond int64
+        ('{"Input Dims":[[-9223372036854775809]]}', False),
+        ('{"Input Dims":[[1.0]]}', False),  # a float
+        ('{"Input Dims":[[1e2]]}', False),
+        ('{"Input Dims":[[[1]]]}', False),  # a nested tensor list
+        ('{"Input Dims":[[[]],[1]]}', False),
+        ('{"Input Dims":[8,8]}', False),
+        ('{"Input Dims":[["8"]]}', False),
+        ('{"Input Dims":[[true]]}', False),
+        ('{"Input Dims":"[[8]]"}', False),
+        ('{"Input Dims":{}}', False),
+        ('{"Input Dims":[{}]}', False),
+        ('{"Input Dims":7}', False),
+        ('{"Input type":[1]}', False),  # a number in Input type
+        ('{"Input type":[1.5,"float"]}', False),
+        ('{"Input type":[["float"]]}', False),
+        ('{"Input type":"float"}', False),
+        ('{"Input type":[true]}', False),
+        ('{"Input Dims":[[1]],"Input Dims":[[2]]}', False),  # a key twice
+        ('{"Input type":["a"],"Input Dims":[[1]],"Input type":["b"]}', False),
+    ],
+)
+def test_shapes_args_read_the_same_both_ways(tmp_path: Path, args: str, native: bool) -> None:
+    """Among events with torch's shapes args, one with `args`: read natively where `native`
+    (the simple form), else left to Python (which decides what the columns are); the same table
+    both ways, either way."""
+    events = [
+        f'{{"ph":"X","name":"aten::mm","pid":1,"tid":1,"ts":{i},"dur":1,"args":{a}}}'
+        for i, a in enumerate([SHAPED, args, SHAPED])
+    ]
+    text = f"[{','.join(events)}]".encode()
+    columns = native_columns(text)
+    assert columns is not None
+    assert (columns["input_shapes"] is not None) == native
+    assert (columns["input_dtypes"] is not None) == native
+    path = tmp_path / "t.json"
+    path.write_bytes(text)
     assert_same_both_ways(path)
+    if native:
+        table = chrome.read_chrome_table(path)
+        first = {"input_shapes": [[8, 8], [8, 8]], "input_dtypes": ["float", "float"]}
+        assert {key: table[key][0].as_py() for key in first} == first
+
+
+def test_shapes_args_under_an_escaped_key_leave_the_batch_to_msgspec(tmp_path: Path) -> None:
+    text = b'[{"ph":"X","pid":1,"tid":1,"ts":1,"args":{"Input\\u0020Dims":[[1]]}}]'
+    assert native_columns(text) is None
+    path = tmp_path / "t.json"
+    path.write_bytes(text)
+    assert_same_both_ways(path)
+
+
+def test_shapes_args_decode_natively_into_arrow_arrays() -> None:
+    """The columns the native decoder gives, read back: nulls at each level and the values."""
+    args = [
+        '{"Input Dims":[[2,3],null,[null,-1]],"Input type":["float",null,"a\\"\\u00e9"]}',
+        '{"Sequence number":5}',
+        '{"Input Dims":[],"Input type":null}',
+    ]
+    events = [f'{{"ph":"X","pid":1,"tid":1,"args":{a}}}' for a in args]
+    batch = decode_events(f"[{','.join(events)}]".encode(), MAX_DEPTH)
+    assert isinstance(batch, NativeBatch)
+    part = _chrome_import._ArgsPart.native(batch.columns)
+    shapes, dtypes = part.shapes
+    shapes.validate(full=True)
+    dtypes.validate(full=True)
+    assert shapes.type == _chrome_import.SHAPES and dtypes.type == _chrome_import.DTYPES
+    assert shapes.to_pylist() == [[[2, 3], None, [None, -1]], None, []]
+    assert dtypes.to_pylist() == [["float", None, 'a"é'], None, None]
+    assert part.ints["sequence_nr"].tolist() == [-1, 5, -1]
+
+
+@pytest.mark.parametrize(
+    ("last", "shapes"),
+    [
+        ('{"Input type":["float"]}', [[[8, 8], [8, 8]]] * 2 + [None, None]),
+        ('{"Input Dims":[[2]]}', [[[8, 8], [8, 8]]] * 2 + [None, [[2]]]),
+        ('{"Input Dims":[[[1]]]}', None),  # a nested tensor list: no columns
+    ],
+)
+def test_shapes_columns_are_all_or_nothing_per_part(
+    tmp_path: Path, last: str, shapes: list[Any] | None
+) -> None:
+    """Traces read 2 events at a time: a part without "Input Dims" gives nulls (its
+    "Input type" too), a part whose values do not fit the columns drops them for the whole
+    trace; natively or not."""
+    events = [
+        f'{{"ph":"X","name":"op","pid":1,"tid":1,"ts":{i},"dur":1,"args":{a}}}'
+        for i, a in enumerate([SHAPED, SHAPED, '{"Input type":["x"]}', last])
+    ]
+    path = tmp_path / "t.json"
+    path.write_bytes(f"[{','.join(events)}]".encode())
+    with batches_of(2):
+        assert_same_both_ways(path)
+        table = chrome.read_chrome_table(path)
+    if shapes is None:
+        assert "input_shapes" not in table.column_names
+    else:
+        assert table["input_shapes"].to_pylist() == shapes
