@@ -744,7 +744,6 @@ static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
 static int put_i64(Buf *b, int64_t v) { return buf_put(b, &v, sizeof v); }
 static int put_f64(Buf *b, double v) { return buf_put(b, &v, sizeof v); }
 static int put_i32(Buf *b, int32_t v) { return buf_put(b, &v, sizeof v); }
-static int put_u8(Buf *b, unsigned char v) { return buf_put(b, &v, 1); }
 
 static int time_column(Buf *column, const Token *t) {
     double v = NAN;
@@ -779,7 +778,7 @@ static int optional_id_column(Batch *b, int k, const Token *t) {
     if (t->kind == IS_NUMBER) RETURN_IF(to_int64(&t->number, &v));
     else if (t->kind != ABSENT && t->kind != IS_NULL) return NOT_FAST;
     b->any_id[k] |= t->kind == IS_NUMBER;
-    RETURN_IF(put_u8(&b->has_id[k], t->kind == IS_NUMBER));
+    RETURN_IF(buf_byte(&b->has_id[k], t->kind == IS_NUMBER));
     return put_i64(&b->ids[k], v);
 }
 
@@ -788,7 +787,7 @@ static int optional_id_column(Batch *b, int k, const Token *t) {
 static int end_item(ListColumn *c, int valid) {
     if (c->n_values > INT32_MAX) return NOT_FAST;
     RETURN_IF(put_i32(&c->items_at, (int32_t)c->n_values));
-    RETURN_IF(put_u8(&c->items_valid, (unsigned char)valid));
+    RETURN_IF(buf_byte(&c->items_valid, (unsigned char)valid));
     c->n_items++;
     return OK;
 }
@@ -813,7 +812,7 @@ static int dims_item(Parser *ps, ListColumn *c) {
                 RETURN_IF(literal(ps, "null", NULL));
             }
             RETURN_IF(put_i64(&c->values, v));
-            RETURN_IF(put_u8(&c->values_valid, (unsigned char)present));
+            RETURN_IF(buf_byte(&c->values_valid, (unsigned char)present));
             c->n_values++;
             int ch = take(ps);
             if (ch == ']') break;
@@ -856,7 +855,7 @@ static int list_value(ListColumn *c, Ptr text, size_t len, int (*item)(Parser *,
     }
     if (c->n_items > INT32_MAX) return NOT_FAST;
     RETURN_IF(put_i32(&c->lists_at, (int32_t)c->n_items));
-    return put_u8(&c->lists_valid, (unsigned char)valid);
+    return buf_byte(&c->lists_valid, (unsigned char)valid);
 }
 
 /* A complete event's "Input Dims" and "Input type" (`t`: where their text lies in the args
@@ -893,7 +892,7 @@ static int add_complete(Batch *b, const Token *f, size_t args_start, const Torch
     size_t len = b->args.len - args_start;
     int empty = (len == 4 && memcmp(text, "null", 4) == 0) ||
                 (len == 2 && (text[0] == '{' || text[0] == '['));
-    RETURN_IF(put_u8(&b->has_args, !empty));
+    RETURN_IF(buf_byte(&b->has_args, !empty));
     RETURN_IF(put_i64(&b->args_at, (int64_t)b->args.len));
     RETURN_IF(put_i64(&b->torch[0], t->ints[0]));
     RETURN_IF(put_i64(&b->torch[1], t->ints[1]));
@@ -1040,7 +1039,9 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
     long max_depth = PyLong_AsLong(args[1]);
-    int64_t defaults[2] = {PyLong_AsLongLong(args[2]), PyLong_AsLongLong(args[3])};
+    int64_t defaults[2] = {0, 0};
+    if (!PyErr_Occurred()) defaults[0] = PyLong_AsLongLong(args[2]);
+    if (!PyErr_Occurred()) defaults[1] = PyLong_AsLongLong(args[3]);
     if (PyErr_Occurred()) {
         PyBuffer_Release(&view);
         return NULL;

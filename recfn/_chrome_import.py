@@ -99,14 +99,23 @@ def decode_events(text: bytes, max_depth: int) -> list[Any] | NativeBatch:
     propagate (msgspec.ValidationError for numbers beyond float64, ValueError for text that is
     not JSON)."""
     if NATIVE is not None:
-        batch = _native_batch(text, max_depth)
-        if batch is not None:
-            return batch
+        columns = NATIVE(text, max_depth, *TORCH_INTS.values())
+        if columns is not None:
+            try:
+                others = [] if columns["others"] is None else EVENTS.decode(columns["others"])
+                return NativeBatch(columns, others)
+            except msgspec.ValidationError:  # an other event does not fit `Event`: nor does text
+                return _plain(text)
     try:
         return EVENTS.decode(text)
     except msgspec.ValidationError:
-        values: list[Any] = loads(text)
-        return values
+        return _plain(text)
+
+
+def _plain(text: bytes) -> list[Any]:
+    """The events of `text` as plain values (dicts, lists...)."""
+    values: list[Any] = loads(text)
+    return values
 
 
 def _native_decoder() -> Any:
@@ -146,19 +155,6 @@ class NativeBatch:
             out[key] = None if present is None else np.frombuffer(c[key], np.int64)
             out[f"{key}.present"] = None if present is None else np.frombuffer(present, bool)
         return out
-
-
-def _native_batch(text: bytes, max_depth: int) -> NativeBatch | None:
-    """`text` decoded by `NATIVE`; None where it does not read it, or where its other events do
-    not fit `Event` (then the whole batch decodes into plain values, as the msgspec path does)."""
-    columns = NATIVE(text, max_depth, *TORCH_INTS.values())
-    if columns is None:
-        return None
-    try:
-        others = [] if columns["others"] is None else EVENTS.decode(columns["others"])
-    except msgspec.ValidationError:
-        return None
-    return NativeBatch(columns, others)
 
 
 class Outline(msgspec.Struct, gc=False):
@@ -320,7 +316,7 @@ class _Args:
         """The args of the other events at `index`."""
         if index.size and index.min() < self.offset:
             raise IndexError("complete events' args are JSON text already")
-        return [self.others[i] for i in (index - self.offset).tolist()]
+        return _pick(self.others, index - self.offset)
 
     def _other(self, i: int) -> int:
         if i < self.offset:
@@ -354,16 +350,17 @@ class _ArgsPart:
         offsets = np.frombuffer(columns["args.offsets"], np.int64)
         present = np.frombuffer(columns["args.present"], bool)
         strings = string_array(n, offsets, _pooled(data), present)
-        has_shapes = b'"Input Dims"' in data
-        if has_shapes and columns["input_shapes"] is None:
-            bounds = offsets.tolist()
-            text = b"[" + b",".join(data[lo:hi] for lo, hi in zip(bounds, bounds[1:])) + b"]"
-            part._torch(strings, text)
-            return part
         part.strings = strings
         part.ints = {key: np.frombuffer(columns[key], np.int64) for key in TORCH_INTS}
-        part.has_shapes = has_shapes
-        part.shapes = _native_shapes(columns, n) if has_shapes else _shapes(None, n)
+        part.has_shapes = b'"Input Dims"' in data
+        if not part.has_shapes:
+            part.shapes = _shapes(None, n)
+        elif columns["input_shapes"] is not None:
+            part.shapes = _native_shapes(columns, n)
+        else:  # values not of the simple form: torch's args decoded from the text, as `_torch`
+            bounds = offsets.tolist()
+            text = b"[" + b",".join(data[lo:hi] for lo, hi in zip(bounds, bounds[1:])) + b"]"
+            part.shapes = _shapes(_torch_args(text), n)
         return part
 
     def _torch(self, strings: pa.LargeStringArray, text: bytes) -> None:

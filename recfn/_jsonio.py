@@ -39,7 +39,9 @@ def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArr
         encoded = dumps(values)
         text = compact(encoded)
         cuts = _separators(text)
-        if len(cuts) == n - 1 and (msgspec.Raw not in kinds or _objects_or_nulls(values, encoded)):
+        if len(cuts) == n - 1 and (
+            msgspec.Raw not in kinds or _objects_or_nulls(values, encoded, kinds == {msgspec.Raw})
+        ):
             # Values and the commas between them alternate: value k is entry 2k, a null comma
             # entry 2k+1, so that the offsets stay contiguous and `take` skips the commas.
             bounds = np.empty(2 * n, dtype=np.int64)
@@ -66,11 +68,12 @@ def json_strings(values: list[Any], rows: np.ndarray) -> tuple[pa.LargeStringArr
     return strings.take(pa.array(2 * rows)), text
 
 
-def _objects_or_nulls(values: list[Any], encoded: bytes) -> bool:
+def _objects_or_nulls(values: list[Any], encoded: bytes, only_texts: bool) -> bool:
     """Whether every JSON text (``msgspec.Raw``) among `values` is an object or null (a list,
     say, leaves no separator before or after it, and a separator inside it would take its
-    place); `encoded` is their JSON list, in which texts are copied as they are."""
-    if any(value.__class__ is not msgspec.Raw for value in values):
+    place); `encoded` is their JSON list, in which texts are copied as they are; `only_texts`
+    when every value is a JSON text."""
+    if not only_texts:
         return all(
             value.__class__ is not msgspec.Raw or bytes(memoryview(value)[:1]) in (b"{", b"n")
             for value in values
