@@ -343,8 +343,8 @@ class _ArgsPart:
     def native(cls, columns: dict[str, Any]) -> _ArgsPart:
         """The args part of a `NativeBatch`'s columns: its strings over the batch's args text,
         torch's integer args and "Input Dims" / "Input type" lists as it read them; where it
-        left the lists to Python (values not of the simple form), all of torch's args are
-        decoded from the text, as `_torch` does."""
+        left the lists to Python (values not of the simple form), the lists are decoded from
+        the text, as `_torch` decodes them."""
         part = cls.__new__(cls)
         n, data = columns["n"], columns["args.data"]
         offsets = np.frombuffer(columns["args.offsets"], np.int64)
