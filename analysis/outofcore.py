@@ -94,7 +94,7 @@ def summarize_files(
     footers = Footers() if footers is None else footers
     present: set[str] = set()
     for name in files:
-        names = _schema(name, footers).names
+        names = footers.schema(name).names
         lacking = [c for c in EVENT_COLUMNS if c not in names]
         if lacking:
             raise not_a_trace(name, lacking)
@@ -119,13 +119,6 @@ def summarize_files(
     result = add_partials(joined, keys, ["flops"] if flops else [], total, sort_by, top, as_index)
     result.attrs["events"] = ranges  # closed ranges summarised
     return result
-
-
-def _schema(name: str, footers: Footers) -> pa.Schema:
-    try:
-        return footers.schema(name)
-    except (OSError, pa.ArrowException) as exc:
-        raise TraceFormatError(f"{name}: not a readable Parquet file ({exc})") from None
 
 
 def _summarize_partition(

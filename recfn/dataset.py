@@ -123,14 +123,22 @@ def read_footer(name: str) -> pq.FileMetaData:
     without the file's data, for ``Footers`` to keep."""
     import pyarrow.parquet as pq
 
-    return pq.read_metadata(name)
+    try:
+        return pq.read_metadata(name)
+    except MemoryError:
+        raise
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        raise  # the file is not to blame
+    except io.DECODE_ERRORS as exc:
+        raise io.unreadable_parquet(name, exc) from None
 
 
 class Footers:
     """The footers of a trace's Parquet files, each read on first use and then kept: a command
     that checks a dataset's schemas, looks for unfinished captures and shows its metadata reads
     every footer once. ``footers(name)`` is the footer, ``footers.schema(name)`` the Arrow
-    schema with its metadata (as ``pq.read_schema`` gives it)."""
+    schema with its metadata (as ``pq.read_schema`` gives it); a footer that cannot be decoded
+    raises ``TraceFormatError`` naming the file."""
 
     def __init__(self) -> None:
         self._kept: dict[str, pq.FileMetaData] = {}
@@ -151,7 +159,6 @@ def unfinished(files: Sequence[str], footers: Optional[Footers] = None) -> list[
     one that carries the capture's wall time. What they lost is exactly the events recorded
     after their last part was written (the parts' dropped counts hold what else was dropped);
     every event before it is in the parts. ``footers`` are those already read, if any."""
-    from recfn.errors import TraceFormatError
     from recfn.schema import PART_KEY, WALL_NS_KEY
 
     footers = Footers() if footers is None else footers
@@ -161,10 +168,7 @@ def unfinished(files: Sequence[str], footers: Optional[Footers] = None) -> list[
         parquet = name.lower().endswith((".parquet", ".pq"))
         if not parquet or not in_process_folder(name):
             continue
-        try:
-            metadata = footers.schema(name).metadata or {}
-        except Exception as exc:
-            raise TraceFormatError(f"{name!r} is not a readable Parquet file: {exc}") from None
+        metadata = footers.schema(name).metadata or {}
         if PART_KEY.encode() in metadata:  # a part that profile(output=...) wrote
             stopped[folder] = stopped.get(folder, False) or WALL_NS_KEY.encode() in metadata
     return sorted(folder for folder, done in stopped.items() if not done)

@@ -113,11 +113,19 @@ def write_parquet(table: pa.Table, path: PathLike) -> None:
     )
 
 
-_DECODE_ERRORS: Final = (pa.ArrowException, OSError, UnicodeDecodeError)
+DECODE_ERRORS: Final = (pa.ArrowException, OSError, UnicodeDecodeError)
 """What pyarrow raised for 30,000 damaged copies of a trace (benchmarks/fuzz_files.py):
 OSError (failed page checksums, thrift decoding), ArrowInvalid, ArrowNotImplementedError and
 UnicodeDecodeError (metadata that is not UTF-8). MemoryError, ArrowMemoryError included, and
 KeyboardInterrupt are not caught."""
+
+
+def unreadable_parquet(path: str, exc: BaseException) -> TraceFormatError:
+    """The error for a Parquet file pyarrow could not decode (one of ``DECODE_ERRORS``)."""
+    return TraceFormatError(
+        f"{path!r} is not a readable Parquet file (truncated or corrupted): "
+        f"{type(exc).__name__}: {exc}"
+    )
 
 
 def _metadata_copies_agree(footer: dict[bytes, bytes]) -> bool:
@@ -165,11 +173,8 @@ def read_parquet(path: str) -> pa.Table:
         copies_agree = _metadata_copies_agree(parquet.metadata.metadata or {})
     except MemoryError:
         raise
-    except _DECODE_ERRORS as exc:
-        raise TraceFormatError(
-            f"{path!r} is not a readable Parquet file (truncated or corrupted): "
-            f"{type(exc).__name__}: {exc}"
-        ) from None
+    except DECODE_ERRORS as exc:
+        raise unreadable_parquet(path, exc) from None
     source = f"load({path!r})"
     if not copies_agree:
         raise TraceFormatError(

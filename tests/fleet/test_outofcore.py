@@ -125,6 +125,20 @@ def test_broken_files_are_named(tmp_path: Path) -> None:
         summarize_files([str(broken)])
 
 
+def test_a_file_whose_footer_cannot_be_decoded_is_named_by_every_lazy_path(
+    tmp_path: Path,
+) -> None:
+    write_fleet(tmp_path, processes=1, ranges=10)
+    (tmp_path / "damaged.parquet").write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
+    unreadable = "damaged.parquet' is not a readable Parquet file"
+    with pytest.raises(TraceFormatError, match=unreadable):
+        _ = recfn.load(tmp_path).metadata
+    with pytest.raises(TraceFormatError, match=unreadable):
+        recfn.load(tmp_path).summary(top=3)
+    with pytest.raises(TraceFormatError, match=unreadable):
+        _ = recfn.load(tmp_path).table
+
+
 def test_cli_summarises_a_large_file_out_of_core(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
