@@ -24,7 +24,8 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]
         if "thread_name" in df.columns
         else pd.Series(["thread"] * len(df))
     )
-    if process_groups(df) is None:
+    process = process_groups(df)
+    if process is None:
         first = names.groupby(thread).first()
         labels = {int(t): f"{printable(str(first[t]))} ({t})" for t in first.index}
         return thread, labels, {}
@@ -34,12 +35,14 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]
         else pd.Series([""] * len(df))
     )
     pid = ints(df["pid"], -1) if "pid" in df.columns else np.full(len(df), -1)
-    keys = pd.DataFrame({"host": host, "pid": pid, "thread": thread, "name": names})
-    distinct = keys.drop_duplicates(["host", "pid", "thread"]).sort_values(
-        ["host", "pid", "thread"], kind="stable"
+    keys = pd.DataFrame(
+        {"host": host, "pid": pid, "process": process, "thread": thread, "name": names}
+    )
+    distinct = keys.drop_duplicates(["process", "thread"]).sort_values(
+        ["host", "pid", "process", "thread"], kind="stable"
     )
     distinct["lane"] = np.arange(len(distinct), dtype=np.int64)
-    lane = keys.merge(distinct[["host", "pid", "thread", "lane"]], how="left")["lane"]
+    lane = keys.merge(distinct[["process", "thread", "lane"]], how="left")["lane"]
     several_hosts = distinct["host"].nunique() > 1
     labels = {}
     hosts = {}

@@ -76,8 +76,9 @@ def gpu_spans(df: pd.DataFrame, candidates: np.ndarray) -> GpuSpans:
 
 def process_groups(df: pd.DataFrame) -> np.ndarray | None:
     """One integer per row identifying its process, ``(host, pid)``; None when the frame holds
-    a single process (or says nothing about processes)."""
-    keys = [ints(df["pid"], -1)] if "pid" in df.columns else []
+    a single process (or says nothing about processes). A null host or pid is a value of its
+    own, as in ``recfn.schema.process_rows``."""
+    keys = [ints(df["pid"], -1), nulls(df["pid"])] if "pid" in df.columns else []
     if "host" in df.columns:
         keys.append(codes(df["host"])[0])
     if not keys:

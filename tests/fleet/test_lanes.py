@@ -7,6 +7,7 @@ import threading
 
 import matplotlib
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -93,3 +94,18 @@ def test_one_host_keeps_its_labels_without_host_or_separator(fleet: pa.Table) ->
     assert not [line for line in ax.get_lines() if line.get_gid() == HOST_SEPARATOR]
     labels = [lane.label for lane in TimelineIndex(one_host).lanes]
     assert labels == ["MainThread", "worker"]
+
+
+def test_a_null_pid_is_a_lane_of_its_own() -> None:
+    """A frame with a null pid beside pid -1 (one the user built: recfn refuses such files):
+    two processes, so two lanes, as the summary counts them."""
+    from recfn.analysis.lanes import lanes
+
+    base = capture().to_pandas()
+    frames = []
+    for pid in (None, -1):
+        df = base.copy()
+        df["pid"] = pd.Series([pid] * len(df), dtype="Int64")
+        frames.append(df)
+    lane, labels, _ = lanes(pd.concat(frames, ignore_index=True))
+    assert len(set(lane)) == 2 * base["thread_id"].nunique() == len(labels)

@@ -217,8 +217,8 @@ def test_a_process_in_parts_and_row_groups_summarises_as_in_memory(
 @pytest.mark.parametrize("key", ["host", "pid"])
 def test_a_null_host_or_pid_is_a_process_of_its_own(tmp_path: Path, key: str) -> None:
     """Two processes with the same ids, one with a null `key` and one with its default (""
-    or -1): summarised apart, as if the null were another value (merged, their ids would
-    repeat)."""
+    or -1): summarised apart, out of core and in memory, as if the null were another value
+    (merged, their ids would repeat)."""
     frames = []
     for value in (None, "" if key == "host" else -1):
         df = make_synthetic_trace(300, n_threads=1, seed=1)
@@ -231,3 +231,4 @@ def test_a_null_host_or_pid_is_a_process_of_its_own(tmp_path: Path, key: str) ->
     assert schema.process_rows(pq.read_table(path)) is not None
     other = df.assign(**{key: df[key].fillna("other" if key == "host" else -2)})
     same(summarize_files([str(path)]), other.recfn.summary())
+    same(df.recfn.summary(), other.recfn.summary())
