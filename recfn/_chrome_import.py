@@ -35,12 +35,11 @@ from recfn.schema import (
     KINDS,
     MARK,
     MEMORY,
-    NULLABLE_INTS,
     RANGE,
     REQUIRED,
     constant_column,
     empty_table,
-    int64_mapper,
+    frame,
     numpy_dtype,
 )
 
@@ -281,20 +280,10 @@ def dictionaries_by_row(table: pa.Table) -> pa.Table:
 
 def frame_of(table: pa.Table) -> pd.DataFrame:
     """An imported table as a DataFrame in the dtypes of ``prof.to_pandas()`` (nullable
-    ``Int64`` integers, categoricals), without attrs. Consumes `table`: each column's Arrow
-    memory is released as it is converted, so that the table and the frame are not both held."""
-    positions = {name: i for i, name in enumerate(table.column_names)}
-    nullable = [name for name in NULLABLE_INTS if name in positions]
-    converted = {
-        name: table.column(name).to_pandas(types_mapper=int64_mapper).array for name in nullable
-    }
-    table = table.drop_columns(nullable)
-    frame = table.to_pandas(self_destruct=True, split_blocks=True)
-    del table
-    for name, values in sorted(converted.items(), key=lambda item: positions[item[0]]):
-        frame.insert(positions[name], name, values)
-    frame.attrs.clear()
-    return frame
+    ``Int64`` integers, categoricals, shared list cells: ``recfn.schema.frame``), without
+    attrs. Consumes `table`: each column's Arrow memory is released as it is converted, so that
+    the table and the frame are not both held."""
+    return frame(table, consume=True)
 
 
 class _Args:
