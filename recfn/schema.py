@@ -577,8 +577,8 @@ def list_cells(column: pa.ChunkedArray) -> np.ndarray:
     encoded = _codes(column)
     if encoded is None or len(column) == 0:
         return np.asarray(column.to_pandas(), dtype=object)
-    codes = np.concatenate(encoded[0])
-    holder = np.empty(encoded[1], np.int64)
+    codes, distinct = encoded
+    holder = np.empty(distinct, np.int64)
     holder[codes] = np.arange(codes.size)  # a row that holds each value, whichever
     cells = np.asarray(column.take(holder).to_pandas(), dtype=object)
     for cell in cells:
@@ -587,33 +587,38 @@ def list_cells(column: pa.ChunkedArray) -> np.ndarray:
     return cells.take(codes)
 
 
-def _codes(values: pa.ChunkedArray) -> tuple[list[np.ndarray], int] | None:
-    """Per chunk of `values`, an integer per element, equal where the elements are equal
-    (nulls included), and the number of distinct codes (-1 for integers, their own codes);
-    None for elements other than lists, integers and strings. A list's code is that of its
-    elements' codes as bytes, so that Arrow's binary hash kernel hashes lists a level at a time
-    (it has none for lists)."""
+def _codes(values: pa.ChunkedArray) -> tuple[np.ndarray, int] | None:
+    """An integer per element of `values` (chunks end to end), equal where the elements are
+    equal (nulls included), and the number of distinct codes (-1 for integers, their own
+    codes); None for elements other than lists, integers and strings. A list's code is that
+    of its elements' codes as bytes, so that Arrow's binary hash kernel hashes lists a level
+    at a time (it has none for lists)."""
     dtype = values.type
     if pa.types.is_integer(dtype) and values.null_count == 0:
-        return [chunk.to_numpy() for chunk in values.chunks], -1
+        return values.to_numpy(), -1
     if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
-        inner = _codes(
-            pa.chunked_array([chunk.values for chunk in values.chunks], dtype.value_type)
-        )
+        chunks = values.chunks
+        offsets = [chunk.offsets.to_numpy().astype(np.int64) for chunk in chunks]
+        used = [c.values.slice(o[0], o[-1] - o[0]) for c, o in zip(chunks, offsets)]
+        inner = _codes(pa.chunked_array(used, dtype.value_type))
         if inner is None:
             return None
-        keys = []
-        for chunk, elements in zip(values.chunks, inner[0]):
-            offsets = chunk.offsets.to_numpy().astype(np.int64) * elements.itemsize
+        elements = pa.py_buffer(np.ascontiguousarray(inner[0]))
+        keys, start = [], 0
+        for chunk, bounds, child in zip(chunks, offsets, used):
+            bounds = (bounds - bounds[0] + start) * inner[0].itemsize
             validity = chunk.is_valid().buffers()[1] if chunk.null_count else None
-            buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(elements)]
+            buffers = [validity, pa.py_buffer(bounds), elements]
             keys.append(pa.Array.from_buffers(pa.large_binary(), len(chunk), buffers))
+            start += len(child)
         values = pa.chunked_array(keys, pa.large_binary())
     elif not (pa.types.is_integer(dtype) or pa.types.is_string(dtype)):
         return None
     encoded = pc.dictionary_encode(values, null_encoding="encode")
-    codes = [chunk.indices.to_numpy() for chunk in encoded.chunks]
-    return codes, len(encoded.chunk(0).dictionary) if encoded.num_chunks else 0
+    if encoded.num_chunks == 0:  # it leaves out empty chunks
+        return np.empty(0, np.int32), 0
+    codes = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks])
+    return codes, len(encoded.chunk(0).dictionary)
 
 
 def int64_mapper(dtype: pa.DataType) -> Any:
