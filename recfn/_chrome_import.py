@@ -964,8 +964,8 @@ def _args_columns(
 def _gather(parts: list[Any], rows: np.ndarray) -> pa.ChunkedArray:
     """The values of consecutive `parts` at `rows`, `BATCH` rows at a time: a chunked result,
     and each part is dropped from `parts` once its last row is taken, so that the values are
-    never held twice over (as concatenating the parts first would). Large strings become
-    strings, as the schema has them."""
+    never held twice over (as concatenating the parts first would); runs of consecutive rows
+    are slices of the parts (`_slices`). Large strings become strings, as the schema has them."""
     kind = pa.string() if parts[0].type == pa.large_string() else parts[0].type
     bounds = np.cumsum([0, *map(len, parts)])
     position = np.full(bounds[-1], -1, dtype=np.int64)
@@ -975,25 +975,44 @@ def _gather(parts: list[Any], rows: np.ndarray) -> pa.ChunkedArray:
     chunks = []
     for at in range(0, len(rows), BATCH):
         index = rows[at : at + BATCH]
-        part = np.searchsorted(bounds, index, side="right") - 1
-        used = np.unique(part)
-        if len(used) == 1:
-            c = int(used[0])
-            chunk = parts[c].take(pa.array(index - bounds[c]))
+        if index[-1] - index[0] == len(index) - 1 and (np.diff(index) == 1).all():
+            chunks += _slices(parts, bounds, int(index[0]), int(index[-1]) + 1, kind)
         else:
-            pieces, where = [], []
-            for c in used.tolist():
-                picked = np.flatnonzero(part == c)
-                pieces.append(parts[c].take(pa.array(index[picked] - bounds[c])))
-                where.append(picked)
-            back = np.argsort(np.concatenate(where), kind="stable")
-            chunk = pa.concat_arrays(pieces).take(pa.array(back))
-        chunks.append(chunk.cast(kind))
+            chunks.append(_taken(parts, bounds, index).cast(kind))
         for c, block in enumerate(last):
             if block <= at // BATCH:
                 parts[c] = None
     parts.clear()
     return pa.chunked_array(chunks, kind)
+
+
+def _taken(parts: list[Any], bounds: np.ndarray, index: np.ndarray) -> pa.Array:
+    """The values of consecutive `parts` (starting at `bounds`) at `index`."""
+    part = np.searchsorted(bounds, index, side="right") - 1
+    used = np.unique(part)
+    if len(used) == 1:
+        c = int(used[0])
+        return parts[c].take(pa.array(index - bounds[c]))
+    pieces, where = [], []
+    for c in used.tolist():
+        picked = np.flatnonzero(part == c)
+        pieces.append(parts[c].take(pa.array(index[picked] - bounds[c])))
+        where.append(picked)
+    back = np.argsort(np.concatenate(where), kind="stable")
+    return pa.concat_arrays(pieces).take(pa.array(back))
+
+
+def _slices(parts: list[Any], bounds: np.ndarray, lo: int, hi: int, kind: pa.DataType) -> list[Any]:
+    """Rows `lo` to `hi` of consecutive `parts` (starting at `bounds`) as slices of them, in
+    `kind`: rows in file order (most of a torch trace's) need no copy."""
+    first = int(np.searchsorted(bounds, lo, side="right")) - 1
+    last = int(np.searchsorted(bounds, hi - 1, side="right")) - 1
+    slices = []
+    for c in range(first, last + 1):
+        a, b = max(lo, int(bounds[c])), min(hi, int(bounds[c + 1]))
+        if b > a:
+            slices.append(parts[c].slice(a - int(bounds[c]), b - a).cast(kind))
+    return slices
 
 
 def _optional_ints(

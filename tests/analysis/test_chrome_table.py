@@ -53,18 +53,29 @@ def test_the_table_reader_refuses_what_the_frame_reader_refuses(tmp_path: Path) 
     st.lists(st.integers(0, 6), min_size=1, max_size=6),
     st.randoms(use_true_random=False),
     st.floats(0, 1),
+    st.sampled_from(["shuffled", "in order", "all in order"]),
+    st.sampled_from([1, 3, 10**6]),
 )
 def test_gathering_parts_takes_the_rows_in_order(
-    sizes: list[int], rng: object, keep: float
+    sizes: list[int], rng: object, keep: float, order: str, batch: int
 ) -> None:
+    """Rows in order come as slices of the parts (runs of `batch` consecutive rows), others
+    are taken; the same values either way."""
+    import recfn._chrome_import as imported
+
     values = [f"v{i}" for i in range(sum(sizes))]
     if not values:
         return
     bounds = np.cumsum([0, *sizes])
     parts = [pa.array(values[lo:hi], pa.large_string()) for lo, hi in zip(bounds, bounds[1:])]
-    rows = [i for i in range(len(values)) if rng.random() < keep]  # type: ignore[attr-defined]
-    rng.shuffle(rows)  # type: ignore[attr-defined]
-    taken = _gather(parts, np.array(rows, dtype=np.int64))
+    rows = [i for i in range(len(values)) if order == "all in order" or rng.random() < keep]  # type: ignore[attr-defined]
+    if order == "shuffled":
+        rng.shuffle(rows)  # type: ignore[attr-defined]
+    saved, imported.BATCH = imported.BATCH, batch
+    try:
+        taken = _gather(parts, np.array(rows, dtype=np.int64))
+    finally:
+        imported.BATCH = saved
     assert taken.type == pa.string()
     assert taken.to_pylist() == [values[i] for i in rows]
     assert parts == []  # every part was released
