@@ -455,6 +455,9 @@ class Columns:
             if all(array is None for array in arrays):  # recfn's ids, absent from other traces
                 fields[key] = None
                 continue
+            if key in ("pid", "tid") and len({array.dtype for array in arrays}) > 1:
+                fields[key] = _Ids(arrays)
+                continue
             fields[key] = _concatenate(
                 [
                     np.zeros(size, bool if key.endswith(".present") else np.int64)
@@ -504,6 +507,49 @@ class _Labels:
 
     def __getitem__(self, index: np.ndarray) -> np.ndarray:
         return np.asarray(self.values[self.codes[index]])
+
+
+class _Ids:
+    """A pid or tid of every event where only some parts are integers (torch's traces have a
+    few "Spans" pids among millions of integers): the integers stay int64 and the others
+    objects, with `codes` that number the values as equality does (as factorizing an object
+    array would), so that no object is made per event. Indexing gives the values as an object
+    array would hold them."""
+
+    def __init__(self, parts: list[np.ndarray]) -> None:
+        mixed = [part.dtype == object for part in parts]
+        self.ints = np.concatenate(
+            [np.zeros(len(p), np.int64) if m else p for p, m in zip(parts, mixed)]
+        )
+        self.positions = np.flatnonzero(
+            np.concatenate([np.full(len(p), m) for p, m in zip(parts, mixed)])
+        )
+        self.objects = np.concatenate(
+            [np.empty(0, object), *(p for p, m in zip(parts, mixed) if m)]
+        )
+        self.codes = np.empty(len(self.ints), np.int64)
+        plain = np.ones(len(self.ints), bool)
+        plain[self.positions] = False
+        int_codes, int_values = pd.factorize(self.ints[plain])
+        self.codes[plain] = int_codes
+        equal = {value: code for code, value in enumerate(int_values.tolist())}
+        self.codes[self.positions] = [
+            equal.setdefault(v, len(equal)) for v in self.objects.tolist()
+        ]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, int | np.integer):
+            at = np.searchsorted(self.positions, index)
+            if at < len(self.positions) and self.positions[at] == index:
+                return self.objects[at]
+            return int(self.ints[index])
+        out = self.ints[index].astype(object)
+        if not len(self.positions):
+            return out
+        at = np.minimum(np.searchsorted(self.positions, index), len(self.positions) - 1)
+        other = self.positions[at] == index
+        out[other] = self.objects[at[other]]
+        return out
 
 
 def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
@@ -899,7 +945,9 @@ def _table(
     rows.parts.clear()
 
     pid, tid = fields.pop("pid"), fields.pop("tid")
-    thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
+    codes = [ids.codes if isinstance(ids, _Ids) else ids for ids in (pid, tid)]
+    thread = pd.factorize(_pair_codes(*codes)[event])[0].astype(np.int64)
+    del codes
     first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
     named = _thread_names(phases, fields["name"], pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import recfn
 from recfn import chrome
-from recfn._chrome_import import _gather, dictionaries_by_row
+from recfn._chrome_import import _gather, _Ids, _objects, dictionaries_by_row
 from recfn.errors import TraceFormatError
 from recfn.schema import conform
 
@@ -109,3 +109,34 @@ def test_dictionaries_by_row_keep_the_values_used_in_order_of_use() -> None:
     assert column.dictionary.to_pylist() == ["c", "a"]
     assert column.to_pylist() == ["c", None, "a", "c"]
     assert table.column("n").to_pylist() == [1, 2, 3, 4]
+
+
+ID_VALUES = st.integers(-3, 3) | st.sampled_from(["Spans", "1", "", 1.0, 2.5, True, False])
+
+
+@given(
+    st.lists(
+        st.lists(st.integers(-3, 3), max_size=5).map(lambda v: np.array(v, dtype=np.int64))
+        | st.lists(ID_VALUES, min_size=1, max_size=5).map(_objects),
+        min_size=1,
+        max_size=5,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_mixed_ids_index_and_number_as_an_object_array_would(
+    parts: list[np.ndarray], rng: object
+) -> None:
+    """Parts of integer and other pids (`_Ids`): the values an object array of them gives,
+    and codes equal where its factorized codes are."""
+    objects = np.concatenate([part.astype(object) for part in parts])
+    ids = _Ids(parts)
+    index = np.array(
+        [rng.randrange(len(objects)) for _ in range(8)] if len(objects) else [], np.int64
+    )  # type: ignore[attr-defined]
+    picked = ids[index]
+    assert picked.dtype == object
+    assert [(type(v), v) for v in picked] == [(type(v), v) for v in objects[index]]
+    for i in index.tolist():
+        assert (type(ids[i]), ids[i]) == (type(objects[i]), objects[i])
+    expected = pd.factorize(objects, use_na_sentinel=False)[0]
+    assert (pd.factorize(ids.codes)[0] == expected).all()
