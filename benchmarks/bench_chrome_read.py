@@ -8,9 +8,10 @@ floor of the msgspec path), the nesting-depth scan alone (the price of the bound
 there), the read to Arrow (``recfn.load``'s path) and the read to pandas, each with the native
 decoder (``recfn._cchrome``, compiled builds) and without it; best of 3 each. Peak memory is measured for each
 reader in a fresh process (VmHWM growth during one read) and compared with the size of the
-resulting Arrow table. Where the trace has ``input_shapes``/``input_dtypes``, the last row is
-their pandas conversion alone (to Python lists: the schema's pandas dtype for them is object),
-which ``read_chrome_trace`` pays within its time.
+resulting Arrow table. Where the trace has ``input_shapes``/``input_dtypes``, the last rows are
+their pandas conversion alone (object columns of numpy arrays), which ``read_chrome_trace`` pays
+within its time: ``recfn.schema.list_cells`` (a cell per distinct value, shared by its rows) and,
+for comparison, pyarrow's ``to_pandas`` (a cell per row).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from bench_analysis import best_of, parse_alone, torch_shaped_trace
 from bench_chrome_convert import status_bytes
 
 import recfn
-from recfn import _chrome_import, chrome
+from recfn import _chrome_import, chrome, schema
 
 READERS = {
     "read_chrome_table (Arrow, recfn.load)": chrome.read_chrome_table,
@@ -89,9 +90,12 @@ def main() -> None:
         table_bytes = table.nbytes
         lists = [name for name in ("input_shapes", "input_dtypes") if name in table.column_names]
         if lists:
-            columns = table.select(lists)
-            seconds = best_of(3, columns.to_pandas)
-            rows.append((f"pandas conversion of {' and '.join(lists)} alone", seconds))
+            columns = [table.column(name) for name in lists]
+            named = " and ".join(lists)
+            seconds = best_of(3, lambda: [schema.list_cells(c) for c in columns])
+            rows.append((f"pandas conversion of {named} alone (shared cells)", seconds))
+            seconds = best_of(3, lambda: [c.to_pandas() for c in columns])
+            rows.append(("the same, a cell per row (pyarrow's to_pandas)", seconds))
         del table
         context = multiprocessing.get_context("spawn")
         peaks = {}

@@ -35,12 +35,11 @@ from recfn.schema import (
     KINDS,
     MARK,
     MEMORY,
-    NULLABLE_INTS,
     RANGE,
     REQUIRED,
     constant_column,
     empty_table,
-    int64_mapper,
+    frame,
     numpy_dtype,
 )
 
@@ -281,20 +280,10 @@ def dictionaries_by_row(table: pa.Table) -> pa.Table:
 
 def frame_of(table: pa.Table) -> pd.DataFrame:
     """An imported table as a DataFrame in the dtypes of ``prof.to_pandas()`` (nullable
-    ``Int64`` integers, categoricals), without attrs. Consumes `table`: each column's Arrow
-    memory is released as it is converted, so that the table and the frame are not both held."""
-    positions = {name: i for i, name in enumerate(table.column_names)}
-    nullable = [name for name in NULLABLE_INTS if name in positions]
-    converted = {
-        name: table.column(name).to_pandas(types_mapper=int64_mapper).array for name in nullable
-    }
-    table = table.drop_columns(nullable)
-    frame = table.to_pandas(self_destruct=True, split_blocks=True)
-    del table
-    for name, values in sorted(converted.items(), key=lambda item: positions[item[0]]):
-        frame.insert(positions[name], name, values)
-    frame.attrs.clear()
-    return frame
+    ``Int64`` integers, categoricals, shared list cells: ``recfn.schema.frame``), without
+    attrs. Consumes `table`: each column's Arrow memory is released as it is converted, so that
+    the table and the frame are not both held."""
+    return frame(table, consume=True)
 
 
 class _Args:
@@ -466,6 +455,9 @@ class Columns:
             if all(array is None for array in arrays):  # recfn's ids, absent from other traces
                 fields[key] = None
                 continue
+            if key in ("pid", "tid") and len({array.dtype for array in arrays}) > 1:
+                fields[key] = _Ids(arrays)
+                continue
             fields[key] = _concatenate(
                 [
                     np.zeros(size, bool if key.endswith(".present") else np.int64)
@@ -515,6 +507,49 @@ class _Labels:
 
     def __getitem__(self, index: np.ndarray) -> np.ndarray:
         return np.asarray(self.values[self.codes[index]])
+
+
+class _Ids:
+    """A pid or tid of every event where only some parts are integers (torch's traces have a
+    few "Spans" pids among millions of integers): the integers stay int64 and the others
+    objects, with `codes` that number the values as equality does (as factorizing an object
+    array would), so that no object is made per event. Indexing gives the values as an object
+    array would hold them."""
+
+    def __init__(self, parts: list[np.ndarray]) -> None:
+        mixed = [part.dtype == object for part in parts]
+        self.ints = np.concatenate(
+            [np.zeros(len(p), np.int64) if m else p for p, m in zip(parts, mixed)]
+        )
+        self.positions = np.flatnonzero(
+            np.concatenate([np.full(len(p), m) for p, m in zip(parts, mixed)])
+        )
+        self.objects = np.concatenate(
+            [np.empty(0, object), *(p for p, m in zip(parts, mixed) if m)]
+        )
+        self.codes = np.empty(len(self.ints), np.int64)
+        plain = np.ones(len(self.ints), bool)
+        plain[self.positions] = False
+        int_codes, int_values = pd.factorize(self.ints[plain])
+        self.codes[plain] = int_codes
+        equal = {value: code for code, value in enumerate(int_values.tolist())}
+        self.codes[self.positions] = [
+            equal.setdefault(v, len(equal)) for v in self.objects.tolist()
+        ]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, int | np.integer):
+            at = np.searchsorted(self.positions, index)
+            if at < len(self.positions) and self.positions[at] == index:
+                return self.objects[at]
+            return int(self.ints[index])
+        out = self.ints[index].astype(object)
+        if not len(self.positions):
+            return out
+        at = np.minimum(np.searchsorted(self.positions, index), len(self.positions) - 1)
+        other = self.positions[at] == index
+        out[other] = self.objects[at[other]]
+        return out
 
 
 def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
@@ -910,7 +945,9 @@ def _table(
     rows.parts.clear()
 
     pid, tid = fields.pop("pid"), fields.pop("tid")
-    thread = pd.factorize(_pair_codes(pid, tid)[event])[0].astype(np.int64)
+    codes = [ids.codes if isinstance(ids, _Ids) else ids for ids in (pid, tid)]
+    thread = pd.factorize(_pair_codes(*codes)[event])[0].astype(np.int64)
+    del codes
     first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
     named = _thread_names(phases, fields["name"], pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
@@ -975,8 +1012,8 @@ def _args_columns(
 def _gather(parts: list[Any], rows: np.ndarray) -> pa.ChunkedArray:
     """The values of consecutive `parts` at `rows`, `BATCH` rows at a time: a chunked result,
     and each part is dropped from `parts` once its last row is taken, so that the values are
-    never held twice over (as concatenating the parts first would). Large strings become
-    strings, as the schema has them."""
+    never held twice over (as concatenating the parts first would); runs of consecutive rows
+    are slices of the parts (`_slices`). Large strings become strings, as the schema has them."""
     kind = pa.string() if parts[0].type == pa.large_string() else parts[0].type
     bounds = np.cumsum([0, *map(len, parts)])
     position = np.full(bounds[-1], -1, dtype=np.int64)
@@ -986,25 +1023,44 @@ def _gather(parts: list[Any], rows: np.ndarray) -> pa.ChunkedArray:
     chunks = []
     for at in range(0, len(rows), BATCH):
         index = rows[at : at + BATCH]
-        part = np.searchsorted(bounds, index, side="right") - 1
-        used = np.unique(part)
-        if len(used) == 1:
-            c = int(used[0])
-            chunk = parts[c].take(pa.array(index - bounds[c]))
+        if index[-1] - index[0] == len(index) - 1 and (np.diff(index) == 1).all():
+            chunks += _slices(parts, bounds, int(index[0]), int(index[-1]) + 1, kind)
         else:
-            pieces, where = [], []
-            for c in used.tolist():
-                picked = np.flatnonzero(part == c)
-                pieces.append(parts[c].take(pa.array(index[picked] - bounds[c])))
-                where.append(picked)
-            back = np.argsort(np.concatenate(where), kind="stable")
-            chunk = pa.concat_arrays(pieces).take(pa.array(back))
-        chunks.append(chunk.cast(kind))
+            chunks.append(_taken(parts, bounds, index).cast(kind))
         for c, block in enumerate(last):
             if block <= at // BATCH:
                 parts[c] = None
     parts.clear()
     return pa.chunked_array(chunks, kind)
+
+
+def _taken(parts: list[Any], bounds: np.ndarray, index: np.ndarray) -> pa.Array:
+    """The values of consecutive `parts` (starting at `bounds`) at `index`."""
+    part = np.searchsorted(bounds, index, side="right") - 1
+    used = np.unique(part)
+    if len(used) == 1:
+        c = int(used[0])
+        return parts[c].take(pa.array(index - bounds[c]))
+    pieces, where = [], []
+    for c in used.tolist():
+        picked = np.flatnonzero(part == c)
+        pieces.append(parts[c].take(pa.array(index[picked] - bounds[c])))
+        where.append(picked)
+    back = np.argsort(np.concatenate(where), kind="stable")
+    return pa.concat_arrays(pieces).take(pa.array(back))
+
+
+def _slices(parts: list[Any], bounds: np.ndarray, lo: int, hi: int, kind: pa.DataType) -> list[Any]:
+    """Rows `lo` to `hi` of consecutive `parts` (starting at `bounds`) as slices of them, in
+    `kind`: rows in file order (most of a torch trace's) need no copy."""
+    first = int(np.searchsorted(bounds, lo, side="right")) - 1
+    last = int(np.searchsorted(bounds, hi - 1, side="right")) - 1
+    slices = []
+    for c in range(first, last + 1):
+        a, b = max(lo, int(bounds[c])), min(hi, int(bounds[c + 1]))
+        if b > a:
+            slices.append(parts[c].slice(a - int(bounds[c]), b - a).cast(kind))
+    return slices
 
 
 def _optional_ints(

@@ -540,14 +540,85 @@ def constant_column(column: Column, n: int) -> pa.Array:
 
 def to_pandas(table: pa.Table) -> pd.DataFrame:
     """A DataFrame with categoricals for dictionary columns, ``Int64`` for nullable ints and the
-    metadata in ``df.attrs["recfn"]``; it carries the ``df.recfn`` accessor."""
+    metadata in ``df.attrs["recfn"]``; it carries the ``df.recfn`` accessor. List cells are
+    shared between rows with equal values (`list_cells`)."""
     _hooks.pandas_returned()
-    df = table.to_pandas()
-    for name in NULLABLE_INTS:
-        if name in table.column_names:
-            df[name] = table.column(name).to_pandas(types_mapper=int64_mapper).array
+    df = frame(table)
     df.attrs["recfn"] = metadata_of(table)
     return df
+
+
+def frame(table: pa.Table, *, consume: bool = False) -> pd.DataFrame:
+    """`table` as a DataFrame in the schema's pandas dtypes, without attrs: categoricals for
+    dictionaries, ``Int64`` for nullable ints, `list_cells` for lists. With `consume`, each
+    column's Arrow memory is released as it is converted (`table` is unusable after), so that
+    the table and the frame are not both held."""
+    positions = {name: i for i, name in enumerate(table.column_names)}
+    apart: dict[str, Any] = {}
+    for field in table.schema:
+        if field.name in NULLABLE_INTS:
+            apart[field.name] = table.column(field.name).to_pandas(types_mapper=int64_mapper).array
+        elif pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+            apart[field.name] = list_cells(table.column(field.name))
+    table = table.drop_columns(list(apart))
+    df = table.to_pandas(self_destruct=consume, split_blocks=consume)
+    del table
+    for name, values in apart.items():
+        df.insert(positions[name], name, values)
+    return df
+
+
+def list_cells(column: pa.ChunkedArray) -> np.ndarray:
+    """A list column as pyarrow's ``to_pandas()`` converts it (a numpy array per cell, None for
+    nulls), but with one cell per distinct value, shared by the rows that hold it as a
+    ``copy()``'s rows share theirs: trace rows repeat a few shapes, and a million cells cost
+    more than the rest of the frame. Shared cells are made read-only, so that writing into one
+    raises instead of changing other rows."""
+    encoded = _codes(column)
+    if encoded is None or len(column) == 0:
+        return np.asarray(column.to_pandas(), dtype=object)
+    codes, distinct = encoded
+    holder = np.empty(distinct, np.int64)
+    holder[codes] = np.arange(codes.size)  # a row that holds each value, whichever
+    cells = np.asarray(column.take(holder).to_pandas(), dtype=object)
+    for cell in cells:
+        if isinstance(cell, np.ndarray):
+            cell.flags.writeable = False
+    return cells.take(codes)
+
+
+def _codes(values: pa.ChunkedArray) -> tuple[np.ndarray, int] | None:
+    """An integer per element of `values` (chunks end to end), equal where the elements are
+    equal (nulls included), and the number of distinct codes (-1 for integers, their own
+    codes); None for elements other than lists, integers and strings. A list's code is that
+    of its elements' codes as bytes, so that Arrow's binary hash kernel hashes lists a level
+    at a time (it has none for lists)."""
+    dtype = values.type
+    if pa.types.is_integer(dtype) and values.null_count == 0:
+        return values.to_numpy(), -1
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        chunks = values.chunks
+        offsets = [chunk.offsets.to_numpy().astype(np.int64) for chunk in chunks]
+        used = [c.values.slice(o[0], o[-1] - o[0]) for c, o in zip(chunks, offsets)]
+        inner = _codes(pa.chunked_array(used, dtype.value_type))
+        if inner is None:
+            return None
+        elements = pa.py_buffer(np.ascontiguousarray(inner[0]))
+        keys, start = [], 0
+        for chunk, bounds, child in zip(chunks, offsets, used):
+            bounds = (bounds - bounds[0] + start) * inner[0].itemsize
+            validity = chunk.is_valid().buffers()[1] if chunk.null_count else None
+            buffers = [validity, pa.py_buffer(bounds), elements]
+            keys.append(pa.Array.from_buffers(pa.large_binary(), len(chunk), buffers))
+            start += len(child)
+        values = pa.chunked_array(keys, pa.large_binary())
+    elif not (pa.types.is_integer(dtype) or pa.types.is_string(dtype)):
+        return None
+    encoded = pc.dictionary_encode(values, null_encoding="encode")
+    if encoded.num_chunks == 0:  # it leaves out empty chunks
+        return np.empty(0, np.int32), 0
+    codes = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks])
+    return codes, len(encoded.chunk(0).dictionary)
 
 
 def int64_mapper(dtype: pa.DataType) -> Any:

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_chrome_errors import bases, fuzzer
+from test_list_cells import same
 
 import recfn
 from recfn import _chrome_import, chrome
@@ -76,6 +77,10 @@ def assert_same_both_ways(path: Path) -> None:
     assert table.equals(plain, check_metadata=True)
     frame, plain_frame = (outcome(chrome.read_chrome_trace, path, n) for n in (NATIVE, None))
     pd.testing.assert_frame_equal(frame, plain_frame)
+    for name in ("input_shapes", "input_dtypes"):
+        if name in table.column_names:  # shared cells (schema.list_cells), pyarrow's values
+            cells = table.column(name).to_pandas()
+            assert all(map(same, frame[name], cells)) and frame[name].dtype == object
 
 
 def native_columns(text: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import recfn
 from recfn import chrome
-from recfn._chrome_import import _gather, dictionaries_by_row
+from recfn._chrome_import import _gather, _Ids, _objects, dictionaries_by_row
 from recfn.errors import TraceFormatError
 from recfn.schema import conform
 
@@ -53,18 +53,29 @@ def test_the_table_reader_refuses_what_the_frame_reader_refuses(tmp_path: Path) 
     st.lists(st.integers(0, 6), min_size=1, max_size=6),
     st.randoms(use_true_random=False),
     st.floats(0, 1),
+    st.sampled_from(["shuffled", "in order", "all in order"]),
+    st.sampled_from([1, 3, 10**6]),
 )
 def test_gathering_parts_takes_the_rows_in_order(
-    sizes: list[int], rng: object, keep: float
+    sizes: list[int], rng: object, keep: float, order: str, batch: int
 ) -> None:
+    """Rows in order come as slices of the parts (runs of `batch` consecutive rows), others
+    are taken; the same values either way."""
+    import recfn._chrome_import as imported
+
     values = [f"v{i}" for i in range(sum(sizes))]
     if not values:
         return
     bounds = np.cumsum([0, *sizes])
     parts = [pa.array(values[lo:hi], pa.large_string()) for lo, hi in zip(bounds, bounds[1:])]
-    rows = [i for i in range(len(values)) if rng.random() < keep]  # type: ignore[attr-defined]
-    rng.shuffle(rows)  # type: ignore[attr-defined]
-    taken = _gather(parts, np.array(rows, dtype=np.int64))
+    rows = [i for i in range(len(values)) if order == "all in order" or rng.random() < keep]  # type: ignore[attr-defined]
+    if order == "shuffled":
+        rng.shuffle(rows)  # type: ignore[attr-defined]
+    saved, imported.BATCH = imported.BATCH, batch
+    try:
+        taken = _gather(parts, np.array(rows, dtype=np.int64))
+    finally:
+        imported.BATCH = saved
     assert taken.type == pa.string()
     assert taken.to_pylist() == [values[i] for i in rows]
     assert parts == []  # every part was released
@@ -98,3 +109,34 @@ def test_dictionaries_by_row_keep_the_values_used_in_order_of_use() -> None:
     assert column.dictionary.to_pylist() == ["c", "a"]
     assert column.to_pylist() == ["c", None, "a", "c"]
     assert table.column("n").to_pylist() == [1, 2, 3, 4]
+
+
+ID_VALUES = st.integers(-3, 3) | st.sampled_from(["Spans", "1", "", 1.0, 2.5, True, False])
+
+
+@given(
+    st.lists(
+        st.lists(st.integers(-3, 3), max_size=5).map(lambda v: np.array(v, dtype=np.int64))
+        | st.lists(ID_VALUES, min_size=1, max_size=5).map(_objects),
+        min_size=1,
+        max_size=5,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_mixed_ids_index_and_number_as_an_object_array_would(
+    parts: list[np.ndarray], rng: object
+) -> None:
+    """Parts of integer and other pids (`_Ids`): the values an object array of them gives,
+    and codes equal where its factorized codes are."""
+    objects = np.concatenate([part.astype(object) for part in parts])
+    ids = _Ids(parts)
+    index = np.array(
+        [rng.randrange(len(objects)) for _ in range(8)] if len(objects) else [], np.int64
+    )  # type: ignore[attr-defined]
+    picked = ids[index]
+    assert picked.dtype == object
+    assert [(type(v), v) for v in picked] == [(type(v), v) for v in objects[index]]
+    for i in index.tolist():
+        assert (type(ids[i]), ids[i]) == (type(objects[i]), objects[i])
+    expected = pd.factorize(objects, use_na_sentinel=False)[0]
+    assert (pd.factorize(ids.codes)[0] == expected).all()
