@@ -2,7 +2,9 @@
 
 Compiled with mypyc. Each thread appends to its own ``_ThreadBuffer``: chunks of ``librt`` vecs
 (ids, parents, start gaps, durations, interned names and packed metadata: int32 each), 24 bytes a
-row, never one Python object per event. Optional per-event data (args, shapes, stacks, memory,
+row, never one Python object per event. A plain in-memory capture (no streaming, flight recorder
+or call tracer: those read the vec chunks) keeps the same rows in a ``recfn._crange.Rows`` per
+thread instead, which the engine's range fast path writes directly. Optional per-event data (args, shapes, stacks, memory,
 flops) goes into sparse side lists only when the option that needs it is on. ``recfn._table``
 turns the buffers into one Arrow table without touching events one by one.
 """
@@ -16,15 +18,19 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from types import FrameType
-from typing import Final, Optional
+from typing import Any, Final, Optional
 
 from librt.vecs import append, vec
 from mypy_extensions import i32, i64
 
 from recfn._engine import (
+    ALL_SCOPES_MASK,
+    META_DEPTH_SHIFT,
     TID_SHIFT,
     RecordFunction,
     RecordFunctionCallback,
+    _close_row,
+    _crange,
     _thread_data,
     _ThreadData,
     current_range,
@@ -45,7 +51,7 @@ KIND_SHIFT: Final = 4
 KIND_MASK: Final[i32] = (1 << 2) - 1  # after shifting by KIND_SHIFT
 ASYNC_BIT: Final[i32] = 1 << 6
 LOW_META: Final[i32] = (1 << 7) - 1  # scope, kind and async bits
-DEPTH_SHIFT: Final = 8
+DEPTH_SHIFT: Final = META_DEPTH_SHIFT
 OPEN_END: Final[i64] = 0
 LOW32: Final[i64] = (1 << 32) - 1
 ESCAPED: Final[i32] = -1  # a gap or span stored in a chunk's big_* vecs
@@ -59,6 +65,18 @@ GATE_EPOCH: Final = 3  # changes whenever a recorded range starts or ends
 GATE_SIZE: Final = 4
 
 _clock: Final = time.perf_counter_ns
+
+
+class _RowStore:
+    """Whether recorders may keep native rows (tests turn it off to compare with the vecs)."""
+
+    allow_native: bool
+
+    def __init__(self) -> None:
+        self.allow_native = True
+
+
+row_store: Final = _RowStore()
 
 
 class _Chunk:
@@ -145,11 +163,11 @@ def low32(value: i64) -> i32:
 class _RowRef:
     """Where a range's row lives, for a second profiler running at the same time."""
 
-    chunk: _Chunk
+    chunk: object  # a _Chunk, or the buffer's native Rows
     row: i64
     start: i64
 
-    def __init__(self, chunk: _Chunk, row: i64, start: i64) -> None:
+    def __init__(self, chunk: object, row: i64, start: i64) -> None:
         self.chunk = chunk
         self.row = row
         self.start = start
@@ -161,6 +179,10 @@ class _ThreadBuffer:
     owner: Recorder
     tid: i64
     thread_name: str
+    # Native mode (owner.native): every row is in ``native`` (a recfn._crange.Rows, row numbers
+    # count from the buffer's first row), ``chunks`` stays empty and ``rows`` is only right
+    # just after ``add_row`` (the fast path does not count): read ``len(native)``.
+    native: Any
     chunks: list[_Chunk]
     cur: _Chunk
     cur_rows: i64
@@ -187,8 +209,15 @@ class _ThreadBuffer:
         self.owner = owner
         self.tid = td.tid
         self.thread_name = td.name
-        self.cur = _Chunk(FIRST_CHUNK_ROWS)
-        self.chunks = [self.cur]
+        self.native = (
+            _crange.Rows(
+                owner.gate, owner.max_events, owner.clock_offset, owner.name_ids, owner._name_id
+            )
+            if owner.native
+            else None
+        )
+        self.cur = _Chunk(0 if owner.native else FIRST_CHUNK_ROWS)
+        self.chunks = [] if owner.native else [self.cur]
         self.cur_rows = 0
         self.rows = 0
         self.extra_rows = []
@@ -234,7 +263,13 @@ class _ThreadBuffer:
     def add_row(self, rid: i64, parent: i64, start: i64, name: i32, meta: i32) -> i64:
         """Append one open row; returns its number within the current chunk. When the chunk is
         full and the buffer holds ``spill_rows`` rows, the owner's ``spill`` hook takes the rows
-        and ``clear``s the buffer first (streaming to a dataset)."""
+        and ``clear``s the buffer first (streaming to a dataset). Native: the row's number in
+        the buffer."""
+        native = self.native
+        if native is not None:
+            nrow: i64 = native.add(rid, parent, start, name, meta)
+            self.rows = nrow + 1
+            return nrow
         if self.cur_rows == CHUNK_ROWS:
             owner = self.owner
             spill = owner.spill
@@ -248,6 +283,24 @@ class _ThreadBuffer:
         self.cur_rows = row + 1
         self.rows += 1
         return row
+
+    def set_end(self, row: i64, start: i64, end: i64) -> None:
+        """End the row ``add_row`` just returned (in the current chunk)."""
+        native = self.native
+        if native is not None:
+            native.set_end(row, start, end)
+        else:
+            self.cur.set_end(row, start, end)
+
+    def sink(self) -> object:
+        """Where the row ``add_row`` just returned lives: the current chunk, or the Rows."""
+        native = self.native
+        return native if native is not None else self.cur
+
+    def fast_stack(self, row: int) -> None:
+        """with_stack for a range the engine's fast path opened at ``row``."""
+        self.stack_rows = append(self.stack_rows, row)
+        self.stack_nodes = append(self.stack_nodes, self.owner._stack(self))
 
 
 class Recorder(RecordFunctionCallback):
@@ -264,7 +317,9 @@ class Recorder(RecordFunctionCallback):
     clock_offset: i64  # added to the monotonic clock: timestamps are ns since the Unix epoch
     spill: Optional[Callable[[_ThreadBuffer], None]]  # writes a full buffer out (streaming)
     spill_rows: i64
+    native: bool  # rows in recfn._crange.Rows (decided once by use_native_rows, before any row)
     buffers: list[_ThreadBuffer]
+    native_buffers: dict[int, _ThreadBuffer]  # native mode: each thread's one buffer, by tid
     name_ids: dict[str, i32]
     name_list: list[str]
     flop_formulas: dict[str, Callable[[list[list[int]]], int]]
@@ -301,7 +356,9 @@ class Recorder(RecordFunctionCallback):
         self.clock_offset = time.time_ns() - time.perf_counter_ns()
         self.spill = None
         self.spill_rows = 0
+        self.native = False
         self.buffers = []
+        self.native_buffers = {}
         self.name_ids = {}
         self.name_list = []
         self.flop_formulas = flop_formulas
@@ -333,16 +390,58 @@ class Recorder(RecordFunctionCallback):
     def stopped(self, value: bool) -> None:
         self.gate[GATE_STOPPED] = 1 if value else 0
 
+    def use_native_rows(self, tracing: bool) -> None:
+        """Keep rows in recfn._crange.Rows when it is built and this is a plain in-memory
+        capture: no spill hook (streaming, flight recorder) and no call tracer, which read the
+        vec chunks. Call once the profiler attached those and before the first row. With no
+        option that needs the callbacks (inputs, memory, sampling, scopes), the engine's fast
+        path then writes this recorder's ranges itself."""
+        if (
+            _crange is None
+            or not row_store.allow_native
+            or self.spill is not None
+            or tracing
+            or self.buffers
+        ):
+            return
+        self.native = True
+        self.fast_rows = (
+            not self.needs_inputs
+            and not self.needs_outputs
+            and not self.profile_memory
+            and self.sampling_prob >= 1.0
+            and self.scope_mask == ALL_SCOPES_MASK
+            and self.should_run is None
+        )
+
     # -- hot path ---------------------------------------------------------------------------
 
     def _buffer(self, td: _ThreadData) -> _ThreadBuffer:
         sink = td.sink
         if isinstance(sink, _ThreadBuffer) and sink.owner is self:
             return sink
+        if self.native:
+            return self._native_buffer(td)
         buf = _ThreadBuffer(self, td)
         with self._lock:
             self.buffers.append(buf)
         td.sink = buf
+        return buf
+
+    def _native_buffer(self, td: _ThreadData) -> _ThreadBuffer:
+        """The thread's one native buffer (another profiler may have taken ``td.sink`` since),
+        made the first time; the fast path's fields on ``td`` point at it."""
+        buf = self.native_buffers.get(td.tid)
+        if buf is None:
+            buf = _ThreadBuffer(self, td)
+            with self._lock:
+                self.buffers.append(buf)
+                self.native_buffers[td.tid] = buf
+        td.sink = buf
+        if self.fast_rows:
+            td.rows = buf.native
+            td.rows_stack = buf.fast_stack if self.with_stack else None
+            td.rows_owner = self
         return buf
 
     def _name_id(self, name: str) -> i32:
@@ -382,11 +481,11 @@ class Recorder(RecordFunctionCallback):
         self.gate[GATE_EPOCH] += 1
         ref: object = None
         if rf.sink_row < 0:
-            rf.sink_chunk = buf.cur
+            rf.sink_chunk = buf.sink()
             rf.sink_row = row
             rf.sink_start = start
         else:  # another profiler already uses the range's fields: hand the row over as context
-            ref = _RowRef(buf.cur, row, start)
+            ref = _RowRef(buf.sink(), row, start)
         if rf.seq_nr >= 0 or rf.forward_thread_id != 0:
             buf.seq_rows = append(buf.seq_rows, buf.rows - 1)
             buf.seq_vals = append(buf.seq_vals, rf.seq_nr)
@@ -402,8 +501,9 @@ class Recorder(RecordFunctionCallback):
         if self.stopped:
             return
         now = _clock() + self.clock_offset
+        fast = False
         if isinstance(ctx, _RowRef):
-            chunk = ctx.chunk
+            sink = ctx.chunk
             row = ctx.row
             start = ctx.start
         else:
@@ -411,13 +511,22 @@ class Recorder(RecordFunctionCallback):
             if row < 0:
                 return
             sink = rf.sink_chunk
-            assert isinstance(sink, _Chunk)
-            chunk = sink
             start = rf.sink_start
-        chunk.set_end(row, start, now)
-        self.gate[GATE_EPOCH] += 1
-        if rf.is_async:
-            chunk.meta[row] = chunk.meta[row] | ASYNC_BIT
+            fast = rf._fast
+        if isinstance(sink, _Chunk):
+            sink.set_end(row, start, now)
+            self.gate[GATE_EPOCH] += 1
+            if rf.is_async:
+                sink.meta[row] = sink.meta[row] | ASYNC_BIT
+        else:
+            rows: Any = sink
+            if fast:  # opened by the engine's fast path: the Rows knows its start
+                _close_row(rows, row)
+            else:
+                rows.set_end(row, start, now)
+                self.gate[GATE_EPOCH] += 1
+            if rf.is_async:
+                rows.or_meta(row, ASYNC_BIT)
         if self.profile_memory:
             td = rf._td
             if td is not None:
@@ -509,7 +618,7 @@ class Recorder(RecordFunctionCallback):
         now = _clock() + self.clock_offset
         meta: i32 = MARK_SCOPE | (kind << KIND_SHIFT) | (depth << DEPTH_SHIFT)
         row = buf.add_row(rid, parent_id, now, self._name_id(name), meta)
-        buf.cur.set_end(row, now, now)
+        buf.set_end(row, now, now)
         if kind == KIND_MEMORY:
             buf.mem_rows = append(buf.mem_rows, buf.rows - 1)
             buf.mem_bytes = append(buf.mem_bytes, nbytes)
