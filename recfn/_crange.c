@@ -587,7 +587,8 @@ static Py_ssize_t rows_len(Rows *r) { return (Py_ssize_t)r->n; }
 static PyMethodDef rows_methods[] = {
     {"open", (PyCFunction)(void (*)(void))rows_open, METH_FASTCALL,
      "open(handle, parent_handle, meta, name) -> row: admit, intern, time and append an open "
-     "row (-1 when the recorder stopped or is full)."},
+     "row (-1 when the recorder stopped or is full). Only the handles' low 32 bits are kept, "
+     "so passing just those (small ints) is the same and cheaper."},
     {"close", (PyCFunction)rows_close, METH_O,
      "close(row): end a row open() opened, now (nothing for -1, once stopped, or twice)."},
     {"add", (PyCFunction)(void (*)(void))rows_add, METH_FASTCALL,
@@ -624,6 +625,12 @@ static _Thread_local PyObject *thread_data; /* borrowed: the engine keeps it for
 static _Thread_local uint64_t thread_data_id;
 static PyObject *loop_probe;  /* asyncio's _get_running_loop, once asyncio is imported */
 static PyObject *events_name; /* "asyncio.events" */
+#if PY_VERSION_HEX < 0x030C0000
+/* sys.modules as it was when asyncio.events was last missing from it: while its version tag
+ * is unchanged, asyncio is still not imported, with no lookup. */
+static PyObject *missing_in; /* compared, never dereferenced */
+static uint64_t missing_version;
+#endif
 
 static PyObject *m_thread(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
     PyObject *td = thread_data;
@@ -631,9 +638,17 @@ static PyObject *m_thread(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) 
     if (loop_probe == NULL) {
         PyObject *modules = PyImport_GetModuleDict();
         if (!PyDict_Check(modules)) Py_RETURN_NONE; /* replaced sys.modules: the slow path asks */
+#if PY_VERSION_HEX < 0x030C0000
+        uint64_t version = ((PyDictObject *)modules)->ma_version_tag;
+        if (modules == missing_in && version == missing_version) return Py_NewRef(td);
+#endif
         PyObject *events = PyDict_GetItemWithError(modules, events_name);
         if (events == NULL) {
             if (PyErr_Occurred()) return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+            missing_in = modules;
+            missing_version = version;
+#endif
             return Py_NewRef(td); /* asyncio never imported: no loop can be running */
         }
         loop_probe = PyObject_GetAttrString(events, "_get_running_loop");

@@ -49,6 +49,7 @@ _SCOPES: Final = tuple(RecordScope)
 # Until asyncio is imported, each range asks sys.modules for it: one module lookup fewer.
 _modules: Final = sys.modules
 META_DEPTH_SHIFT: Final = 8  # a row's packed meta is scope | ... | depth << META_DEPTH_SHIFT
+_LOW32: Final[i64] = (1 << 32) - 1
 
 
 def _load_crange() -> Any:
@@ -654,6 +655,8 @@ class RecordFunction:
         the one plain profiler, natively; False (nothing changed) when the slow path must run:
         an unknown thread, a running event loop, a thread-local state that is off or has
         callbacks, or a thread whose rows are not this profiler's yet."""
+        if self.seq_nr >= 0 or self.forward_thread_id != 0:
+            return False  # the profiler's on_start records those
         got = _fast_thread()
         if got is None:
             return False
@@ -697,8 +700,13 @@ class RecordFunction:
         self._state = 1
         self._fast = True
         rows = td.rows
+        # Rows keep the low 32 bits of ids: passing those avoids boxing multi-digit ints.
         row: i64 = _open_row(
-            rows, handle, parent_handle, self._scope | (self.depth << META_DEPTH_SHIFT), self.name
+            rows,
+            td.next_seq & _LOW32,
+            parent_handle & _LOW32,
+            self._scope | (self.depth << META_DEPTH_SHIFT),
+            self.name,
         )
         self.sink_chunk = rows
         self.sink_row = row

@@ -4,9 +4,10 @@ Compiled with mypyc. Each thread appends to its own ``_ThreadBuffer``: chunks of
 (ids, parents, start gaps, durations, interned names and packed metadata: int32 each), 24 bytes a
 row, never one Python object per event. A plain in-memory capture (no streaming, flight recorder
 or call tracer: those read the vec chunks) keeps the same rows in a ``recfn._crange.Rows`` per
-thread instead, which the engine's range fast path writes directly. Optional per-event data (args, shapes, stacks, memory,
-flops) goes into sparse side lists only when the option that needs it is on. ``recfn._table``
-turns the buffers into one Arrow table without touching events one by one.
+thread instead, which the engine's range fast path writes directly. Optional per-event data
+(args, shapes, stacks, memory, flops) goes into sparse side lists only when the option that
+needs it is on. ``recfn._table`` turns the buffers into one Arrow table without touching events
+one by one.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from recfn._engine import (
     RecordFunctionCallback,
     _close_row,
     _crange,
+    _open_row,
     _thread_data,
     _ThreadData,
     current_range,
@@ -53,6 +55,7 @@ ASYNC_BIT: Final[i32] = 1 << 6
 LOW_META: Final[i32] = (1 << 7) - 1  # scope, kind and async bits
 DEPTH_SHIFT: Final = META_DEPTH_SHIFT
 OPEN_END: Final[i64] = 0
+NATIVE_START: Final[i64] = -1  # sink_start of a row Rows.open opened (it keeps the start)
 LOW32: Final[i64] = (1 << 32) - 1
 ESCAPED: Final[i32] = -1  # a gap or span stored in a chunk's big_* vecs
 ESCAPE_LIMIT: Final[i64] = (1 << 31) - 1
@@ -468,7 +471,11 @@ class Recorder(RecordFunctionCallback):
 
     def on_start(self, rf: RecordFunction) -> object:
         td = rf._td
-        if td is None or not self._admit():
+        if td is None:
+            return None
+        if self.native and rf.sink_row < 0 and not self.profile_memory:
+            return self._native_start(td, rf)
+        if not self._admit():
             return None
         buf = self._buffer(td)
         if self.profile_memory:
@@ -486,16 +493,36 @@ class Recorder(RecordFunctionCallback):
             rf.sink_start = start
         else:  # another profiler already uses the range's fields: hand the row over as context
             ref = _RowRef(buf.sink(), row, start)
+        self._annotate(buf, rf, buf.rows - 1)
+        return ref
+
+    def _native_start(self, td: _ThreadData, rf: RecordFunction) -> object:
+        """``on_start`` into native rows: admission, name, clock and row in one C call; the
+        Rows keeps the start (``sink_start`` is NATIVE_START)."""
+        buf = self._buffer(td)
+        parent = rf._parent
+        parent_seq: i64 = parent.handle & LOW32 if parent is not None else 0
+        meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
+        row: i64 = _open_row(buf.native, rf.handle & LOW32, parent_seq, meta, rf.name)
+        if row < 0:
+            return None
+        rf.sink_chunk = buf.native
+        rf.sink_row = row
+        rf.sink_start = NATIVE_START
+        self._annotate(buf, rf, row)
+        return None
+
+    def _annotate(self, buf: _ThreadBuffer, rf: RecordFunction, at: i64) -> None:
+        """The sparse columns of the range's row ``at``: sequence numbers, stack, extras."""
         if rf.seq_nr >= 0 or rf.forward_thread_id != 0:
-            buf.seq_rows = append(buf.seq_rows, buf.rows - 1)
+            buf.seq_rows = append(buf.seq_rows, at)
             buf.seq_vals = append(buf.seq_vals, rf.seq_nr)
             buf.fwd_vals = append(buf.fwd_vals, rf.forward_thread_id)
         if self.with_stack:
-            buf.stack_rows = append(buf.stack_rows, buf.rows - 1)
+            buf.stack_rows = append(buf.stack_rows, at)
             buf.stack_nodes = append(buf.stack_nodes, self._stack(buf))
         if rf._args is not None or self.report_input_shapes or self.with_flops:
-            self._extras(buf, rf)
-        return ref
+            self._extras(buf, rf, at)
 
     def on_end(self, rf: RecordFunction, ctx: object) -> None:
         if self.stopped:
@@ -512,7 +539,7 @@ class Recorder(RecordFunctionCallback):
                 return
             sink = rf.sink_chunk
             start = rf.sink_start
-            fast = rf._fast
+            fast = rf._fast or start == NATIVE_START
         if isinstance(sink, _Chunk):
             sink.set_end(row, start, now)
             self.gate[GATE_EPOCH] += 1
@@ -520,7 +547,7 @@ class Recorder(RecordFunctionCallback):
                 sink.meta[row] = sink.meta[row] | ASYNC_BIT
         else:
             rows: Any = sink
-            if fast:  # opened by the engine's fast path: the Rows knows its start
+            if fast:  # opened by Rows.open: the Rows knows its start
                 _close_row(rows, row)
             else:
                 rows.set_end(row, start, now)
@@ -534,7 +561,7 @@ class Recorder(RecordFunctionCallback):
 
     # -- optional data ----------------------------------------------------------------------
 
-    def _extras(self, buf: _ThreadBuffer, rf: RecordFunction) -> None:
+    def _extras(self, buf: _ThreadBuffer, rf: RecordFunction, at: i64) -> None:
         args = rf._args
         if args is None and rf._kwinputs is not None:
             args = repr(rf._kwinputs)
@@ -562,7 +589,7 @@ class Recorder(RecordFunctionCallback):
                             flops = None
         if args is None and shapes is None and flops is None:
             return
-        buf.extra_rows.append(buf.rows - 1)
+        buf.extra_rows.append(at)
         buf.extra_args.append(args)
         buf.extra_shapes.append(shapes)
         buf.extra_dtypes.append(dtypes)
