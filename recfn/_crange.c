@@ -71,6 +71,7 @@ typedef struct {
 } Chunk;
 
 typedef struct {
+    PyObject *key; /* what open() was given to find the row by (compared, never dereferenced) */
     int64_t row, start;
 } Open;
 
@@ -86,7 +87,7 @@ typedef struct {
     Chunk *chunks;
     Py_ssize_t n_chunks, cap_chunks;
     int64_t n;
-    Open *open; /* rows opened by open(), innermost last, with their starts */
+    Open *open; /* rows opened by open() and not closed, innermost last, with their starts */
     Py_ssize_t n_open, cap_open;
 } Rows;
 
@@ -467,26 +468,27 @@ static int check_args(const char *fn, Py_ssize_t nargs, Py_ssize_t want) {
     return 0;
 }
 
-/* open(handle, parent_handle, meta, name) -> row, -1 when not admitted. */
+/* open(key, seq, parent_seq, meta, name) -> True when the row was appended (it is the last
+ * one), False when not admitted. ``close(key, ...)`` finds it again: no row number is boxed. */
 static PyObject *do_open(Rows *r, PyObject *const *args) {
-    int64_t handle, parent;
+    int64_t seq, parent;
     int32_t meta, nid;
     if (check_ready(r) < 0) return NULL;
-    if (as_i64(args[0], "handle", &handle) < 0 || as_i64(args[1], "parent", &parent) < 0 ||
-        as_i32(args[2], "meta", &meta) < 0)
+    if (as_i64(args[1], "seq", &seq) < 0 || as_i64(args[2], "parent", &parent) < 0 ||
+        as_i32(args[3], "meta", &meta) < 0)
         return NULL;
-    if (!PyUnicode_Check(args[3])) {
-        PyErr_Format(PyExc_TypeError, "name must be a str, got %.100s", Py_TYPE(args[3])->tp_name);
+    if (!PyUnicode_Check(args[4])) {
+        PyErr_Format(PyExc_TypeError, "name must be a str, got %.100s", Py_TYPE(args[4])->tp_name);
         return NULL;
     }
     int64_t *gate = r->gate;
-    if (gate[G_STOPPED]) return PyLong_FromLong(-1);
+    if (gate[G_STOPPED]) Py_RETURN_FALSE;
     if (gate[G_EVENTS] >= r->max_events) {
         gate[G_DROPPED]++;
-        return PyLong_FromLong(-1);
+        Py_RETURN_FALSE;
     }
     gate[G_EVENTS]++;
-    if (name_id(r, args[3], &nid) < 0) return NULL;
+    if (name_id(r, args[4], &nid) < 0) return NULL;
     if (r->n_open == r->cap_open) {
         Py_ssize_t cap = r->cap_open ? r->cap_open * 2 : 64;
         Open *open = PyMem_Realloc(r->open, (size_t)cap * sizeof(Open));
@@ -495,38 +497,43 @@ static PyObject *do_open(Rows *r, PyObject *const *args) {
         r->cap_open = cap;
     }
     int64_t start = now_ns() + r->clock_offset;
-    int64_t row = append_row(r, handle, parent, start, nid, meta);
+    int64_t row = append_row(r, seq, parent, start, nid, meta);
     if (row < 0) return NULL;
     gate[G_EPOCH]++;
-    r->open[r->n_open].row = row;
-    r->open[r->n_open].start = start;
-    r->n_open++;
-    return PyLong_FromLongLong(row);
+    Open *o = &r->open[r->n_open++];
+    o->key = args[0];
+    o->row = row;
+    o->start = start;
+    Py_RETURN_TRUE;
 }
 
-/* close(row): end a row open() opened; nothing for -1, once stopped, or for a row it does not
- * know (already ended). */
-static PyObject *do_close(Rows *r, PyObject *arg) {
-    int64_t row;
-    if (check_ready(r) < 0 || as_i64(arg, "row", &row) < 0) return NULL;
-    if (row < 0 || r->gate[G_STOPPED]) Py_RETURN_NONE;
+/* close(key, bits): end the innermost open row opened with ``key``, now, and set ``bits`` in
+ * its meta; nothing once stopped or when there is none (not admitted, or already closed). */
+static PyObject *do_close(Rows *r, PyObject *key, PyObject *bits_arg) {
+    int32_t bits;
+    if (check_ready(r) < 0 || as_i32(bits_arg, "bits", &bits) < 0) return NULL;
+    if (r->gate[G_STOPPED]) Py_RETURN_NONE;
     Py_ssize_t i = r->n_open;
-    while (i > 0 && r->open[i - 1].row != row) i--;
+    while (i > 0 && r->open[i - 1].key != key) i--;
     if (i == 0) Py_RETURN_NONE;
-    int64_t start = r->open[i - 1].start;
+    int64_t row = r->open[i - 1].row, start = r->open[i - 1].start;
     memmove(&r->open[i - 1], &r->open[i], (size_t)(r->n_open - i) * sizeof(Open));
     r->n_open--;
     if (set_end(r, row, start, now_ns() + r->clock_offset) < 0) return NULL;
+    r->chunks[row >> CHUNK_SHIFT].cols[C_META * CHUNK_ROWS + (row & CHUNK_MASK)] |= bits;
     r->gate[G_EPOCH]++;
     Py_RETURN_NONE;
 }
 
 static PyObject *rows_open(Rows *r, PyObject *const *args, Py_ssize_t nargs) {
-    if (check_args("open", nargs, 4) < 0) return NULL;
+    if (check_args("open", nargs, 5) < 0) return NULL;
     return do_open(r, args);
 }
 
-static PyObject *rows_close(Rows *r, PyObject *arg) { return do_close(r, arg); }
+static PyObject *rows_close(Rows *r, PyObject *const *args, Py_ssize_t nargs) {
+    if (check_args("close", nargs, 2) < 0) return NULL;
+    return do_close(r, args[0], args[1]);
+}
 
 /* add(rid, parent, start, name_id, meta) -> row: the slow path's append (already admitted). */
 static PyObject *rows_add(Rows *r, PyObject *const *args, Py_ssize_t nargs) {
@@ -586,11 +593,12 @@ static Py_ssize_t rows_len(Rows *r) { return (Py_ssize_t)r->n; }
 
 static PyMethodDef rows_methods[] = {
     {"open", (PyCFunction)(void (*)(void))rows_open, METH_FASTCALL,
-     "open(handle, parent_handle, meta, name) -> row: admit, intern, time and append an open "
-     "row (-1 when the recorder stopped or is full). Only the handles' low 32 bits are kept, "
-     "so passing just those (small ints) is the same and cheaper."},
-    {"close", (PyCFunction)rows_close, METH_O,
-     "close(row): end a row open() opened, now (nothing for -1, once stopped, or twice)."},
+     "open(key, seq, parent_seq, meta, name) -> bool: admit, intern, time and append an open "
+     "row (it is then the last one; False when the recorder stopped or is full). Ids keep "
+     "their low 32 bits, so passing just those is the same (and boxes smaller ints)."},
+    {"close", (PyCFunction)(void (*)(void))rows_close, METH_FASTCALL,
+     "close(key, bits): end the row open(key, ...) opened, now, and set bits in its meta "
+     "(nothing once stopped, or when there is none)."},
     {"add", (PyCFunction)(void (*)(void))rows_add, METH_FASTCALL,
      "add(rid, parent, start, name_id, meta) -> row: append an open row (admitted already)."},
     {"set_end", (PyCFunction)(void (*)(void))rows_set_end, METH_FASTCALL,
@@ -669,7 +677,7 @@ static PyObject *m_set_thread(PyObject *Py_UNUSED(m), PyObject *td) {
 }
 
 static PyObject *m_open_row(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
-    if (check_args("open_row", nargs, 5) < 0) return NULL;
+    if (check_args("open_row", nargs, 6) < 0) return NULL;
     if (!Py_IS_TYPE(args[0], &RowsType)) {
         PyErr_Format(PyExc_TypeError, "open_row needs a Rows, got %.100s",
                      Py_TYPE(args[0])->tp_name);
@@ -679,13 +687,13 @@ static PyObject *m_open_row(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ss
 }
 
 static PyObject *m_close_row(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
-    if (check_args("close_row", nargs, 2) < 0) return NULL;
+    if (check_args("close_row", nargs, 3) < 0) return NULL;
     if (!Py_IS_TYPE(args[0], &RowsType)) {
         PyErr_Format(PyExc_TypeError, "close_row needs a Rows, got %.100s",
                      Py_TYPE(args[0])->tp_name);
         return NULL;
     }
-    return do_close((Rows *)args[0], args[1]);
+    return do_close((Rows *)args[0], args[1], args[2]);
 }
 
 static PyMethodDef module_methods[] = {
@@ -695,9 +703,9 @@ static PyMethodDef module_methods[] = {
     {"set_thread", m_set_thread, METH_O,
      "set_thread(td): remember the calling thread's engine data (the engine keeps it alive)."},
     {"open_row", (PyCFunction)(void (*)(void))m_open_row, METH_FASTCALL,
-     "open_row(rows, handle, parent_handle, meta, name) -> row: Rows.open as a function."},
+     "open_row(rows, key, seq, parent_seq, meta, name) -> bool: Rows.open as a function."},
     {"close_row", (PyCFunction)(void (*)(void))m_close_row, METH_FASTCALL,
-     "close_row(rows, row): Rows.close as a function."},
+     "close_row(rows, key, bits): Rows.close as a function."},
     {NULL, NULL, 0, NULL},
 };
 

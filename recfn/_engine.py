@@ -69,11 +69,11 @@ def _no_set_thread(td: object) -> None:
     pass
 
 
-def _no_open_row(rows: object, handle: int, parent: int, meta: int, name: str) -> int:
+def _no_open_row(rows: object, key: object, seq: int, parent: int, meta: int, name: str) -> bool:
     raise RuntimeError("recfn._crange is not built")
 
 
-def _no_close_row(rows: object, row: int) -> None:
+def _no_close_row(rows: object, key: object, bits: int) -> None:
     raise RuntimeError("recfn._crange is not built")
 
 
@@ -83,10 +83,10 @@ _fast_thread: Final[Callable[[], object]] = _crange.thread if _crange is not Non
 _set_fast_thread: Final[Callable[[object], None]] = (
     _crange.set_thread if _crange is not None else _no_set_thread
 )
-_open_row: Final[Callable[[object, int, int, int, str], int]] = (
+_open_row: Final[Callable[[object, object, int, int, int, str], bool]] = (
     _crange.open_row if _crange is not None else _no_open_row
 )
-_close_row: Final[Callable[[object, int], None]] = (
+_close_row: Final[Callable[[object, object, int], None]] = (
     _crange.close_row if _crange is not None else _no_close_row
 )
 
@@ -307,7 +307,7 @@ class _ThreadData:
     # rows (a recfn._crange.Rows) and, with with_stack, what records a fast range's stack.
     rows_owner: object
     rows: object
-    rows_stack: Optional[Callable[[int], object]]
+    rows_stack: Optional[Callable[[], object]]
 
     def __init__(self, tid: i64, name: str) -> None:
         self.tid = tid
@@ -700,20 +700,21 @@ class RecordFunction:
         self._state = 1
         self._fast = True
         rows = td.rows
-        # Rows keep the low 32 bits of ids: passing those avoids boxing multi-digit ints.
-        row: i64 = _open_row(
+        # Rows keep the low 32 bits of ids: passing those avoids boxing multi-digit ints. The
+        # row is found again by this range (its key), so no row number is boxed either.
+        if _open_row(
             rows,
+            self,
             td.next_seq & _LOW32,
             parent_handle & _LOW32,
             self._scope | (self.depth << META_DEPTH_SHIFT),
             self.name,
-        )
-        self.sink_chunk = rows
-        self.sink_row = row
-        if row >= 0:
+        ):
+            self.sink_chunk = rows
+            self.sink_row = 0  # admitted (sink_row < 0: not recorded)
             hook = td.rows_stack
             if hook is not None:
-                hook(row)
+                hook()
         return True
 
     def _fast_end(self) -> None:
@@ -728,7 +729,8 @@ class RecordFunction:
                 td.top = top - 1
                 self._on_stack = False
                 self._state = 2
-                _close_row(self.sink_chunk, self.sink_row)
+                if self.sink_row >= 0:
+                    _close_row(self.sink_chunk, self, 0)
                 return
         self._finish(False, False)
 

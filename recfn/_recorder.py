@@ -300,8 +300,9 @@ class _ThreadBuffer:
         native = self.native
         return native if native is not None else self.cur
 
-    def fast_stack(self, row: int) -> None:
-        """with_stack for a range the engine's fast path opened at ``row``."""
+    def fast_stack(self) -> None:
+        """with_stack for the range the engine's fast path just opened (the last row)."""
+        row: i64 = len(self.native) - 1
         self.stack_rows = append(self.stack_rows, row)
         self.stack_nodes = append(self.stack_nodes, self.owner._stack(self))
 
@@ -503,10 +504,11 @@ class Recorder(RecordFunctionCallback):
         parent = rf._parent
         parent_seq: i64 = parent.handle & LOW32 if parent is not None else 0
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
-        row: i64 = _open_row(buf.native, rf.handle & LOW32, parent_seq, meta, rf.name)
-        if row < 0:
+        native = buf.native
+        if not _open_row(native, rf, rf.handle & LOW32, parent_seq, meta, rf.name):
             return None
-        rf.sink_chunk = buf.native
+        row: i64 = len(native) - 1
+        rf.sink_chunk = native
         rf.sink_row = row
         rf.sink_start = NATIVE_START
         self._annotate(buf, rf, row)
@@ -547,13 +549,13 @@ class Recorder(RecordFunctionCallback):
                 sink.meta[row] = sink.meta[row] | ASYNC_BIT
         else:
             rows: Any = sink
-            if fast:  # opened by Rows.open: the Rows knows its start
-                _close_row(rows, row)
+            if fast:  # opened by Rows.open: the Rows finds it by the range, knows its start
+                _close_row(rows, rf, ASYNC_BIT if rf.is_async else 0)
             else:
                 rows.set_end(row, start, now)
                 self.gate[GATE_EPOCH] += 1
-            if rf.is_async:
-                rows.or_meta(row, ASYNC_BIT)
+                if rf.is_async:
+                    rows.or_meta(row, ASYNC_BIT)
         if self.profile_memory:
             td = rf._td
             if td is not None:

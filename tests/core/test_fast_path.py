@@ -111,6 +111,19 @@ def test_with_blocks_decorators_and_record_function_fast_take_the_fast_path() ->
 
 
 @needs_crange
+def test_ranges_inside_an_event_loop_take_the_slow_path() -> None:
+    async def task() -> bool:
+        with recfn.record_function("in a task") as rf:
+            await asyncio.sleep(0)
+            return rf._fast
+
+    with recfn.profile():
+        assert asyncio.run(task()) is False
+        with recfn.record_function("after the loop") as rf:
+            assert rf._fast
+
+
+@needs_crange
 def test_the_plain_entry_follows_the_registrations() -> None:
     assert _engine._reg.plain is None
     prof = recfn.profile().start()

@@ -116,30 +116,42 @@ def test_random_rows_decode_like_chunks(spec: list[tuple[int, Any, int]]) -> Non
 
 def test_open_and_close_admit_time_and_count_like_the_recorder() -> None:
     rows, gate, names = make_rows(max_events=3, offset=1000)
-    a = rows.open(TID << 32 | 1, 0, 0, "a")
-    b = crange.open_row(rows, TID << 32 | 2, TID << 32 | 1, 1 << 8, "b")
-    assert (a, b) == (0, 1)
+    a, b, c, d = object(), object(), object(), object()
+    assert rows.open(a, 1, 0, 0, "a") is True
+    assert crange.open_row(rows, b, 2, 1, 1 << 8, "b") is True
+    assert len(rows) == 2
     assert names == {"a": 0, "b": 1}
     assert list(gate) == [2, 0, 0, 2]
-    crange.close_row(rows, b)
-    rows.close(b)  # twice: nothing
-    rows.close(57)  # unknown: nothing
-    rows.close(-1)  # not admitted: nothing
+    crange.close_row(rows, b, 1 << 6)
+    rows.close(b, 0)  # twice: nothing
+    rows.close(d, 0)  # unknown: nothing
     assert gate[EPOCH] == 3
-    assert rows.open(TID << 32 | 3, 0, 0, "a") == 2
-    assert rows.open(TID << 32 | 4, 0, 0, "a") == -1  # max_events reached
+    assert rows.open(c, 3, 0, 0, "a") is True
+    assert rows.open(d, 4, 0, 0, "a") is False  # max_events reached
     assert list(gate[:2]) == [3, 1]
-    rows.close(a)  # out of order: found below the top
+    rows.close(a, 0)  # out of order: found below the top
     gate[STOPPED] = 1
-    rows.close(2)  # stopped: nothing
-    assert rows.open(TID << 32 | 5, 0, 0, "a") == -1
+    rows.close(c, 0)  # stopped: nothing
+    assert rows.open(d, 5, 0, 0, "a") is False
     assert list(gate) == [3, 1, 1, 5]
     cols = decoded(rows.chunks())
     assert list(cols["name"]) == [0, 1, 0]
+    assert list(cols["id"] & 0xFFFFFFFF) == [1, 2, 3]
     assert list(cols["parent_id"]) == [0, TID << 32 | 1, 0]
+    assert list(cols["meta"]) == [0, (1 << 8) | (1 << 6), 0]
     ends = cols["end_ns"]
     assert ends[0] >= ends[1] > 0 and ends[2] == 0  # the third stayed open
     assert cols["start_ns"][0] > 1000
+
+
+def test_close_finds_the_innermost_row_of_a_key() -> None:
+    rows, gate, _ = make_rows()
+    key = object()
+    rows.open(key, 1, 0, 0, "outer")
+    rows.open(key, 2, 1, 1 << 8, "inner")  # the same key again (a reused object)
+    rows.close(key, 0)
+    ends = decoded(rows.chunks())["end_ns"]
+    assert ends[0] == 0 and ends[1] > 0
 
 
 def test_or_meta_sets_bits() -> None:
@@ -180,16 +192,18 @@ def test_bad_arguments_raise_type_or_value_errors() -> None:
     with pytest.raises(TypeError, match="intern"):
         crange.Rows(gate, 1, 0, names, 3)
     with pytest.raises(RuntimeError):
-        crange.Rows.__new__(crange.Rows).open(1, 0, 0, "x")  # never initialised
+        crange.Rows.__new__(crange.Rows).open(None, 1, 0, 0, "x")  # never initialised
     rows = crange.Rows(gate, 10, 0, names, lambda name: "not an id")
     with pytest.raises(TypeError, match="name"):
-        rows.open(1, 0, 0, b"bytes")
+        rows.open(None, 1, 0, 0, b"bytes")
     with pytest.raises(TypeError):
-        rows.open(1, 0, 0, "x")  # the intern callable returned no int
-    with pytest.raises(TypeError, match="takes 4"):
-        rows.open(1, 0, 0)
-    with pytest.raises(TypeError, match="handle"):
-        rows.open("1", 0, 0, "x")
+        rows.open(None, 1, 0, 0, "x")  # the intern callable returned no int
+    with pytest.raises(TypeError, match="takes 5"):
+        rows.open(None, 1, 0, 0)
+    with pytest.raises(TypeError, match="seq"):
+        rows.open(None, "1", 0, 0, "x")
+    with pytest.raises(ValueError, match="bits"):
+        rows.close(None, 1 << 40)
     with pytest.raises(ValueError, match="int64"):
         rows.add(1 << 70, 0, 0, 0, 0)
     with pytest.raises(ValueError, match="int32"):
@@ -201,18 +215,18 @@ def test_bad_arguments_raise_type_or_value_errors() -> None:
     with pytest.raises(ValueError, match="row"):
         rows.or_meta(-1, 1)
     with pytest.raises(TypeError, match="Rows"):
-        crange.open_row(object(), 1, 0, 0, "x")
+        crange.open_row(object(), None, 1, 0, 0, "x")
     with pytest.raises(TypeError, match="Rows"):
-        crange.close_row(None, 0)
-    with pytest.raises(TypeError, match="takes 2"):
-        crange.close_row(rows)
+        crange.close_row(None, None, 0)
+    with pytest.raises(TypeError, match="takes 3"):
+        crange.close_row(rows, None)
 
     def failing(name: str) -> int:
         raise LookupError(name)
 
     rows = crange.Rows(gate, 10, 0, {}, failing)
     with pytest.raises(LookupError):
-        rows.open(1, 0, 0, "new")
+        rows.open(None, 1, 0, 0, "new")
 
 
 def test_thread_is_none_until_the_engine_knows_the_thread() -> None:
