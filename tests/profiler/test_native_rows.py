@@ -145,7 +145,7 @@ def test_open_and_close_admit_time_and_count_like_the_recorder() -> None:
 
 
 def test_close_finds_the_innermost_row_of_a_key() -> None:
-    rows, gate, _ = make_rows()
+    rows, _, _ = make_rows()
     key = object()
     rows.open(key, 1, 0, 0, "outer")
     rows.open(key, 2, 1, 1 << 8, "inner")  # the same key again (a reused object)
