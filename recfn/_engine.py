@@ -78,6 +78,7 @@ def _no_close_row(rows: object, key: object, bits: int) -> None:
 
 
 _crange: Final[Any] = _load_crange()
+_UNSELECTED: Final = object()  # RecordFunction(_UNSELECTED): begin_range's range, not selected
 # Final bindings: compiled code calls them as statics, without a module attribute lookup.
 _fast_thread: Final[Callable[[], object]] = _crange.thread if _crange is not None else _no_thread
 _set_fast_thread: Final[Callable[[object], None]] = (
@@ -501,6 +502,8 @@ class RecordFunction:
     sink_start: i64 = 0
 
     def __init__(self, scope: object = RecordScope.FUNCTION) -> None:
+        if scope is _UNSELECTED:
+            return  # begin_range sets the scope and takes the fast path or selects itself
         if isinstance(scope, int) and not isinstance(scope, bool) and 0 <= scope < NUM_SCOPES:
             self._scope = scope
         else:
@@ -1083,14 +1086,19 @@ def begin_range(name: str, args: Optional[str], scope: i32) -> Optional[RecordFu
     """Start a range for wrappers (decorators, instrumentation); ``None`` when nothing listens."""
     if _reg.n_callbacks == 0:
         return None
-    rf = RecordFunction(scope)
+    plain = _reg.plain
+    if plain is not None and args is None:
+        rf = RecordFunction(_UNSELECTED)  # no selection: the fast path needs none
+        rf._scope = scope
+        rf.name = name
+        if rf._fast_begin(plain):
+            return rf
+        rf._select()
+    else:
+        rf = RecordFunction(scope)
+        rf.name = name
     if rf._state != 0:
         return None
-    rf.name = name
-    if args is None:
-        plain = _reg.plain
-        if plain is not None and rf._fast_begin(plain):
-            return rf
     rf._args = args
     rf._begin(args, None)
     return rf
