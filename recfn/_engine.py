@@ -5,7 +5,11 @@ callback registered it costs one field test; with callbacks it selects them (sco
 geometric-countdown sampling), links the range to its parent (a per-thread stack, or a ContextVar
 inside a running event loop so asyncio tasks nest separately), and calls each callback's
 ``on_start``/``on_end`` through a native vtable, so the profiler (a subclass of
-``RecordFunctionCallback``) is called without any Python-level dispatch.
+``RecordFunctionCallback``) is called without any Python-level dispatch. When the only callback
+is a profiler with native rows that needs nothing per range (``_reg.plain``, derived with the
+count), with-blocks and decorators skip selection and dispatch: they keep the stack here and
+open and close the row through ``recfn._crange`` (the range fast path); anything else a range
+can meet (an event loop, args, ends out of order, futures) takes the path below.
 
 Thread-local callbacks and the enabled flag live in an immutable ``_ThreadState`` held by a
 ContextVar: threads start with their own, asyncio tasks get a copy, ``propagate`` carries it, and a
