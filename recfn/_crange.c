@@ -79,6 +79,8 @@ typedef struct {
     PyObject_HEAD
     Py_buffer gate_view;
     int64_t *gate;
+    Py_buffer args_view;
+    int64_t *row_args; /* seq, parent seq, meta of the next open_row (the thread writes them) */
     int64_t max_events, clock_offset;
     PyObject *name_ids; /* the recorder's name -> id dict */
     PyObject *intern;   /* the recorder's _name_id: interns a new name under its lock */
@@ -252,15 +254,16 @@ fail:
 /* -- Rows ----------------------------------------------------------------------------------- */
 
 static int rows_init(Rows *r, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"gate", "max_events", "clock_offset", "name_ids", "intern", NULL};
-    PyObject *gate, *name_ids, *intern;
+    static char *kwlist[] = {"gate",   "max_events", "clock_offset", "name_ids",
+                             "intern", "row_args",   NULL};
+    PyObject *gate, *name_ids, *intern, *row_args = Py_None;
     long long max_events, clock_offset;
     if (r->gate != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Rows is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLLOO", kwlist, &gate, &max_events,
-                                     &clock_offset, &name_ids, &intern))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLLOO|O", kwlist, &gate, &max_events,
+                                     &clock_offset, &name_ids, &intern, &row_args))
         return -1;
     if (!PyDict_CheckExact(name_ids)) {
         PyErr_Format(PyExc_TypeError, "name_ids must be a dict, got %.100s",
@@ -280,6 +283,19 @@ static int rows_init(Rows *r, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "gate must be a buffer of at least 4 int64");
         return -1;
     }
+    if (row_args != Py_None) {
+        if (PyObject_GetBuffer(row_args, &r->args_view, PyBUF_FORMAT) < 0) {
+            PyBuffer_Release(&r->gate_view);
+            return -1;
+        }
+        if (r->args_view.itemsize != 8 || r->args_view.len < 3 * 8) {
+            PyBuffer_Release(&r->args_view);
+            PyBuffer_Release(&r->gate_view);
+            PyErr_SetString(PyExc_ValueError, "row_args must be a buffer of at least 3 int64");
+            return -1;
+        }
+        r->row_args = (int64_t *)r->args_view.buf;
+    }
     r->gate = (int64_t *)r->gate_view.buf;
     r->max_events = max_events;
     r->clock_offset = clock_offset;
@@ -292,6 +308,7 @@ static int rows_traverse(Rows *r, visitproc visit, void *arg) {
     Py_VISIT(r->name_ids);
     Py_VISIT(r->intern);
     if (r->gate != NULL) Py_VISIT(r->gate_view.obj);
+    if (r->row_args != NULL) Py_VISIT(r->args_view.obj);
     return 0;
 }
 
@@ -306,6 +323,7 @@ static void rows_dealloc(Rows *r) {
     PyObject_GC_UnTrack(r);
     rows_clear(r);
     if (r->gate != NULL) PyBuffer_Release(&r->gate_view);
+    if (r->row_args != NULL) PyBuffer_Release(&r->args_view);
     for (Py_ssize_t i = 0; i < r->n_chunks; i++) {
         Chunk *c = &r->chunks[i];
         free(c->cols);
@@ -468,17 +486,13 @@ static int check_args(const char *fn, Py_ssize_t nargs, Py_ssize_t want) {
     return 0;
 }
 
-/* open(key, seq, parent_seq, meta, name) -> True when the row was appended (it is the last
- * one), False when not admitted. ``close(key, ...)`` finds it again: no row number is boxed. */
-static PyObject *do_open(Rows *r, PyObject *const *args) {
-    int64_t seq, parent;
-    int32_t meta, nid;
-    if (check_ready(r) < 0) return NULL;
-    if (as_i64(args[1], "seq", &seq) < 0 || as_i64(args[2], "parent", &parent) < 0 ||
-        as_i32(args[3], "meta", &meta) < 0)
-        return NULL;
-    if (!PyUnicode_Check(args[4])) {
-        PyErr_Format(PyExc_TypeError, "name must be a str, got %.100s", Py_TYPE(args[4])->tp_name);
+/* Admit, intern, time and append an open row found again by ``key``: True when appended (it
+ * is the last row), False when not admitted, NULL with an exception. */
+static PyObject *open_core(Rows *r, PyObject *key, int64_t seq, int64_t parent, int32_t meta,
+                           PyObject *name) {
+    int32_t nid;
+    if (!PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError, "name must be a str, got %.100s", Py_TYPE(name)->tp_name);
         return NULL;
     }
     int64_t *gate = r->gate;
@@ -488,7 +502,7 @@ static PyObject *do_open(Rows *r, PyObject *const *args) {
         Py_RETURN_FALSE;
     }
     gate[G_EVENTS]++;
-    if (name_id(r, args[4], &nid) < 0) return NULL;
+    if (name_id(r, name, &nid) < 0) return NULL;
     if (r->n_open == r->cap_open) {
         Py_ssize_t cap = r->cap_open ? r->cap_open * 2 : 64;
         Open *open = PyMem_Realloc(r->open, (size_t)cap * sizeof(Open));
@@ -501,10 +515,22 @@ static PyObject *do_open(Rows *r, PyObject *const *args) {
     if (row < 0) return NULL;
     gate[G_EPOCH]++;
     Open *o = &r->open[r->n_open++];
-    o->key = args[0];
+    o->key = key;
     o->row = row;
     o->start = start;
     Py_RETURN_TRUE;
+}
+
+/* open(key, seq, parent_seq, meta, name) -> bool; ``close(key, ...)`` finds the row again, so
+ * no row number is boxed. */
+static PyObject *do_open(Rows *r, PyObject *const *args) {
+    int64_t seq, parent;
+    int32_t meta;
+    if (check_ready(r) < 0) return NULL;
+    if (as_i64(args[1], "seq", &seq) < 0 || as_i64(args[2], "parent", &parent) < 0 ||
+        as_i32(args[3], "meta", &meta) < 0)
+        return NULL;
+    return open_core(r, args[0], seq, parent, meta, args[4]);
 }
 
 /* close(key, bits): end the innermost open row opened with ``key``, now, and set ``bits`` in
@@ -616,8 +642,8 @@ static PyTypeObject RowsType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn._crange.Rows",
     .tp_basicsize = sizeof(Rows),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Rows(gate, max_events, clock_offset, name_ids, intern): one recorder's rows of "
-              "one thread, in recfn._recorder._Chunk's layout.",
+    .tp_doc = "Rows(gate, max_events, clock_offset, name_ids, intern, row_args=None): one "
+              "recorder's rows of one thread, in recfn._recorder._Chunk's layout.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)rows_init,
     .tp_traverse = (traverseproc)rows_traverse,
@@ -677,13 +703,24 @@ static PyObject *m_set_thread(PyObject *Py_UNUSED(m), PyObject *td) {
 }
 
 static PyObject *m_open_row(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
-    if (check_args("open_row", nargs, 6) < 0) return NULL;
+    if (check_args("open_row", nargs, 3) < 0) return NULL;
     if (!Py_IS_TYPE(args[0], &RowsType)) {
         PyErr_Format(PyExc_TypeError, "open_row needs a Rows, got %.100s",
                      Py_TYPE(args[0])->tp_name);
         return NULL;
     }
-    return do_open((Rows *)args[0], args + 1);
+    Rows *r = (Rows *)args[0];
+    if (check_ready(r) < 0) return NULL;
+    int64_t *a = r->row_args;
+    if (a == NULL) {
+        PyErr_SetString(PyExc_ValueError, "open_row needs a Rows made with row_args");
+        return NULL;
+    }
+    if (a[2] < INT32_MIN || a[2] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "meta does not fit in an int32");
+        return NULL;
+    }
+    return open_core(r, args[1], a[0], a[1], (int32_t)a[2], args[2]);
 }
 
 static PyObject *m_close_row(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
@@ -703,7 +740,8 @@ static PyMethodDef module_methods[] = {
     {"set_thread", m_set_thread, METH_O,
      "set_thread(td): remember the calling thread's engine data (the engine keeps it alive)."},
     {"open_row", (PyCFunction)(void (*)(void))m_open_row, METH_FASTCALL,
-     "open_row(rows, key, seq, parent_seq, meta, name) -> bool: Rows.open as a function."},
+     "open_row(rows, key, name) -> bool: Rows.open with seq, parent seq and meta read from "
+     "the Rows' row_args buffer (written by the thread, so nothing is boxed)."},
     {"close_row", (PyCFunction)(void (*)(void))m_close_row, METH_FASTCALL,
      "close_row(rows, key, bits): Rows.close as a function."},
     {NULL, NULL, 0, NULL},

@@ -39,6 +39,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final, Optional, cast
 
+from librt.vecs import vec
 from mypy_extensions import i32, i64, mypyc_attr
 
 from recfn.scope import NUM_SCOPES, SCOPE_USER, RecordScope, as_scope
@@ -73,7 +74,7 @@ def _no_set_thread(td: object) -> None:
     pass
 
 
-def _no_open_row(rows: object, key: object, seq: int, parent: int, meta: int, name: str) -> bool:
+def _no_open_row(rows: object, key: object, name: str) -> bool:
     raise RuntimeError("recfn._crange is not built")
 
 
@@ -88,7 +89,7 @@ _fast_thread: Final[Callable[[], object]] = _crange.thread if _crange is not Non
 _set_fast_thread: Final[Callable[[object], None]] = (
     _crange.set_thread if _crange is not None else _no_set_thread
 )
-_open_row: Final[Callable[[object, object, int, int, int, str], bool]] = (
+_open_row: Final[Callable[[object, object, str], bool]] = (
     _crange.open_row if _crange is not None else _no_open_row
 )
 _close_row: Final[Callable[[object, object, int], None]] = (
@@ -313,6 +314,9 @@ class _ThreadData:
     rows_owner: object
     rows: object
     rows_stack: Optional[Callable[[], object]]
+    # The seq, parent seq and meta of the next row this thread opens: the Rows reads them
+    # through the buffer protocol, so they are never boxed. Never resized.
+    row_args: vec[i64]
 
     def __init__(self, tid: i64, name: str) -> None:
         self.tid = tid
@@ -324,6 +328,7 @@ class _ThreadData:
         self.rows_owner = None
         self.rows = None
         self.rows_stack = None
+        self.row_args = vec[i64]([0, 0, 0])
 
 
 class _Frame:
@@ -707,16 +712,13 @@ class RecordFunction:
         self._state = 1
         self._fast = True
         rows = td.rows
-        # Rows keep the low 32 bits of ids: passing those avoids boxing multi-digit ints. The
-        # row is found again by this range (its key), so no row number is boxed either.
-        if _open_row(
-            rows,
-            self,
-            td.next_seq & _LOW32,
-            parent_handle & _LOW32,
-            self._scope | (self.depth << META_DEPTH_SHIFT),
-            self.name,
-        ):
+        # The row's numbers go through td.row_args (ids keep their low 32 bits in a row) and the
+        # row is found again by this range (its key): nothing is boxed.
+        args = td.row_args
+        args[0] = td.next_seq & _LOW32
+        args[1] = parent_handle & _LOW32
+        args[2] = i64(self._scope | (self.depth << META_DEPTH_SHIFT))
+        if _open_row(rows, self, self.name):
             self.sink_chunk = rows
             self.sink_row = 0  # admitted (sink_row < 0: not recorded)
             hook = td.rows_stack

@@ -214,7 +214,12 @@ class _ThreadBuffer:
         self.thread_name = td.name
         self.native = (
             _crange.Rows(
-                owner.gate, owner.max_events, owner.clock_offset, owner.name_ids, owner._name_id
+                owner.gate,
+                owner.max_events,
+                owner.clock_offset,
+                owner.name_ids,
+                owner._name_id,
+                td.row_args,
             )
             if owner.native
             else None
@@ -505,7 +510,11 @@ class Recorder(RecordFunctionCallback):
         parent_seq: i64 = parent.handle & LOW32 if parent is not None else 0
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
         native = buf.native
-        if not _open_row(native, rf, rf.handle & LOW32, parent_seq, meta, rf.name):
+        args = td.row_args  # what the Rows (made for this thread) reads
+        args[0] = rf.handle & LOW32
+        args[1] = parent_seq
+        args[2] = i64(meta)
+        if not _open_row(native, rf, rf.name):
             return None
         row: i64 = len(native) - 1
         rf.sink_chunk = native

@@ -118,7 +118,7 @@ def test_open_and_close_admit_time_and_count_like_the_recorder() -> None:
     rows, gate, names = make_rows(max_events=3, offset=1000)
     a, b, c, d = object(), object(), object(), object()
     assert rows.open(a, 1, 0, 0, "a") is True
-    assert crange.open_row(rows, b, 2, 1, 1 << 8, "b") is True
+    rows.open(b, 2, 1, 1 << 8, "b")
     assert len(rows) == 2
     assert names == {"a": 0, "b": 1}
     assert list(gate) == [2, 0, 0, 2]
@@ -142,6 +142,22 @@ def test_open_and_close_admit_time_and_count_like_the_recorder() -> None:
     ends = cols["end_ns"]
     assert ends[0] >= ends[1] > 0 and ends[2] == 0  # the third stayed open
     assert cols["start_ns"][0] > 1000
+
+
+def test_open_row_reads_its_numbers_from_row_args() -> None:
+    gate = array("q", [0, 0, 0, 0])
+    row_args = array("q", [7, 5, (3 << 8) | 1])
+    rows = crange.Rows(gate, 10, 0, {"x": 0}, len, row_args)
+    assert crange.open_row(rows, None, "x") is True
+    row_args[0] = (1 << 40) | 8  # only the low 32 bits are kept
+    assert crange.open_row(rows, None, "x") is True
+    row_args[2] = 1 << 40
+    with pytest.raises(ValueError, match="int32"):
+        crange.open_row(rows, None, "x")
+    cols = decoded(rows.chunks())
+    assert list(cols["id"] & 0xFFFFFFFF) == [7, 8]
+    assert list(cols["parent_id"]) == [TID << 32 | 5] * 2
+    assert list(cols["meta"]) == [(3 << 8) | 1] * 2
 
 
 def test_close_finds_the_innermost_row_of_a_key() -> None:
@@ -215,7 +231,11 @@ def test_bad_arguments_raise_type_or_value_errors() -> None:
     with pytest.raises(ValueError, match="row"):
         rows.or_meta(-1, 1)
     with pytest.raises(TypeError, match="Rows"):
-        crange.open_row(object(), None, 1, 0, 0, "x")
+        crange.open_row(object(), None, "x")
+    with pytest.raises(ValueError, match="row_args"):
+        crange.open_row(rows, None, "x")  # made without row_args
+    with pytest.raises(ValueError, match="row_args"):
+        crange.Rows(gate, 1, 0, names, len, array("q", [0]))
     with pytest.raises(TypeError, match="Rows"):
         crange.close_row(None, None, 0)
     with pytest.raises(TypeError, match="takes 3"):
