@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Optional
 
 import recfn
+from recfn._engine import set_fast_path
 
 Loop = Callable[[int], None]
 
@@ -63,6 +64,19 @@ def loop_plain_call(n: int) -> None:
 def loop_decorated_call(n: int) -> None:
     for _ in range(n):
         _decorated()
+
+
+def slow_path(loop: Loop) -> Loop:
+    """``loop`` with the native range fast path forbidden (the profiler's callbacks run)."""
+
+    def run(n: int) -> None:
+        set_fast_path(False)
+        try:
+            loop(n)
+        finally:
+            set_fast_path(True)
+
+    return run
 
 
 def best_ns(loop: Loop, n: int, rounds: int) -> float:
@@ -194,12 +208,20 @@ def run(n: int, rounds: int) -> list[tuple[str, float, float, Optional[str]]]:
                 "fast": loop_record_function_fast,
                 "plain": loop_plain_call,
                 "deco": loop_decorated_call,
+                "rf slow": slow_path(loop_record_function),
+                "deco slow": slow_path(loop_decorated_call),
             },
             n,
             rounds,
         )
     null = r["null"] - r["empty"]
     add("record_function, profiler on", r["rf"] - r["empty"], null, "<= 1.5x")
+    add(
+        "record_function, profiler on, fast path off",
+        r["rf slow"] - r["empty"],
+        null,
+        "(before the fast path)",
+    )
     add(
         "record_function_fast, profiler on",
         r["fast"] - r["empty"],
@@ -211,6 +233,12 @@ def run(n: int, rounds: int) -> list[tuple[str, float, float, Optional[str]]]:
         r["deco"] - r["plain"],
         null,
         "<= record_function",
+    )
+    add(
+        "decorator, added cost per call, profiler on, fast path off",
+        r["deco slow"] - r["plain"],
+        null,
+        "(before the fast path)",
     )
 
     with_stack, without = stack_cost(n // 4, rounds)
@@ -243,18 +271,23 @@ def run(n: int, rounds: int) -> list[tuple[str, float, float, Optional[str]]]:
                     "torch": loop,
                     "rf": loop_record_function,
                     "fast": loop_record_function_fast,
+                    "rf slow": slow_path(loop_record_function),
                 },
                 n // 4,
                 rounds,
             )
         torch_ns = r["torch"] - r["empty"]
-        for key, label in (("rf", "record_function"), ("fast", "record_function_fast")):
+        for key, label in (
+            ("rf", "record_function"),
+            ("fast", "record_function_fast"),
+            ("rf slow", "record_function with the fast path off"),
+        ):
             rows.append(
                 (
                     f"{label}, both profilers on (x: torch _RecordFunctionFast)",
                     r[key] - r["empty"],
                     (r[key] - r["empty"]) / torch_ns,
-                    "<= 0.5x",
+                    "<= 0.5x" if key != "rf slow" else "(before the fast path)",
                 )
             )
     return rows

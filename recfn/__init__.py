@@ -111,8 +111,9 @@ COMPILED_MODULES = (
     "recfn._stacks",
     "recfn._tracer",
 )
-# C extensions built with them: trace_calls' profile hook, the Chrome reader's native decoder.
-NATIVE_MODULES = ("recfn._ctrace", "recfn._cchrome")
+# C extensions built with them: trace_calls' profile hook, the Chrome reader's native decoder,
+# the profiler's native rows and range fast path.
+NATIVE_MODULES = ("recfn._ctrace", "recfn._cchrome", "recfn._crange")
 
 
 def _is_extension(name: str) -> bool:

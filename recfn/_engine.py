@@ -5,7 +5,11 @@ callback registered it costs one field test; with callbacks it selects them (sco
 geometric-countdown sampling), links the range to its parent (a per-thread stack, or a ContextVar
 inside a running event loop so asyncio tasks nest separately), and calls each callback's
 ``on_start``/``on_end`` through a native vtable, so the profiler (a subclass of
-``RecordFunctionCallback``) is called without any Python-level dispatch.
+``RecordFunctionCallback``) is called without any Python-level dispatch. When the only callback
+is a profiler with native rows that needs nothing per range (``_reg.plain``, derived with the
+count), with-blocks and decorators skip selection and dispatch: they keep the stack here and
+open and close the row through ``recfn._crange`` (the range fast path); anything else a range
+can meet (an event loop, args, ends out of order, futures) takes the path below.
 
 Thread-local callbacks and the enabled flag live in an immutable ``_ThreadState`` held by a
 ContextVar: threads start with their own, asyncio tasks get a copy, ``propagate`` carries it, and a
@@ -24,6 +28,7 @@ both, so one that is dropped without ``end()`` is collected and ended then.
 from __future__ import annotations
 
 import contextvars
+import importlib
 import logging
 import math
 import os
@@ -32,8 +37,9 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, Final, Optional
+from typing import Any, Final, Optional, cast
 
+from librt.vecs import vec
 from mypy_extensions import i32, i64, mypyc_attr
 
 from recfn.scope import NUM_SCOPES, SCOPE_USER, RecordScope, as_scope
@@ -47,6 +53,48 @@ TID_SHIFT: Final = (
 _SCOPES: Final = tuple(RecordScope)
 # Until asyncio is imported, each range asks sys.modules for it: one module lookup fewer.
 _modules: Final = sys.modules
+META_DEPTH_SHIFT: Final = 8  # a row's packed meta is scope | ... | depth << META_DEPTH_SHIFT
+_LOW32: Final[i64] = (1 << 32) - 1
+
+
+def _load_crange() -> Any:
+    """recfn._crange, the profiler's native rows and the range fast path's C half (built with
+    the compiled modules), or None."""
+    try:
+        return importlib.import_module("recfn._crange")
+    except ImportError:
+        return None
+
+
+def _no_thread() -> object:
+    return None
+
+
+def _no_set_thread(td: object) -> None:
+    pass
+
+
+def _no_open_row(rows: object, key: object, name: str) -> bool:
+    raise RuntimeError("recfn._crange is not built")
+
+
+def _no_close_row(rows: object, key: object, bits: int) -> None:
+    raise RuntimeError("recfn._crange is not built")
+
+
+_crange: Final[Any] = _load_crange()
+_UNSELECTED: Final = object()  # RecordFunction(_UNSELECTED): begin_range's range, not selected
+# Final bindings: compiled code calls them as statics, without a module attribute lookup.
+_fast_thread: Final[Callable[[], object]] = _crange.thread if _crange is not None else _no_thread
+_set_fast_thread: Final[Callable[[object], None]] = (
+    _crange.set_thread if _crange is not None else _no_set_thread
+)
+_open_row: Final[Callable[[object, object, str], bool]] = (
+    _crange.open_row if _crange is not None else _no_open_row
+)
+_close_row: Final[Callable[[object, object, int], None]] = (
+    _crange.close_row if _crange is not None else _no_close_row
+)
 
 
 class RecordFunctionCallback:
@@ -69,6 +117,9 @@ class RecordFunctionCallback:
     scopes: frozenset[RecordScope]
     should_run: Optional[Callable[[], bool]]
     scope_mask: i64
+    # Set by a profiler whose rows are native (recfn._crange): when it is the only callback, a
+    # with-block range writes its row from the engine without calling on_start/on_end.
+    fast_rows: bool
 
     def __init__(
         self,
@@ -106,6 +157,7 @@ class RecordFunctionCallback:
         for s in chosen:
             mask |= i64(1) << int(s)
         self.scope_mask = mask if chosen else ALL_SCOPES_MASK
+        self.fast_rows = False
 
     def on_start(self, rf: RecordFunction) -> object:
         """Run the start callable; subclasses (the profiler) override this natively."""
@@ -257,6 +309,14 @@ class _ThreadData:
     stack: list[object]
     top: i64
     sink: object  # the profiler's buffer for this thread, owned by recfn._recorder
+    # Set by a fast-rows profiler when it makes this thread's buffer: the callback, its native
+    # rows (a recfn._crange.Rows) and, with with_stack, what records a fast range's stack.
+    rows_owner: object
+    rows: object
+    rows_stack: Optional[Callable[[], object]]
+    # The seq, parent seq and meta of the next row this thread opens: the Rows reads them
+    # through the buffer protocol, so they are never boxed. Never resized.
+    row_args: vec[i64]
 
     def __init__(self, tid: i64, name: str) -> None:
         self.tid = tid
@@ -265,6 +325,10 @@ class _ThreadData:
         self.stack = []
         self.top = 0
         self.sink = None
+        self.rows_owner = None
+        self.rows = None
+        self.rows_stack = None
+        self.row_args = vec[i64]([0, 0, 0])
 
 
 class _Frame:
@@ -327,11 +391,18 @@ class _EngineState:
     next_callback_handle: i64
     next_tid: i64
     loop_probe: Optional[Callable[[], object]]  # asyncio's _get_running_loop, once imported
+    # Derived by _recount: the one global entry when it is a fast-rows profiler that runs for
+    # every range (enabled, no thread-local states): with-blocks and decorators then take the
+    # fast path. ``allow_fast`` (on by default) lets tests turn that path off.
+    plain: Optional[_Entry]
+    allow_fast: bool
 
     def __init__(self) -> None:
         self.global_entries = []
         self.n_local_states = 0
         self.n_callbacks = 0
+        self.plain = None
+        self.allow_fast = True
         self.state_touched = False
         self.next_callback_handle = 0
         self.next_tid = 0
@@ -342,8 +413,32 @@ _reg: Final = _EngineState()
 
 
 def _recount() -> None:
-    """Derive the fast-path count from the registrations (call with ``_lock`` held)."""
-    _reg.n_callbacks = len(_reg.global_entries) + _reg.n_local_states
+    """Derive the fast-path count and the plain entry from the registrations (call with
+    ``_lock`` held, after any change of them or of a global entry's ``enabled``)."""
+    entries = _reg.global_entries
+    _reg.n_callbacks = len(entries) + _reg.n_local_states
+    plain: Optional[_Entry] = None
+    if _reg.allow_fast and len(entries) == 1 and _reg.n_local_states == 0:
+        e = entries[0]
+        cb = e.cb
+        if (
+            e.enabled
+            and cb.fast_rows
+            and not cb.needs_inputs
+            and not cb.needs_outputs
+            and cb.sampling_prob >= 1.0
+            and cb.scope_mask == ALL_SCOPES_MASK
+            and cb.should_run is None
+        ):
+            plain = e
+    _reg.plain = plain
+
+
+def set_fast_path(allowed: bool) -> None:
+    """Allow or forbid the native range fast path (tests compare both paths' tables)."""
+    with _lock:
+        _reg.allow_fast = allowed
+        _recount()
 
 
 def _thread_data() -> _ThreadData:
@@ -360,6 +455,7 @@ def _new_thread_data() -> _ThreadData:
         _reg.next_tid += 1
         td = _ThreadData(_reg.next_tid, current.name)
     _thread_local.data = td
+    _set_fast_thread(td)  # borrowed by recfn._crange: _thread_local keeps it for the thread
     return td
 
 
@@ -408,12 +504,15 @@ class RecordFunction:
     _frame: Optional[_Frame] = None  # open inside an event loop
     _on_stack: bool = False  # open on its thread's stack
     _abandon: Optional[_Abandon] = None  # started with before(): ends it if it is collected
+    _fast: bool = False  # started by _fast_begin: its row is native, opened without on_start
     # Fields owned by the profiler (recfn._recorder): where this range's row lives.
     sink_chunk: object = None
     sink_row: i64 = -1
     sink_start: i64 = 0
 
     def __init__(self, scope: object = RecordScope.FUNCTION) -> None:
+        if scope is _UNSELECTED:
+            return  # begin_range sets the scope and takes the fast path or selects itself
         if isinstance(scope, int) and not isinstance(scope, bool) and 0 <= scope < NUM_SCOPES:
             self._scope = scope
         else:
@@ -562,6 +661,87 @@ class RecordFunction:
         self._in_start = False
         self._inputs = None
         self._kwinputs = None
+
+    def _fast_begin(self, plain: _Entry) -> bool:
+        """Start this range as ``_select`` + ``_begin`` + the profiler's ``on_start`` would for
+        the one plain profiler, natively; False (nothing changed) when the slow path must run:
+        an unknown thread, a running event loop, a thread-local state that is off or has
+        callbacks, or a thread whose rows are not this profiler's yet."""
+        if self.seq_nr >= 0 or self.forward_thread_id != 0:
+            return False  # the profiler's on_start records those
+        got = _fast_thread()
+        if got is None:
+            return False
+        td = cast(_ThreadData, got)
+        cb = plain.cb
+        if td.rows_owner is not cb:
+            return False
+        if _reg.state_touched:
+            ts = _state_var.get()
+            if not ts.enabled or len(ts.entries) != 0:
+                return False
+        self._e0 = plain
+        self._needs_ids = cb.needs_ids
+        self._td = td
+        stack = td.stack
+        top = td.top
+        parent: Optional[RecordFunction] = None
+        if top > 0:
+            below = stack[top - 1]
+            if isinstance(below, RecordFunction):
+                parent = below
+            else:
+                parent = _stack_top(td)
+                top = td.top
+        if top < len(stack):
+            stack[top] = self
+        else:
+            stack.append(self)
+        td.top = top + 1
+        self._on_stack = True
+        self._run += 1
+        parent_handle: i64 = 0
+        if parent is not None and parent._td is td:
+            self._parent = parent
+            self._parent_run = parent._run
+            self.depth = parent.depth + 1
+            parent_handle = parent.handle
+        td.next_seq += 1
+        handle = (td.tid << TID_SHIFT) | td.next_seq
+        self.handle = handle
+        self._state = 1
+        self._fast = True
+        rows = td.rows
+        # The row's numbers go through td.row_args (ids keep their low 32 bits in a row) and the
+        # row is found again by this range (its key): nothing is boxed.
+        args = td.row_args
+        args[0] = td.next_seq & _LOW32
+        args[1] = parent_handle & _LOW32
+        args[2] = i64(self._scope | (self.depth << META_DEPTH_SHIFT))
+        if _open_row(rows, self, self.name):
+            self.sink_chunk = rows
+            self.sink_row = 0  # admitted (sink_row < 0: not recorded)
+            hook = td.rows_stack
+            if hook is not None:
+                hook()
+        return True
+
+    def _fast_end(self) -> None:
+        """End a range ``_fast_begin`` started, where it started: pop it and end its row (any
+        other case, e.g. one ended out of order, goes through ``_finish``)."""
+        td = self._td
+        if td is not None:
+            stack = td.stack
+            top = td.top
+            if top > 0 and stack[top - 1] is self:
+                stack[top - 1] = None
+                td.top = top - 1
+                self._on_stack = False
+                self._state = 2
+                if self.sink_row >= 0:
+                    _close_row(self.sink_chunk, self, 0)
+                return
+        self._finish(False, False)
 
     def end(self) -> None:
         """End the range: run end callbacks and restore the parent as the current range."""
@@ -804,6 +984,9 @@ class record_function(RecordFunction):
         if _reg.n_callbacks != 0:
             if self._state != -1 or self._e0 is not None:
                 self._recycle()
+            plain = _reg.plain
+            if plain is not None and self._args is None and self._fast_begin(plain):
+                return self
             self._select()
             if self._state == 0:
                 self._begin(self._pending_inputs, self._pending_kwinputs)
@@ -813,6 +996,8 @@ class record_function(RecordFunction):
         if self._state == 1:
             if self._future_end:
                 self._detach()
+            elif self._fast:
+                self._fast_end()
             else:
                 self._finish(False, False)
 
@@ -865,6 +1050,7 @@ class record_function(RecordFunction):
         self._needs_ids = False
         self.sink_chunk = None
         self.sink_row = -1
+        self._fast = False
 
     def _end_from_future(self) -> None:
         if self._state == 1:
@@ -906,10 +1092,19 @@ def begin_range(name: str, args: Optional[str], scope: i32) -> Optional[RecordFu
     """Start a range for wrappers (decorators, instrumentation); ``None`` when nothing listens."""
     if _reg.n_callbacks == 0:
         return None
-    rf = RecordFunction(scope)
+    plain = _reg.plain
+    if plain is not None and args is None:
+        rf = RecordFunction(_UNSELECTED)  # no selection: the fast path needs none
+        rf._scope = scope
+        rf.name = name
+        if rf._fast_begin(plain):
+            return rf
+        rf._select()
+    else:
+        rf = RecordFunction(scope)
+        rf.name = name
     if rf._state != 0:
         return None
-    rf.name = name
     rf._args = args
     rf._begin(args, None)
     return rf
@@ -932,7 +1127,10 @@ def begin_call(
 def end_range(rf: RecordFunction) -> None:
     """End a range started by ``begin_range``/``begin_call``."""
     if rf._state == 1:
-        rf._finish(False, False)
+        if rf._fast:
+            rf._fast_end()
+        else:
+            rf._finish(False, False)
 
 
 def current_range() -> Optional[RecordFunction]:

@@ -2,9 +2,12 @@
 
 Compiled with mypyc. Each thread appends to its own ``_ThreadBuffer``: chunks of ``librt`` vecs
 (ids, parents, start gaps, durations, interned names and packed metadata: int32 each), 24 bytes a
-row, never one Python object per event. Optional per-event data (args, shapes, stacks, memory,
-flops) goes into sparse side lists only when the option that needs it is on. ``recfn._table``
-turns the buffers into one Arrow table without touching events one by one.
+row, never one Python object per event. A plain in-memory capture (no streaming, flight recorder
+or call tracer: those read the vec chunks) keeps the same rows in a ``recfn._crange.Rows`` per
+thread instead, which the engine's range fast path writes directly. Optional per-event data
+(args, shapes, stacks, memory, flops) goes into sparse side lists only when the option that
+needs it is on. ``recfn._table`` turns the buffers into one Arrow table without touching events
+one by one.
 """
 
 from __future__ import annotations
@@ -16,15 +19,20 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from types import FrameType
-from typing import Final, Optional
+from typing import Any, Final, Optional
 
 from librt.vecs import append, vec
 from mypy_extensions import i32, i64
 
 from recfn._engine import (
+    ALL_SCOPES_MASK,
+    META_DEPTH_SHIFT,
     TID_SHIFT,
     RecordFunction,
     RecordFunctionCallback,
+    _close_row,
+    _crange,
+    _open_row,
     _thread_data,
     _ThreadData,
     current_range,
@@ -45,8 +53,9 @@ KIND_SHIFT: Final = 4
 KIND_MASK: Final[i32] = (1 << 2) - 1  # after shifting by KIND_SHIFT
 ASYNC_BIT: Final[i32] = 1 << 6
 LOW_META: Final[i32] = (1 << 7) - 1  # scope, kind and async bits
-DEPTH_SHIFT: Final = 8
+DEPTH_SHIFT: Final = META_DEPTH_SHIFT
 OPEN_END: Final[i64] = 0
+NATIVE_START: Final[i64] = -1  # sink_start of a row Rows.open opened (it keeps the start)
 LOW32: Final[i64] = (1 << 32) - 1
 ESCAPED: Final[i32] = -1  # a gap or span stored in a chunk's big_* vecs
 ESCAPE_LIMIT: Final[i64] = (1 << 31) - 1
@@ -59,6 +68,18 @@ GATE_EPOCH: Final = 3  # changes whenever a recorded range starts or ends
 GATE_SIZE: Final = 4
 
 _clock: Final = time.perf_counter_ns
+
+
+class _RowStore:
+    """Whether recorders may keep native rows (tests turn it off to compare with the vecs)."""
+
+    allow_native: bool
+
+    def __init__(self) -> None:
+        self.allow_native = True
+
+
+row_store: Final = _RowStore()
 
 
 class _Chunk:
@@ -145,11 +166,11 @@ def low32(value: i64) -> i32:
 class _RowRef:
     """Where a range's row lives, for a second profiler running at the same time."""
 
-    chunk: _Chunk
+    chunk: object  # a _Chunk, or the buffer's native Rows
     row: i64
     start: i64
 
-    def __init__(self, chunk: _Chunk, row: i64, start: i64) -> None:
+    def __init__(self, chunk: object, row: i64, start: i64) -> None:
         self.chunk = chunk
         self.row = row
         self.start = start
@@ -161,6 +182,10 @@ class _ThreadBuffer:
     owner: Recorder
     tid: i64
     thread_name: str
+    # Native mode (owner.native): every row is in ``native`` (a recfn._crange.Rows, row numbers
+    # count from the buffer's first row), ``chunks`` stays empty and ``rows`` is only right
+    # just after ``add_row`` (the fast path does not count): read ``len(native)``.
+    native: Any
     chunks: list[_Chunk]
     cur: _Chunk
     cur_rows: i64
@@ -187,8 +212,20 @@ class _ThreadBuffer:
         self.owner = owner
         self.tid = td.tid
         self.thread_name = td.name
-        self.cur = _Chunk(FIRST_CHUNK_ROWS)
-        self.chunks = [self.cur]
+        self.native = (
+            _crange.Rows(
+                owner.gate,
+                owner.max_events,
+                owner.clock_offset,
+                owner.name_ids,
+                owner._name_id,
+                td.row_args,
+            )
+            if owner.native
+            else None
+        )
+        self.cur = _Chunk(0 if owner.native else FIRST_CHUNK_ROWS)
+        self.chunks = [] if owner.native else [self.cur]
         self.cur_rows = 0
         self.rows = 0
         self.extra_rows = []
@@ -234,7 +271,13 @@ class _ThreadBuffer:
     def add_row(self, rid: i64, parent: i64, start: i64, name: i32, meta: i32) -> i64:
         """Append one open row; returns its number within the current chunk. When the chunk is
         full and the buffer holds ``spill_rows`` rows, the owner's ``spill`` hook takes the rows
-        and ``clear``s the buffer first (streaming to a dataset)."""
+        and ``clear``s the buffer first (streaming to a dataset). Native: the row's number in
+        the buffer."""
+        native = self.native
+        if native is not None:
+            nrow: i64 = native.add(rid, parent, start, name, meta)
+            self.rows = nrow + 1
+            return nrow
         if self.cur_rows == CHUNK_ROWS:
             owner = self.owner
             spill = owner.spill
@@ -248,6 +291,25 @@ class _ThreadBuffer:
         self.cur_rows = row + 1
         self.rows += 1
         return row
+
+    def set_end(self, row: i64, start: i64, end: i64) -> None:
+        """End the row ``add_row`` just returned (in the current chunk)."""
+        native = self.native
+        if native is not None:
+            native.set_end(row, start, end)
+        else:
+            self.cur.set_end(row, start, end)
+
+    def sink(self) -> object:
+        """Where the row ``add_row`` just returned lives: the current chunk, or the Rows."""
+        native = self.native
+        return native if native is not None else self.cur
+
+    def fast_stack(self) -> None:
+        """with_stack for the range the engine's fast path just opened (the last row)."""
+        row: i64 = len(self.native) - 1
+        self.stack_rows = append(self.stack_rows, row)
+        self.stack_nodes = append(self.stack_nodes, self.owner._stack(self))
 
 
 class Recorder(RecordFunctionCallback):
@@ -264,7 +326,9 @@ class Recorder(RecordFunctionCallback):
     clock_offset: i64  # added to the monotonic clock: timestamps are ns since the Unix epoch
     spill: Optional[Callable[[_ThreadBuffer], None]]  # writes a full buffer out (streaming)
     spill_rows: i64
+    native: bool  # rows in recfn._crange.Rows (decided once by use_native_rows, before any row)
     buffers: list[_ThreadBuffer]
+    native_buffers: dict[int, _ThreadBuffer]  # native mode: each thread's one buffer, by tid
     name_ids: dict[str, i32]
     name_list: list[str]
     flop_formulas: dict[str, Callable[[list[list[int]]], int]]
@@ -301,7 +365,9 @@ class Recorder(RecordFunctionCallback):
         self.clock_offset = time.time_ns() - time.perf_counter_ns()
         self.spill = None
         self.spill_rows = 0
+        self.native = False
         self.buffers = []
+        self.native_buffers = {}
         self.name_ids = {}
         self.name_list = []
         self.flop_formulas = flop_formulas
@@ -333,16 +399,58 @@ class Recorder(RecordFunctionCallback):
     def stopped(self, value: bool) -> None:
         self.gate[GATE_STOPPED] = 1 if value else 0
 
+    def use_native_rows(self, tracing: bool) -> None:
+        """Keep rows in recfn._crange.Rows when it is built and this is a plain in-memory
+        capture: no spill hook (streaming, flight recorder) and no call tracer, which read the
+        vec chunks. Call once the profiler attached those and before the first row. With no
+        option that needs the callbacks (inputs, memory, sampling, scopes), the engine's fast
+        path then writes this recorder's ranges itself."""
+        if (
+            _crange is None
+            or not row_store.allow_native
+            or self.spill is not None
+            or tracing
+            or self.buffers
+        ):
+            return
+        self.native = True
+        self.fast_rows = (
+            not self.needs_inputs
+            and not self.needs_outputs
+            and not self.profile_memory
+            and self.sampling_prob >= 1.0
+            and self.scope_mask == ALL_SCOPES_MASK
+            and self.should_run is None
+        )
+
     # -- hot path ---------------------------------------------------------------------------
 
     def _buffer(self, td: _ThreadData) -> _ThreadBuffer:
         sink = td.sink
         if isinstance(sink, _ThreadBuffer) and sink.owner is self:
             return sink
+        if self.native:
+            return self._native_buffer(td)
         buf = _ThreadBuffer(self, td)
         with self._lock:
             self.buffers.append(buf)
         td.sink = buf
+        return buf
+
+    def _native_buffer(self, td: _ThreadData) -> _ThreadBuffer:
+        """The thread's one native buffer (another profiler may have taken ``td.sink`` since),
+        made the first time; the fast path's fields on ``td`` point at it."""
+        buf = self.native_buffers.get(td.tid)
+        if buf is None:
+            buf = _ThreadBuffer(self, td)
+            with self._lock:
+                self.buffers.append(buf)
+                self.native_buffers[td.tid] = buf
+        td.sink = buf
+        if self.fast_rows:
+            td.rows = buf.native
+            td.rows_stack = buf.fast_stack if self.with_stack else None
+            td.rows_owner = self
         return buf
 
     def _name_id(self, name: str) -> i32:
@@ -369,7 +477,11 @@ class Recorder(RecordFunctionCallback):
 
     def on_start(self, rf: RecordFunction) -> object:
         td = rf._td
-        if td is None or not self._admit():
+        if td is None:
+            return None
+        if self.native and rf.sink_row < 0 and not self.profile_memory:
+            return self._native_start(td, rf)
+        if not self._admit():
             return None
         buf = self._buffer(td)
         if self.profile_memory:
@@ -382,28 +494,54 @@ class Recorder(RecordFunctionCallback):
         self.gate[GATE_EPOCH] += 1
         ref: object = None
         if rf.sink_row < 0:
-            rf.sink_chunk = buf.cur
+            rf.sink_chunk = buf.sink()
             rf.sink_row = row
             rf.sink_start = start
         else:  # another profiler already uses the range's fields: hand the row over as context
-            ref = _RowRef(buf.cur, row, start)
+            ref = _RowRef(buf.sink(), row, start)
+        self._annotate(buf, rf, buf.rows - 1)
+        return ref
+
+    def _native_start(self, td: _ThreadData, rf: RecordFunction) -> object:
+        """``on_start`` into native rows: admission, name, clock and row in one C call; the
+        Rows keeps the start (``sink_start`` is NATIVE_START)."""
+        buf = self._buffer(td)
+        parent = rf._parent
+        parent_seq: i64 = parent.handle & LOW32 if parent is not None else 0
+        meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
+        native = buf.native
+        args = td.row_args  # what the Rows (made for this thread) reads
+        args[0] = rf.handle & LOW32
+        args[1] = parent_seq
+        args[2] = i64(meta)
+        if not _open_row(native, rf, rf.name):
+            return None
+        row: i64 = len(native) - 1
+        rf.sink_chunk = native
+        rf.sink_row = row
+        rf.sink_start = NATIVE_START
+        self._annotate(buf, rf, row)
+        return None
+
+    def _annotate(self, buf: _ThreadBuffer, rf: RecordFunction, at: i64) -> None:
+        """The sparse columns of the range's row ``at``: sequence numbers, stack, extras."""
         if rf.seq_nr >= 0 or rf.forward_thread_id != 0:
-            buf.seq_rows = append(buf.seq_rows, buf.rows - 1)
+            buf.seq_rows = append(buf.seq_rows, at)
             buf.seq_vals = append(buf.seq_vals, rf.seq_nr)
             buf.fwd_vals = append(buf.fwd_vals, rf.forward_thread_id)
         if self.with_stack:
-            buf.stack_rows = append(buf.stack_rows, buf.rows - 1)
+            buf.stack_rows = append(buf.stack_rows, at)
             buf.stack_nodes = append(buf.stack_nodes, self._stack(buf))
         if rf._args is not None or self.report_input_shapes or self.with_flops:
-            self._extras(buf, rf)
-        return ref
+            self._extras(buf, rf, at)
 
     def on_end(self, rf: RecordFunction, ctx: object) -> None:
         if self.stopped:
             return
         now = _clock() + self.clock_offset
+        fast = False
         if isinstance(ctx, _RowRef):
-            chunk = ctx.chunk
+            sink = ctx.chunk
             row = ctx.row
             start = ctx.start
         else:
@@ -411,13 +549,22 @@ class Recorder(RecordFunctionCallback):
             if row < 0:
                 return
             sink = rf.sink_chunk
-            assert isinstance(sink, _Chunk)
-            chunk = sink
             start = rf.sink_start
-        chunk.set_end(row, start, now)
-        self.gate[GATE_EPOCH] += 1
-        if rf.is_async:
-            chunk.meta[row] = chunk.meta[row] | ASYNC_BIT
+            fast = rf._fast or start == NATIVE_START
+        if isinstance(sink, _Chunk):
+            sink.set_end(row, start, now)
+            self.gate[GATE_EPOCH] += 1
+            if rf.is_async:
+                sink.meta[row] = sink.meta[row] | ASYNC_BIT
+        else:
+            rows: Any = sink
+            if fast:  # opened by Rows.open: the Rows finds it by the range, knows its start
+                _close_row(rows, rf, ASYNC_BIT if rf.is_async else 0)
+            else:
+                rows.set_end(row, start, now)
+                self.gate[GATE_EPOCH] += 1
+                if rf.is_async:
+                    rows.or_meta(row, ASYNC_BIT)
         if self.profile_memory:
             td = rf._td
             if td is not None:
@@ -425,7 +572,7 @@ class Recorder(RecordFunctionCallback):
 
     # -- optional data ----------------------------------------------------------------------
 
-    def _extras(self, buf: _ThreadBuffer, rf: RecordFunction) -> None:
+    def _extras(self, buf: _ThreadBuffer, rf: RecordFunction, at: i64) -> None:
         args = rf._args
         if args is None and rf._kwinputs is not None:
             args = repr(rf._kwinputs)
@@ -453,7 +600,7 @@ class Recorder(RecordFunctionCallback):
                             flops = None
         if args is None and shapes is None and flops is None:
             return
-        buf.extra_rows.append(buf.rows - 1)
+        buf.extra_rows.append(at)
         buf.extra_args.append(args)
         buf.extra_shapes.append(shapes)
         buf.extra_dtypes.append(dtypes)
@@ -509,7 +656,7 @@ class Recorder(RecordFunctionCallback):
         now = _clock() + self.clock_offset
         meta: i32 = MARK_SCOPE | (kind << KIND_SHIFT) | (depth << DEPTH_SHIFT)
         row = buf.add_row(rid, parent_id, now, self._name_id(name), meta)
-        buf.cur.set_end(row, now, now)
+        buf.set_end(row, now, now)
         if kind == KIND_MEMORY:
             buf.mem_rows = append(buf.mem_rows, buf.rows - 1)
             buf.mem_bytes = append(buf.mem_bytes, nbytes)

@@ -99,10 +99,12 @@ def _switch(handle: object, enabled: bool, action: str) -> None:
                 entries[i] = e.switched(enabled)
                 _state_var.set(_ThreadState(entries, ts.enabled))
             return
-    for e in _reg.global_entries:
-        if e.handle == handle:
-            e.enabled = enabled
-            return
+    with _lock:
+        for e in _reg.global_entries:
+            if e.handle == handle:
+                e.enabled = enabled
+                _recount()  # the plain entry depends on it
+                return
     _unknown_handle(handle, action, 4)
 
 

@@ -158,6 +158,18 @@ def _scatter(n: int, rows: np.ndarray, values: pa.Array) -> pa.Array:
     return values.take(pa.array(index, mask=index < 0))
 
 
+def _row_count(buf: Any) -> int:
+    """Rows of a thread buffer (or of the snapshots streaming and the flight recorder pass)."""
+    native = getattr(buf, "native", None)
+    return len(native) if native is not None else int(buf.rows)
+
+
+def _chunks(buf: Any) -> list[Any]:
+    """A buffer's chunks: a native buffer's read-only views of its Rows, else its vec chunks."""
+    native = getattr(buf, "native", None)
+    return native.chunks() if native is not None else list(buf.chunks)
+
+
 def build_table(
     recorder: Recorder,
     *,
@@ -173,8 +185,8 @@ def build_table(
     Each column is allocated once and every chunk decoded into its slice; Arrow wraps the
     numpy arrays without copying them.
     """
-    buffers = [buf for buf in recorder.buffers if buf.rows]
-    rows_per_buffer = np.array([buf.rows for buf in buffers], dtype=np.int64)
+    buffers = [buf for buf in recorder.buffers if _row_count(buf)]
+    rows_per_buffer = np.array([_row_count(buf) for buf in buffers], dtype=np.int64)
     n = int(rows_per_buffer.sum())
     buffer_offsets = np.concatenate([[0], np.cumsum(rows_per_buffer)[:-1]]).astype(np.int64)
     fixed = {field: np.empty(n, dtype) for field, dtype in DECODED_COLUMNS if field != "meta"}
@@ -186,7 +198,7 @@ def build_table(
     }
     at = 0
     for buf in buffers:
-        for chunk in buf.chunks:
+        for chunk in _chunks(buf):
             if isinstance(chunk, DecodedRows):
                 rows = slice(at, at + len(chunk.columns["id"]))
                 for field, values in fixed.items():

@@ -232,6 +232,7 @@ class profile:
         self._token = _context_profiler.set(self)
         with _active_lock:
             _active.append(self)
+        recorder.use_native_rows(tracer is not None)  # after streaming/flight attached
         recorder.record_instant("__start_profile", KIND_MARK, 0, "")
         self._handle = _registry.add_global_callback(recorder)
         if cuda is not None:

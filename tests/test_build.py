@@ -22,9 +22,11 @@ def test_core_modules_are_compiled_extensions() -> None:
     assert recfn.COMPILED
     for module in CORE + [importlib.import_module(name) for name in recfn.NATIVE_MODULES]:
         assert module.__file__ is not None and module.__file__.endswith(".so"), module.__file__
-    from recfn import _chrome_import, _tracer
+    from recfn import _chrome_import, _engine, _tracer
 
     assert _tracer.native_available()  # trace_calls runs on the C hook
+    assert _engine._crange is not None  # the profiler's rows and the range fast path are native
+    assert str(_engine._crange.__file__).endswith(".so")
     assert _chrome_import.NATIVE is not None  # read_chrome_trace decodes with recfn._cchrome
 
 

@@ -4,8 +4,9 @@ Ranges are entered, exited, started and ended in any order (with reused objects)
 without ``end()``; thread-local callbacks are added, removed, disabled and re-enabled here and in
 copies (propagated threads, asyncio tasks); callbacks raise Exception or BaseException. After each
 step: the thread's stack holds exactly the model's open ranges, ``parent`` chains end, the
-fast-path count is what the registrations imply and copies left this context's registrations
-alone. A profile around the whole sequence records exactly the ranges that started.
+fast-path count and the plain entry are what the registrations imply and copies left this
+context's registrations alone. A profile around the whole sequence records exactly the ranges
+that started. Each sequence runs with the native range fast path allowed or forbidden.
 """
 
 from __future__ import annotations
@@ -163,6 +164,16 @@ def check_invariants(model: Model, pool: list[recfn.RecordFunction]) -> None:
     assert reg.n_callbacks == len(reg.global_entries) + reg.n_local_states
     assert reg.n_local_states >= (1 if model.locals else 0)
     assert reg.n_callbacks >= 1  # the profiler
+    plain_expected = (
+        _engine._crange is not None
+        and reg.allow_fast
+        and len(reg.global_entries) == 1
+        and reg.n_local_states == 0
+    )
+    assert (reg.plain is not None) == plain_expected
+    for rf in model.open:  # a fast range is one the plain profiler alone started
+        if rf._fast:
+            assert rf._e0 is not None and rf._e0.cb.fast_rows and rf._more is None
     entries, enabled = snapshot()
     assert entries == [(c.handle, c.enabled) for c in model.locals]
     assert enabled
@@ -200,10 +211,18 @@ def quiet_engine_log() -> Iterator[None]:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(ops=operations)
+@given(ops=operations, fast=st.booleans())
 def test_random_engine_operations_keep_the_invariants(
-    ops: list[tuple[Any, ...]], quiet_engine_log: None
+    ops: list[tuple[Any, ...]], fast: bool, quiet_engine_log: None
 ) -> None:
+    _engine.set_fast_path(fast)
+    try:
+        check_operations(ops)
+    finally:
+        _engine.set_fast_path(True)
+
+
+def check_operations(ops: list[tuple[Any, ...]]) -> None:
     recfn.clear_callbacks()
     gc.collect()
     live0 = sum(1 for o in gc.get_objects() if type(o) is _engine._ThreadState and o.entries)
