@@ -328,7 +328,7 @@ class Recorder(RecordFunctionCallback):
     spill_rows: i64
     native: bool  # rows in recfn._crange.Rows (decided once by use_native_rows, before any row)
     buffers: list[_ThreadBuffer]
-    native_buffers: dict[int, _ThreadBuffer]  # native mode: each thread's one buffer, by tid
+    thread_buffers: dict[int, _ThreadBuffer]  # each thread's one buffer, by tid
     name_ids: dict[str, i32]
     name_list: list[str]
     flop_formulas: dict[str, Callable[[list[list[int]]], int]]
@@ -367,7 +367,7 @@ class Recorder(RecordFunctionCallback):
         self.spill_rows = 0
         self.native = False
         self.buffers = []
-        self.native_buffers = {}
+        self.thread_buffers = {}
         self.name_ids = {}
         self.name_list = []
         self.flop_formulas = flop_formulas
@@ -429,23 +429,18 @@ class Recorder(RecordFunctionCallback):
         sink = td.sink
         if isinstance(sink, _ThreadBuffer) and sink.owner is self:
             return sink
-        if self.native:
-            return self._native_buffer(td)
-        buf = _ThreadBuffer(self, td)
-        with self._lock:
-            self.buffers.append(buf)
-        td.sink = buf
-        return buf
+        return self._thread_buffer(td)
 
-    def _native_buffer(self, td: _ThreadData) -> _ThreadBuffer:
-        """The thread's one native buffer (another profiler may have taken ``td.sink`` since),
-        made the first time; the fast path's fields on ``td`` point at it."""
-        buf = self.native_buffers.get(td.tid)
+    def _thread_buffer(self, td: _ThreadData) -> _ThreadBuffer:
+        """The thread's one buffer, made the first time: ``td.sink`` caches it, but another
+        profiler recording at the same time takes ``td.sink`` for its own buffer. In native
+        mode the fast path's fields on ``td`` point at it."""
+        buf = self.thread_buffers.get(td.tid)
         if buf is None:
             buf = _ThreadBuffer(self, td)
             with self._lock:
                 self.buffers.append(buf)
-                self.native_buffers[td.tid] = buf
+                self.thread_buffers[td.tid] = buf
         td.sink = buf
         if self.fast_rows:
             td.rows = buf.native

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import recfn
@@ -415,6 +416,43 @@ def test_two_profilers_at_once_each_get_complete_ranges() -> None:
     for prof in (first, other[0]):
         row = by_name(prof.table)["seen-by-both"]
         assert row["end_ns"] is not None and row["end_ns"] >= row["start_ns"]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_two_profilers_at_once_keep_one_buffer_per_thread(native: bool) -> None:
+    """Each profiler takes the thread's buffer cache for its own: neither makes a new buffer
+    per range (each began with thousands of bytes of rows)."""
+    from recfn._recorder import row_store
+
+    ready, done = threading.Event(), threading.Event()
+    other: list[recfn.profile] = []
+
+    def second_profiler() -> None:
+        with recfn.profile() as prof:
+            ready.set()
+            done.wait()
+        other.append(prof)
+
+    kept = row_store.allow_native
+    row_store.allow_native = native
+    try:
+        thread = threading.Thread(target=second_profiler)
+        thread.start()
+        ready.wait()
+        with recfn.profile() as first:
+            for _ in range(50):
+                with recfn.record_function("both"):
+                    pass
+        done.set()
+        thread.join()
+    finally:
+        row_store.allow_native = kept
+    for prof in (first, other[0]):
+        recorder = prof._recorder
+        assert recorder is not None
+        tids = [buf.tid for buf in recorder.buffers]
+        assert len(tids) == len(set(tids))
+        assert int(pc.sum(pc.equal(prof.table.column("name"), "both")).as_py()) == 50
 
 
 def test_profiler_stopped_from_another_thread_frees_this_one() -> None:
