@@ -373,7 +373,7 @@ static int64_t append_row(Rows *r, int64_t rid, int64_t parent, int64_t start, i
         r->n_chunks++;
     }
     Chunk *c = &r->chunks[ci];
-    int64_t gap = start - c->last_start;
+    int64_t gap = (int64_t)((uint64_t)start - (uint64_t)c->last_start); /* no UB: wraps */
     if (off == 0 || gap < 0 || gap >= ESCAPE_LIMIT) {
         if (i64s_push(&c->big_start_rows, off) < 0) return -1;
         if (i64s_push(&c->big_starts, start) < 0) {
@@ -397,7 +397,7 @@ static int64_t append_row(Rows *r, int64_t rid, int64_t parent, int64_t start, i
 static int set_end(Rows *r, int64_t row, int64_t start, int64_t end) {
     Chunk *c = &r->chunks[row >> CHUNK_SHIFT];
     int64_t off = row & CHUNK_MASK;
-    int64_t span = end - start + 1;
+    int64_t span = (int64_t)((uint64_t)end - (uint64_t)start + 1u); /* no UB: wraps */
     if (0 < span && span < ESCAPE_LIMIT) {
         c->cols[C_SPANS * CHUNK_ROWS + off] = (int32_t)span;
         return 0;
@@ -655,8 +655,16 @@ static PyTypeObject RowsType = {
 
 /* -- the calling thread's engine data ------------------------------------------------------ */
 
-static _Thread_local PyObject *thread_data; /* borrowed: the engine keeps it for the thread */
+/* The calling thread's engine data, a strong reference owned by a capsule in the thread
+ * state's dict: when the thread state is cleared (the thread ends), the capsule's destructor
+ * forgets it before releasing it, so no finalizer running later on the thread finds it freed. */
+static _Thread_local PyObject *thread_data;
 static _Thread_local uint64_t thread_data_id;
+/* thread_data.row_args' items (the vec is never resized or replaced, and thread_data keeps
+ * it): thread() sets LOOP_SLOT to whether an asyncio event loop runs on the thread. */
+static _Thread_local int64_t *thread_args;
+#define LOOP_SLOT 3
+static const char *const THREAD_KEY = "recfn._crange.thread";
 static PyObject *loop_probe;  /* asyncio's _get_running_loop, once asyncio is imported */
 static PyObject *events_name; /* "asyncio.events" */
 #if PY_VERSION_HEX < 0x030C0000
@@ -666,39 +674,89 @@ static PyObject *missing_in; /* compared, never dereferenced */
 static uint64_t missing_version;
 #endif
 
-static PyObject *m_thread(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
-    PyObject *td = thread_data;
-    if (td == NULL || thread_data_id != PyThreadState_GetID(PyThreadState_Get())) Py_RETURN_NONE;
+/* Whether an asyncio event loop runs on the calling thread: 1, 0, -1 with an exception, 2
+ * when sys.modules was replaced by something that is not a dict (the slow path asks). */
+static int loop_running(void) {
     if (loop_probe == NULL) {
         PyObject *modules = PyImport_GetModuleDict();
-        if (!PyDict_Check(modules)) Py_RETURN_NONE; /* replaced sys.modules: the slow path asks */
+        if (!PyDict_Check(modules)) return 2;
 #if PY_VERSION_HEX < 0x030C0000
         uint64_t version = ((PyDictObject *)modules)->ma_version_tag;
-        if (modules == missing_in && version == missing_version) return Py_NewRef(td);
+        if (modules == missing_in && version == missing_version) return 0;
 #endif
         PyObject *events = PyDict_GetItemWithError(modules, events_name);
         if (events == NULL) {
-            if (PyErr_Occurred()) return NULL;
+            if (PyErr_Occurred()) return -1;
 #if PY_VERSION_HEX < 0x030C0000
             missing_in = modules;
             missing_version = version;
 #endif
-            return Py_NewRef(td); /* asyncio never imported: no loop can be running */
+            return 0; /* asyncio never imported: no loop can be running */
         }
         loop_probe = PyObject_GetAttrString(events, "_get_running_loop");
-        if (loop_probe == NULL) return NULL;
+        if (loop_probe == NULL) return -1;
     }
     PyObject *loop = PyObject_CallNoArgs(loop_probe);
-    if (loop == NULL) return NULL;
+    if (loop == NULL) return -1;
     int running = loop != Py_None;
     Py_DECREF(loop);
-    if (running) Py_RETURN_NONE;
+    return running;
+}
+
+static PyObject *m_thread(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
+    PyObject *td = thread_data;
+    if (td == NULL || thread_data_id != PyThreadState_GetID(PyThreadState_Get())) Py_RETURN_NONE;
+    int running = loop_running();
+    if (running < 0) return NULL;
+    if (running > 1) Py_RETURN_NONE;
+    thread_args[LOOP_SLOT] = running;
     return Py_NewRef(td);
 }
 
+static void release_thread_data(PyObject *capsule) {
+    PyObject *td = PyCapsule_GetPointer(capsule, THREAD_KEY);
+    if (td == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (thread_data == td) { /* cleared on its own thread (another thread's cache is its own) */
+        thread_data = NULL;
+        thread_args = NULL;
+    }
+    Py_DECREF(td);
+}
+
 static PyObject *m_set_thread(PyObject *Py_UNUSED(m), PyObject *td) {
+    PyObject *vector = PyObject_GetAttrString(td, "row_args");
+    if (vector == NULL) return NULL;
+    Py_buffer view;
+    int got = PyObject_GetBuffer(vector, &view, PyBUF_FORMAT);
+    Py_DECREF(vector);
+    if (got < 0) return NULL;
+    int fits = view.itemsize == 8 && view.len >= (LOOP_SLOT + 1) * 8;
+    int64_t *items = (int64_t *)view.buf;
+    PyBuffer_Release(&view);
+    if (!fits) {
+        PyErr_SetString(PyExc_ValueError, "td.row_args must be a buffer of at least 4 int64");
+        return NULL;
+    }
+    PyObject *state = PyThreadState_GetDict();
+    if (state == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "set_thread: the thread state has no dict");
+        return NULL;
+    }
+    PyObject *capsule = PyCapsule_New(Py_NewRef(td), THREAD_KEY, release_thread_data);
+    if (capsule == NULL) {
+        Py_DECREF(td);
+        return NULL;
+    }
+    /* Replacing an earlier capsule releases that one's data first (and forgets it). */
+    int stored = PyDict_SetItemString(state, THREAD_KEY, capsule);
+    Py_DECREF(capsule);
+    if (stored < 0) return NULL;
     thread_data = td;
     thread_data_id = PyThreadState_GetID(PyThreadState_Get());
+    thread_args = items;
     Py_RETURN_NONE;
 }
 
@@ -735,10 +793,11 @@ static PyObject *m_close_row(PyObject *Py_UNUSED(m), PyObject *const *args, Py_s
 
 static PyMethodDef module_methods[] = {
     {"thread", m_thread, METH_NOARGS,
-     "thread() -> the calling thread's engine data, or None: unknown thread or a running "
-     "asyncio loop (take the slow path)."},
+     "thread() -> the calling thread's engine data, or None (an unknown thread: take the slow "
+     "path); sets td.row_args[3] to whether an asyncio event loop runs on the thread."},
     {"set_thread", m_set_thread, METH_O,
-     "set_thread(td): remember the calling thread's engine data (the engine keeps it alive)."},
+     "set_thread(td): remember the calling thread's engine data and its row_args buffer (the "
+     "engine keeps both alive for the thread)."},
     {"open_row", (PyCFunction)(void (*)(void))m_open_row, METH_FASTCALL,
      "open_row(rows, key, name) -> bool: Rows.open with seq, parent seq and meta read from "
      "the Rows' row_args buffer (written by the thread, so nothing is boxed)."},

@@ -27,6 +27,7 @@ both, so one that is dropped without ``end()`` is collected and ended then.
 
 from __future__ import annotations
 
+import _thread
 import contextvars
 import importlib
 import logging
@@ -54,7 +55,7 @@ _SCOPES: Final = tuple(RecordScope)
 # Until asyncio is imported, each range asks sys.modules for it: one module lookup fewer.
 _modules: Final = sys.modules
 META_DEPTH_SHIFT: Final = 8  # a row's packed meta is scope | ... | depth << META_DEPTH_SHIFT
-_LOW32: Final[i64] = (1 << 32) - 1
+ROW_ARGS_LOOP: Final = 3  # td.row_args[ROW_ARGS_LOOP]: an event loop runs (set by thread())
 
 
 def _load_crange() -> Any:
@@ -315,7 +316,8 @@ class _ThreadData:
     rows: object
     rows_stack: Optional[Callable[[], object]]
     # The seq, parent seq and meta of the next row this thread opens: the Rows reads them
-    # through the buffer protocol, so they are never boxed. Never resized.
+    # through the buffer protocol, so they are never boxed; then whether an event loop runs on
+    # the thread, which recfn._crange.thread() writes (ROW_ARGS_LOOP). Never resized.
     row_args: vec[i64]
 
     def __init__(self, tid: i64, name: str) -> None:
@@ -328,7 +330,7 @@ class _ThreadData:
         self.rows_owner = None
         self.rows = None
         self.rows_stack = None
-        self.row_args = vec[i64]([0, 0, 0])
+        self.row_args = vec[i64]([0, 0, 0, 0])
 
 
 class _Frame:
@@ -371,6 +373,9 @@ _current_var: Final[contextvars.ContextVar[Optional[_Frame]]] = contextvars.Cont
     "recfn_current_range", default=None
 )
 _thread_local: Final = threading.local()
+# recfn._crange keeps each thread's data by thread state: where threading.local was patched to
+# hold one per greenlet (gevent), the fast path would find another greenlet's, so it is not told.
+_THREAD_LOCAL_IS_THREADS: Final = type(_thread_local) is _thread._local
 _lock: Final = threading.RLock()
 # A fork while another thread holds the lock would leave it held forever in the child.
 os.register_at_fork(
@@ -421,15 +426,7 @@ def _recount() -> None:
     if _reg.allow_fast and len(entries) == 1 and _reg.n_local_states == 0:
         e = entries[0]
         cb = e.cb
-        if (
-            e.enabled
-            and cb.fast_rows
-            and not cb.needs_inputs
-            and not cb.needs_outputs
-            and cb.sampling_prob >= 1.0
-            and cb.scope_mask == ALL_SCOPES_MASK
-            and cb.should_run is None
-        ):
+        if e.enabled and cb.fast_rows:  # set only when it needs nothing per range
             plain = e
     _reg.plain = plain
 
@@ -455,7 +452,8 @@ def _new_thread_data() -> _ThreadData:
         _reg.next_tid += 1
         td = _ThreadData(_reg.next_tid, current.name)
     _thread_local.data = td
-    _set_fast_thread(td)  # borrowed by recfn._crange: _thread_local keeps it for the thread
+    if _THREAD_LOCAL_IS_THREADS:
+        _set_fast_thread(td)
     return td
 
 
@@ -579,12 +577,13 @@ class RecordFunction:
         self._abandon = _Abandon(self)
         self._begin(args, kwargs)
 
-    def _begin(self, inputs: object, kwinputs: object) -> None:
-        td = _thread_data()
+    def _enter_context(self, td: _ThreadData, in_loop: bool) -> None:
+        """Make this range the innermost of its task (``in_loop``: an event loop runs on the
+        thread) or of its thread, and link it to the range it opened under."""
         self._td = td
         holder = self._abandon
         entry: object = self if holder is None else holder.ref
-        if _asyncio_loop_running():
+        if in_loop:
             # Inside an event loop, nesting is per task: the ContextVar gives each task its own.
             up = _current_var.get()
             parent = _frame_range(up)
@@ -616,6 +615,10 @@ class RecordFunction:
             self._parent = parent
             self._parent_run = parent._run
             self.depth = parent.depth + 1
+
+    def _begin(self, inputs: object, kwinputs: object) -> None:
+        td = _thread_data()
+        self._enter_context(td, _asyncio_loop_running())
         if self._needs_ids:
             td.next_seq += 1
             self.handle = (td.tid << TID_SHIFT) | td.next_seq
@@ -665,8 +668,9 @@ class RecordFunction:
     def _fast_begin(self, plain: _Entry) -> bool:
         """Start this range as ``_select`` + ``_begin`` + the profiler's ``on_start`` would for
         the one plain profiler, natively; False (nothing changed) when the slow path must run:
-        an unknown thread, a running event loop, a thread-local state that is off or has
-        callbacks, or a thread whose rows are not this profiler's yet."""
+        an unknown thread, a thread-local state that is off or has callbacks, or a thread whose
+        rows are not this profiler's yet. Inside an event loop (a Jupyter cell, an asyncio
+        task) the range nests in its task's frames, as ``_begin`` nests it."""
         if self.seq_nr >= 0 or self.forward_thread_id != 0:
             return False  # the profiler's on_start records those
         got = _fast_thread()
@@ -676,59 +680,43 @@ class RecordFunction:
         cb = plain.cb
         if td.rows_owner is not cb:
             return False
-        if _reg.state_touched:
-            ts = _state_var.get()
-            if not ts.enabled or len(ts.entries) != 0:
-                return False
+        if _reg.state_touched and not _state_var.get().enabled:
+            return False  # a state with callbacks would have cleared _reg.plain
         self._e0 = plain
-        self._needs_ids = cb.needs_ids
-        self._td = td
-        stack = td.stack
-        top = td.top
-        parent: Optional[RecordFunction] = None
-        if top > 0:
-            below = stack[top - 1]
-            if isinstance(below, RecordFunction):
-                parent = below
-            else:
-                parent = _stack_top(td)
-                top = td.top
-        if top < len(stack):
-            stack[top] = self
-        else:
-            stack.append(self)
-        td.top = top + 1
-        self._on_stack = True
-        self._run += 1
-        parent_handle: i64 = 0
-        if parent is not None and parent._td is td:
-            self._parent = parent
-            self._parent_run = parent._run
-            self.depth = parent.depth + 1
-            parent_handle = parent.handle
+        self._enter_context(td, td.row_args[ROW_ARGS_LOOP] != 0)
+        parent = self._parent
         td.next_seq += 1
-        handle = (td.tid << TID_SHIFT) | td.next_seq
-        self.handle = handle
+        self.handle = (td.tid << TID_SHIFT) | td.next_seq
         self._state = 1
         self._fast = True
         rows = td.rows
-        # The row's numbers go through td.row_args (ids keep their low 32 bits in a row) and the
-        # row is found again by this range (its key): nothing is boxed.
+        # The row's numbers go through td.row_args and the row is found again by this range
+        # (its key): nothing is boxed.
         args = td.row_args
-        args[0] = td.next_seq & _LOW32
-        args[1] = parent_handle & _LOW32
+        args[0] = td.next_seq
+        args[1] = parent.handle if parent is not None else 0
         args[2] = i64(self._scope | (self.depth << META_DEPTH_SHIFT))
-        if _open_row(rows, self, self.name):
-            self.sink_chunk = rows
-            self.sink_row = 0  # admitted (sink_row < 0: not recorded)
-            hook = td.rows_stack
-            if hook is not None:
-                hook()
+        try:
+            if _open_row(rows, self, self.name):
+                self.sink_chunk = rows
+                self.sink_row = 0  # admitted (sink_row < 0: not recorded)
+                hook = td.rows_stack
+                if hook is not None:
+                    hook()
+        except Exception:
+            plain.report_failure("start")  # as _begin does when on_start raises
+        except BaseException:
+            self._state = 2  # the caller never gets the range: end it here, as _begin does
+            self._leave_context(False, False)
+            if self.sink_row >= 0:
+                _close_row(rows, self, 0)
+            raise
         return True
 
     def _fast_end(self) -> None:
         """End a range ``_fast_begin`` started, where it started: pop it and end its row (any
-        other case, e.g. one ended out of order, goes through ``_finish``)."""
+        other case, e.g. one ended out of order or in an event loop, goes through
+        ``_finish``)."""
         td = self._td
         if td is not None:
             stack = td.stack

@@ -502,11 +502,11 @@ class Recorder(RecordFunctionCallback):
         Rows keeps the start (``sink_start`` is NATIVE_START)."""
         buf = self._buffer(td)
         parent = rf._parent
-        parent_seq: i64 = parent.handle & LOW32 if parent is not None else 0
+        parent_seq: i64 = parent.handle if parent is not None else 0  # the Rows keeps 32 bits
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
         native = buf.native
         args = td.row_args  # what the Rows (made for this thread) reads
-        args[0] = rf.handle & LOW32
+        args[0] = rf.handle
         args[1] = parent_seq
         args[2] = i64(meta)
         if not _open_row(native, rf, rf.name):
@@ -533,7 +533,6 @@ class Recorder(RecordFunctionCallback):
     def on_end(self, rf: RecordFunction, ctx: object) -> None:
         if self.stopped:
             return
-        now = _clock() + self.clock_offset
         fast = False
         if isinstance(ctx, _RowRef):
             sink = ctx.chunk
@@ -547,7 +546,7 @@ class Recorder(RecordFunctionCallback):
             start = rf.sink_start
             fast = rf._fast or start == NATIVE_START
         if isinstance(sink, _Chunk):
-            sink.set_end(row, start, now)
+            sink.set_end(row, start, _clock() + self.clock_offset)
             self.gate[GATE_EPOCH] += 1
             if rf.is_async:
                 sink.meta[row] = sink.meta[row] | ASYNC_BIT
@@ -556,7 +555,7 @@ class Recorder(RecordFunctionCallback):
             if fast:  # opened by Rows.open: the Rows finds it by the range, knows its start
                 _close_row(rows, rf, ASYNC_BIT if rf.is_async else 0)
             else:
-                rows.set_end(row, start, now)
+                rows.set_end(row, start, _clock() + self.clock_offset)
                 self.gate[GATE_EPOCH] += 1
                 if rf.is_async:
                     rows.or_meta(row, ASYNC_BIT)

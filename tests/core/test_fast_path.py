@@ -111,16 +111,16 @@ def test_with_blocks_decorators_and_record_function_fast_take_the_fast_path() ->
 
 
 @needs_crange
-def test_ranges_inside_an_event_loop_take_the_slow_path() -> None:
-    async def task() -> bool:
+def test_ranges_inside_an_event_loop_take_the_fast_path_in_their_tasks_frames() -> None:
+    async def task() -> tuple[bool, bool]:
         with recfn.record_function("in a task") as rf:
             await asyncio.sleep(0)
-            return rf._fast
+            return rf._fast, rf._frame is not None
 
     with recfn.profile():
-        assert asyncio.run(task()) is False
+        assert asyncio.run(task()) == (True, True)
         with recfn.record_function("after the loop") as rf:
-            assert rf._fast
+            assert rf._fast and rf._frame is None
 
 
 @needs_crange
@@ -284,6 +284,49 @@ def futures() -> None:
         pass
 
 
+def event_loop() -> None:
+    """Tasks interleaving ranges across awaits, a range ended by another task, ranges in a
+    plain loop callback (how a Jupyter cell runs) and around the loop."""
+    handed: list[recfn.record_function] = []
+
+    def callback() -> None:
+        with recfn.record_function("callback"):
+            with recfn.record_function("callback inner"):
+                recfn.mark("in callback")
+
+    async def worker(i: int, gate: asyncio.Event) -> None:
+        with recfn.record_function(f"worker {i}"):
+            await asyncio.sleep(0)
+            with recfn.record_function("step"):
+                if i == 0:
+                    await gate.wait()
+                else:
+                    gate.set()
+            with recfn.record_function("after step"):
+                await asyncio.sleep(0)
+
+    async def opener() -> None:
+        rf = recfn.record_function("ended elsewhere")
+        rf.__enter__()
+        handed.append(rf)
+
+    async def closer() -> None:
+        handed.pop().end()
+
+    async def main() -> None:
+        gate = asyncio.Event()
+        with recfn.record_function("main"):
+            asyncio.get_running_loop().call_soon(callback)
+            await asyncio.gather(worker(0, gate), worker(1, gate))
+            await asyncio.create_task(opener())
+            await asyncio.create_task(closer())
+            with recfn.record_function("main again"):
+                await asyncio.sleep(0)
+
+    with recfn.record_function("around the loop"):
+        asyncio.run(main())
+
+
 def threads() -> None:
     def work(i: int) -> None:
         for _ in range(3):
@@ -333,6 +376,7 @@ WORKLOADS = {
     "out_of_order": out_of_order,
     "futures": futures,
     "threads": threads,
+    "event_loop": event_loop,
     "callbacks_change": callbacks_change,
 }
 
