@@ -694,7 +694,10 @@ class RecordFunction:
         # (its key): nothing is boxed.
         args = td.row_args
         args[0] = td.next_seq
-        args[1] = parent.handle if parent is not None else 0
+        parent_handle: i64 = 0  # typed: a conditional expression would box the handle
+        if parent is not None:
+            parent_handle = parent.handle
+        args[1] = parent_handle
         args[2] = i64(self._scope | (self.depth << META_DEPTH_SHIFT))
         try:
             if _open_row(rows, self, self.name):

@@ -482,7 +482,9 @@ class Recorder(RecordFunctionCallback):
         if self.profile_memory:
             self._memory_tick(td, buf, rf._parent)
         parent = rf._parent
-        parent_id: i64 = parent.handle if parent is not None else 0
+        parent_id: i64 = 0  # typed: a conditional expression would box the handle
+        if parent is not None:
+            parent_id = parent.handle
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
         start = _clock() + self.clock_offset
         row = buf.add_row(rf.handle, parent_id, start, self._name_id(rf.name), meta)
@@ -502,7 +504,9 @@ class Recorder(RecordFunctionCallback):
         Rows keeps the start (``sink_start`` is NATIVE_START)."""
         buf = self._buffer(td)
         parent = rf._parent
-        parent_seq: i64 = parent.handle if parent is not None else 0  # the Rows keeps 32 bits
+        parent_seq: i64 = 0  # typed: a conditional expression would box the handle
+        if parent is not None:
+            parent_seq = parent.handle  # the Rows keeps its low 32 bits
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
         native = buf.native
         args = td.row_args  # what the Rows (made for this thread) reads

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import recfn
 from recfn import _engine
 from recfn._recorder import CHUNK_ROWS, ESCAPE_LIMIT, _Chunk
 from recfn._table import decode_chunk
@@ -262,8 +263,36 @@ def test_thread_is_none_until_the_engine_knows_the_thread() -> None:
 
     import asyncio
 
-    async def in_loop() -> object:
-        return crange.thread()
+    async def in_loop() -> tuple[object, int]:
+        return crange.thread(), td.row_args[_engine.ROW_ARGS_LOOP]
 
-    assert asyncio.run(in_loop()) is None  # a running loop: the slow path
+    assert asyncio.run(in_loop()) == (td, 1)  # a running loop: nest in the task's frames
     assert crange.thread() is td
+    assert td.row_args[_engine.ROW_ARGS_LOOP] == 0
+
+
+def test_a_thread_whose_state_is_cleared_is_forgotten_before_its_data_is_released() -> None:
+    """A thread-local's finalizer that runs a range while the ending thread's state is cleared
+    finds the fast path's cache either still holding the thread's data or empty, never
+    freed: ranges in it record (or take the slow path) without a crash."""
+    import threading
+
+    class RangeAtExit:
+        def __del__(self) -> None:
+            with recfn.record_function("at thread exit"):
+                pass
+
+    held = threading.local()
+
+    def work() -> None:
+        with recfn.record_function("in thread"):
+            held.value = RangeAtExit()
+
+    with recfn.profile() as prof:
+        for _ in range(20):
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+    names = prof.table.column("name").to_pylist()
+    assert names.count("in thread") == 20
+    assert crange.thread() is _engine._thread_data()
