@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 
 enum { G_EVENTS, G_DROPPED, G_STOPPED, G_EPOCH, G_SIZE };
 enum { C_SEQS, C_PARENTS, C_GAPS, C_SPANS, C_NAMES, C_META, N_COLS };
@@ -655,24 +656,53 @@ static PyTypeObject RowsType = {
 
 /* -- the calling thread's engine data ------------------------------------------------------ */
 
-/* The calling thread's engine data, a strong reference owned by a capsule in the thread
- * state's dict: when the thread state is cleared (the thread ends), the capsule's destructor
- * forgets it before releasing it, so no finalizer running later on the thread finds it freed. */
-static _Thread_local PyObject *thread_data;
-static _Thread_local uint64_t thread_data_id;
-/* thread_data.row_args' items (the vec is never resized or replaced, and thread_data keeps
- * it): thread() sets LOOP_SLOT to whether an asyncio event loop runs on the thread. */
-static _Thread_local int64_t *thread_args;
+/* What the fast path keeps per thread, in one thread-local (one TLS lookup per call):
+ * - td: the thread's engine data, a strong reference owned by a capsule in the thread state's
+ *   dict: when the thread state is cleared (the thread ends), the capsule's destructor forgets
+ *   it before releasing it, so no finalizer running later on the thread finds it freed;
+ * - id: the thread state it belongs to (PyThreadState_GetID);
+ * - args: td.row_args' items (the vec is never resized or replaced, and td keeps it): thread()
+ *   sets LOOP_SLOT to whether an asyncio event loop runs on the thread;
+ * - holder, running (Python < 3.12): the last running-loop holder asyncio stored in the thread
+ *   state's dict (a strong reference: a new holder is never mistaken for it) and whether
+ *   asyncio said a loop runs while it is there. asyncio makes a new holder whenever a loop
+ *   starts or stops, and its answer for one holder only changes in a forked child (it compares
+ *   the pid, a system call each time), where the cache is reset. */
+typedef struct {
+    PyObject *td;
+    uint64_t id;
+    int64_t *args;
+#if PY_VERSION_HEX < 0x030C0000
+    PyObject *holder;
+    int running;
+#endif
+} Here;
+static _Thread_local Here here;
 #define LOOP_SLOT 3
 static const char *const THREAD_KEY = "recfn._crange.thread";
 static PyObject *loop_probe;  /* asyncio's _get_running_loop, once asyncio is imported */
 static PyObject *events_name; /* "asyncio.events" */
 #if PY_VERSION_HEX < 0x030C0000
+static int probe_is_native;   /* loop_probe is _asyncio's: it keeps the holder in the dict */
+static PyObject *holder_key;  /* "__asyncio_running_event_loop__" */
 /* sys.modules as it was when asyncio.events was last missing from it: while its version tag
  * is unchanged, asyncio is still not imported, with no lookup. */
 static PyObject *missing_in; /* compared, never dereferenced */
 static uint64_t missing_version;
+
+static void forget_holder_in_child(void) {
+    here.holder = NULL; /* its reference is left behind: no Python call in an atfork handler */
+}
 #endif
+
+/* asyncio._get_running_loop() is not None: 1, 0, or -1 with an exception. */
+static int ask_asyncio(void) {
+    PyObject *loop = PyObject_CallNoArgs(loop_probe);
+    if (loop == NULL) return -1;
+    int running = loop != Py_None;
+    Py_DECREF(loop);
+    return running;
+}
 
 /* Whether an asyncio event loop runs on the calling thread: 1, 0, -1 with an exception, 2
  * when sys.modules was replaced by something that is not a dict (the slow path asks). */
@@ -695,22 +725,53 @@ static int loop_running(void) {
         }
         loop_probe = PyObject_GetAttrString(events, "_get_running_loop");
         if (loop_probe == NULL) return -1;
+#if PY_VERSION_HEX < 0x030C0000
+        probe_is_native = PyCFunction_Check(loop_probe);
+#endif
     }
-    PyObject *loop = PyObject_CallNoArgs(loop_probe);
-    if (loop == NULL) return -1;
-    int running = loop != Py_None;
-    Py_DECREF(loop);
-    return running;
+#if PY_VERSION_HEX < 0x030C0000
+    if (probe_is_native) {
+        PyObject *state = PyThreadState_GetDict();
+        PyObject *holder = state != NULL ? PyDict_GetItemWithError(state, holder_key) : NULL;
+        if (holder == NULL) return PyErr_Occurred() ? -1 : 0; /* no loop ever ran here */
+        if (holder != here.holder) {
+            int running = ask_asyncio();
+            if (running < 0) return -1;
+            Py_XSETREF(here.holder, Py_NewRef(holder));
+            here.running = running;
+        }
+        return here.running;
+    }
+#endif
+    return ask_asyncio();
 }
 
 static PyObject *m_thread(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
-    PyObject *td = thread_data;
-    if (td == NULL || thread_data_id != PyThreadState_GetID(PyThreadState_Get())) Py_RETURN_NONE;
+    PyObject *td = here.td;
+    if (td == NULL || here.id != PyThreadState_GetID(PyThreadState_Get())) Py_RETURN_NONE;
     int running = loop_running();
     if (running < 0) return NULL;
     if (running > 1) Py_RETURN_NONE;
-    thread_args[LOOP_SLOT] = running;
+    here.args[LOOP_SLOT] = running;
     return Py_NewRef(td);
+}
+
+static PyObject *m_in_loop(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
+    int running = loop_running();
+    if (running < 0) return NULL;
+    if (running > 1) { /* sys.modules is not a dict: ask asyncio if it is there */
+        PyObject *events = PyImport_GetModule(events_name);
+        if (events == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_FALSE;
+        }
+        PyObject *loop = PyObject_CallMethod(events, "_get_running_loop", NULL);
+        Py_DECREF(events);
+        if (loop == NULL) return NULL;
+        running = loop != Py_None;
+        Py_DECREF(loop);
+    }
+    return PyBool_FromLong(running);
 }
 
 static void release_thread_data(PyObject *capsule) {
@@ -719,9 +780,12 @@ static void release_thread_data(PyObject *capsule) {
         PyErr_Clear();
         return;
     }
-    if (thread_data == td) { /* cleared on its own thread (another thread's cache is its own) */
-        thread_data = NULL;
-        thread_args = NULL;
+    if (here.td == td) { /* cleared on its own thread (another thread's cache is its own) */
+        here.td = NULL;
+        here.args = NULL;
+#if PY_VERSION_HEX < 0x030C0000
+        Py_CLEAR(here.holder);
+#endif
     }
     Py_DECREF(td);
 }
@@ -754,9 +818,9 @@ static PyObject *m_set_thread(PyObject *Py_UNUSED(m), PyObject *td) {
     int stored = PyDict_SetItemString(state, THREAD_KEY, capsule);
     Py_DECREF(capsule);
     if (stored < 0) return NULL;
-    thread_data = td;
-    thread_data_id = PyThreadState_GetID(PyThreadState_Get());
-    thread_args = items;
+    here.td = td;
+    here.id = PyThreadState_GetID(PyThreadState_Get());
+    here.args = items;
     Py_RETURN_NONE;
 }
 
@@ -795,6 +859,10 @@ static PyMethodDef module_methods[] = {
     {"thread", m_thread, METH_NOARGS,
      "thread() -> the calling thread's engine data, or None (an unknown thread: take the slow "
      "path); sets td.row_args[3] to whether an asyncio event loop runs on the thread."},
+    {"in_loop", m_in_loop, METH_NOARGS,
+     "in_loop() -> bool: whether an asyncio event loop runs on the calling thread (as "
+     "asyncio.events._get_running_loop() is not None, without its system call per question "
+     "on Python 3.11)."},
     {"set_thread", m_set_thread, METH_O,
      "set_thread(td): remember the calling thread's engine data and its row_args buffer (the "
      "engine keeps both alive for the thread)."},
@@ -818,6 +886,14 @@ PyMODINIT_FUNC PyInit__crange(void) {
         return NULL;
     events_name = PyUnicode_InternFromString("asyncio.events");
     if (events_name == NULL) return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    holder_key = PyUnicode_InternFromString("__asyncio_running_event_loop__");
+    if (holder_key == NULL) return NULL;
+    if (pthread_atfork(NULL, NULL, forget_holder_in_child) != 0) {
+        PyErr_SetString(PyExc_OSError, "pthread_atfork failed");
+        return NULL;
+    }
+#endif
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Rows", (PyObject *)&RowsType) < 0 ||

@@ -93,6 +93,7 @@ _set_fast_thread: Final[Callable[[object], None]] = (
 _open_row: Final[Callable[[object, object, str], bool]] = (
     _crange.open_row if _crange is not None else _no_open_row
 )
+_native_in_loop: Final[Callable[[], bool]] = _crange.in_loop if _crange is not None else bool
 _close_row: Final[Callable[[object, object, int], None]] = (
     _crange.close_row if _crange is not None else _no_close_row
 )
@@ -1194,6 +1195,8 @@ def _live(weak: object) -> Optional[RecordFunction]:
 
 def _asyncio_loop_running() -> bool:
     """Whether an asyncio event loop runs on this thread (without importing asyncio)."""
+    if _crange is not None:
+        return _native_in_loop()
     probe = _reg.loop_probe
     if probe is None:
         events = _modules.get("asyncio.events")

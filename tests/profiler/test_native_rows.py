@@ -296,3 +296,32 @@ def test_a_thread_whose_state_is_cleared_is_forgotten_before_its_data_is_release
     names = prof.table.column("name").to_pylist()
     assert names.count("in thread") == 20
     assert crange.thread() is _engine._thread_data()
+
+
+def test_in_loop_answers_as_asyncio_does_in_loops_threads_and_forked_children() -> None:
+    import asyncio
+    import os
+
+    def asked() -> tuple[bool, bool]:
+        from asyncio import events
+
+        return crange.in_loop(), events._get_running_loop() is not None
+
+    async def in_loop() -> list[tuple[bool, bool]]:
+        seen = [asked()]
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: asyncio no longer sees its parent's loop as running
+            os.write(write, "".join(str(int(answer)) for answer in asked()).encode())
+            os._exit(0)
+        os.close(write)
+        os.waitpid(pid, 0)
+        with os.fdopen(read) as pipe:
+            answers = pipe.read()
+        seen.append((answers[0] == "1", answers[1] == "1"))
+        seen.append(asked())
+        return seen
+
+    assert asked() == (False, False)
+    assert asyncio.run(in_loop()) == [(True, True), (False, False), (True, True)]
+    assert asked() == (False, False)
