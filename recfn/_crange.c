@@ -522,20 +522,9 @@ static PyObject *open_core(Rows *r, PyObject *key, int64_t seq, int64_t parent, 
     Py_RETURN_TRUE;
 }
 
-/* open(key, seq, parent_seq, meta, name) -> bool; ``close(key, ...)`` finds the row again, so
- * no row number is boxed. */
-static PyObject *do_open(Rows *r, PyObject *const *args) {
-    int64_t seq, parent;
-    int32_t meta;
-    if (check_ready(r) < 0) return NULL;
-    if (as_i64(args[1], "seq", &seq) < 0 || as_i64(args[2], "parent", &parent) < 0 ||
-        as_i32(args[3], "meta", &meta) < 0)
-        return NULL;
-    return open_core(r, args[0], seq, parent, meta, args[4]);
-}
-
-/* close(key, bits): end the innermost open row opened with ``key``, now, and set ``bits`` in
- * its meta; nothing once stopped or when there is none (not admitted, or already closed). */
+/* close_row(rows, key, bits): end the innermost open row opened with ``key``, now, and set
+ * ``bits`` in its meta; nothing once stopped or when there is none (not admitted, or already
+ * closed). */
 static PyObject *do_close(Rows *r, PyObject *key, PyObject *bits_arg) {
     int32_t bits;
     if (check_ready(r) < 0 || as_i32(bits_arg, "bits", &bits) < 0) return NULL;
@@ -550,16 +539,6 @@ static PyObject *do_close(Rows *r, PyObject *key, PyObject *bits_arg) {
     r->chunks[row >> CHUNK_SHIFT].cols[C_META * CHUNK_ROWS + (row & CHUNK_MASK)] |= bits;
     r->gate[G_EPOCH]++;
     Py_RETURN_NONE;
-}
-
-static PyObject *rows_open(Rows *r, PyObject *const *args, Py_ssize_t nargs) {
-    if (check_args("open", nargs, 5) < 0) return NULL;
-    return do_open(r, args);
-}
-
-static PyObject *rows_close(Rows *r, PyObject *const *args, Py_ssize_t nargs) {
-    if (check_args("close", nargs, 2) < 0) return NULL;
-    return do_close(r, args[0], args[1]);
 }
 
 /* add(rid, parent, start, name_id, meta) -> row: the slow path's append (already admitted). */
@@ -619,13 +598,6 @@ static PyObject *rows_chunks(Rows *r, PyObject *Py_UNUSED(ignored)) {
 static Py_ssize_t rows_len(Rows *r) { return (Py_ssize_t)r->n; }
 
 static PyMethodDef rows_methods[] = {
-    {"open", (PyCFunction)(void (*)(void))rows_open, METH_FASTCALL,
-     "open(key, seq, parent_seq, meta, name) -> bool: admit, intern, time and append an open "
-     "row (it is then the last one; False when the recorder stopped or is full). Ids keep "
-     "their low 32 bits, so passing just those is the same (and boxes smaller ints)."},
-    {"close", (PyCFunction)(void (*)(void))rows_close, METH_FASTCALL,
-     "close(key, bits): end the row open(key, ...) opened, now, and set bits in its meta "
-     "(nothing once stopped, or when there is none)."},
     {"add", (PyCFunction)(void (*)(void))rows_add, METH_FASTCALL,
      "add(rid, parent, start, name_id, meta) -> row: append an open row (admitted already)."},
     {"set_end", (PyCFunction)(void (*)(void))rows_set_end, METH_FASTCALL,
@@ -867,10 +839,12 @@ static PyMethodDef module_methods[] = {
      "set_thread(td): remember the calling thread's engine data and its row_args buffer (the "
      "engine keeps both alive for the thread)."},
     {"open_row", (PyCFunction)(void (*)(void))m_open_row, METH_FASTCALL,
-     "open_row(rows, key, name) -> bool: Rows.open with seq, parent seq and meta read from "
+     "open_row(rows, key, name) -> bool: admit, intern, time and append an open row (the last "
+     "one; False when the recorder stopped or is full), with seq, parent seq and meta read from "
      "the Rows' row_args buffer (written by the thread, so nothing is boxed)."},
     {"close_row", (PyCFunction)(void (*)(void))m_close_row, METH_FASTCALL,
-     "close_row(rows, key, bits): Rows.close as a function."},
+     "close_row(rows, key, bits): end the innermost row open_row opened with key, now, and "
+     "set bits in its meta (nothing once stopped, or when there is none)."},
     {NULL, NULL, 0, NULL},
 };
 

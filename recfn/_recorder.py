@@ -55,7 +55,7 @@ ASYNC_BIT: Final[i32] = 1 << 6
 LOW_META: Final[i32] = (1 << 7) - 1  # scope, kind and async bits
 DEPTH_SHIFT: Final = META_DEPTH_SHIFT
 OPEN_END: Final[i64] = 0
-NATIVE_START: Final[i64] = -1  # sink_start of a row Rows.open opened (it keeps the start)
+NATIVE_START: Final[i64] = -1  # sink_start of a row open_row opened (its Rows keeps the start)
 LOW32: Final[i64] = (1 << 32) - 1
 ESCAPED: Final[i32] = -1  # a gap or span stored in a chunk's big_* vecs
 ESCAPE_LIMIT: Final[i64] = (1 << 31) - 1
@@ -556,7 +556,7 @@ class Recorder(RecordFunctionCallback):
                 sink.meta[row] = sink.meta[row] | ASYNC_BIT
         else:
             rows: Any = sink
-            if fast:  # opened by Rows.open: the Rows finds it by the range, knows its start
+            if fast:  # opened by open_row: the Rows finds it by the range, knows its start
                 _close_row(rows, rf, ASYNC_BIT if rf.is_async else 0)
             else:
                 rows.set_end(row, start, _clock() + self.clock_offset)

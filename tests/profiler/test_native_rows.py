@@ -36,7 +36,30 @@ def make_rows(max_events: int = 1 << 40, offset: int = 0) -> tuple[Any, array[in
         names[name] = len(names)
         return names[name]
 
-    return crange.Rows(gate, max_events, offset, names, intern), gate, names
+    args = array("q", [0, 0, 0])
+    return Opened(crange.Rows(gate, max_events, offset, names, intern, args), args), gate, names
+
+
+class Opened:
+    """A Rows with ``open``/``close`` as the engine's fast path calls them: ``open_row`` reads
+    the row's numbers from the Rows' ``row_args``, ``close_row`` finds the row by its key."""
+
+    def __init__(self, rows: Any, args: array[int]) -> None:
+        self.rows = rows
+        self.args = args
+
+    def open(self, key: object, seq: Any, parent: int, meta: int, name: Any) -> bool:
+        self.args[0], self.args[1], self.args[2] = seq, parent, meta
+        return bool(crange.open_row(self.rows, key, name))
+
+    def close(self, key: object, bits: int) -> None:
+        crange.close_row(self.rows, key, bits)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.rows, name)
+
+    def __len__(self) -> int:
+        return len(self.rows)
 
 
 def decoded(chunks: list[Any]) -> dict[str, np.ndarray]:
@@ -123,7 +146,7 @@ def test_open_and_close_admit_time_and_count_like_the_recorder() -> None:
     assert len(rows) == 2
     assert names == {"a": 0, "b": 1}
     assert list(gate) == [2, 0, 0, 2]
-    crange.close_row(rows, b, 1 << 6)
+    rows.close(b, 1 << 6)
     rows.close(b, 0)  # twice: nothing
     rows.close(d, 0)  # unknown: nothing
     assert gate[EPOCH] == 3
@@ -209,18 +232,19 @@ def test_bad_arguments_raise_type_or_value_errors() -> None:
     with pytest.raises(TypeError, match="intern"):
         crange.Rows(gate, 1, 0, names, 3)
     with pytest.raises(RuntimeError):
-        crange.Rows.__new__(crange.Rows).open(None, 1, 0, 0, "x")  # never initialised
-    rows = crange.Rows(gate, 10, 0, names, lambda name: "not an id")
+        crange.Rows.__new__(crange.Rows).add(1, 0, 0, 0, 0)  # never initialised
+    args = array("q", [1, 0, 0])
+    bare = crange.Rows(gate, 10, 0, names, lambda name: "not an id", args)
+    rows = Opened(bare, args)
     with pytest.raises(TypeError, match="name"):
         rows.open(None, 1, 0, 0, b"bytes")
     with pytest.raises(TypeError):
         rows.open(None, 1, 0, 0, "x")  # the intern callable returned no int
-    with pytest.raises(TypeError, match="takes 5"):
-        rows.open(None, 1, 0, 0)
-    with pytest.raises(TypeError, match="seq"):
-        rows.open(None, "1", 0, 0, "x")
+    with pytest.raises(TypeError, match="takes 3"):
+        crange.open_row(bare, None)
     with pytest.raises(ValueError, match="bits"):
         rows.close(None, 1 << 40)
+    rows = crange.Rows(gate, 10, 0, names, len)
     with pytest.raises(ValueError, match="int64"):
         rows.add(1 << 70, 0, 0, 0, 0)
     with pytest.raises(ValueError, match="int32"):
@@ -245,9 +269,9 @@ def test_bad_arguments_raise_type_or_value_errors() -> None:
     def failing(name: str) -> int:
         raise LookupError(name)
 
-    rows = crange.Rows(gate, 10, 0, {}, failing)
+    args = array("q", [1, 0, 0])
     with pytest.raises(LookupError):
-        rows.open(None, 1, 0, 0, "new")
+        Opened(crange.Rows(gate, 10, 0, {}, failing, args), args).open(None, 1, 0, 0, "new")
 
 
 def test_thread_is_none_until_the_engine_knows_the_thread() -> None:
