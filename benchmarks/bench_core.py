@@ -8,6 +8,7 @@ torch rows appear when ``torch`` is installed (``pip install torch==2.13.0``).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import gc
 import sys
@@ -237,6 +238,30 @@ def run(n: int, rounds: int) -> list[tuple[str, float, float, Optional[str]]]:
     add(
         "decorator, added cost per call, profiler on, fast path off",
         r["deco slow"] - r["plain"],
+        null,
+        "(before the fast path)",
+    )
+
+    # 3b. profiler on, inside a running event loop: how a Jupyter cell runs its code
+    async def in_loop() -> dict[str, float]:
+        return measure(
+            {
+                "empty": loop_empty,
+                "null": loop_nullcontext,
+                "rf": loop_record_function,
+                "rf slow": slow_path(loop_record_function),
+            },
+            n,
+            rounds,
+        )
+
+    with recfn.profile(max_events=50_000_000):
+        r = asyncio.run(in_loop())
+    null = r["null"] - r["empty"]
+    add("record_function, profiler on, inside a running event loop", r["rf"] - r["empty"], null, "")
+    add(
+        "record_function, profiler on, inside a running event loop, fast path off",
+        r["rf slow"] - r["empty"],
         null,
         "(before the fast path)",
     )

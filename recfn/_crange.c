@@ -647,9 +647,13 @@ typedef struct {
 #if PY_VERSION_HEX < 0x030C0000
     PyObject *holder;
     int running;
+    uint64_t state_version; /* the thread state dict's version when running was last read */
 #endif
 } Here;
-static _Thread_local Here here;
+/* initial-exec: no __tls_get_addr call per access (a few dozen bytes of the static TLS that
+ * the loader keeps for modules opened later; if it were ever short, importing this module
+ * fails and the engine keeps its slow path). */
+static _Thread_local Here here __attribute__((tls_model("initial-exec")));
 #define LOOP_SLOT 3
 static const char *const THREAD_KEY = "recfn._crange.thread";
 static PyObject *loop_probe;  /* asyncio's _get_running_loop, once asyncio is imported */
@@ -664,6 +668,7 @@ static uint64_t missing_version;
 
 static void forget_holder_in_child(void) {
     here.holder = NULL; /* its reference is left behind: no Python call in an atfork handler */
+    here.state_version = 0;
 }
 #endif
 
@@ -704,14 +709,23 @@ static int loop_running(void) {
 #if PY_VERSION_HEX < 0x030C0000
     if (probe_is_native) {
         PyObject *state = PyThreadState_GetDict();
-        PyObject *holder = state != NULL ? PyDict_GetItemWithError(state, holder_key) : NULL;
-        if (holder == NULL) return PyErr_Occurred() ? -1 : 0; /* no loop ever ran here */
-        if (holder != here.holder) {
+        if (state == NULL) return 0;
+        /* Dict versions are unique across dicts and changes: the same one, nothing changed. */
+        uint64_t version = ((PyDictObject *)state)->ma_version_tag;
+        if (version == here.state_version) return here.running;
+        PyObject *holder = PyDict_GetItemWithError(state, holder_key);
+        if (holder == NULL) {
+            if (PyErr_Occurred()) return -1;
+            Py_CLEAR(here.holder); /* no loop ever ran here */
+            here.running = 0;
+        }
+        else if (holder != here.holder) {
             int running = ask_asyncio();
             if (running < 0) return -1;
             Py_XSETREF(here.holder, Py_NewRef(holder));
             here.running = running;
         }
+        here.state_version = version;
         return here.running;
     }
 #endif
@@ -757,6 +771,7 @@ static void release_thread_data(PyObject *capsule) {
         here.args = NULL;
 #if PY_VERSION_HEX < 0x030C0000
         Py_CLEAR(here.holder);
+        here.state_version = 0;
 #endif
     }
     Py_DECREF(td);
