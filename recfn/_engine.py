@@ -8,8 +8,9 @@ inside a running event loop so asyncio tasks nest separately), and calls each ca
 ``RecordFunctionCallback``) is called without any Python-level dispatch. When the only callback
 is a profiler with native rows that needs nothing per range (``_reg.plain``, derived with the
 count), with-blocks and decorators skip selection and dispatch: they keep the stack here and
-open and close the row through ``recfn._crange`` (the range fast path); anything else a range
-can meet (an event loop, args, ends out of order, futures) takes the path below.
+open and close the row through ``recfn._crange`` (the range fast path), nesting in the
+task's frames inside an event loop; anything else a range can meet (args, ends out of order,
+futures) takes the path below.
 
 Thread-local callbacks and the enabled flag live in an immutable ``_ThreadState`` held by a
 ContextVar: threads start with their own, asyncio tasks get a copy, ``propagate`` carries it, and a
