@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import tracemalloc
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -396,7 +398,10 @@ def test_html_repr_after_stop() -> None:
     assert html is not None and "shown-in-html" in html
 
 
-def test_two_profilers_at_once_each_get_complete_ranges() -> None:
+@contextlib.contextmanager
+def another_profiler() -> Iterator[list[recfn.profile]]:
+    """A second profiler recording from another thread while the block runs; the list holds it
+    once the block has ended."""
     ready, done = threading.Event(), threading.Event()
     other: list[recfn.profile] = []
 
@@ -409,10 +414,17 @@ def test_two_profilers_at_once_each_get_complete_ranges() -> None:
     thread = threading.Thread(target=second_profiler)
     thread.start()
     ready.wait()
-    with recfn.profile() as first, recfn.record_function("seen-by-both"):
-        pass
-    done.set()
-    thread.join()
+    try:
+        yield other
+    finally:
+        done.set()
+        thread.join()
+
+
+def test_two_profilers_at_once_each_get_complete_ranges() -> None:
+    with another_profiler() as other:
+        with recfn.profile() as first, recfn.record_function("seen-by-both"):
+            pass
     for prof in (first, other[0]):
         row = by_name(prof.table)["seen-by-both"]
         assert row["end_ns"] is not None and row["end_ns"] >= row["start_ns"]
@@ -424,27 +436,13 @@ def test_two_profilers_at_once_keep_one_buffer_per_thread(native: bool) -> None:
     per range (each began with thousands of bytes of rows)."""
     from recfn._recorder import row_store
 
-    ready, done = threading.Event(), threading.Event()
-    other: list[recfn.profile] = []
-
-    def second_profiler() -> None:
-        with recfn.profile() as prof:
-            ready.set()
-            done.wait()
-        other.append(prof)
-
     kept = row_store.allow_native
     row_store.allow_native = native
     try:
-        thread = threading.Thread(target=second_profiler)
-        thread.start()
-        ready.wait()
-        with recfn.profile() as first:
+        with another_profiler() as other, recfn.profile() as first:
             for _ in range(50):
                 with recfn.record_function("both"):
                     pass
-        done.set()
-        thread.join()
     finally:
         row_store.allow_native = kept
     for prof in (first, other[0]):
