@@ -962,6 +962,11 @@ class record_function(RecordFunction):
     """
 
     def __init__(self, name: object, args: object = None) -> None:
+        self._construct(name, args)
+
+    def _construct(self, name: object, args: object = None) -> None:
+        """``__init__``'s work; the compiled class's constructor calls it directly
+        (``_crange.install_constructor``: no argument tuple)."""
         if not isinstance(name, str):
             raise TypeError(f"record_function name must be a str, got {type(name).__name__}")
         if args is not None and not isinstance(args, str):
@@ -1063,6 +1068,15 @@ class record_function_fast(record_function):
         input_values: object = None,
         keyword_values: object = None,
     ) -> None:
+        self._construct_fast(name, input_values, keyword_values)
+
+    def _construct_fast(
+        self,
+        name: object,
+        input_values: object = None,
+        keyword_values: object = None,
+    ) -> None:
+        """``__init__``'s work, called directly by the compiled class's constructor."""
         if not isinstance(name, str):
             raise TypeError(f"record_function_fast name must be a str, got {type(name).__name__}")
         if input_values is not None and not isinstance(input_values, (list, tuple)):
@@ -1206,3 +1220,16 @@ def _asyncio_loop_running() -> bool:
         probe = events._get_running_loop
         _reg.loop_probe = probe
     return probe() is not None
+
+
+def _install_constructors() -> bool:
+    """Give the compiled range classes direct constructors (``_crange.install_constructor``);
+    False where they are interpreted or ``_crange`` is not built."""
+    if _crange is None:
+        return False
+    plain = _crange.install_constructor(record_function, "_construct", 1, 2)
+    fast = _crange.install_constructor(record_function_fast, "_construct_fast", 1, 3)
+    return bool(plain and fast)
+
+
+NATIVE_CONSTRUCTORS: Final = _install_constructors()

@@ -114,6 +114,61 @@ def test_record_function_bad_input() -> None:
         recfn.RecordFunction()(lambda: None)
 
 
+@pytest.mark.parametrize(
+    ("make", "kind", "name", "args"),
+    [
+        (lambda: recfn.record_function("p"), recfn.record_function, "p", None),
+        (lambda: recfn.record_function("p", "a=1"), recfn.record_function, "p", "a=1"),
+        (lambda: recfn.record_function("p", None), recfn.record_function, "p", None),
+        (lambda: recfn.record_function(name="k"), recfn.record_function, "k", None),
+        (lambda: recfn.record_function("k", args="b"), recfn.record_function, "k", "b"),
+        (lambda: recfn.record_function(*["s", "c"]), recfn.record_function, "s", "c"),
+        (lambda: recfn.record_function_fast("f"), recfn.record_function_fast, "f", None),
+        (
+            lambda: recfn.record_function_fast("f", (1,), {"a": 2}),
+            recfn.record_function_fast,
+            "f",
+            None,
+        ),
+        (
+            lambda: recfn.record_function_fast("f", keyword_values={"a": 2}),
+            recfn.record_function_fast,
+            "f",
+            None,
+        ),
+    ],
+)
+def test_ranges_are_made_alike_by_every_call_form(
+    make: Any, kind: type, name: str, args: object
+) -> None:
+    # Compiled builds make positional calls natively (_crange.install_constructor) and the rest
+    # through type.__call__: both run __init__'s work.
+    rf = make()
+    assert type(rf) is kind
+    assert (rf.name, rf.args, rf.is_active) == (name, args, False)
+    seen = Seen()
+    with rf:
+        pass
+    assert [r[0] for r in seen.ranges] == [name]
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: recfn.record_function(), "name"),
+        (lambda: recfn.record_function("x", "a", "b"), "at most 2|takes from 2 to 3"),
+        (lambda: recfn.record_function("x", nope=1), "nope"),
+        (lambda: recfn.record_function(None), "name must be a str"),
+        (lambda: recfn.record_function("x", 1.5), "args must be a str"),
+        (lambda: recfn.record_function_fast("x", (), {}, 4), "at most 3|takes from 2 to 4"),
+        (lambda: recfn.record_function_fast("x", 5), "input_values"),
+    ],
+)
+def test_bad_constructor_calls_raise_type_error(make: Any, match: str) -> None:
+    with pytest.raises(TypeError, match=match):
+        make()
+
+
 def test_record_function_args_reach_callbacks() -> None:
     seen: list[object] = []
     recfn.add_global_callback(
