@@ -363,8 +363,23 @@ class _Abandon:
 
     def __del__(self) -> None:
         rf: RecordFunction = self.rf
-        if rf._abandon is self and rf._state == 1:
+        extra = rf._extra
+        if extra is not None and extra.abandon is self and rf._state == 1:
             rf._finish(True, True)
+
+
+class _RangeExtra:
+    """A range's rarely used fields, kept apart: a range that needs none of them (nothing
+    listens, the profiler's fast path) makes and frees one reference instead of seven, each of
+    them a reference count of None to update per range on Python 3.11."""
+
+    inputs: object = None  # handed to start callbacks (needs_inputs), during the start only
+    kwinputs: object = None
+    outputs: object = None  # set_outputs (needs_outputs), for end callbacks
+    pending_inputs: object = None  # record_function_fast's inputs, handed at each entry
+    pending_kwinputs: object = None
+    more: Optional[list[object]] = None  # the callbacks after the first, each with its context
+    abandon: Optional[_Abandon] = None  # started with before(): ends it if it is collected
 
 
 _EMPTY_STATE: Final = _ThreadState([], True)
@@ -487,23 +502,17 @@ class RecordFunction:
     _needs_inputs: bool = False
     _needs_outputs: bool = False
     _needs_ids: bool = False
-    _inputs: object = None
-    _kwinputs: object = None
-    _outputs: object = None
     _args: object = None
-    _pending_inputs: object = None  # what a with-block hands to start callbacks at each entry
-    _pending_kwinputs: object = None
     _parent: Optional[RecordFunction] = None  # the enclosing range when this one started
     _parent_run: i64 = 0  # which run of _parent that was (the object may be reused since)
     _run: i64 = 0  # starts of this object so far: a reused range is a new run
     _td: Optional[_ThreadData] = None
     _e0: Optional[_Entry] = None
     _c0: object = None
-    _more: Optional[list[object]] = None
+    _extra: Optional[_RangeExtra] = None
     _future_end: bool = False
     _frame: Optional[_Frame] = None  # open inside an event loop
     _on_stack: bool = False  # open on its thread's stack
-    _abandon: Optional[_Abandon] = None  # started with before(): ends it if it is collected
     _fast: bool = False  # started by _fast_begin: its row is native, opened without on_start
     # Fields owned by the profiler (recfn._recorder): where this range's row lives.
     sink_chunk: object = None
@@ -551,12 +560,37 @@ class RecordFunction:
             self._e0 = e
             self._state = 0
         else:
-            more = self._more
+            extra = self._extra_fields()
+            more = extra.more
             if more is None:
-                self._more = [e, None]
+                extra.more = [e, None]
             else:
                 more.append(e)
                 more.append(None)
+
+    def _extra_fields(self) -> _RangeExtra:
+        extra = self._extra
+        if extra is None:
+            extra = _RangeExtra()
+            self._extra = extra
+        return extra
+
+    def _more_callbacks(self) -> Optional[list[object]]:
+        """The callbacks after the first, each followed by its context (or None)."""
+        extra = self._extra
+        if extra is None:
+            return None
+        return extra.more
+
+    def _entry(self) -> object:
+        """What the stack or a frame holds for this range: itself, or for a range started with
+        ``before()`` a weak reference to its _Abandon."""
+        extra = self._extra
+        if extra is not None:
+            holder = extra.abandon
+            if holder is not None:
+                return holder.ref
+        return self
 
     def before(
         self,
@@ -576,15 +610,14 @@ class RecordFunction:
         self.seq_nr = sequence_nr
         if self._state < 0:
             return
-        self._abandon = _Abandon(self)
+        self._extra_fields().abandon = _Abandon(self)
         self._begin(args, kwargs)
 
     def _enter_context(self, td: _ThreadData, in_loop: bool) -> None:
         """Make this range the innermost of its task (``in_loop``: an event loop runs on the
         thread) or of its thread, and link it to the range it opened under."""
         self._td = td
-        holder = self._abandon
-        entry: object = self if holder is None else holder.ref
+        entry = self._entry()
         if in_loop:
             # Inside an event loop, nesting is per task: the ContextVar gives each task its own.
             up = _current_var.get()
@@ -625,12 +658,11 @@ class RecordFunction:
             td.next_seq += 1
             self.handle = (td.tid << TID_SHIFT) | td.next_seq
         self._state = 1
+        extra: Optional[_RangeExtra] = None  # holds the inputs during the start
         if self._needs_inputs:
-            self._inputs = inputs
-            self._kwinputs = kwinputs
-        else:
-            self._inputs = None
-            self._kwinputs = None
+            extra = self._extra_fields()
+            extra.inputs = inputs
+            extra.kwinputs = kwinputs
         self._in_start = True
         called: i64 = 0  # callbacks whose start was called: their end must run too
         try:
@@ -641,7 +673,7 @@ class RecordFunction:
                     self._c0 = e0.cb.on_start(self)
                 except Exception:
                     e0.report_failure("start")
-            more = self._more
+            more = self._more_callbacks()
             if more is not None:
                 for i in range(0, len(more), 2):
                     e = more[i]
@@ -654,18 +686,16 @@ class RecordFunction:
         except BaseException:
             # KeyboardInterrupt, SystemExit...: the caller never gets the range, so end it here.
             self._in_start = False
-            self._inputs = None
-            self._kwinputs = None
             self._state = 2
             self._leave_context(False, False)
             self._end_started(called)
             self._c0 = None
-            self._more = None
-            self._abandon = None
+            self._forget_run()
             raise
         self._in_start = False
-        self._inputs = None
-        self._kwinputs = None
+        if extra is not None:
+            extra.inputs = None
+            extra.kwinputs = None
 
     def _fast_begin(self, plain: _Entry) -> bool:
         """Start this range as ``_select`` + ``_begin`` + the profiler's ``on_start`` would for
@@ -763,7 +793,7 @@ class RecordFunction:
                 e0.report_failure("end")
             except BaseException as exc:
                 pending = exc
-        more = self._more
+        more = self._more_callbacks()
         if more is not None:
             for i in range(0, len(more), 2):
                 e = more[i]
@@ -776,11 +806,20 @@ class RecordFunction:
                     if pending is None:
                         pending = exc
         self._c0 = None
-        self._more = None
-        self._outputs = None
-        self._abandon = None  # ends the _Abandon cycle
+        self._forget_run()
         if pending is not None:
             raise pending
+
+    def _forget_run(self) -> None:
+        """Drop what one run of the range held for its callbacks (an ended range keeps no
+        inputs, outputs or contexts; dropping the _Abandon ends its cycle)."""
+        extra = self._extra
+        if extra is not None:
+            extra.inputs = None
+            extra.kwinputs = None
+            extra.outputs = None
+            extra.more = None
+            extra.abandon = None
 
     def _end_started(self, called: i64) -> None:
         """After a start callback raised a BaseException: end the ``called`` first callbacks
@@ -793,7 +832,7 @@ class RecordFunction:
                 e0.report_failure("end")
             except BaseException:  # the start callback's exception is already propagating
                 pass
-        more = self._more
+        more = self._more_callbacks()
         if more is not None:
             for i in range(0, min(len(more), 2 * (called - 1)), 2):
                 e = more[i]
@@ -813,8 +852,7 @@ class RecordFunction:
             self._on_stack = False
             if td is None:
                 return
-            holder = self._abandon
-            entry: object = self if holder is None else holder.ref
+            entry = self._entry()
             stack = td.stack
             top = td.top
             if top > 0 and stack[top - 1] is entry and (not any_thread or _thread_data() is td):
@@ -858,7 +896,7 @@ class RecordFunction:
                 self._c0 = e0.cb.on_detach(self, self._c0)
             except Exception:
                 e0.report_failure("detach")
-        more = self._more
+        more = self._more_callbacks()
         if more is not None:
             for i in range(0, len(more), 2):
                 e = more[i]
@@ -918,13 +956,15 @@ class RecordFunction:
     def inputs(self) -> object:
         """Positional inputs; only readable while start callbacks run."""
         self._check_in_start("inputs")
-        return self._inputs
+        extra = self._extra
+        return extra.inputs if extra is not None else None
 
     @property
     def kwinputs(self) -> object:
         """Keyword inputs; only readable while start callbacks run."""
         self._check_in_start("kwinputs")
-        return self._kwinputs
+        extra = self._extra
+        return extra.kwinputs if extra is not None else None
 
     def _check_in_start(self, what: str) -> None:
         if not self._in_start:
@@ -936,12 +976,13 @@ class RecordFunction:
     @property
     def outputs(self) -> object:
         """Outputs set with ``set_outputs`` (readable by end callbacks)."""
-        return self._outputs
+        extra = self._extra
+        return extra.outputs if extra is not None else None
 
     def set_outputs(self, outputs: object) -> None:
         """Hand outputs to end callbacks; kept only when some callback needs outputs."""
         if self._needs_outputs:
-            self._outputs = outputs
+            self._extra_fields().outputs = outputs
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         # Defined here so subclasses share one object layout (mypyc adds a vectorcall slot).
@@ -976,7 +1017,6 @@ class record_function(RecordFunction):
         self._scope = SCOPE_USER
         self.name = name
         self._args = args
-        self._pending_inputs = args
 
     def __enter__(self) -> record_function:
         if _reg.n_callbacks != 0:
@@ -987,7 +1027,15 @@ class record_function(RecordFunction):
                 return self
             self._select()
             if self._state == 0:
-                self._begin(self._pending_inputs, self._pending_kwinputs)
+                # record_function hands its args; record_function_fast its pending inputs.
+                extra = self._extra
+                if extra is None:
+                    self._begin(self._args, None)
+                else:
+                    self._begin(
+                        self._args if self._args is not None else extra.pending_inputs,
+                        extra.pending_kwinputs,
+                    )
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -1036,7 +1084,7 @@ class record_function(RecordFunction):
         self._state = -1
         self._e0 = None
         self._c0 = None
-        self._more = None
+        self._forget_run()
         self._parent = None
         self._td = None
         self.depth = 0
@@ -1091,8 +1139,10 @@ class record_function_fast(record_function):
             )
         self._scope = SCOPE_USER
         self.name = name
-        self._pending_inputs = input_values
-        self._pending_kwinputs = keyword_values
+        if input_values is not None or keyword_values is not None:
+            extra = self._extra_fields()
+            extra.pending_inputs = input_values
+            extra.pending_kwinputs = keyword_values
 
 
 def begin_range(name: str, args: Optional[str], scope: i32) -> Optional[RecordFunction]:

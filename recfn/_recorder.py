@@ -572,13 +572,14 @@ class Recorder(RecordFunctionCallback):
 
     def _extras(self, buf: _ThreadBuffer, rf: RecordFunction, at: i64) -> None:
         args = rf._args
-        if args is None and rf._kwinputs is not None:
-            args = repr(rf._kwinputs)
+        kwinputs = rf.kwinputs
+        if args is None and kwinputs is not None:
+            args = repr(kwinputs)
         shapes: object = None
         dtypes: object = None
         flops: object = None
         if self.report_input_shapes or self.with_flops:
-            inputs = rf._inputs
+            inputs = rf.inputs
             if isinstance(inputs, (list, tuple)):
                 shape_list: list[list[int]] = []
                 dtype_list: list[str] = []

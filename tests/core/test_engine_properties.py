@@ -173,7 +173,7 @@ def check_invariants(model: Model, pool: list[recfn.RecordFunction]) -> None:
     assert (reg.plain is not None) == plain_expected
     for rf in model.open:  # a fast range is one the plain profiler alone started
         if rf._fast:
-            assert rf._e0 is not None and rf._e0.cb.fast_rows and rf._more is None
+            assert rf._e0 is not None and rf._e0.cb.fast_rows and rf._more_callbacks() is None
     entries, enabled = snapshot()
     assert entries == [(c.handle, c.enabled) for c in model.locals]
     assert enabled
