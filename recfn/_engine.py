@@ -389,6 +389,13 @@ _state_var: Final[contextvars.ContextVar[_ThreadState]] = contextvars.ContextVar
 _current_var: Final[contextvars.ContextVar[Optional[_Frame]]] = contextvars.ContextVar(
     "recfn_current_range", default=None
 )
+# Bound once: compiled code would look each ContextVar method up by name at every call.
+_state_get: Final[Callable[[], _ThreadState]] = _state_var.get
+_current_get: Final[Callable[[], Optional[_Frame]]] = _current_var.get
+_current_set: Final[Callable[[Optional[_Frame]], contextvars.Token[Optional[_Frame]]]] = (
+    _current_var.set
+)
+_current_reset: Final[Callable[[contextvars.Token[Optional[_Frame]]], None]] = _current_var.reset
 _thread_local: Final = threading.local()
 # recfn._crange keeps each thread's data by thread state: where threading.local was patched to
 # hold one per greenlet (gevent), the fast path would find another greenlet's, so it is not told.
@@ -534,7 +541,7 @@ class RecordFunction:
             return
         scope = i64(self._scope)
         if _reg.state_touched:
-            ts = _state_var.get()
+            ts = _state_get()
             if not ts.enabled:
                 return
             for e in _reg.global_entries:
@@ -620,13 +627,13 @@ class RecordFunction:
         entry = self._entry()
         if in_loop:
             # Inside an event loop, nesting is per task: the ContextVar gives each task its own.
-            up = _current_var.get()
+            up = _current_get()
             parent = _frame_range(up)
             if parent is None:
                 parent = _stack_top(td)
             frame = _Frame(entry, up)
             self._frame = frame
-            frame.token = _current_var.set(frame)
+            frame.token = _current_set(frame)
         else:
             # Elsewhere a per-thread stack is exact and avoids ContextVar writes.
             stack = td.stack
@@ -712,7 +719,7 @@ class RecordFunction:
         cb = plain.cb
         if td.rows_owner is not cb:
             return False
-        if _reg.state_touched and not _state_var.get().enabled:
+        if _reg.state_touched and not _state_get().enabled:
             return False  # a state with callbacks would have cleared _reg.plain
         self._e0 = plain
         self._enter_context(td, td.row_args[ROW_ARGS_LOOP] != 0)
@@ -749,17 +756,24 @@ class RecordFunction:
         return True
 
     def _fast_end(self) -> None:
-        """End a range ``_fast_begin`` started, where it started: pop it and end its row (any
-        other case, e.g. one ended out of order or in an event loop, goes through
-        ``_finish``)."""
+        """End a range ``_fast_begin`` started, where it started: pop it, or close its frame in
+        its task, and end its row (any other case, e.g. one ended out of order or from
+        another task, goes through ``_finish``)."""
         td = self._td
-        if td is not None:
+        if td is not None and self._on_stack:
             stack = td.stack
             top = td.top
             if top > 0 and stack[top - 1] is self:
                 stack[top - 1] = None
                 td.top = top - 1
                 self._on_stack = False
+                self._state = 2
+                if self.sink_row >= 0:
+                    _close_row(self.sink_chunk, self, 0)
+                return
+        elif self._frame is not None:
+            self._leave_context(False, False)
+            if not self.is_async:  # closed in its own task (else the profiler marks it async)
                 self._state = 2
                 if self.sink_row >= 0:
                     _close_row(self.sink_chunk, self, 0)
@@ -877,14 +891,14 @@ class RecordFunction:
             if collected and _thread_data() is not td:
                 self.is_async = True
             return  # a closed frame is skipped by whoever reads it next
-        innermost = _current_var.get()
+        innermost = _current_get()
         try:
-            _current_var.reset(token)
+            _current_reset(token)
         except ValueError:  # another thread or asyncio task than the one it started in
             self.is_async = True
             return
         if innermost is not frame:  # ended out of order: the inner range stays current
-            _current_var.set(innermost)
+            _current_set(innermost)
 
     def _detach(self) -> None:
         """Leave the current context without ending (the range now ends with a future)."""
@@ -1194,7 +1208,7 @@ def current_range() -> Optional[RecordFunction]:
     """The innermost active range of this thread or asyncio task, or ``None``."""
     td = _thread_data()
     if _asyncio_loop_running():
-        rf = _frame_range(_current_var.get())
+        rf = _frame_range(_current_get())
         if rf is not None and rf._td is td:
             return rf
     return _stack_top(td)
@@ -1202,7 +1216,7 @@ def current_range() -> Optional[RecordFunction]:
 
 def _innermost(td: _ThreadData) -> Optional[RecordFunction]:
     """The innermost open range of the running task if any, else of the thread ``td``."""
-    rf = _frame_range(_current_var.get())
+    rf = _frame_range(_current_get())
     if rf is None:
         rf = _stack_top(td)
     return rf

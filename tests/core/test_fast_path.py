@@ -285,8 +285,9 @@ def futures() -> None:
 
 
 def event_loop() -> None:
-    """Tasks interleaving ranges across awaits, a range ended by another task, ranges in a
-    plain loop callback (how a Jupyter cell runs) and around the loop."""
+    """Tasks interleaving ranges across awaits, a range ended or exited by another task, ranges
+    exited out of order in a task, ranges in a plain loop callback (how a Jupyter cell runs) and
+    around the loop."""
     handed: list[recfn.record_function] = []
 
     def callback() -> None:
@@ -313,6 +314,19 @@ def event_loop() -> None:
     async def closer() -> None:
         handed.pop().end()
 
+    async def exiter() -> None:
+        handed.pop().__exit__(None, None, None)
+
+    def out_of_order_in_a_task() -> None:
+        outer = recfn.record_function("outer, exited first")
+        inner = recfn.record_function("inner, exited last")
+        outer.__enter__()
+        inner.__enter__()
+        outer.__exit__(None, None, None)
+        with recfn.record_function("under the inner one"):
+            pass
+        inner.__exit__(None, None, None)
+
     async def main() -> None:
         gate = asyncio.Event()
         with recfn.record_function("main"):
@@ -320,6 +334,9 @@ def event_loop() -> None:
             await asyncio.gather(worker(0, gate), worker(1, gate))
             await asyncio.create_task(opener())
             await asyncio.create_task(closer())
+            await asyncio.create_task(opener())
+            await asyncio.create_task(exiter())  # a with-block's exit from another task
+            out_of_order_in_a_task()
             with recfn.record_function("main again"):
                 await asyncio.sleep(0)
 
