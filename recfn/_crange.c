@@ -944,6 +944,181 @@ static PyObject *m_install_constructor(PyObject *Py_UNUSED(m), PyObject *const *
     Py_RETURN_TRUE;
 }
 
+/* ---- RangeCall: the decorator's wrapper of a plain function --------------------------------
+ * A Python wrapper costs a frame, an argument tuple and a keyword dict per call; this one hands
+ * the caller's arguments to the function as they came (vectorcall) between the engine's
+ * begin_range and end_range. Like functools' C wrappers it has a __dict__ (functools.wraps
+ * fills it), binds as a method, and pickles by qualified name. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn, *name, *args, *scope, *begin, *end;
+    PyObject *dict, *weaklist;
+    vectorcallfunc vectorcall;
+} RangeCall;
+
+static PyTypeObject RangeCallType;
+
+/* End rf after fn raised: fn's exception propagates, or end's with fn's as its context (what
+ * a try/finally does). */
+static void end_after_error(RangeCall *w, PyObject *rf) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *raised = PyErr_GetRaisedException();
+    PyObject *done = PyObject_Vectorcall(w->end, &rf, 1, NULL);
+    if (done != NULL) {
+        Py_DECREF(done);
+        PyErr_SetRaisedException(raised);
+        return;
+    }
+    PyObject *during = PyErr_GetRaisedException();
+    PyException_SetContext(during, raised);
+    PyErr_SetRaisedException(during);
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *done = PyObject_Vectorcall(w->end, &rf, 1, NULL);
+    if (done != NULL) {
+        Py_DECREF(done);
+        PyErr_Restore(type, value, tb);
+        return;
+    }
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL) PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    PyObject *type2, *value2, *tb2;
+    PyErr_Fetch(&type2, &value2, &tb2);
+    PyErr_NormalizeException(&type2, &value2, &tb2);
+    PyException_SetContext(value2, value);
+    PyErr_Restore(type2, value2, tb2);
+#endif
+}
+
+static PyObject *rc_call(RangeCall *w, PyObject *const *args, size_t nargsf,
+                         PyObject *kwnames) {
+    PyObject *begin_args[3] = {w->name, w->args, w->scope};
+    PyObject *rf = PyObject_Vectorcall(w->begin, begin_args, 3, NULL);
+    if (rf == NULL) return NULL;
+    PyObject *out = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
+    if (rf == Py_None) {
+        Py_DECREF(rf);
+        return out;
+    }
+    if (out == NULL) {
+        end_after_error(w, rf);
+        Py_DECREF(rf);
+        return NULL;
+    }
+    PyObject *done = PyObject_Vectorcall(w->end, &rf, 1, NULL);
+    Py_DECREF(rf);
+    if (done == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    Py_DECREF(done);
+    return out;
+}
+
+static PyObject *rc_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    PyObject *fn, *name, *args, *scope, *begin, *end;
+    static char *kwlist[] = {"fn", "name", "args", "scope", "begin", "end", NULL};
+    if (!PyArg_ParseTupleAndKeywords(a, kw, "OUOO!OO:RangeCall", kwlist, &fn, &name, &args,
+                                     &PyLong_Type, &scope, &begin, &end))
+        return NULL;
+    if (!PyCallable_Check(fn) || !PyCallable_Check(begin) || !PyCallable_Check(end) ||
+        (args != Py_None && !PyUnicode_Check(args))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "RangeCall(fn, name: str, args: str | None, scope: int, begin, end) "
+                        "needs callables fn, begin and end");
+        return NULL;
+    }
+    RangeCall *w = PyObject_GC_New(RangeCall, type);
+    if (w == NULL) return NULL;
+    w->fn = Py_NewRef(fn);
+    w->name = Py_NewRef(name);
+    w->args = Py_NewRef(args);
+    w->scope = Py_NewRef(scope);
+    w->begin = Py_NewRef(begin);
+    w->end = Py_NewRef(end);
+    w->dict = NULL;
+    w->weaklist = NULL;
+    w->vectorcall = (vectorcallfunc)rc_call;
+    PyObject_GC_Track(w);
+    return (PyObject *)w;
+}
+
+static int rc_traverse(RangeCall *w, visitproc visit, void *arg) {
+    Py_VISIT(w->fn);
+    Py_VISIT(w->begin);
+    Py_VISIT(w->end);
+    Py_VISIT(w->dict);
+    return 0;
+}
+
+static int rc_clear(RangeCall *w) {
+    Py_CLEAR(w->fn);
+    Py_CLEAR(w->name);
+    Py_CLEAR(w->args);
+    Py_CLEAR(w->scope);
+    Py_CLEAR(w->begin);
+    Py_CLEAR(w->end);
+    Py_CLEAR(w->dict);
+    return 0;
+}
+
+static void rc_dealloc(RangeCall *w) {
+    PyObject_GC_UnTrack(w);
+    if (w->weaklist != NULL) PyObject_ClearWeakRefs((PyObject *)w);
+    rc_clear(w);
+    PyObject_GC_Del(w);
+}
+
+static PyObject *rc_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type)) {
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *rc_repr(RangeCall *w) {
+    return PyUnicode_FromFormat("<recfn range %R around %R>", w->name, w->fn);
+}
+
+/* Pickled as the global it replaced (pickle looks the qualified name up in its module). */
+static PyObject *rc_reduce(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef rc_methods[] = {
+    {"__reduce__", rc_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef rc_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject RangeCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn._crange.RangeCall",
+    .tp_doc = "RangeCall(fn, name, args, scope, begin, end): calls fn with the caller's "
+              "arguments between begin(name, args, scope) and end(range) (none when begin "
+              "returns None); what record_function's decorator returns for a plain function.",
+    .tp_basicsize = sizeof(RangeCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = rc_new,
+    .tp_dealloc = (destructor)rc_dealloc,
+    .tp_traverse = (traverseproc)rc_traverse,
+    .tp_clear = (inquiry)rc_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(RangeCall, vectorcall),
+    .tp_descr_get = rc_get,
+    .tp_repr = (reprfunc)rc_repr,
+    .tp_methods = rc_methods,
+    .tp_getset = rc_getset,
+    .tp_dictoffset = offsetof(RangeCall, dict),
+    .tp_weaklistoffset = offsetof(RangeCall, weaklist),
+};
+
 static PyMethodDef module_methods[] = {
     {"thread", m_thread, METH_NOARGS,
      "thread() -> the calling thread's engine data, or None (an unknown thread: take the slow "
@@ -978,7 +1153,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__crange(void) {
     if (PyType_Ready(&RowsType) < 0 || PyType_Ready(&ColumnType) < 0 ||
-        PyType_Ready(&ChunkViewType) < 0)
+        PyType_Ready(&ChunkViewType) < 0 || PyType_Ready(&RangeCallType) < 0)
         return NULL;
     events_name = PyUnicode_InternFromString("asyncio.events");
     if (events_name == NULL) return NULL;
@@ -993,6 +1168,7 @@ PyMODINIT_FUNC PyInit__crange(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Rows", (PyObject *)&RowsType) < 0 ||
+        PyModule_AddObjectRef(m, "RangeCall", (PyObject *)&RangeCallType) < 0 ||
         PyModule_AddIntConstant(m, "CHUNK_ROWS", (long)CHUNK_ROWS) < 0 ||
         PyModule_AddIntConstant(m, "ESCAPE_LIMIT", (long)ESCAPE_LIMIT) < 0) {
         Py_DECREF(m);

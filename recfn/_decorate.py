@@ -1,4 +1,5 @@
-"""Decorator wrappers for ``record_function``: plain Python closures, so ``functools.wraps`` works.
+"""Decorator wrappers for ``record_function``: Python closures, or for plain callables in compiled
+builds the C ``RangeCall``; ``functools.wraps`` works on both.
 
 The engine hands in its ``begin_range``/``end_range``, so this module does not import the engine
 (which imports it to implement ``record_function.__call__``).
@@ -18,9 +19,18 @@ End = Callable[[Any], None]
 
 
 def decorate(
-    fn: Callable[..., Any], name: str, args: Optional[str], begin: Begin, end: End
+    fn: Callable[..., Any],
+    name: str,
+    args: Optional[str],
+    begin: Begin,
+    end: End,
+    native: Optional[Callable[..., Callable[..., Any]]] = None,
 ) -> Callable[..., Any]:
-    """Wrap ``fn`` (plain or async) so every call is a USER_SCOPE range called ``name``."""
+    """Wrap ``fn`` (plain or async) so every call is a USER_SCOPE range called ``name``.
+
+    ``native`` (``recfn._crange.RangeCall`` in compiled builds) wraps a plain callable without
+    a Python frame: the same calls, metadata, method binding and pickling as ``wrapper`` below.
+    """
     if not callable(fn):
         raise TypeError(f"record_function can only decorate callables, got {type(fn).__name__}")
     if inspect.iscoroutinefunction(fn):
@@ -36,6 +46,9 @@ def decorate(
                 end(rf)
 
         return async_wrapper
+
+    if native is not None:
+        return functools.update_wrapper(native(fn, name, args, SCOPE_USER, begin, end), fn)
 
     @functools.wraps(fn)
     def wrapper(*a: Any, **kw: Any) -> Any:

@@ -1073,7 +1073,12 @@ class record_function(RecordFunction):
 
         args = self._args
         return decorate(
-            fn, self.name, args if isinstance(args, str) else None, begin_range, end_range
+            fn,
+            self.name,
+            args if isinstance(args, str) else None,
+            begin_range,
+            end_range,
+            _crange.RangeCall if _crange is not None else None,
         )
 
     def end_on_future(self, fut: Any) -> Any:

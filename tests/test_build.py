@@ -28,6 +28,8 @@ def test_core_modules_are_compiled_extensions() -> None:
     assert _engine._crange is not None  # the profiler's rows and the range fast path are native
     assert str(_engine._crange.__file__).endswith(".so")
     assert _engine.NATIVE_CONSTRUCTORS  # record_function("x") is made without an argument tuple
+    plain = recfn.record_function("x")(len)  # decorated plain callables run without a frame
+    assert type(plain) is _engine._crange.RangeCall
     assert _chrome_import.NATIVE is not None  # read_chrome_trace decodes with recfn._cchrome
 
 

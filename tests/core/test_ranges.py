@@ -63,6 +63,85 @@ def test_decorator_plain_function_keeps_metadata() -> None:
     assert [r[0] for r in seen.ranges] == ["decorated", "decorated"]
 
 
+@recfn.record_function("module level")
+def module_level(x: int) -> int:
+    return x + 1
+
+
+class Stop(BaseException):
+    pass
+
+
+def test_decorated_functions_bind_as_methods_and_keep_their_arguments() -> None:
+    seen = Seen()
+
+    class Model:
+        scale = 3
+
+        @recfn.record_function("method")
+        def forward(self, x: int, *, bias: int = 0) -> int:
+            return x * self.scale + bias
+
+        @staticmethod
+        @recfn.record_function("static")
+        def helper(x: int) -> int:
+            return -x
+
+        @classmethod
+        @recfn.record_function("class")
+        def make(cls, x: int) -> tuple[type, int]:
+            return cls, x
+
+    model = Model()
+    assert model.forward(2) == 6 and model.forward(2, bias=1) == 7
+    assert Model.forward(model, 1) == 3  # unbound through the class, as a function
+    assert model.helper(4) == -4 and Model.make(5) == (Model, 5)
+    bound = model.forward
+    assert bound.__self__ is model and bound(x=1) == 3
+    assert [r[0] for r in seen.ranges] == ["method"] * 3 + ["static", "class", "method"]
+
+    class Callable:
+        def __call__(self, *a: object, **kw: object) -> tuple[object, object]:
+            return a, kw
+
+    wrapped = recfn.record_function("object")(Callable())
+    assert wrapped(1, k=2) == ((1,), {"k": 2})
+    assert seen.ranges[-1][0] == "object"
+
+
+def test_decorated_functions_pickle_and_weakref_as_functions_do() -> None:
+    import pickle
+    import weakref
+
+    assert pickle.loads(pickle.dumps(module_level)) is module_level
+    assert weakref.ref(module_level)() is module_level
+    assert module_level.__module__ == __name__ and module_level.__qualname__ == "module_level"
+    assert module_level(1) == 2
+
+
+def test_decorator_end_raising_keeps_the_functions_exception_as_context() -> None:
+    def end(rf: recfn.RecordFunction, ctx: object) -> None:
+        raise Stop("from end")
+
+    recfn.add_global_callback(RecordFunctionCallback(None, end))
+
+    @recfn.record_function("raises twice")
+    def boom() -> None:
+        raise KeyError("from the function")
+
+    with pytest.raises(Stop) as info:
+        boom()
+    assert isinstance(info.value.__context__, KeyError)
+
+    @recfn.record_function("returns")
+    def fine() -> int:
+        return 1
+
+    with pytest.raises(Stop) as info:
+        fine()
+    assert info.value.__context__ is None
+
+
 def test_decorator_async_function() -> None:
     seen = Seen()
 
