@@ -1,6 +1,7 @@
 """Build recfn: the hot modules of recfn/ are compiled with mypyc, and beside them trace_calls' C
 profile hook (recfn/_ctrace.c), the Chrome trace reader's native decoder (recfn/_cchrome.c) and
-the profiler's native rows (recfn/_crange.c), unless RECFN_NO_MYPYC=1."""
+the profiler's native rows (recfn/_crange.c) and the range classes' call protocol
+(recfn/_ccall.c), unless RECFN_NO_MYPYC=1."""
 
 import os
 
@@ -24,7 +25,7 @@ if os.environ.get("RECFN_NO_MYPYC", "") not in ("1", "true", "yes"):
     )
     ext_modules += [
         Extension(f"recfn.{name}", [f"recfn/{name}.c"], extra_compile_args=["-O3", "-Wall"])
-        for name in ("_ctrace", "_cchrome", "_crange")
+        for name in ("_ctrace", "_cchrome", "_crange", "_ccall")
     ]
 
 setup(ext_modules=ext_modules)

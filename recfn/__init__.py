@@ -113,7 +113,7 @@ COMPILED_MODULES = (
 )
 # C extensions built with them: trace_calls' profile hook, the Chrome reader's native decoder,
 # the profiler's native rows and range fast path.
-NATIVE_MODULES = ("recfn._ctrace", "recfn._cchrome", "recfn._crange")
+NATIVE_MODULES = ("recfn._ctrace", "recfn._cchrome", "recfn._crange", "recfn._ccall")
 
 
 def _is_extension(name: str) -> bool:

@@ -59,11 +59,12 @@ META_DEPTH_SHIFT: Final = 8  # a row's packed meta is scope | ... | depth << MET
 ROW_ARGS_LOOP: Final = 3  # td.row_args[ROW_ARGS_LOOP]: an event loop runs (set by thread())
 
 
-def _load_crange() -> Any:
-    """recfn._crange, the profiler's native rows and the range fast path's C half (built with
-    the compiled modules), or None."""
+def _load_native(name: str) -> Any:
+    """A C extension built with the compiled modules (``recfn._crange``: the profiler's native
+    rows and the range fast path's C half; ``recfn._ccall``: the range classes' call protocol),
+    or None."""
     try:
-        return importlib.import_module("recfn._crange")
+        return importlib.import_module(name)
     except ImportError:
         return None
 
@@ -84,7 +85,8 @@ def _no_close_row(rows: object, key: object, bits: int) -> None:
     raise RuntimeError("recfn._crange is not built")
 
 
-_crange: Final[Any] = _load_crange()
+_crange: Final[Any] = _load_native("recfn._crange")
+_ccall: Final[Any] = _load_native("recfn._ccall")
 _UNSELECTED: Final = object()  # RecordFunction(_UNSELECTED): begin_range's range, not selected
 # Final bindings: compiled code calls them as statics, without a module attribute lookup.
 _fast_thread: Final[Callable[[], object]] = _crange.thread if _crange is not None else _no_thread
@@ -1021,7 +1023,7 @@ class record_function(RecordFunction):
 
     def _construct(self, name: object, args: object = None) -> None:
         """``__init__``'s work; the compiled class's constructor calls it directly
-        (``_crange.install_constructor``: no argument tuple)."""
+        (``_ccall.install_constructor``: no argument tuple)."""
         if not isinstance(name, str):
             raise TypeError(f"record_function name must be a str, got {type(name).__name__}")
         if args is not None and not isinstance(args, str):
@@ -1078,7 +1080,7 @@ class record_function(RecordFunction):
             args if isinstance(args, str) else None,
             begin_range,
             end_range,
-            _crange.RangeCall if _crange is not None else None,
+            _ccall.RangeCall if _ccall is not None else None,
         )
 
     def end_on_future(self, fut: Any) -> Any:
@@ -1291,14 +1293,18 @@ def _asyncio_loop_running() -> bool:
     return probe() is not None
 
 
-def _install_constructors() -> bool:
-    """Give the compiled range classes direct constructors (``_crange.install_constructor``);
-    False where they are interpreted or ``_crange`` is not built."""
-    if _crange is None:
+def _install_call_protocol() -> bool:
+    """Give the compiled range classes direct constructors and ``__enter__``/``__exit__`` bound
+    from a free list (``recfn._ccall``); False where they are interpreted or it is not built."""
+    if _ccall is None:
         return False
-    plain = _crange.install_constructor(record_function, "_construct", 1, 2)
-    fast = _crange.install_constructor(record_function_fast, "_construct_fast", 1, 3)
-    return bool(plain and fast)
+    done = [
+        _ccall.install_constructor(record_function, "_construct", 1, 2),
+        _ccall.install_constructor(record_function_fast, "_construct_fast", 1, 3),
+        _ccall.install_bound_free_list(record_function, "__enter__"),
+        _ccall.install_bound_free_list(record_function, "__exit__"),
+    ]
+    return all(done)
 
 
-NATIVE_CONSTRUCTORS: Final = _install_constructors()
+NATIVE_CALLS: Final = _install_call_protocol()

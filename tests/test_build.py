@@ -27,9 +27,10 @@ def test_core_modules_are_compiled_extensions() -> None:
     assert _tracer.native_available()  # trace_calls runs on the C hook
     assert _engine._crange is not None  # the profiler's rows and the range fast path are native
     assert str(_engine._crange.__file__).endswith(".so")
-    assert _engine.NATIVE_CONSTRUCTORS  # record_function("x") is made without an argument tuple
-    plain = recfn.record_function("x")(len)  # decorated plain callables run without a frame
-    assert type(plain) is _engine._crange.RangeCall
+    # record_function("x") is made without an argument tuple, its __enter__/__exit__ bound from
+    # a free list, and decorated plain callables run without a Python frame (recfn._ccall)
+    assert _engine.NATIVE_CALLS
+    assert type(recfn.record_function("x")(len)) is _engine._ccall.RangeCall
     assert _chrome_import.NATIVE is not None  # read_chrome_trace decodes with recfn._cchrome
 
 

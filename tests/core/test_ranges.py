@@ -220,7 +220,7 @@ def test_record_function_bad_input() -> None:
 def test_ranges_are_made_alike_by_every_call_form(
     make: Any, kind: type, name: str, args: object
 ) -> None:
-    # Compiled builds make positional calls natively (_crange.install_constructor) and the rest
+    # Compiled builds make positional calls natively (_ccall.install_constructor) and the rest
     # through type.__call__: both run __init__'s work.
     rf = make()
     assert type(rf) is kind
