@@ -73,10 +73,32 @@ static int buf_reserve(Buf *b, size_t extra) {
     return OK;
 }
 
+/* Copies `n` bytes; the short copies of single tokens (most of them) inline, as two
+ * overlapping moves of fixed size that read nothing outside `src`, rather than a call. */
+static inline void copy_bytes(char *dst, const unsigned char *src, size_t n) {
+    uint64_t a, b;
+    uint32_t c, d;
+    if (n >= 8 && n <= 16) {
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        memcpy(&c, src, 4);
+        memcpy(&d, src + n - 4, 4);
+        memcpy(dst, &c, 4);
+        memcpy(dst + n - 4, &d, 4);
+    } else if (n > 16) {
+        memcpy(dst, src, n);
+    } else {
+        for (size_t i = 0; i < n; i++) dst[i] = (char)src[i];
+    }
+}
+
 static inline int buf_put(Buf *b, const void *src, size_t n) {
     if (n == 0) return OK;
-    RETURN_IF(buf_reserve(b, n));
-    memcpy(b->data + b->len, src, n);
+    if (n > b->cap - b->len) RETURN_IF(buf_reserve(b, n));
+    copy_bytes(b->data + b->len, src, n);
     b->len += n;
     return OK;
 }
@@ -410,6 +432,87 @@ static int value(Parser *ps, Buf *out, int depth) {
     }
 }
 
+/* -- values copied compactly into room reserved beforehand (`compact`) ------------------------ */
+
+static int value_to(Parser *ps, char **out, int depth);
+
+static int literal_to(Parser *ps, const char *word, size_t len, char **out) {
+    if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, word, len) != 0) return NOT_FAST;
+    copy_bytes(*out, ps->p, len);
+    *out += len;
+    ps->p += len;
+    return OK;
+}
+
+/* An object or array (p at its bracket); `depth` is the level it opens. */
+static int container_to(Parser *ps, char **out, int depth) {
+    unsigned char open = *ps->p, close = open == '{' ? '}' : ']';
+    int object = open == '{';
+    if (depth > ps->max_depth) return NOT_FAST;
+    ps->p++;
+    *(*out)++ = (char)open;
+    if (peek(ps) == close) {
+        ps->p++;
+        *(*out)++ = (char)close;
+        return OK;
+    }
+    for (;;) {
+        if (object) {
+            if (peek(ps) != '"') return NOT_FAST;
+            RETURN_IF(value_to(ps, out, depth + 1));
+            RETURN_IF(expect(ps, ':'));
+            *(*out)++ = ':';
+        }
+        RETURN_IF(value_to(ps, out, depth + 1));
+        int c = take(ps);
+        if (c == close) {
+            *(*out)++ = (char)close;
+            return OK;
+        }
+        if (c != ',') return NOT_FAST;
+        *(*out)++ = ',';
+    }
+}
+
+/* Any JSON value, as `value` copies it, to *out (with room for it); `depth` as `value`'s. */
+static int value_to(Parser *ps, char **out, int depth) {
+    Ptr start;
+    switch (peek(ps)) {
+        case '"': {
+            Ptr content;
+            size_t len;
+            int escaped;
+            start = ps->p;
+            RETURN_IF(scan_string(ps, &content, &len, &escaped));
+            break;
+        }
+        case '{':
+        case '[': return container_to(ps, out, depth);
+        case 't': return literal_to(ps, "true", 4, out);
+        case 'f': return literal_to(ps, "false", 5, out);
+        case 'n': return literal_to(ps, "null", 4, out);
+        default: {
+            Number n;
+            start = ps->p;
+            RETURN_IF(scan_number(ps, &n));
+            if (!number_in_range(&n)) return NOT_FAST;
+        }
+    }
+    copy_bytes(*out, start, (size_t)(ps->p - start));
+    *out += ps->p - start;
+    return OK;
+}
+
+/* `value` with `out` given: the compact text is no longer than the text it comes from, so
+ * room for the rest of the text is reserved once, and the tokens are copied unchecked. */
+static int compact(Parser *ps, Buf *out, int depth) {
+    RETURN_IF(buf_reserve(out, (size_t)(ps->end - ps->p)));
+    char *at = out->data + out->len;
+    int rc = value_to(ps, &at, depth);
+    out->len = (size_t)(at - out->data);
+    return rc;
+}
+
 /* A code point's UTF-8 bytes (not a surrogate: scan_string refuses lone ones). */
 static int put_utf8(Buf *out, uint32_t cp) {
     unsigned char bytes[4];
@@ -595,6 +698,30 @@ static int field_of(Ptr key, size_t len) {
     }
 }
 
+#define UNKNOWN (-2)
+#define PLAIN_KEY(text, result)                                   \
+    if (memcmp(s, text "\"", sizeof(text)) == 0) {               \
+        ps->p = s + sizeof(text);                                 \
+        return result;                                            \
+    }
+
+/* The Event field whose key (p at its quote) is spelled as torch and recfn write it, read
+ * without scanning the string (p then after its closing quote); UNKNOWN for any other key. */
+static inline int known_field(Parser *ps) {
+    Ptr s = ps->p + 1;
+    if (ps->end - s < 8) return UNKNOWN;
+    switch (*s) {
+        case 'p': PLAIN_KEY("ph", PH) PLAIN_KEY("pid", PID) break;
+        case 'n': PLAIN_KEY("name", NAME) break;
+        case 'c': PLAIN_KEY("cat", CAT) break;
+        case 't': PLAIN_KEY("ts", TS) PLAIN_KEY("tid", TID) break;
+        case 'd': PLAIN_KEY("dur", DUR) break;
+        case 'a': PLAIN_KEY("args", ARGS) break;
+        default: break;
+    }
+    return UNKNOWN;
+}
+
 /* A field's value as far as the columns need it. */
 typedef enum { ABSENT, IS_NULL, IS_STRING, IS_NUMBER, IS_OTHER } Kind;
 
@@ -691,11 +818,33 @@ static int torch_key(Ptr key, size_t len) {
     }
 }
 
+/* The torch arg (`torch_key`) whose key (p at its quote) is one of the keys torch writes on
+ * every op, spelled plainly, read without scanning the string (p then after its closing
+ * quote); UNKNOWN for any other key. */
+static inline int known_arg(Parser *ps) {
+    Ptr s = ps->p + 1;
+    if (ps->end - s < 24) return UNKNOWN;
+    switch (*s) {
+        case 'E': PLAIN_KEY("External id", -1) PLAIN_KEY("Ev Idx", -1) break;
+        case 'R': PLAIN_KEY("Record function id", -1) break;
+        case 'S': PLAIN_KEY("Sequence number", SEQUENCE_NR) break;
+        case 'F': PLAIN_KEY("Fwd thread id", FWD_THREAD_ID) break;
+        case 'C': PLAIN_KEY("Concrete Inputs", -1) break;
+        case 'I':
+            PLAIN_KEY("Input Dims", INPUT_DIMS)
+            PLAIN_KEY("Input type", INPUT_TYPE)
+            PLAIN_KEY("Input Strides", -1)
+            break;
+        default: break;
+    }
+    return UNKNOWN;
+}
+
 /* An event's args (p at the value), copied compactly to the batch's args text; torch's integer
  * args, when the value is an object, to t->ints (their defaults when absent or null), and where
  * its list args' compact text lies to t->at and t->len. */
 static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
-    if (peek(ps) != '{') return value(ps, &b->args, 3);
+    if (peek(ps) != '{') return compact(ps, &b->args, 3);
     if (3 > ps->max_depth) return NOT_FAST;
     ps->p++;
     RETURN_IF(buf_byte(&b->args, '{'));
@@ -710,12 +859,15 @@ static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
         int escaped;
         if (peek(ps) != '"') return NOT_FAST;
         Ptr quoted = ps->p;
-        RETURN_IF(scan_string(ps, &key, &len, &escaped));
-        if (escaped) return NOT_FAST; /* it could spell a torch key */
+        int which = known_arg(ps);
+        if (which == UNKNOWN) {
+            RETURN_IF(scan_string(ps, &key, &len, &escaped));
+            if (escaped) return NOT_FAST; /* it could spell a torch key */
+            which = torch_key(key, len);
+        }
         RETURN_IF(buf_put(&b->args, quoted, (size_t)(ps->p - quoted)));
         RETURN_IF(expect(ps, ':'));
         RETURN_IF(buf_byte(&b->args, ':'));
-        int which = torch_key(key, len);
         if (which == SEQUENCE_NR || which == FWD_THREAD_ID) {
             Token v;
             if (seen[which]++) return NOT_FAST;
@@ -729,10 +881,10 @@ static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
             int list = which - INPUT_DIMS;
             t->twice |= t->len[list] != 0;
             t->at[list] = b->args.len;
-            RETURN_IF(value(ps, &b->args, 4));
+            RETURN_IF(compact(ps, &b->args, 4));
             t->len[list] = b->args.len - t->at[list];
         } else {
-            RETURN_IF(value(ps, &b->args, 4));
+            RETURN_IF(compact(ps, &b->args, 4));
         }
         int c = take(ps);
         if (c == '}') return buf_byte(&b->args, '}');
@@ -921,8 +1073,11 @@ static int event(Parser *ps, Batch *b) {
             size_t len;
             int escaped;
             if (peek(ps) != '"') return NOT_FAST;
-            RETURN_IF(scan_string(ps, &key, &len, &escaped));
-            int which = escaped ? -1 : field_of(key, len);
+            int which = known_field(ps);
+            if (which == UNKNOWN) {
+                RETURN_IF(scan_string(ps, &key, &len, &escaped));
+                which = escaped ? -1 : field_of(key, len);
+            }
             if (which < 0 || f[which].kind != ABSENT) return NOT_FAST;
             RETURN_IF(expect(ps, ':'));
             if (which == ARGS) {
