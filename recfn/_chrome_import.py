@@ -527,15 +527,25 @@ class _Ids:
         self.objects = np.concatenate(
             [np.empty(0, object), *(p for p, m in zip(parts, mixed) if m)]
         )
-        self.codes = np.empty(len(self.ints), np.int64)
+        objects = self.objects.tolist()
+        own = list(map(_integer_of, objects))
+        low = min([int(self.ints.min(initial=0)), *(n for n in own if n is not None)])
+        self.codes = self.ints.copy()
+        if low - len(objects) > INT64_MIN:
+            # An integer is its own code (no hashing of millions of them); the other values
+            # get codes below all of those, equal ones (as a dict has them) one code.
+            others: dict[Any, int] = {}
+            self.codes[self.positions] = [
+                others.setdefault(v, low - 1 - len(others)) if n is None else n
+                for v, n in zip(objects, own)
+            ]
+            return
         plain = np.ones(len(self.ints), bool)
         plain[self.positions] = False
         int_codes, int_values = pd.factorize(self.ints[plain])
         self.codes[plain] = int_codes
         equal = {value: code for code, value in enumerate(int_values.tolist())}
-        self.codes[self.positions] = [
-            equal.setdefault(v, len(equal)) for v in self.objects.tolist()
-        ]
+        self.codes[self.positions] = [equal.setdefault(v, len(equal)) for v in objects]
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, int | np.integer):
@@ -550,6 +560,15 @@ class _Ids:
         other = self.positions[at] == index
         out[other] = self.objects[at[other]]
         return out
+
+
+def _integer_of(value: Any) -> int | None:
+    """The int64 integer that `value` equals (an int, a bool, an integral float), else None."""
+    if value.__class__ is float and value.is_integer():
+        value = int(value)
+    if value.__class__ in (int, bool) and INT64_MIN <= value <= INT64_MAX:
+        return int(value)
+    return None
 
 
 def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
@@ -1033,33 +1052,42 @@ def _gather(parts: list[Any], rows: np.ndarray) -> pa.ChunkedArray:
     position[rows] = np.arange(len(rows))
     last = [int(position[lo:hi].max(initial=-1)) // BATCH for lo, hi in zip(bounds, bounds[1:])]
     del position
+    done = sorted(range(len(parts)), key=last.__getitem__)  # parts by the block that ends them
     chunks = []
-    for at in range(0, len(rows), BATCH):
+    for block, at in enumerate(range(0, len(rows), BATCH)):
         index = rows[at : at + BATCH]
         if index[-1] - index[0] == len(index) - 1 and (np.diff(index) == 1).all():
             chunks += _slices(parts, bounds, int(index[0]), int(index[-1]) + 1, kind)
         else:
             chunks.append(_taken(parts, bounds, index).cast(kind))
-        for c, block in enumerate(last):
-            if block <= at // BATCH:
-                parts[c] = None
+        while done and last[done[0]] <= block:
+            parts[done.pop(0)] = None
     parts.clear()
     return pa.chunked_array(chunks, kind)
 
 
 def _taken(parts: list[Any], bounds: np.ndarray, index: np.ndarray) -> pa.Array:
-    """The values of consecutive `parts` (starting at `bounds`) at `index`."""
+    """The values of consecutive `parts` (starting at `bounds`) at `index`. Rows nearly in
+    order (a few from elsewhere among runs of consecutive ones) reach short spans of the
+    parts: those are joined (a plain copy) and taken from once; otherwise each part's rows are
+    taken and put back in order."""
     part = np.searchsorted(bounds, index, side="right") - 1
-    used = np.unique(part)
+    local = index - bounds[part]
+    used = np.flatnonzero(np.bincount(part, minlength=len(parts))).tolist()
     if len(used) == 1:
-        c = int(used[0])
-        return parts[c].take(pa.array(index - bounds[c]))
-    pieces, where = [], []
-    for c in used.tolist():
-        picked = np.flatnonzero(part == c)
-        pieces.append(parts[c].take(pa.array(index[picked] - bounds[c])))
-        where.append(picked)
-    back = np.argsort(np.concatenate(where), kind="stable")
+        return parts[used[0]].take(pa.array(local))
+    reached = [local[part == c] for c in used]
+    spans = [(int(rows.min()), int(rows.max()) + 1) for rows in reached]
+    if sum(high - low for low, high in spans) <= 2 * len(index):
+        start = np.zeros(len(parts), np.int64)  # where each used part's span starts, less its low
+        pieces, size = [], 0
+        for c, (low, high) in zip(used, spans):
+            start[c] = size - low
+            pieces.append(parts[c].slice(low, high - low))
+            size += high - low
+        return pa.concat_arrays(pieces).take(pa.array(local + start[part]))
+    pieces = [parts[c].take(pa.array(rows)) for c, rows in zip(used, reached)]
+    back = np.argsort(np.concatenate([np.flatnonzero(part == c) for c in used]), kind="stable")
     return pa.concat_arrays(pieces).take(pa.array(back))
 
 
