@@ -730,13 +730,35 @@ typedef struct {
     Ptr text; /* a string's content, as written */
     size_t len;
     int escaped;
+    int32_t code; /* a label's code where a repeat told it (`repeat_of`), else -1 */
     Number number;
 } Token;
+
+/* The last plain string a field (ph, name, cat) had, and its label's code (-1: none yet). */
+typedef struct {
+    Ptr text;
+    size_t len;
+    int32_t code;
+} Last;
+
+/* Whether the string at p (after whitespace) is the same text as `last` (a plain string
+ * checked before, so this one needs no scan): then `t` is it, and p after it. */
+static inline int repeat_of(Parser *ps, const Last *last, Token *t) {
+    if (last->text == NULL || peek(ps) != '"') return 0;
+    Ptr s = ps->p + 1;
+    if ((size_t)(ps->end - s) <= last->len || s[last->len] != '"' ||
+        memcmp(s, last->text, last->len) != 0)
+        return 0;
+    *t = (Token){.kind = IS_STRING, .text = s, .len = last->len, .escaped = 0, .code = last->code};
+    ps->p = s + last->len + 1;
+    return 1;
+}
 
 static int token(Parser *ps, Token *t, int depth) {
     switch (peek(ps)) {
         case '"':
             t->kind = IS_STRING;
+            t->code = -1;
             return scan_string(ps, &t->text, &t->len, &t->escaped);
         case 'n':
             t->kind = IS_NULL;
@@ -776,6 +798,7 @@ typedef struct {
     Buf others;
     Buf scratch; /* a name's decoded text */
     Labels name_labels, cat_labels;
+    Last last[CAT + 1]; /* by field: ph, name, cat */
     ListColumn lists[2]; /* input_shapes, input_dtypes */
     size_t n, n_others;
     int any_id[2];
@@ -904,10 +927,12 @@ static int time_column(Buf *column, const Token *t) {
     return put_f64(column, v);
 }
 
-static int label_column(Buf *column, Labels *labels, const Token *t, Buf *scratch) {
+static int label_column(Buf *column, Labels *labels, const Token *t, Buf *scratch, Last *last) {
     int32_t code = -1;
     if (t->kind == IS_STRING && !t->escaped) {
-        RETURN_IF(label_code(labels, t->text, t->len, 0, &code));
+        if (t->code >= 0) code = t->code;
+        else RETURN_IF(label_code(labels, t->text, t->len, 0, &code));
+        *last = (Last){t->text, t->len, code};
     } else if (t->kind == IS_STRING) {
         scratch->len = 0;
         RETURN_IF(unescape(t->text, t->len, scratch));
@@ -1035,8 +1060,8 @@ static int add_complete(Batch *b, const Token *f, size_t args_start, const Torch
     RETURN_IF(time_column(&b->dur, &f[DUR]));
     RETURN_IF(id_column(&b->pid, &f[PID]));
     RETURN_IF(id_column(&b->tid, &f[TID]));
-    RETURN_IF(label_column(&b->names, &b->name_labels, &f[NAME], &b->scratch));
-    RETURN_IF(label_column(&b->cats, &b->cat_labels, &f[CAT], &b->scratch));
+    RETURN_IF(label_column(&b->names, &b->name_labels, &f[NAME], &b->scratch, &b->last[NAME]));
+    RETURN_IF(label_column(&b->cats, &b->cat_labels, &f[CAT], &b->scratch, &b->last[CAT]));
     RETURN_IF(optional_id_column(b, 0, &f[RECFN_ID]));
     RETURN_IF(optional_id_column(b, 1, &f[RECFN_PARENT_ID]));
     if (f[ARGS].kind == ABSENT) RETURN_IF(buf_put(&b->args, "null", 4));
@@ -1083,7 +1108,7 @@ static int event(Parser *ps, Batch *b) {
             if (which == ARGS) {
                 f[ARGS].kind = IS_OTHER;
                 RETURN_IF(args_value(ps, b, &torch));
-            } else {
+            } else if (which > CAT || !repeat_of(ps, &b->last[which], &f[which])) {
                 RETURN_IF(token(ps, &f[which], 3));
             }
             int c = take(ps);
@@ -1092,6 +1117,7 @@ static int event(Parser *ps, Batch *b) {
         }
     const Token *ph = &f[PH];
     if (ph->kind == IS_STRING && ph->escaped) return NOT_FAST;
+    if (ph->kind == IS_STRING) b->last[PH] = (Last){ph->text, ph->len, -1};
     if (ph->kind == IS_STRING && ph->len == 1 && ph->text[0] == 'X')
         return add_complete(b, f, args_start, &torch);
     b->args.len = args_start; /* msgspec decodes the others */
