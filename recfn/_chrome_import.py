@@ -1028,8 +1028,8 @@ def _args_columns(
 ) -> tuple[pa.ChunkedArray, dict[str, np.ndarray], tuple[pa.ChunkedArray, ...]]:
     """The args strings of the events at `rows`, the integer columns from torch's args of all
     events, and ``input_shapes``/``input_dtypes`` at `rows` (none when absent or not of the
-    schema's types). Consumes `args`: each part is dropped once its last row is copied (`_gather`),
-    so that the strings are held about once."""
+    schema's types). Consumes `args`: each part is dropped once its last row is copied
+    (`_gather_columns`), so that the strings are held about once."""
     parts = args.parts(source)
     args.complete.clear()
     ints = {key: np.concatenate([part.ints[key] for part in parts]) for key in TORCH_INTS}
@@ -1037,58 +1037,88 @@ def _args_columns(
     if any(part.has_shapes for part in parts) and all(part.shapes for part in parts):
         columns += [[part.shapes[i] for part in parts] for i in range(2)]
     del parts
-    taken = [_gather(column, rows) for column in columns]
+    taken = _gather_columns(columns, rows)
     return taken[0], ints, tuple(taken[1:])
 
 
 def _gather(parts: list[Any], rows: np.ndarray) -> pa.ChunkedArray:
-    """The values of consecutive `parts` at `rows`, `BATCH` rows at a time: a chunked result,
-    and each part is dropped from `parts` once its last row is taken, so that the values are
-    never held twice over (as concatenating the parts first would); runs of consecutive rows
-    are slices of the parts (`_slices`). Large strings become strings, as the schema has them."""
-    kind = pa.string() if parts[0].type == pa.large_string() else parts[0].type
-    bounds = np.cumsum([0, *map(len, parts)])
+    """The values of consecutive `parts` at `rows` (`_gather_columns` of one column)."""
+    return _gather_columns([parts], rows)[0]
+
+
+def _gather_columns(columns: list[list[Any]], rows: np.ndarray) -> list[pa.ChunkedArray]:
+    """The values of each column's consecutive parts (of the same lengths in every column) at
+    `rows`, `BATCH` rows at a time: chunked results, and each part is dropped from its column
+    once its last row is taken, so that the values are never held twice over (as
+    concatenating the parts first would); runs of consecutive rows are slices of the parts
+    (`_slices`), other rows are taken (`_Take`, worked out once for all columns). Large
+    strings become strings, as the schema has them."""
+    kinds = [
+        pa.string() if parts[0].type == pa.large_string() else parts[0].type for parts in columns
+    ]
+    bounds = np.cumsum([0, *map(len, columns[0])])
     position = np.full(bounds[-1], -1, dtype=np.int64)
     position[rows] = np.arange(len(rows))
     last = [int(position[lo:hi].max(initial=-1)) // BATCH for lo, hi in zip(bounds, bounds[1:])]
     del position
-    done = sorted(range(len(parts)), key=last.__getitem__)  # parts by the block that ends them
-    chunks = []
+    done = sorted(range(len(last)), key=last.__getitem__)  # parts by the block that ends them
+    chunks: list[list[Any]] = [[] for _ in columns]
     for block, at in enumerate(range(0, len(rows), BATCH)):
         index = rows[at : at + BATCH]
         if index[-1] - index[0] == len(index) - 1 and (np.diff(index) == 1).all():
-            chunks += _slices(parts, bounds, int(index[0]), int(index[-1]) + 1, kind)
+            lo, hi = int(index[0]), int(index[-1]) + 1
+            for parts, kind, out in zip(columns, kinds, chunks):
+                out += _slices(parts, bounds, lo, hi, kind)
         else:
-            chunks.append(_taken(parts, bounds, index).cast(kind))
+            take = _Take(bounds, index)
+            for parts, kind, out in zip(columns, kinds, chunks):
+                out.append(take(parts).cast(kind))
         while done and last[done[0]] <= block:
-            parts[done.pop(0)] = None
-    parts.clear()
-    return pa.chunked_array(chunks, kind)
+            c = done.pop(0)
+            for parts in columns:
+                parts[c] = None
+    for parts in columns:
+        parts.clear()
+    return [pa.chunked_array(out, kind) for out, kind in zip(chunks, kinds)]
 
 
-def _taken(parts: list[Any], bounds: np.ndarray, index: np.ndarray) -> pa.Array:
-    """The values of consecutive `parts` (starting at `bounds`) at `index`. Rows nearly in
-    order (a few from elsewhere among runs of consecutive ones) reach short spans of the
+class _Take:
+    """Taking the values at `index` of consecutive parts (starting at `bounds`). Rows nearly
+    in order (a few from elsewhere among runs of consecutive ones) reach short spans of the
     parts: those are joined (a plain copy) and taken from once; otherwise each part's rows are
     taken and put back in order."""
-    part = np.searchsorted(bounds, index, side="right") - 1
-    local = index - bounds[part]
-    used = np.flatnonzero(np.bincount(part, minlength=len(parts))).tolist()
-    if len(used) == 1:
-        return parts[used[0]].take(pa.array(local))
-    reached = [local[part == c] for c in used]
-    spans = [(int(rows.min()), int(rows.max()) + 1) for rows in reached]
-    if sum(high - low for low, high in spans) <= 2 * len(index):
-        start = np.zeros(len(parts), np.int64)  # where each used part's span starts, less its low
-        pieces, size = [], 0
-        for c, (low, high) in zip(used, spans):
-            start[c] = size - low
-            pieces.append(parts[c].slice(low, high - low))
-            size += high - low
-        return pa.concat_arrays(pieces).take(pa.array(local + start[part]))
-    pieces = [parts[c].take(pa.array(rows)) for c, rows in zip(used, reached)]
-    back = np.argsort(np.concatenate([np.flatnonzero(part == c) for c in used]), kind="stable")
-    return pa.concat_arrays(pieces).take(pa.array(back))
+
+    def __init__(self, bounds: np.ndarray, index: np.ndarray) -> None:
+        part = np.searchsorted(bounds, index, side="right") - 1
+        local = index - bounds[part]
+        self.used = np.flatnonzero(np.bincount(part, minlength=len(bounds) - 1)).tolist()
+        if len(self.used) == 1:
+            self.spans, self.at = None, pa.array(local)
+            return
+        reached = [local[part == c] for c in self.used]
+        self.spans = [(int(rows.min()), int(rows.max()) + 1) for rows in reached]
+        if sum(high - low for low, high in self.spans) <= 2 * len(index):
+            start = np.zeros(len(bounds) - 1, np.int64)  # where a part's span starts, less its low
+            size = 0
+            for c, (low, high) in zip(self.used, self.spans):
+                start[c] = size - low
+                size += high - low
+            self.at = pa.array(local + start[part])
+            return
+        self.spans, self.reached = None, [pa.array(rows) for rows in reached]
+        where = np.concatenate([np.flatnonzero(part == c) for c in self.used])
+        self.at = pa.array(np.argsort(where, kind="stable"))
+
+    def __call__(self, parts: list[Any]) -> pa.Array:
+        if len(self.used) == 1:
+            return parts[self.used[0]].take(self.at)
+        if self.spans is not None:
+            pieces = [
+                parts[c].slice(low, high - low) for c, (low, high) in zip(self.used, self.spans)
+            ]
+        else:
+            pieces = [parts[c].take(rows) for c, rows in zip(self.used, self.reached)]
+        return pa.concat_arrays(pieces).take(self.at)
 
 
 def _slices(parts: list[Any], bounds: np.ndarray, lo: int, hi: int, kind: pa.DataType) -> list[Any]:
