@@ -805,19 +805,29 @@ class _Rows:
         return sum(len(part["event"]) for part in self.parts)
 
     def column(self, key: str) -> np.ndarray:
-        """One column of all parts; parts without it (memory) give zeros or None."""
-        arrays = [part[key] for part in self.parts]
-        filler = np.int64(0) if key == "memory_bytes" else None
+        """One numeric column of all parts; parts without it (memory_bytes) give zeros."""
         return np.concatenate(
             [
-                np.full(
-                    len(part["event"]), filler, dtype=np.int64 if filler is not None else object
-                )
-                if array is None
-                else array
-                for part, array in zip(self.parts, arrays)
+                np.zeros(len(part["event"]), np.int64) if part[key] is None else part[key]
+                for part in self.parts
             ]
         )
+
+    def labels(self, key: str) -> _Labels:
+        """An object column (device) of all parts as codes into its distinct values (-1 for
+        None and for parts without it): only the rows that have it are factorized."""
+        arrays = [part[key] for part in self.parts]
+        present = [array for array in arrays if array is not None]
+        codes, uniques = pd.factorize(np.concatenate(present)) if present else ([], [])
+        out = np.full(sum(len(part["event"]) for part in self.parts), -1, np.int64)
+        at, taken = 0, 0
+        for part, array in zip(self.parts, arrays):
+            n = len(part["event"])
+            if array is not None:
+                out[at : at + n] = codes[taken : taken + n]
+                taken += n
+            at += n
+        return _Labels(out, list(uniques))
 
     def has_memory(self) -> np.ndarray:
         """Which rows are memory events."""
@@ -870,7 +880,7 @@ def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: _Args) -
     allocations = index[memory]
     if allocations.size:
         sizes = _int64s([a["Bytes"] for a in found], "memory Bytes", rows.source)
-        devices = _objects([_torch_device(a) for a in found])
+        devices = _objects(_torch_devices(found))
         rows.add(allocations, MEMORY, memory_bytes=sizes, device=devices)
 
 
@@ -887,6 +897,21 @@ def _int64s(values: list[Any], what: str, source: str) -> np.ndarray:
                 f"{source}: {what} must be an int64 integer, not {_short(value)}"
             )
     return np.array([int(v) for v in values], dtype=np.int64)
+
+
+def _torch_devices(found: list[dict[str, Any]]) -> list[str]:
+    """`_torch_device` of each of `found`, once per distinct pair of integers."""
+    known: dict[tuple[int, int], str] = {}
+    devices = []
+    for args in found:
+        key = (args.get("Device Type", 0), args.get("Device Id", 0))
+        if key[0].__class__ is not int or key[1].__class__ is not int:
+            devices.append(_torch_device(args))
+        elif (device := known.get(key)) is not None:
+            devices.append(device)
+        else:
+            devices.append(known.setdefault(key, _torch_device(args)))
+    return devices
 
 
 def _torch_device(args: dict[str, Any]) -> str:
@@ -959,7 +984,7 @@ def _table(
     has_memory = rows.has_memory()[order]
     if has_memory.any():
         columns["memory_bytes"] = pa.array(rows.column("memory_bytes")[order], mask=~has_memory)
-        columns["device"] = _dictionary(rows.column("device"), order, missing=None)
+        columns["device"] = _dictionary(rows.labels("device"), order, missing=None)
     del has_memory, order
     rows.parts.clear()
 
@@ -967,7 +992,10 @@ def _table(
     codes = [ids.codes if isinstance(ids, _Ids) else ids for ids in (pid, tid)]
     thread = pd.factorize(_pair_codes(*codes)[event])[0].astype(np.int64)
     del codes
-    first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
+    # Each thread's first event: threads are numbered by first row, so where the count rises.
+    seen = np.maximum.accumulate(thread)
+    first = event[np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])]
+    del seen
     named = _thread_names(phases, fields["name"], pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
