@@ -1242,10 +1242,74 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     return out;
 }
 
+/* -- nesting ------------------------------------------------------------------------------- */
+
+/* nest(group, start, end, reach) over rows sorted as recfn._nesting sorts them (by group,
+ * start, end descending, containers first), each an int64 array but `reach` (int64: the end a
+ * row can contain up to, INT64_MIN for rows that contain nothing): each row's parent (the
+ * nearest earlier row of its group whose reach is at least max(end, start + 1), -1 for none)
+ * and depth, as int64 bytes. One pass with a stack of the rows that may still be parents
+ * (reach strictly decreasing from the bottom: a row is dropped once a later one reaches as
+ * far), searched by bisection: the answers of recfn._nesting.parents_from_nesting. */
+static PyObject *nest(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "nest(group, start, end, reach)");
+        return NULL;
+    }
+    Py_buffer views[4];
+    int got = 0;
+    PyObject *parents = NULL, *depths = NULL, *out = NULL;
+    int64_t *stack = NULL;
+    for (; got < 4; got++)
+        if (PyObject_GetBuffer(args[got], &views[got], PyBUF_SIMPLE) < 0) goto done;
+    Py_ssize_t n = views[0].len / 8;
+    for (int i = 1; i < 4; i++)
+        if (views[i].len != views[0].len) {
+            PyErr_SetString(PyExc_ValueError, "nest: arrays of different lengths");
+            goto done;
+        }
+    const int64_t *group = views[0].buf, *start = views[1].buf, *end = views[2].buf,
+                  *reach = views[3].buf;
+    parents = PyBytes_FromStringAndSize(NULL, n * 8);
+    depths = PyBytes_FromStringAndSize(NULL, n * 8);
+    stack = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (parents == NULL || depths == NULL || stack == NULL) {
+        if (stack == NULL) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *parent = (int64_t *)PyBytes_AS_STRING(parents), *depth = (int64_t *)PyBytes_AS_STRING(depths);
+    Py_ssize_t top = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || group[i] != group[i - 1]) top = 0;
+        int64_t need = end[i] > start[i] + 1 ? end[i] : start[i] + 1;
+        Py_ssize_t lo = 0, hi = top; /* the rows on the stack that reach `need`: [0, lo) */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (reach[stack[mid]] >= need) lo = mid + 1;
+            else hi = mid;
+        }
+        parent[i] = lo ? stack[lo - 1] : -1;
+        depth[i] = lo ? depth[stack[lo - 1]] + 1 : 0;
+        if (reach[i] == INT64_MIN) continue;
+        while (top > 0 && reach[stack[top - 1]] <= reach[i]) top--;
+        stack[top++] = i;
+    }
+    out = PyTuple_Pack(2, parents, depths);
+done:
+    PyMem_Free(stack);
+    Py_XDECREF(parents);
+    Py_XDECREF(depths);
+    for (int i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(text, max_depth, sequence_default, fwd_default): the columns of a JSON list of "
      "trace events (a dict), or None when the batch is not of the shape this decodes."},
+    {"nest", (PyCFunction)(void (*)(void))nest, METH_FASTCALL,
+     "nest(group, start, end, reach): each sorted row's parent and depth by interval nesting."},
     {NULL, NULL, 0, NULL},
 };
 

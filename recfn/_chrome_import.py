@@ -28,7 +28,7 @@ from msgspec.structs import astuple
 
 from recfn._frames import INT64_MAX, INT64_MIN
 from recfn._jsonio import json_strings, loads, string_array
-from recfn._nesting import depths, parents_from_nesting
+from recfn._nesting import depths, nesting
 from recfn.errors import TraceFormatError
 from recfn.schema import (
     BY_NAME,
@@ -117,17 +117,20 @@ def _plain(text: bytes) -> list[Any]:
     return values
 
 
-def _native_decoder() -> Any:
-    """recfn._cchrome's decode (built with the compiled modules), or None."""
+def _native(name: str) -> Any:
+    """The function `name` of recfn._cchrome (built with the compiled modules), or None."""
     try:
-        return importlib.import_module("recfn._cchrome").decode
-    except ImportError:
+        return getattr(importlib.import_module("recfn._cchrome"), name)
+    except (ImportError, AttributeError):  # not built, or built before `name` was added
         return None
 
 
-NATIVE: Any = _native_decoder()
+NATIVE: Any = _native("decode")
 """The native decoder of batches of the common shape (`NativeBatch`), None where it is not
 built; the msgspec path decodes the others, and every batch when this is None (tests set it)."""
+NEST: Any = _native("nest")
+"""recfn._cchrome's one-pass nesting (`recfn._nesting.nesting`), used with `NATIVE` (so that
+tests that turn the native decoder off compare it with the numpy one)."""
 
 
 class NativeBatch:
@@ -1015,15 +1018,18 @@ def _table(
     ids.clear()
     if row_ids is None or parent is None:
         row_ids = np.arange(n, dtype=np.int64)
-        parent = parents_from_nesting(thread, start, nest_end, kind == 0)
+        native = NEST if NATIVE is not None else None
+        parent, depth = nesting(thread, start, nest_end, kind == 0, native)
+    else:
+        depth = depths(parent)
     del start, nest_end, kind
     columns["thread_id"] = pa.array(thread + 1)
     del thread
     columns["id"] = pa.array(row_ids)
     columns["parent_id"] = pa.array(row_ids[np.maximum(parent, 0)], mask=parent < 0)
-    del row_ids
-    columns["depth"] = pa.array(depths(parent).astype(numpy_dtype("depth")))
-    del parent
+    del row_ids, parent
+    columns["depth"] = pa.array(depth.astype(numpy_dtype("depth")))
+    del depth
 
     strings, torch_ints, shapes = _args_columns(args, event, rows.source)
     for key in TORCH_INTS:

@@ -6,6 +6,8 @@ that remain run over tree levels or over powers of two.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -44,6 +46,30 @@ def parents_from_nesting(
     parent = np.full(n, -1, dtype=np.int64)
     parent[order[has_parent]] = order[found[has_parent]]
     return parent
+
+
+def nesting(
+    group: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    can_contain: np.ndarray,
+    native: Callable[..., tuple[bytes, bytes]] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`parents_from_nesting` and `depths` of its parents. `native` (``recfn._cchrome.nest``,
+    compiled builds) finds both in one pass over the sorted rows, with a stack."""
+    if native is None or len(start) == 0:
+        parent = parents_from_nesting(group, start, end, can_contain)
+        return parent, depths(parent)
+    order = _nesting_order(group, start, end, can_contain)
+    s, e = start[order], end[order]
+    reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
+    found, level = (np.frombuffer(b, np.int64) for b in native(group[order], s, e, reach))
+    parent = np.full(len(start), -1, dtype=np.int64)
+    has_parent = found >= 0
+    parent[order[has_parent]] = order[found[has_parent]]
+    depth = np.empty(len(start), dtype=np.int64)
+    depth[order] = level
+    return parent, depth
 
 
 def _nesting_order(
