@@ -116,9 +116,10 @@ typedef struct {
     int max_depth;
 } Parser;
 
+static const unsigned char SPACE[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
+
 static inline void skip_space(Parser *ps) {
-    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
-        ps->p++;
+    while (ps->p < ps->end && SPACE[*ps->p]) ps->p++;
 }
 
 /* The next byte after whitespace, -1 at the end of the text. */
@@ -492,8 +493,14 @@ static int value_to(Parser *ps, char **out, int depth) {
         case 'f': return literal_to(ps, "false", 5, out);
         case 'n': return literal_to(ps, "null", 4, out);
         default: {
-            Number n;
             start = ps->p;
+            if (ps->end - start >= 2 && is_digit(start[0]) && !is_digit(start[1]) &&
+                start[1] != '.' && (start[1] | 0x20) != 'e') {
+                *(*out)++ = (char)start[0]; /* a one-digit integer (shapes, strides, ids) */
+                ps->p++;
+                return OK;
+            }
+            Number n;
             RETURN_IF(scan_number(ps, &n));
             if (!number_in_range(&n)) return NOT_FAST;
         }
@@ -981,7 +988,11 @@ static int dims_item(Parser *ps, ListColumn *c) {
         for (;;) {
             int64_t v = 0;
             int present = peek(ps) != 'n';
-            if (present) {
+            if (present && ps->end - ps->p >= 2 && is_digit(ps->p[0]) &&
+                (ps->p[1] == ',' || ps->p[1] == ']')) {
+                v = ps->p[0] - '0'; /* a one-digit size (the compact text has no spaces) */
+                ps->p++;
+            } else if (present) {
                 Number n;
                 RETURN_IF(scan_number(ps, &n));
                 RETURN_IF(to_int64(&n, &v));
