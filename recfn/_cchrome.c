@@ -814,18 +814,48 @@ typedef struct {
     int64_t torch_default[2];
 } Batch;
 
-static void batch_free(Batch *b) {
-    Buf *bufs[] = {&b->ts,       &b->dur,      &b->pid,   &b->tid,    &b->ids[0],
-                   &b->ids[1],   &b->has_id[0], &b->has_id[1], &b->torch[0], &b->torch[1],
-                   &b->names,    &b->cats,     &b->has_args, &b->args_at, &b->args,
-                   &b->others};
-    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) PyMem_Free(bufs[i]->data);
-    PyMem_Free(b->scratch.data);
+#define N_BUFS 29
+
+/* The batch's buffers (`N_BUFS` of them). */
+static void batch_bufs(Batch *b, Buf **out) {
+    Buf *bufs[] = {&b->ts,         &b->dur,          &b->pid,         &b->tid,
+                   &b->ids[0],     &b->ids[1],       &b->has_id[0],   &b->has_id[1],
+                   &b->torch[0],   &b->torch[1],     &b->names,       &b->cats,
+                   &b->has_args,   &b->args_at,      &b->args,        &b->others,
+                   &b->scratch};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) out[n++] = bufs[i];
     for (int i = 0; i < 2; i++) {
         ListColumn *c = &b->lists[i];
         Buf *parts[] = {&c->lists_at, &c->items_at, &c->lists_valid,
                         &c->items_valid, &c->values, &c->values_valid};
-        for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) PyMem_Free(parts[j]->data);
+        for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) out[n++] = parts[j];
+    }
+}
+
+/* The last batch's buffers, emptied, for the next batch: a trace's batches are alike, so
+ * their memory is reused rather than allocated (and paged in) again for each one. */
+static Buf spare[N_BUFS];
+#define SPARE_CAP ((size_t)64 << 20) /* larger buffers are not kept */
+
+static void batch_reuse(Batch *b) {
+    Buf *bufs[N_BUFS];
+    batch_bufs(b, bufs);
+    for (int i = 0; i < N_BUFS; i++) {
+        *bufs[i] = spare[i];
+        bufs[i]->len = 0;
+        spare[i] = (Buf){NULL, 0, 0};
+    }
+}
+
+static void batch_free(Batch *b) {
+    Buf *bufs[N_BUFS];
+    batch_bufs(b, bufs);
+    for (int i = 0; i < N_BUFS; i++) {
+        PyMem_Free(spare[i].data);
+        spare[i] = (Buf){NULL, 0, 0};
+        if (bufs[i]->cap <= SPARE_CAP) spare[i] = *bufs[i];
+        else PyMem_Free(bufs[i]->data);
     }
     Labels *tables[] = {&b->name_labels, &b->cat_labels};
     for (int i = 0; i < 2; i++) {
@@ -1242,6 +1272,7 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
                  max_depth < 0 ? 0 : (max_depth > 1000 ? 1000 : (int)max_depth)};
     Batch b;
     memset(&b, 0, sizeof b);
+    batch_reuse(&b);
     b.torch_default[0] = defaults[0];
     b.torch_default[1] = defaults[1];
     b.lists_ok = 1;
