@@ -1106,7 +1106,7 @@ def _gather_columns(columns: list[list[Any]], rows: np.ndarray) -> list[pa.Chunk
         else:
             take = _Take(bounds, index)
             for parts, kind, out in zip(columns, kinds, chunks):
-                out.append(take(parts).cast(kind))
+                out.append(_as(take(parts), kind))
         while done and last[done[0]] <= block:
             c = done.pop(0)
             for parts in columns:
@@ -1164,8 +1164,13 @@ def _slices(parts: list[Any], bounds: np.ndarray, lo: int, hi: int, kind: pa.Dat
     for c in range(first, last + 1):
         a, b = max(lo, int(bounds[c])), min(hi, int(bounds[c + 1]))
         if b > a:
-            slices.append(parts[c].slice(a - int(bounds[c]), b - a).cast(kind))
+            slices.append(_as(parts[c].slice(a - int(bounds[c]), b - a), kind))
     return slices
+
+
+def _as(values: pa.Array, kind: pa.DataType) -> pa.Array:
+    """`values` cast to `kind` (large strings to strings), as they are where of that type."""
+    return values if values.type == kind else values.cast(kind)
 
 
 def _optional_ints(
