@@ -147,8 +147,10 @@ class NativeBatch:
         out: dict[str, Any] = {key: np.frombuffer(c[key], np.float64) for key in ("ts", "dur")}
         for key in ("name", "cat"):
             codes = np.frombuffer(c[f"{key}.codes"], np.int32)
+            absent = codes < 0
             out[key] = pa.DictionaryArray.from_arrays(
-                pa.array(codes, mask=codes < 0), pa.array(c[f"{key}.values"], pa.string())
+                pa.array(codes, mask=absent) if absent.any() else pa.array(codes),
+                pa.array(c[f"{key}.values"], pa.string()),
             )
         for key in ("pid", "tid"):
             out[key] = np.frombuffer(c[key], np.int64)
