@@ -1286,17 +1286,19 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
 
 /* -- nesting ------------------------------------------------------------------------------- */
 
-/* nest(group, start, end, reach) over rows sorted as recfn._nesting sorts them (by group,
- * start, end descending, containers first), each an int64 array but `reach` (int64: the end a
- * row can contain up to, INT64_MIN for rows that contain nothing): each row's parent (the
- * nearest earlier row of its group whose reach is at least max(end, start + 1), -1 for none)
- * and depth, as int64 bytes. One pass with a stack of the rows that may still be parents
- * (reach strictly decreasing from the bottom: a row is dropped once a later one reaches as
- * far), searched by bisection: the answers of recfn._nesting.parents_from_nesting. */
+/* nest(order, group, need, reach): rows sorted as recfn._nesting sorts them (by group, start,
+ * end descending, containers first; `order` their positions), with, in that order, their
+ * group, the end a parent must reach (`need`: max(end, start + 1)) and the end they reach as
+ * parents (`reach`: INT64_MIN for rows that contain nothing), all int64 arrays. Returns each
+ * row's parent (the nearest earlier row of its group that reaches its need, -1 for none) and
+ * depth as int64 bytes, by position: the answers of recfn._nesting.parents_from_nesting and
+ * depths. One pass with a stack of the rows that may still be parents (reach strictly
+ * decreasing from the bottom: a row is dropped once a later one reaches as far), searched by
+ * bisection. */
 static PyObject *nest(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "nest(group, start, end, reach)");
+        PyErr_SetString(PyExc_TypeError, "nest(order, group, need, reach)");
         return NULL;
     }
     Py_buffer views[4];
@@ -1311,8 +1313,13 @@ static PyObject *nest(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             PyErr_SetString(PyExc_ValueError, "nest: arrays of different lengths");
             goto done;
         }
-    const int64_t *group = views[0].buf, *start = views[1].buf, *end = views[2].buf,
+    const int64_t *order = views[0].buf, *group = views[1].buf, *need = views[2].buf,
                   *reach = views[3].buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (order[i] < 0 || order[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "nest: a position out of range");
+            goto done;
+        }
     parents = PyBytes_FromStringAndSize(NULL, n * 8);
     depths = PyBytes_FromStringAndSize(NULL, n * 8);
     stack = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
@@ -1320,19 +1327,20 @@ static PyObject *nest(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (stack == NULL) PyErr_NoMemory();
         goto done;
     }
-    int64_t *parent = (int64_t *)PyBytes_AS_STRING(parents), *depth = (int64_t *)PyBytes_AS_STRING(depths);
+    int64_t *parent = (int64_t *)PyBytes_AS_STRING(parents);
+    int64_t *depth = (int64_t *)PyBytes_AS_STRING(depths);
     Py_ssize_t top = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i == 0 || group[i] != group[i - 1]) top = 0;
-        int64_t need = end[i] > start[i] + 1 ? end[i] : start[i] + 1;
         Py_ssize_t lo = 0, hi = top; /* the rows on the stack that reach `need`: [0, lo) */
         while (lo < hi) {
             Py_ssize_t mid = lo + (hi - lo) / 2;
-            if (reach[stack[mid]] >= need) lo = mid + 1;
+            if (reach[stack[mid]] >= need[i]) lo = mid + 1;
             else hi = mid;
         }
-        parent[i] = lo ? stack[lo - 1] : -1;
-        depth[i] = lo ? depth[stack[lo - 1]] + 1 : 0;
+        int64_t up = lo ? order[stack[lo - 1]] : -1;
+        parent[order[i]] = up;
+        depth[order[i]] = up >= 0 ? depth[up] + 1 : 0;
         if (reach[i] == INT64_MIN) continue;
         while (top > 0 && reach[stack[top - 1]] <= reach[i]) top--;
         stack[top++] = i;
@@ -1351,7 +1359,7 @@ static PyMethodDef methods[] = {
      "decode(text, max_depth, sequence_default, fwd_default): the columns of a JSON list of "
      "trace events (a dict), or None when the batch is not of the shape this decodes."},
     {"nest", (PyCFunction)(void (*)(void))nest, METH_FASTCALL,
-     "nest(group, start, end, reach): each sorted row's parent and depth by interval nesting."},
+     "nest(order, group, need, reach): each row's parent and depth by interval nesting."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -62,14 +62,13 @@ def nesting(
         return parent, depths(parent)
     order = _nesting_order(group, start, end, can_contain)
     s, e = start[order], end[order]
+    need = np.maximum(e, s + 1)
     reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
-    found, level = (np.frombuffer(b, np.int64) for b in native(group[order], s, e, reach))
-    parent = np.full(len(start), -1, dtype=np.int64)
-    has_parent = found >= 0
-    parent[order[has_parent]] = order[found[has_parent]]
-    depth = np.empty(len(start), dtype=np.int64)
-    depth[order] = level
-    return parent, depth
+    del s, e
+    parent, depth = native(
+        *(a.astype(np.int64, copy=False) for a in (order, group[order], need, reach))
+    )
+    return np.frombuffer(parent, np.int64), np.frombuffer(depth, np.int64)
 
 
 def _nesting_order(
