@@ -65,10 +65,8 @@ def nesting(
     need = np.maximum(e, s + 1)
     reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
     del s, e
-    parent, depth = native(
-        *(a.astype(np.int64, copy=False) for a in (order, group[order], need, reach))
-    )
-    return np.frombuffer(parent, np.int64), np.frombuffer(depth, np.int64)
+    found = native(*(a.astype(np.int64, copy=False) for a in (order, group[order], need, reach)))
+    return np.frombuffer(found[0], np.int64), np.frombuffer(found[1], np.int64)
 
 
 def _nesting_order(
