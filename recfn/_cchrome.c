@@ -73,10 +73,32 @@ static int buf_reserve(Buf *b, size_t extra) {
     return OK;
 }
 
+/* Copies `n` bytes; the short copies of single tokens (most of them) inline, as two
+ * overlapping moves of fixed size that read nothing outside `src`, rather than a call. */
+static inline void copy_bytes(char *dst, const unsigned char *src, size_t n) {
+    uint64_t a, b;
+    uint32_t c, d;
+    if (n >= 8 && n <= 16) {
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        memcpy(&c, src, 4);
+        memcpy(&d, src + n - 4, 4);
+        memcpy(dst, &c, 4);
+        memcpy(dst + n - 4, &d, 4);
+    } else if (n > 16) {
+        memcpy(dst, src, n);
+    } else {
+        for (size_t i = 0; i < n; i++) dst[i] = (char)src[i];
+    }
+}
+
 static inline int buf_put(Buf *b, const void *src, size_t n) {
     if (n == 0) return OK;
-    RETURN_IF(buf_reserve(b, n));
-    memcpy(b->data + b->len, src, n);
+    if (n > b->cap - b->len) RETURN_IF(buf_reserve(b, n));
+    copy_bytes(b->data + b->len, src, n);
     b->len += n;
     return OK;
 }
@@ -94,9 +116,10 @@ typedef struct {
     int max_depth;
 } Parser;
 
+static const unsigned char SPACE[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
+
 static inline void skip_space(Parser *ps) {
-    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
-        ps->p++;
+    while (ps->p < ps->end && SPACE[*ps->p]) ps->p++;
 }
 
 /* The next byte after whitespace, -1 at the end of the text. */
@@ -410,6 +433,93 @@ static int value(Parser *ps, Buf *out, int depth) {
     }
 }
 
+/* -- values copied compactly into room reserved beforehand (`compact`) ------------------------ */
+
+static int value_to(Parser *ps, char **out, int depth);
+
+static int literal_to(Parser *ps, const char *word, size_t len, char **out) {
+    if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, word, len) != 0) return NOT_FAST;
+    copy_bytes(*out, ps->p, len);
+    *out += len;
+    ps->p += len;
+    return OK;
+}
+
+/* An object or array (p at its bracket); `depth` is the level it opens. */
+static int container_to(Parser *ps, char **out, int depth) {
+    unsigned char open = *ps->p, close = open == '{' ? '}' : ']';
+    int object = open == '{';
+    if (depth > ps->max_depth) return NOT_FAST;
+    ps->p++;
+    *(*out)++ = (char)open;
+    if (peek(ps) == close) {
+        ps->p++;
+        *(*out)++ = (char)close;
+        return OK;
+    }
+    for (;;) {
+        if (object) {
+            if (peek(ps) != '"') return NOT_FAST;
+            RETURN_IF(value_to(ps, out, depth + 1));
+            RETURN_IF(expect(ps, ':'));
+            *(*out)++ = ':';
+        }
+        RETURN_IF(value_to(ps, out, depth + 1));
+        int c = take(ps);
+        if (c == close) {
+            *(*out)++ = (char)close;
+            return OK;
+        }
+        if (c != ',') return NOT_FAST;
+        *(*out)++ = ',';
+    }
+}
+
+/* Any JSON value, as `value` copies it, to *out (with room for it); `depth` as `value`'s. */
+static int value_to(Parser *ps, char **out, int depth) {
+    Ptr start;
+    switch (peek(ps)) {
+        case '"': {
+            Ptr content;
+            size_t len;
+            int escaped;
+            start = ps->p;
+            RETURN_IF(scan_string(ps, &content, &len, &escaped));
+            break;
+        }
+        case '{':
+        case '[': return container_to(ps, out, depth);
+        case 't': return literal_to(ps, "true", 4, out);
+        case 'f': return literal_to(ps, "false", 5, out);
+        case 'n': return literal_to(ps, "null", 4, out);
+        default: {
+            start = ps->p;
+            if (ps->end - start >= 2 && is_digit(start[0]) && !is_digit(start[1]) &&
+                start[1] != '.' && (start[1] | 0x20) != 'e') {
+                *(*out)++ = (char)start[0]; /* a one-digit integer (shapes, strides, ids) */
+                ps->p++;
+                return OK;
+            }
+            Number n;
+            RETURN_IF(scan_number(ps, &n));
+            if (!number_in_range(&n)) return NOT_FAST;
+        }
+    }
+    copy_bytes(*out, start, (size_t)(ps->p - start));
+    *out += ps->p - start;
+    return OK;
+}
+
+/* `value` with `out` given: the compact text is no longer than the text it comes from, so
+ * room for the rest of the text is reserved once, and the tokens are copied unchecked. */
+static int compact(Parser *ps, Buf *out, int depth) {
+    RETURN_IF(buf_reserve(out, (size_t)(ps->end - ps->p)));
+    char *at = out->data + out->len;
+    int rc = value_to(ps, &at, depth);
+    out->len = (size_t)(at - out->data);
+    return rc;
+}
+
 /* A code point's UTF-8 bytes (not a surrogate: scan_string refuses lone ones). */
 static int put_utf8(Buf *out, uint32_t cp) {
     unsigned char bytes[4];
@@ -595,6 +705,30 @@ static int field_of(Ptr key, size_t len) {
     }
 }
 
+#define UNKNOWN (-2)
+#define PLAIN_KEY(text, result)                                   \
+    if (memcmp(s, text "\"", sizeof(text)) == 0) {               \
+        ps->p = s + sizeof(text);                                 \
+        return result;                                            \
+    }
+
+/* The Event field whose key (p at its quote) is spelled as torch and recfn write it, read
+ * without scanning the string (p then after its closing quote); UNKNOWN for any other key. */
+static inline int known_field(Parser *ps) {
+    Ptr s = ps->p + 1;
+    if (ps->end - s < 8) return UNKNOWN;
+    switch (*s) {
+        case 'p': PLAIN_KEY("ph", PH) PLAIN_KEY("pid", PID) break;
+        case 'n': PLAIN_KEY("name", NAME) break;
+        case 'c': PLAIN_KEY("cat", CAT) break;
+        case 't': PLAIN_KEY("ts", TS) PLAIN_KEY("tid", TID) break;
+        case 'd': PLAIN_KEY("dur", DUR) break;
+        case 'a': PLAIN_KEY("args", ARGS) break;
+        default: break;
+    }
+    return UNKNOWN;
+}
+
 /* A field's value as far as the columns need it. */
 typedef enum { ABSENT, IS_NULL, IS_STRING, IS_NUMBER, IS_OTHER } Kind;
 
@@ -603,13 +737,35 @@ typedef struct {
     Ptr text; /* a string's content, as written */
     size_t len;
     int escaped;
+    int32_t code; /* a label's code where a repeat told it (`repeat_of`), else -1 */
     Number number;
 } Token;
+
+/* The last plain string a field (ph, name, cat) had, and its label's code (-1: none yet). */
+typedef struct {
+    Ptr text;
+    size_t len;
+    int32_t code;
+} Last;
+
+/* Whether the string at p (after whitespace) is the same text as `last` (a plain string
+ * checked before, so this one needs no scan): then `t` is it, and p after it. */
+static inline int repeat_of(Parser *ps, const Last *last, Token *t) {
+    if (last->text == NULL || peek(ps) != '"') return 0;
+    Ptr s = ps->p + 1;
+    if ((size_t)(ps->end - s) <= last->len || s[last->len] != '"' ||
+        memcmp(s, last->text, last->len) != 0)
+        return 0;
+    *t = (Token){.kind = IS_STRING, .text = s, .len = last->len, .escaped = 0, .code = last->code};
+    ps->p = s + last->len + 1;
+    return 1;
+}
 
 static int token(Parser *ps, Token *t, int depth) {
     switch (peek(ps)) {
         case '"':
             t->kind = IS_STRING;
+            t->code = -1;
             return scan_string(ps, &t->text, &t->len, &t->escaped);
         case 'n':
             t->kind = IS_NULL;
@@ -649,6 +805,7 @@ typedef struct {
     Buf others;
     Buf scratch; /* a name's decoded text */
     Labels name_labels, cat_labels;
+    Last last[CAT + 1]; /* by field: ph, name, cat */
     ListColumn lists[2]; /* input_shapes, input_dtypes */
     size_t n, n_others;
     int any_id[2];
@@ -657,18 +814,48 @@ typedef struct {
     int64_t torch_default[2];
 } Batch;
 
-static void batch_free(Batch *b) {
-    Buf *bufs[] = {&b->ts,       &b->dur,      &b->pid,   &b->tid,    &b->ids[0],
-                   &b->ids[1],   &b->has_id[0], &b->has_id[1], &b->torch[0], &b->torch[1],
-                   &b->names,    &b->cats,     &b->has_args, &b->args_at, &b->args,
-                   &b->others};
-    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) PyMem_Free(bufs[i]->data);
-    PyMem_Free(b->scratch.data);
+#define N_BUFS 29
+
+/* The batch's buffers (`N_BUFS` of them). */
+static void batch_bufs(Batch *b, Buf **out) {
+    Buf *bufs[] = {&b->ts,         &b->dur,          &b->pid,         &b->tid,
+                   &b->ids[0],     &b->ids[1],       &b->has_id[0],   &b->has_id[1],
+                   &b->torch[0],   &b->torch[1],     &b->names,       &b->cats,
+                   &b->has_args,   &b->args_at,      &b->args,        &b->others,
+                   &b->scratch};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) out[n++] = bufs[i];
     for (int i = 0; i < 2; i++) {
         ListColumn *c = &b->lists[i];
         Buf *parts[] = {&c->lists_at, &c->items_at, &c->lists_valid,
                         &c->items_valid, &c->values, &c->values_valid};
-        for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) PyMem_Free(parts[j]->data);
+        for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) out[n++] = parts[j];
+    }
+}
+
+/* The last batch's buffers, emptied, for the next batch: a trace's batches are alike, so
+ * their memory is reused rather than allocated (and paged in) again for each one. */
+static Buf spare[N_BUFS];
+#define SPARE_CAP ((size_t)64 << 20) /* larger buffers are not kept */
+
+static void batch_reuse(Batch *b) {
+    Buf *bufs[N_BUFS];
+    batch_bufs(b, bufs);
+    for (int i = 0; i < N_BUFS; i++) {
+        *bufs[i] = spare[i];
+        bufs[i]->len = 0;
+        spare[i] = (Buf){NULL, 0, 0};
+    }
+}
+
+static void batch_free(Batch *b) {
+    Buf *bufs[N_BUFS];
+    batch_bufs(b, bufs);
+    for (int i = 0; i < N_BUFS; i++) {
+        PyMem_Free(spare[i].data);
+        spare[i] = (Buf){NULL, 0, 0};
+        if (bufs[i]->cap <= SPARE_CAP) spare[i] = *bufs[i];
+        else PyMem_Free(bufs[i]->data);
     }
     Labels *tables[] = {&b->name_labels, &b->cat_labels};
     for (int i = 0; i < 2; i++) {
@@ -691,11 +878,33 @@ static int torch_key(Ptr key, size_t len) {
     }
 }
 
+/* The torch arg (`torch_key`) whose key (p at its quote) is one of the keys torch writes on
+ * every op, spelled plainly, read without scanning the string (p then after its closing
+ * quote); UNKNOWN for any other key. */
+static inline int known_arg(Parser *ps) {
+    Ptr s = ps->p + 1;
+    if (ps->end - s < 24) return UNKNOWN;
+    switch (*s) {
+        case 'E': PLAIN_KEY("External id", -1) PLAIN_KEY("Ev Idx", -1) break;
+        case 'R': PLAIN_KEY("Record function id", -1) break;
+        case 'S': PLAIN_KEY("Sequence number", SEQUENCE_NR) break;
+        case 'F': PLAIN_KEY("Fwd thread id", FWD_THREAD_ID) break;
+        case 'C': PLAIN_KEY("Concrete Inputs", -1) break;
+        case 'I':
+            PLAIN_KEY("Input Dims", INPUT_DIMS)
+            PLAIN_KEY("Input type", INPUT_TYPE)
+            PLAIN_KEY("Input Strides", -1)
+            break;
+        default: break;
+    }
+    return UNKNOWN;
+}
+
 /* An event's args (p at the value), copied compactly to the batch's args text; torch's integer
  * args, when the value is an object, to t->ints (their defaults when absent or null), and where
  * its list args' compact text lies to t->at and t->len. */
 static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
-    if (peek(ps) != '{') return value(ps, &b->args, 3);
+    if (peek(ps) != '{') return compact(ps, &b->args, 3);
     if (3 > ps->max_depth) return NOT_FAST;
     ps->p++;
     RETURN_IF(buf_byte(&b->args, '{'));
@@ -710,12 +919,15 @@ static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
         int escaped;
         if (peek(ps) != '"') return NOT_FAST;
         Ptr quoted = ps->p;
-        RETURN_IF(scan_string(ps, &key, &len, &escaped));
-        if (escaped) return NOT_FAST; /* it could spell a torch key */
+        int which = known_arg(ps);
+        if (which == UNKNOWN) {
+            RETURN_IF(scan_string(ps, &key, &len, &escaped));
+            if (escaped) return NOT_FAST; /* it could spell a torch key */
+            which = torch_key(key, len);
+        }
         RETURN_IF(buf_put(&b->args, quoted, (size_t)(ps->p - quoted)));
         RETURN_IF(expect(ps, ':'));
         RETURN_IF(buf_byte(&b->args, ':'));
-        int which = torch_key(key, len);
         if (which == SEQUENCE_NR || which == FWD_THREAD_ID) {
             Token v;
             if (seen[which]++) return NOT_FAST;
@@ -729,10 +941,10 @@ static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
             int list = which - INPUT_DIMS;
             t->twice |= t->len[list] != 0;
             t->at[list] = b->args.len;
-            RETURN_IF(value(ps, &b->args, 4));
+            RETURN_IF(compact(ps, &b->args, 4));
             t->len[list] = b->args.len - t->at[list];
         } else {
-            RETURN_IF(value(ps, &b->args, 4));
+            RETURN_IF(compact(ps, &b->args, 4));
         }
         int c = take(ps);
         if (c == '}') return buf_byte(&b->args, '}');
@@ -752,10 +964,12 @@ static int time_column(Buf *column, const Token *t) {
     return put_f64(column, v);
 }
 
-static int label_column(Buf *column, Labels *labels, const Token *t, Buf *scratch) {
+static int label_column(Buf *column, Labels *labels, const Token *t, Buf *scratch, Last *last) {
     int32_t code = -1;
     if (t->kind == IS_STRING && !t->escaped) {
-        RETURN_IF(label_code(labels, t->text, t->len, 0, &code));
+        if (t->code >= 0) code = t->code;
+        else RETURN_IF(label_code(labels, t->text, t->len, 0, &code));
+        *last = (Last){t->text, t->len, code};
     } else if (t->kind == IS_STRING) {
         scratch->len = 0;
         RETURN_IF(unescape(t->text, t->len, scratch));
@@ -804,7 +1018,11 @@ static int dims_item(Parser *ps, ListColumn *c) {
         for (;;) {
             int64_t v = 0;
             int present = peek(ps) != 'n';
-            if (present) {
+            if (present && ps->end - ps->p >= 2 && is_digit(ps->p[0]) &&
+                (ps->p[1] == ',' || ps->p[1] == ']')) {
+                v = ps->p[0] - '0'; /* a one-digit size (the compact text has no spaces) */
+                ps->p++;
+            } else if (present) {
                 Number n;
                 RETURN_IF(scan_number(ps, &n));
                 RETURN_IF(to_int64(&n, &v));
@@ -883,8 +1101,8 @@ static int add_complete(Batch *b, const Token *f, size_t args_start, const Torch
     RETURN_IF(time_column(&b->dur, &f[DUR]));
     RETURN_IF(id_column(&b->pid, &f[PID]));
     RETURN_IF(id_column(&b->tid, &f[TID]));
-    RETURN_IF(label_column(&b->names, &b->name_labels, &f[NAME], &b->scratch));
-    RETURN_IF(label_column(&b->cats, &b->cat_labels, &f[CAT], &b->scratch));
+    RETURN_IF(label_column(&b->names, &b->name_labels, &f[NAME], &b->scratch, &b->last[NAME]));
+    RETURN_IF(label_column(&b->cats, &b->cat_labels, &f[CAT], &b->scratch, &b->last[CAT]));
     RETURN_IF(optional_id_column(b, 0, &f[RECFN_ID]));
     RETURN_IF(optional_id_column(b, 1, &f[RECFN_PARENT_ID]));
     if (f[ARGS].kind == ABSENT) RETURN_IF(buf_put(&b->args, "null", 4));
@@ -921,14 +1139,17 @@ static int event(Parser *ps, Batch *b) {
             size_t len;
             int escaped;
             if (peek(ps) != '"') return NOT_FAST;
-            RETURN_IF(scan_string(ps, &key, &len, &escaped));
-            int which = escaped ? -1 : field_of(key, len);
+            int which = known_field(ps);
+            if (which == UNKNOWN) {
+                RETURN_IF(scan_string(ps, &key, &len, &escaped));
+                which = escaped ? -1 : field_of(key, len);
+            }
             if (which < 0 || f[which].kind != ABSENT) return NOT_FAST;
             RETURN_IF(expect(ps, ':'));
             if (which == ARGS) {
                 f[ARGS].kind = IS_OTHER;
                 RETURN_IF(args_value(ps, b, &torch));
-            } else {
+            } else if (which > CAT || !repeat_of(ps, &b->last[which], &f[which])) {
                 RETURN_IF(token(ps, &f[which], 3));
             }
             int c = take(ps);
@@ -937,6 +1158,7 @@ static int event(Parser *ps, Batch *b) {
         }
     const Token *ph = &f[PH];
     if (ph->kind == IS_STRING && ph->escaped) return NOT_FAST;
+    if (ph->kind == IS_STRING) b->last[PH] = (Last){ph->text, ph->len, -1};
     if (ph->kind == IS_STRING && ph->len == 1 && ph->text[0] == 'X')
         return add_complete(b, f, args_start, &torch);
     b->args.len = args_start; /* msgspec decodes the others */
@@ -1050,6 +1272,7 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
                  max_depth < 0 ? 0 : (max_depth > 1000 ? 1000 : (int)max_depth)};
     Batch b;
     memset(&b, 0, sizeof b);
+    batch_reuse(&b);
     b.torch_default[0] = defaults[0];
     b.torch_default[1] = defaults[1];
     b.lists_ok = 1;
@@ -1061,10 +1284,82 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     return out;
 }
 
+/* -- nesting ------------------------------------------------------------------------------- */
+
+/* nest(order, group, need, reach): rows sorted as recfn._nesting sorts them (by group, start,
+ * end descending, containers first; `order` their positions), with, in that order, their
+ * group, the end a parent must reach (`need`: max(end, start + 1)) and the end they reach as
+ * parents (`reach`: INT64_MIN for rows that contain nothing), all int64 arrays. Returns each
+ * row's parent (the nearest earlier row of its group that reaches its need, -1 for none) and
+ * depth as int64 bytes, by position: the answers of recfn._nesting.parents_from_nesting and
+ * depths. One pass with a stack of the rows that may still be parents (reach strictly
+ * decreasing from the bottom: a row is dropped once a later one reaches as far), searched by
+ * bisection. */
+static PyObject *nest(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "nest(order, group, need, reach)");
+        return NULL;
+    }
+    Py_buffer views[4];
+    int got = 0;
+    PyObject *parents = NULL, *depths = NULL, *out = NULL;
+    int64_t *stack = NULL;
+    for (; got < 4; got++)
+        if (PyObject_GetBuffer(args[got], &views[got], PyBUF_SIMPLE) < 0) goto done;
+    Py_ssize_t n = views[0].len / 8;
+    for (int i = 1; i < 4; i++)
+        if (views[i].len != views[0].len) {
+            PyErr_SetString(PyExc_ValueError, "nest: arrays of different lengths");
+            goto done;
+        }
+    const int64_t *order = views[0].buf, *group = views[1].buf, *need = views[2].buf,
+                  *reach = views[3].buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (order[i] < 0 || order[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "nest: a position out of range");
+            goto done;
+        }
+    parents = PyBytes_FromStringAndSize(NULL, n * 8);
+    depths = PyBytes_FromStringAndSize(NULL, n * 8);
+    stack = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (parents == NULL || depths == NULL || stack == NULL) {
+        if (stack == NULL) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *parent = (int64_t *)PyBytes_AS_STRING(parents);
+    int64_t *depth = (int64_t *)PyBytes_AS_STRING(depths);
+    Py_ssize_t top = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || group[i] != group[i - 1]) top = 0;
+        Py_ssize_t lo = 0, hi = top; /* the rows on the stack that reach `need`: [0, lo) */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (reach[stack[mid]] >= need[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        int64_t up = lo ? order[stack[lo - 1]] : -1;
+        parent[order[i]] = up;
+        depth[order[i]] = up >= 0 ? depth[up] + 1 : 0;
+        if (reach[i] == INT64_MIN) continue;
+        while (top > 0 && reach[stack[top - 1]] <= reach[i]) top--;
+        stack[top++] = i;
+    }
+    out = PyTuple_Pack(2, parents, depths);
+done:
+    PyMem_Free(stack);
+    Py_XDECREF(parents);
+    Py_XDECREF(depths);
+    for (int i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(text, max_depth, sequence_default, fwd_default): the columns of a JSON list of "
      "trace events (a dict), or None when the batch is not of the shape this decodes."},
+    {"nest", (PyCFunction)(void (*)(void))nest, METH_FASTCALL,
+     "nest(order, group, need, reach): each row's parent and depth by interval nesting."},
     {NULL, NULL, 0, NULL},
 };
 

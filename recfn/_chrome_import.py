@@ -28,7 +28,7 @@ from msgspec.structs import astuple
 
 from recfn._frames import INT64_MAX, INT64_MIN
 from recfn._jsonio import json_strings, loads, string_array
-from recfn._nesting import depths, parents_from_nesting
+from recfn._nesting import depths, nesting
 from recfn.errors import TraceFormatError
 from recfn.schema import (
     BY_NAME,
@@ -117,17 +117,20 @@ def _plain(text: bytes) -> list[Any]:
     return values
 
 
-def _native_decoder() -> Any:
-    """recfn._cchrome's decode (built with the compiled modules), or None."""
+def _native(name: str) -> Any:
+    """The function `name` of recfn._cchrome (built with the compiled modules), or None."""
     try:
-        return importlib.import_module("recfn._cchrome").decode
-    except ImportError:
+        return getattr(importlib.import_module("recfn._cchrome"), name)
+    except (ImportError, AttributeError):  # not built, or built before `name` was added
         return None
 
 
-NATIVE: Any = _native_decoder()
+NATIVE: Any = _native("decode")
 """The native decoder of batches of the common shape (`NativeBatch`), None where it is not
 built; the msgspec path decodes the others, and every batch when this is None (tests set it)."""
+NEST: Any = _native("nest")
+"""recfn._cchrome's one-pass nesting (`recfn._nesting.nesting`), used with `NATIVE` (so that
+tests that turn the native decoder off compare it with the numpy one)."""
 
 
 class NativeBatch:
@@ -144,8 +147,10 @@ class NativeBatch:
         out: dict[str, Any] = {key: np.frombuffer(c[key], np.float64) for key in ("ts", "dur")}
         for key in ("name", "cat"):
             codes = np.frombuffer(c[f"{key}.codes"], np.int32)
+            absent = codes < 0
             out[key] = pa.DictionaryArray.from_arrays(
-                pa.array(codes, mask=codes < 0), pa.array(c[f"{key}.values"], pa.string())
+                pa.array(codes, mask=absent) if absent.any() else pa.array(codes),
+                pa.array(c[f"{key}.values"], pa.string()),
             )
         for key in ("pid", "tid"):
             out[key] = np.frombuffer(c[key], np.int64)
@@ -527,15 +532,25 @@ class _Ids:
         self.objects = np.concatenate(
             [np.empty(0, object), *(p for p, m in zip(parts, mixed) if m)]
         )
-        self.codes = np.empty(len(self.ints), np.int64)
+        objects = self.objects.tolist()
+        own = list(map(_integer_of, objects))
+        low = min([int(self.ints.min(initial=0)), *(n for n in own if n is not None)])
+        self.codes = self.ints.copy()
+        if low - len(objects) > INT64_MIN:
+            # An integer is its own code (no hashing of millions of them); the other values
+            # get codes below all of those, equal ones (as a dict has them) one code.
+            others: dict[Any, int] = {}
+            self.codes[self.positions] = [
+                others.setdefault(v, low - 1 - len(others)) if n is None else n
+                for v, n in zip(objects, own)
+            ]
+            return
         plain = np.ones(len(self.ints), bool)
         plain[self.positions] = False
         int_codes, int_values = pd.factorize(self.ints[plain])
         self.codes[plain] = int_codes
         equal = {value: code for code, value in enumerate(int_values.tolist())}
-        self.codes[self.positions] = [
-            equal.setdefault(v, len(equal)) for v in self.objects.tolist()
-        ]
+        self.codes[self.positions] = [equal.setdefault(v, len(equal)) for v in objects]
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, int | np.integer):
@@ -550,6 +565,15 @@ class _Ids:
         other = self.positions[at] == index
         out[other] = self.objects[at[other]]
         return out
+
+
+def _integer_of(value: Any) -> int | None:
+    """The int64 integer that `value` equals (an int, a bool, an integral float), else None."""
+    if value.__class__ is float and value.is_integer():
+        value = int(value)
+    if value.__class__ in (int, bool) and INT64_MIN <= value <= INT64_MAX:
+        return int(value)
+    return None
 
 
 def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
@@ -786,19 +810,29 @@ class _Rows:
         return sum(len(part["event"]) for part in self.parts)
 
     def column(self, key: str) -> np.ndarray:
-        """One column of all parts; parts without it (memory) give zeros or None."""
-        arrays = [part[key] for part in self.parts]
-        filler = np.int64(0) if key == "memory_bytes" else None
+        """One numeric column of all parts; parts without it (memory_bytes) give zeros."""
         return np.concatenate(
             [
-                np.full(
-                    len(part["event"]), filler, dtype=np.int64 if filler is not None else object
-                )
-                if array is None
-                else array
-                for part, array in zip(self.parts, arrays)
+                np.zeros(len(part["event"]), np.int64) if part[key] is None else part[key]
+                for part in self.parts
             ]
         )
+
+    def labels(self, key: str) -> _Labels:
+        """An object column (device) of all parts as codes into its distinct values (-1 for
+        None and for parts without it): only the rows that have it are factorized."""
+        arrays = [part[key] for part in self.parts]
+        present = [array for array in arrays if array is not None]
+        codes, uniques = pd.factorize(np.concatenate(present)) if present else ([], [])
+        out = np.full(sum(len(part["event"]) for part in self.parts), -1, np.int64)
+        at, taken = 0, 0
+        for part, array in zip(self.parts, arrays):
+            n = len(part["event"])
+            if array is not None:
+                out[at : at + n] = codes[taken : taken + n]
+                taken += n
+            at += n
+        return _Labels(out, list(uniques))
 
     def has_memory(self) -> np.ndarray:
         """Which rows are memory events."""
@@ -851,7 +885,7 @@ def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: _Args) -
     allocations = index[memory]
     if allocations.size:
         sizes = _int64s([a["Bytes"] for a in found], "memory Bytes", rows.source)
-        devices = _objects([_torch_device(a) for a in found])
+        devices = _objects(_torch_devices(found))
         rows.add(allocations, MEMORY, memory_bytes=sizes, device=devices)
 
 
@@ -868,6 +902,21 @@ def _int64s(values: list[Any], what: str, source: str) -> np.ndarray:
                 f"{source}: {what} must be an int64 integer, not {_short(value)}"
             )
     return np.array([int(v) for v in values], dtype=np.int64)
+
+
+def _torch_devices(found: list[dict[str, Any]]) -> list[str]:
+    """`_torch_device` of each of `found`, once per distinct pair of integers."""
+    known: dict[tuple[int, int], str] = {}
+    devices = []
+    for args in found:
+        key = (args.get("Device Type", 0), args.get("Device Id", 0))
+        if key[0].__class__ is not int or key[1].__class__ is not int:
+            devices.append(_torch_device(args))
+        elif (device := known.get(key)) is not None:
+            devices.append(device)
+        else:
+            devices.append(known.setdefault(key, _torch_device(args)))
+    return devices
 
 
 def _torch_device(args: dict[str, Any]) -> str:
@@ -932,7 +981,7 @@ def _table(
     each intermediate is dropped once used, so that the peak stays near the table's size."""
     start, end, closed = rows.column("start"), rows.column("end"), rows.column("closed")
     nest_end = np.where(closed, end, INT64_MAX)
-    order = np.lexsort((np.arange(len(start)), -nest_end, start))
+    order = _start_order(start, nest_end)
     start, end, closed, nest_end = start[order], end[order], closed[order], nest_end[order]
     event, kind = rows.column("event")[order], rows.column("kind")[order]
     n = len(event)
@@ -940,7 +989,7 @@ def _table(
     has_memory = rows.has_memory()[order]
     if has_memory.any():
         columns["memory_bytes"] = pa.array(rows.column("memory_bytes")[order], mask=~has_memory)
-        columns["device"] = _dictionary(rows.column("device"), order, missing=None)
+        columns["device"] = _dictionary(rows.labels("device"), order, missing=None)
     del has_memory, order
     rows.parts.clear()
 
@@ -948,7 +997,10 @@ def _table(
     codes = [ids.codes if isinstance(ids, _Ids) else ids for ids in (pid, tid)]
     thread = pd.factorize(_pair_codes(*codes)[event])[0].astype(np.int64)
     del codes
-    first = event[np.unique(thread, return_index=True)[1]]  # each thread's first event
+    # Each thread's first event: threads are numbered by first row, so where the count rises.
+    seen = np.maximum.accumulate(thread)
+    first = event[np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])]
+    del seen
     named = _thread_names(phases, fields["name"], pid, tid, args)
     labels = _objects([named.get((pid[e], tid[e]), str(tid[e])) for e in first.tolist()])
     label_codes, label_values = pd.factorize(labels)
@@ -968,15 +1020,18 @@ def _table(
     ids.clear()
     if row_ids is None or parent is None:
         row_ids = np.arange(n, dtype=np.int64)
-        parent = parents_from_nesting(thread, start, nest_end, kind == 0)
+        native = NEST if NATIVE is not None else None
+        parent, depth = nesting(thread, start, nest_end, kind == 0, native)
+    else:
+        depth = depths(parent)
     del start, nest_end, kind
     columns["thread_id"] = pa.array(thread + 1)
     del thread
     columns["id"] = pa.array(row_ids)
     columns["parent_id"] = pa.array(row_ids[np.maximum(parent, 0)], mask=parent < 0)
-    del row_ids
-    columns["depth"] = pa.array(depths(parent).astype(numpy_dtype("depth")))
-    del parent
+    del row_ids, parent
+    columns["depth"] = pa.array(depth.astype(numpy_dtype("depth")))
+    del depth
 
     strings, torch_ints, shapes = _args_columns(args, event, rows.source)
     for key in TORCH_INTS:
@@ -991,13 +1046,26 @@ def _table(
     return pa.table({key: columns.pop(key) for key in names if key in columns})
 
 
+def _start_order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The rows by `start`, then by `end` descending (parents first), then in event order.
+    Rows come nearly in that order already (a trace lists events by time), so a stable sort by
+    start (linear on sorted runs) is usually all it takes; the full three-key sort only where
+    rows of equal start are not already by end descending."""
+    order = np.argsort(start, kind="stable")
+    ordered = start[order]
+    tied = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if tied.size and (end[order[tied + 1]] > end[order[tied]]).any():
+        return np.lexsort((np.arange(len(start)), -end, start))
+    return order
+
+
 def _args_columns(
     args: _Args, rows: np.ndarray, source: str
 ) -> tuple[pa.ChunkedArray, dict[str, np.ndarray], tuple[pa.ChunkedArray, ...]]:
     """The args strings of the events at `rows`, the integer columns from torch's args of all
     events, and ``input_shapes``/``input_dtypes`` at `rows` (none when absent or not of the
-    schema's types). Consumes `args`: each part is dropped once its last row is copied (`_gather`),
-    so that the strings are held about once."""
+    schema's types). Consumes `args`: each part is dropped once its last row is copied
+    (`_gather_columns`), so that the strings are held about once."""
     parts = args.parts(source)
     args.complete.clear()
     ints = {key: np.concatenate([part.ints[key] for part in parts]) for key in TORCH_INTS}
@@ -1005,49 +1073,88 @@ def _args_columns(
     if any(part.has_shapes for part in parts) and all(part.shapes for part in parts):
         columns += [[part.shapes[i] for part in parts] for i in range(2)]
     del parts
-    taken = [_gather(column, rows) for column in columns]
+    taken = _gather_columns(columns, rows)
     return taken[0], ints, tuple(taken[1:])
 
 
 def _gather(parts: list[Any], rows: np.ndarray) -> pa.ChunkedArray:
-    """The values of consecutive `parts` at `rows`, `BATCH` rows at a time: a chunked result,
-    and each part is dropped from `parts` once its last row is taken, so that the values are
-    never held twice over (as concatenating the parts first would); runs of consecutive rows
-    are slices of the parts (`_slices`). Large strings become strings, as the schema has them."""
-    kind = pa.string() if parts[0].type == pa.large_string() else parts[0].type
-    bounds = np.cumsum([0, *map(len, parts)])
+    """The values of consecutive `parts` at `rows` (`_gather_columns` of one column)."""
+    return _gather_columns([parts], rows)[0]
+
+
+def _gather_columns(columns: list[list[Any]], rows: np.ndarray) -> list[pa.ChunkedArray]:
+    """The values of each column's consecutive parts (of the same lengths in every column) at
+    `rows`, `BATCH` rows at a time: chunked results, and each part is dropped from its column
+    once its last row is taken, so that the values are never held twice over (as
+    concatenating the parts first would); runs of consecutive rows are slices of the parts
+    (`_slices`), other rows are taken (`_Take`, worked out once for all columns). Large
+    strings become strings, as the schema has them."""
+    kinds = [
+        pa.string() if parts[0].type == pa.large_string() else parts[0].type for parts in columns
+    ]
+    bounds = np.cumsum([0, *map(len, columns[0])])
     position = np.full(bounds[-1], -1, dtype=np.int64)
     position[rows] = np.arange(len(rows))
     last = [int(position[lo:hi].max(initial=-1)) // BATCH for lo, hi in zip(bounds, bounds[1:])]
     del position
-    chunks = []
-    for at in range(0, len(rows), BATCH):
+    done = sorted(range(len(last)), key=last.__getitem__)  # parts by the block that ends them
+    chunks: list[list[Any]] = [[] for _ in columns]
+    for block, at in enumerate(range(0, len(rows), BATCH)):
         index = rows[at : at + BATCH]
         if index[-1] - index[0] == len(index) - 1 and (np.diff(index) == 1).all():
-            chunks += _slices(parts, bounds, int(index[0]), int(index[-1]) + 1, kind)
+            lo, hi = int(index[0]), int(index[-1]) + 1
+            for parts, kind, out in zip(columns, kinds, chunks):
+                out += _slices(parts, bounds, lo, hi, kind)
         else:
-            chunks.append(_taken(parts, bounds, index).cast(kind))
-        for c, block in enumerate(last):
-            if block <= at // BATCH:
+            take = _Take(bounds, index)
+            for parts, kind, out in zip(columns, kinds, chunks):
+                out.append(_as(take(parts), kind))
+        while done and last[done[0]] <= block:
+            c = done.pop(0)
+            for parts in columns:
                 parts[c] = None
-    parts.clear()
-    return pa.chunked_array(chunks, kind)
+    for parts in columns:
+        parts.clear()
+    return [pa.chunked_array(out, kind) for out, kind in zip(chunks, kinds)]
 
 
-def _taken(parts: list[Any], bounds: np.ndarray, index: np.ndarray) -> pa.Array:
-    """The values of consecutive `parts` (starting at `bounds`) at `index`."""
-    part = np.searchsorted(bounds, index, side="right") - 1
-    used = np.unique(part)
-    if len(used) == 1:
-        c = int(used[0])
-        return parts[c].take(pa.array(index - bounds[c]))
-    pieces, where = [], []
-    for c in used.tolist():
-        picked = np.flatnonzero(part == c)
-        pieces.append(parts[c].take(pa.array(index[picked] - bounds[c])))
-        where.append(picked)
-    back = np.argsort(np.concatenate(where), kind="stable")
-    return pa.concat_arrays(pieces).take(pa.array(back))
+class _Take:
+    """Taking the values at `index` of consecutive parts (starting at `bounds`). Rows nearly
+    in order (a few from elsewhere among runs of consecutive ones) reach short spans of the
+    parts: those are joined (a plain copy) and taken from once; otherwise each part's rows are
+    taken and put back in order."""
+
+    def __init__(self, bounds: np.ndarray, index: np.ndarray) -> None:
+        part = np.searchsorted(bounds, index, side="right") - 1
+        local = index - bounds[part]
+        self.used = np.flatnonzero(np.bincount(part, minlength=len(bounds) - 1)).tolist()
+        if len(self.used) == 1:
+            self.spans, self.at = None, pa.array(local)
+            return
+        reached = [local[part == c] for c in self.used]
+        self.spans = [(int(rows.min()), int(rows.max()) + 1) for rows in reached]
+        if sum(high - low for low, high in self.spans) <= 2 * len(index):
+            start = np.zeros(len(bounds) - 1, np.int64)  # where a part's span starts, less its low
+            size = 0
+            for c, (low, high) in zip(self.used, self.spans):
+                start[c] = size - low
+                size += high - low
+            self.at = pa.array(local + start[part])
+            return
+        self.spans, self.reached = None, [pa.array(rows) for rows in reached]
+        where = np.concatenate([np.flatnonzero(part == c) for c in self.used])
+        self.at = pa.array(np.argsort(where, kind="stable"))
+
+    def __call__(self, parts: list[Any]) -> pa.Array:
+        if len(self.used) == 1:
+            return parts[self.used[0]].take(self.at)
+        if self.spans is not None:
+            pieces = [
+                parts[c].slice(low, high - low) for c, (low, high) in zip(self.used, self.spans)
+            ]
+        else:
+            pieces = [parts[c].take(rows) for c, rows in zip(self.used, self.reached)]
+        return pa.concat_arrays(pieces).take(self.at)
 
 
 def _slices(parts: list[Any], bounds: np.ndarray, lo: int, hi: int, kind: pa.DataType) -> list[Any]:
@@ -1059,8 +1166,13 @@ def _slices(parts: list[Any], bounds: np.ndarray, lo: int, hi: int, kind: pa.Dat
     for c in range(first, last + 1):
         a, b = max(lo, int(bounds[c])), min(hi, int(bounds[c + 1]))
         if b > a:
-            slices.append(parts[c].slice(a - int(bounds[c]), b - a).cast(kind))
+            slices.append(_as(parts[c].slice(a - int(bounds[c]), b - a), kind))
     return slices
+
+
+def _as(values: pa.Array, kind: pa.DataType) -> pa.Array:
+    """`values` cast to `kind` (large strings to strings), as they are where of that type."""
+    return values if values.type == kind else values.cast(kind)
 
 
 def _optional_ints(

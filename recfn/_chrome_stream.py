@@ -135,7 +135,7 @@ class Stream:
         chunk = next(self.chunks, b"")
         if not chunk:
             return False
-        self.text = self.text[self.at :] + chunk
+        self.text = b"".join((memoryview(self.text)[self.at :], chunk))  # one copy, not two
         self.at = 0
         return True
 
@@ -216,7 +216,7 @@ class Stream:
                 after = self.text[cut + 1 : cut + 65].lstrip(_SPACE)[:1]
                 if after not in (b",", b"]"):
                     continue
-                text = b"[" + self.text[self.at : cut + 1] + b"]"
+                text = b"".join((b"[", memoryview(self.text)[self.at : cut + 1], b"]"))  # one copy
                 events = self._decode(text)
                 if events is not None:
                     self.at = cut + 1

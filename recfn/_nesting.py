@@ -6,6 +6,8 @@ that remain run over tree levels or over powers of two.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -44,6 +46,27 @@ def parents_from_nesting(
     parent = np.full(n, -1, dtype=np.int64)
     parent[order[has_parent]] = order[found[has_parent]]
     return parent
+
+
+def nesting(
+    group: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    can_contain: np.ndarray,
+    native: Callable[..., tuple[bytes, bytes]] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`parents_from_nesting` and `depths` of its parents. `native` (``recfn._cchrome.nest``,
+    compiled builds) finds both in one pass over the sorted rows, with a stack."""
+    if native is None or len(start) == 0:
+        parent = parents_from_nesting(group, start, end, can_contain)
+        return parent, depths(parent)
+    order = _nesting_order(group, start, end, can_contain)
+    s, e = start[order], end[order]
+    need = np.maximum(e, s + 1)
+    reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
+    del s, e
+    found = native(*(a.astype(np.int64, copy=False) for a in (order, group[order], need, reach)))
+    return np.frombuffer(found[0], np.int64), np.frombuffer(found[1], np.int64)
 
 
 def _nesting_order(

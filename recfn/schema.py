@@ -563,8 +563,11 @@ def frame(table: pa.Table, *, consume: bool = False) -> pd.DataFrame:
     table = table.drop_columns(list(apart))
     df = table.to_pandas(self_destruct=consume, split_blocks=consume)
     del table
+    import pandas as pd
+
     for name, values in apart.items():
-        df.insert(positions[name], name, values)
+        # A Series of the final dtype: pandas then does not scan object cells to infer one.
+        df.insert(positions[name], name, pd.Series(values, index=df.index, copy=False))
     return df
 
 
