@@ -138,38 +138,44 @@ typedef struct {
 
 static PyTypeObject RangeCallType;
 
-/* End rf after fn raised: fn's exception propagates, or end's with fn's as its context (what
- * a try/finally does). */
+/* End rf after fn raised, as a try/finally does: fn's exception is the one being handled while
+ * end runs (what end callbacks see, and the context of anything they raise, chained where it
+ * is raised), and it propagates unless end raises. */
 static void end_after_error(RangeCall *w, PyObject *rf) {
 #if PY_VERSION_HEX >= 0x030C0000
     PyObject *raised = PyErr_GetRaisedException();
+    PyObject *handled = PyErr_GetHandledException();
+    PyErr_SetHandledException(raised);
     PyObject *done = PyObject_Vectorcall(w->end, &rf, 1, NULL);
-    if (done != NULL) {
-        Py_DECREF(done);
-        PyErr_SetRaisedException(raised);
+    PyErr_SetHandledException(handled);
+    Py_XDECREF(handled);
+    if (done == NULL) {
+        Py_DECREF(raised);
         return;
     }
-    PyObject *during = PyErr_GetRaisedException();
-    PyException_SetContext(during, raised);
-    PyErr_SetRaisedException(during);
+    Py_DECREF(done);
+    PyErr_SetRaisedException(raised);
 #else
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    PyObject *done = PyObject_Vectorcall(w->end, &rf, 1, NULL);
-    if (done != NULL) {
-        Py_DECREF(done);
-        PyErr_Restore(type, value, tb);
-        return;
-    }
     PyErr_NormalizeException(&type, &value, &tb);
     if (tb != NULL) PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    PyObject *type2, *value2, *tb2;
-    PyErr_Fetch(&type2, &value2, &tb2);
-    PyErr_NormalizeException(&type2, &value2, &tb2);
-    PyException_SetContext(value2, value);
-    PyErr_Restore(type2, value2, tb2);
+    PyObject *htype, *hvalue, *htb;
+    PyErr_GetExcInfo(&htype, &hvalue, &htb);
+    Py_XINCREF(type);
+    Py_XINCREF(value);
+    Py_XINCREF(tb);
+    PyErr_SetExcInfo(type, value, tb); /* steals the three */
+    PyObject *done = PyObject_Vectorcall(w->end, &rf, 1, NULL);
+    PyErr_SetExcInfo(htype, hvalue, htb);
+    if (done == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return;
+    }
+    Py_DECREF(done);
+    PyErr_Restore(type, value, tb);
 #endif
 }
 
@@ -277,7 +283,7 @@ static PyGetSetDef rc_getset[] = {
 };
 
 static PyTypeObject RangeCallType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn._crange.RangeCall",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn._ccall.RangeCall",
     .tp_doc = "RangeCall(fn, name, args, scope, begin, end): calls fn with the caller's "
               "arguments between begin(name, args, scope) and end(range) (none when begin "
               "returns None); what record_function's decorator returns for a plain function.",

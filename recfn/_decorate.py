@@ -1,4 +1,4 @@
-"""Decorator wrappers for ``record_function``: Python closures, or for plain callables in compiled
+"""Decorator wrappers for ``record_function``: Python closures, or for plain functions in compiled
 builds the C ``RangeCall``; ``functools.wraps`` works on both.
 
 The engine hands in its ``begin_range``/``end_range``, so this module does not import the engine
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -28,8 +29,9 @@ def decorate(
 ) -> Callable[..., Any]:
     """Wrap ``fn`` (plain or async) so every call is a USER_SCOPE range called ``name``.
 
-    ``native`` (``recfn._crange.RangeCall`` in compiled builds) wraps a plain callable without
-    a Python frame: the same calls, metadata, method binding and pickling as ``wrapper`` below.
+    ``native`` (``recfn._ccall.RangeCall`` in compiled builds) wraps a plain function without a
+    Python frame: the same calls, metadata, method binding and pickling as ``wrapper`` below
+    (other callables, which may lack a name to take, keep ``wrapper``).
     """
     if not callable(fn):
         raise TypeError(f"record_function can only decorate callables, got {type(fn).__name__}")
@@ -47,7 +49,7 @@ def decorate(
 
         return async_wrapper
 
-    if native is not None:
+    if native is not None and isinstance(fn, types.FunctionType):
         return functools.update_wrapper(native(fn, name, args, SCOPE_USER, begin, end), fn)
 
     @functools.wraps(fn)

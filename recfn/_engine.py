@@ -758,29 +758,22 @@ class RecordFunction:
         return True
 
     def _fast_end(self) -> None:
-        """End a range ``_fast_begin`` started, where it started: pop it, or close its frame in
-        its task, and end its row (any other case, e.g. one ended out of order or from
-        another task, goes through ``_finish``)."""
+        """End a range ``_fast_begin`` started: pop it (or leave its task's frame, or its slot
+        when it ends out of order) and end its row; one left from another thread or task is
+        async, and the profiler's ``on_end`` marks it so through ``_finish``."""
         td = self._td
-        if td is not None and self._on_stack:
-            stack = td.stack
-            top = td.top
-            if top > 0 and stack[top - 1] is self:
-                stack[top - 1] = None
-                td.top = top - 1
-                self._on_stack = False
-                self._state = 2
-                if self.sink_row >= 0:
-                    _close_row(self.sink_chunk, self, 0)
-                return
-        elif self._frame is not None:
+        if td is not None and self._on_stack and td.top > 0 and td.stack[td.top - 1] is self:
+            td.top -= 1
+            td.stack[td.top] = None
+            self._on_stack = False
+        else:
             self._leave_context(False, False)
-            if not self.is_async:  # closed in its own task (else the profiler marks it async)
-                self._state = 2
-                if self.sink_row >= 0:
-                    _close_row(self.sink_chunk, self, 0)
+            if self.is_async:
+                self._finish(False, False)
                 return
-        self._finish(False, False)
+        self._state = 2
+        if self.sink_row >= 0:
+            _close_row(self.sink_chunk, self, 0)
 
     def end(self) -> None:
         """End the range: run end callbacks and restore the parent as the current range."""

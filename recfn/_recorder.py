@@ -572,9 +572,10 @@ class Recorder(RecordFunctionCallback):
 
     def _extras(self, buf: _ThreadBuffer, rf: RecordFunction, at: i64) -> None:
         args = rf._args
-        kwinputs = rf.kwinputs
-        if args is None and kwinputs is not None:
-            args = repr(kwinputs)
+        if args is None:
+            kwinputs = rf.kwinputs
+            if kwinputs is not None:
+                args = repr(kwinputs)
         shapes: object = None
         dtypes: object = None
         flops: object = None

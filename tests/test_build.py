@@ -30,7 +30,8 @@ def test_core_modules_are_compiled_extensions() -> None:
     # record_function("x") is made without an argument tuple, its __enter__/__exit__ bound from
     # a free list, and decorated plain callables run without a Python frame (recfn._ccall)
     assert _engine.NATIVE_CALLS
-    assert type(recfn.record_function("x")(len)) is _engine._ccall.RangeCall
+    assert type(recfn.record_function("x")(run_python)) is _engine._ccall.RangeCall
+    assert type(recfn.record_function("x")(len)) is not _engine._ccall.RangeCall  # no __code__
     assert _chrome_import.NATIVE is not None  # read_chrome_trace decodes with recfn._cchrome
 
 

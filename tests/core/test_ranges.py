@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 import threading
 from typing import Any
 
@@ -120,7 +121,10 @@ def test_decorated_functions_pickle_and_weakref_as_functions_do() -> None:
 
 
 def test_decorator_end_raising_keeps_the_functions_exception_as_context() -> None:
+    handled: list[object] = []
+
     def end(rf: recfn.RecordFunction, ctx: object) -> None:
+        handled.append(sys.exc_info()[1])  # as in a finally: the function's exception
         raise Stop("from end")
 
     recfn.add_global_callback(RecordFunctionCallback(None, end))
@@ -132,6 +136,7 @@ def test_decorator_end_raising_keeps_the_functions_exception_as_context() -> Non
     with pytest.raises(Stop) as info:
         boom()
     assert isinstance(info.value.__context__, KeyError)
+    assert handled == [info.value.__context__]
 
     @recfn.record_function("returns")
     def fine() -> int:
