@@ -1163,21 +1163,10 @@ def begin_range(name: str, args: Optional[str], scope: i32) -> Optional[RecordFu
     """Start a range for wrappers (decorators, instrumentation); ``None`` when nothing listens."""
     if _reg.n_callbacks == 0:
         return None
-    plain = _reg.plain
-    if plain is not None and args is None:
-        rf = RecordFunction(_UNSELECTED)  # no selection: the fast path needs none
-        rf._scope = scope
-        rf.name = name
-        if rf._fast_begin(plain):
-            return rf
-        rf._select()
-    else:
-        rf = RecordFunction(scope)
-        rf.name = name
-    if rf._state != 0:
-        return None
-    rf._args = args
-    rf._begin(args, None)
+    rf = _open_range(name, scope, args is None)
+    if rf is not None and rf._state == 0:
+        rf._args = args
+        rf._begin(args, None)
     return rf
 
 
@@ -1187,12 +1176,28 @@ def begin_call(
     """Like ``begin_range`` but hands the call's arguments to callbacks that need inputs."""
     if _reg.n_callbacks == 0:
         return None
-    rf = RecordFunction(scope)
-    if rf._state != 0:
-        return None
-    rf.name = name
-    rf._begin(args, kwargs)
+    rf = _open_range(name, scope, True)
+    if rf is not None and rf._state == 0:
+        rf._begin(args, kwargs)
     return rf
+
+
+def _open_range(name: str, scope: i32, may_be_fast: bool) -> Optional[RecordFunction]:
+    """A wrapper's range: started on the fast path when the plain profiler is the only callback
+    (it needs neither args nor inputs; ``may_be_fast`` when the range has no args), else with its
+    callbacks selected (``_state`` 0, for the caller to start); None when none was selected."""
+    plain = _reg.plain
+    if plain is not None and may_be_fast:
+        rf = RecordFunction(_UNSELECTED)  # no selection: the fast path needs none
+        rf._scope = scope
+        rf.name = name
+        if rf._fast_begin(plain):
+            return rf
+        rf._select()
+    else:
+        rf = RecordFunction(scope)
+        rf.name = name
+    return rf if rf._state >= 0 else None
 
 
 def end_range(rf: RecordFunction) -> None:

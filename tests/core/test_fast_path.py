@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
@@ -205,6 +206,10 @@ def decorators() -> None:
     with recfn.record_function("outer"):
         decorated(3)
     decorated(1)
+    with recfn.instrument(json, include=["dumps"]):  # wrappers that hand their arguments on
+        with recfn.record_function("around instrumented"):
+            json.dumps([1])
+        json.dumps({})
 
 
 def marks_and_memory() -> None:
