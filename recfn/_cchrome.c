@@ -21,6 +21,9 @@
  * bp), names that are not strings, pid/tid/ids that are not int64 integers, numbers it
  * cannot convert exactly, invalid UTF-8, lone surrogates, nesting deeper than max_depth. No
  * Python object is made until the batch is known to fit.
+ *
+ * decode keeps the last batch's buffers for the next one; release() frees them (recfn.chrome
+ * calls it when a read ends).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -834,9 +837,17 @@ static void batch_bufs(Batch *b, Buf **out) {
 }
 
 /* The last batch's buffers, emptied, for the next batch: a trace's batches are alike, so
- * their memory is reused rather than allocated (and paged in) again for each one. */
+ * their memory is reused rather than allocated (and paged in) again for each one. A read frees
+ * them when it ends (`release`). */
 static Buf spare[N_BUFS];
 #define SPARE_CAP ((size_t)64 << 20) /* larger buffers are not kept */
+
+static void spare_free(void) {
+    for (int i = 0; i < N_BUFS; i++) {
+        PyMem_Free(spare[i].data);
+        spare[i] = (Buf){NULL, 0, 0};
+    }
+}
 
 static void batch_reuse(Batch *b) {
     Buf *bufs[N_BUFS];
@@ -851,9 +862,8 @@ static void batch_reuse(Batch *b) {
 static void batch_free(Batch *b) {
     Buf *bufs[N_BUFS];
     batch_bufs(b, bufs);
+    spare_free();
     for (int i = 0; i < N_BUFS; i++) {
-        PyMem_Free(spare[i].data);
-        spare[i] = (Buf){NULL, 0, 0};
         if (bufs[i]->cap <= SPARE_CAP) spare[i] = *bufs[i];
         else PyMem_Free(bufs[i]->data);
     }
@@ -1284,6 +1294,19 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     return out;
 }
 
+static PyObject *release(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    spare_free();
+    Py_RETURN_NONE;
+}
+
+static PyObject *spare_bytes(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    size_t total = 0;
+    for (int i = 0; i < N_BUFS; i++) total += spare[i].cap;
+    return PyLong_FromSize_t(total);
+}
+
 /* -- nesting ------------------------------------------------------------------------------- */
 
 /* nest(order, group, need, reach): rows sorted as recfn._nesting sorts them (by group, start,
@@ -1358,6 +1381,10 @@ static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(text, max_depth, sequence_default, fwd_default): the columns of a JSON list of "
      "trace events (a dict), or None when the batch is not of the shape this decodes."},
+    {"release", release, METH_NOARGS,
+     "release(): free the buffers kept from the last batch for the next (a read's end)."},
+    {"spare_bytes", spare_bytes, METH_NOARGS,
+     "spare_bytes(): the bytes of the buffers kept for the next batch (for tests)."},
     {"nest", (PyCFunction)(void (*)(void))nest, METH_FASTCALL,
      "nest(order, group, need, reach): each row's parent and depth by interval nesting."},
     {NULL, NULL, 0, NULL},

@@ -132,6 +132,15 @@ NEST: Any = _native("nest")
 """recfn._cchrome's one-pass nesting (`recfn._nesting.nesting`), used with `NATIVE` (so that
 tests that turn the native decoder off compare it with the numpy one)."""
 
+_RELEASE: Any = _native("release")
+
+
+def release_native() -> None:
+    """Free the buffers the native decoder keeps from a batch for the next one (up to the
+    batch's text size each): called when a read ends, so that they do not outlive it."""
+    if _RELEASE is not None:
+        _RELEASE()
+
 
 class NativeBatch:
     """A batch decoded by recfn._cchrome: the columns of its complete events (`columns`: arrays
