@@ -817,22 +817,27 @@ typedef struct {
     int64_t torch_default[2];
 } Batch;
 
-#define N_BUFS 29
+#define LENGTH(array) (sizeof(array) / sizeof((array)[0]))
+#define N_NAMED_BUFS 17 /* batch_bufs's `bufs` */
+#define N_LIST_BUFS 6   /* batch_bufs's `parts`, of each list column */
+#define N_BUFS (N_NAMED_BUFS + LENGTH(((Batch *)0)->lists) * N_LIST_BUFS)
 
-/* The batch's buffers (`N_BUFS` of them). */
+/* The batch's buffers (`N_BUFS` of them: the compiler checks the counts). */
 static void batch_bufs(Batch *b, Buf **out) {
     Buf *bufs[] = {&b->ts,         &b->dur,          &b->pid,         &b->tid,
                    &b->ids[0],     &b->ids[1],       &b->has_id[0],   &b->has_id[1],
                    &b->torch[0],   &b->torch[1],     &b->names,       &b->cats,
                    &b->has_args,   &b->args_at,      &b->args,        &b->others,
                    &b->scratch};
+    _Static_assert(LENGTH(bufs) == N_NAMED_BUFS, "N_NAMED_BUFS must count `bufs`");
     size_t n = 0;
-    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) out[n++] = bufs[i];
-    for (int i = 0; i < 2; i++) {
+    for (size_t i = 0; i < LENGTH(bufs); i++) out[n++] = bufs[i];
+    for (size_t i = 0; i < LENGTH(b->lists); i++) {
         ListColumn *c = &b->lists[i];
         Buf *parts[] = {&c->lists_at, &c->items_at, &c->lists_valid,
                         &c->items_valid, &c->values, &c->values_valid};
-        for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) out[n++] = parts[j];
+        _Static_assert(LENGTH(parts) == N_LIST_BUFS, "N_LIST_BUFS must count `parts`");
+        for (size_t j = 0; j < LENGTH(parts); j++) out[n++] = parts[j];
     }
 }
 
@@ -843,7 +848,7 @@ static Buf spare[N_BUFS];
 #define SPARE_CAP ((size_t)64 << 20) /* larger buffers are not kept */
 
 static void spare_free(void) {
-    for (int i = 0; i < N_BUFS; i++) {
+    for (size_t i = 0; i < N_BUFS; i++) {
         PyMem_Free(spare[i].data);
         spare[i] = (Buf){NULL, 0, 0};
     }
@@ -852,7 +857,7 @@ static void spare_free(void) {
 static void batch_reuse(Batch *b) {
     Buf *bufs[N_BUFS];
     batch_bufs(b, bufs);
-    for (int i = 0; i < N_BUFS; i++) {
+    for (size_t i = 0; i < N_BUFS; i++) {
         *bufs[i] = spare[i];
         bufs[i]->len = 0;
         spare[i] = (Buf){NULL, 0, 0};
@@ -863,7 +868,7 @@ static void batch_free(Batch *b) {
     Buf *bufs[N_BUFS];
     batch_bufs(b, bufs);
     spare_free();
-    for (int i = 0; i < N_BUFS; i++) {
+    for (size_t i = 0; i < N_BUFS; i++) {
         if (bufs[i]->cap <= SPARE_CAP) spare[i] = *bufs[i];
         else PyMem_Free(bufs[i]->data);
     }
@@ -1303,7 +1308,7 @@ static PyObject *release(PyObject *module, PyObject *unused) {
 static PyObject *spare_bytes(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;
     size_t total = 0;
-    for (int i = 0; i < N_BUFS; i++) total += spare[i].cap;
+    for (size_t i = 0; i < N_BUFS; i++) total += spare[i].cap;
     return PyLong_FromSize_t(total);
 }
 
