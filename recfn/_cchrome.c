@@ -371,68 +371,63 @@ static int to_double(const Number *n, double *out) {
     return OK;
 }
 
-/* -- values: validated, and copied compactly where `out` is given ---------------------------- */
+/* -- values validated and skipped (`compact` copies those that are kept) ---------------------- */
 
-static int literal(Parser *ps, const char *word, Buf *out) {
+static int literal(Parser *ps, const char *word) {
     size_t len = strlen(word);
     if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, word, len) != 0) return NOT_FAST;
     ps->p += len;
-    return out ? buf_put(out, word, len) : OK;
+    return OK;
 }
 
-static int value(Parser *ps, Buf *out, int depth);
+static int value(Parser *ps, int depth);
 
-static int copy_string(Parser *ps, Buf *out) {
-    Ptr start = ps->p, content;
+static int skip_string(Parser *ps) {
+    Ptr content;
     size_t len;
     int escaped;
-    RETURN_IF(scan_string(ps, &content, &len, &escaped));
-    return out ? buf_put(out, start, (size_t)(ps->p - start)) : OK;
+    return scan_string(ps, &content, &len, &escaped);
 }
 
-static int copy_number(Parser *ps, Buf *out) {
+static int skip_number(Parser *ps) {
     Number n;
     RETURN_IF(scan_number(ps, &n));
-    if (!number_in_range(&n)) return NOT_FAST;
-    return out ? buf_put(out, n.start, n.len) : OK;
+    return number_in_range(&n) ? OK : NOT_FAST;
 }
 
 /* An object or array (p at its bracket); `depth` is the level it opens. */
-static int container(Parser *ps, Buf *out, int depth) {
+static int container(Parser *ps, int depth) {
     unsigned char open = *ps->p, close = open == '{' ? '}' : ']';
     int object = open == '{';
     if (depth > ps->max_depth) return NOT_FAST;
     ps->p++;
-    if (out) RETURN_IF(buf_byte(out, open));
     if (peek(ps) == close) {
         ps->p++;
-        return out ? buf_byte(out, close) : OK;
+        return OK;
     }
     for (;;) {
         if (object) {
             if (peek(ps) != '"') return NOT_FAST;
-            RETURN_IF(copy_string(ps, out));
+            RETURN_IF(skip_string(ps));
             RETURN_IF(expect(ps, ':'));
-            if (out) RETURN_IF(buf_byte(out, ':'));
         }
-        RETURN_IF(value(ps, out, depth + 1));
+        RETURN_IF(value(ps, depth + 1));
         int c = take(ps);
-        if (c == close) return out ? buf_byte(out, close) : OK;
+        if (c == close) return OK;
         if (c != ',') return NOT_FAST;
-        if (out) RETURN_IF(buf_byte(out, ','));
     }
 }
 
 /* Any JSON value; `depth` is the level a container opens. */
-static int value(Parser *ps, Buf *out, int depth) {
+static int value(Parser *ps, int depth) {
     switch (peek(ps)) {
-        case '"': return copy_string(ps, out);
+        case '"': return skip_string(ps);
         case '{':
-        case '[': return container(ps, out, depth);
-        case 't': return literal(ps, "true", out);
-        case 'f': return literal(ps, "false", out);
-        case 'n': return literal(ps, "null", out);
-        default: return copy_number(ps, out);
+        case '[': return container(ps, depth);
+        case 't': return literal(ps, "true");
+        case 'f': return literal(ps, "false");
+        case 'n': return literal(ps, "null");
+        default: return skip_number(ps);
     }
 }
 
@@ -478,7 +473,8 @@ static int container_to(Parser *ps, char **out, int depth) {
     }
 }
 
-/* Any JSON value, as `value` copies it, to *out (with room for it); `depth` as `value`'s. */
+/* Any JSON value, checked as `value` checks it and copied compactly (whitespace between
+ * tokens dropped) to *out (with room for it); `depth` as `value`'s. */
 static int value_to(Parser *ps, char **out, int depth) {
     Ptr start;
     switch (peek(ps)) {
@@ -513,8 +509,8 @@ static int value_to(Parser *ps, char **out, int depth) {
     return OK;
 }
 
-/* `value` with `out` given: the compact text is no longer than the text it comes from, so
- * room for the rest of the text is reserved once, and the tokens are copied unchecked. */
+/* `value_to` appending to `out`: the compact text is no longer than the text it comes from,
+ * so room for the rest of the text is reserved once, and the tokens are copied unchecked. */
 static int compact(Parser *ps, Buf *out, int depth) {
     RETURN_IF(buf_reserve(out, (size_t)(ps->end - ps->p)));
     char *at = out->data + out->len;
@@ -772,7 +768,7 @@ static int token(Parser *ps, Token *t, int depth) {
             return scan_string(ps, &t->text, &t->len, &t->escaped);
         case 'n':
             t->kind = IS_NULL;
-            return literal(ps, "null", NULL);
+            return literal(ps, "null");
         case '-':
         case '0': case '1': case '2': case '3': case '4':
         case '5': case '6': case '7': case '8': case '9':
@@ -781,7 +777,7 @@ static int token(Parser *ps, Token *t, int depth) {
             return number_in_range(&t->number) ? OK : NOT_FAST;
         default:
             t->kind = IS_OTHER;
-            return value(ps, NULL, depth);
+            return value(ps, depth);
     }
 }
 
@@ -1024,7 +1020,7 @@ static int end_item(ListColumn *c, int valid) {
 /* An item of "Input Dims": null, or a list of int64 integers and nulls; NOT_FAST for others. */
 static int dims_item(Parser *ps, ListColumn *c) {
     if (peek(ps) != '[') {
-        RETURN_IF(literal(ps, "null", NULL));
+        RETURN_IF(literal(ps, "null"));
         return end_item(c, 0);
     }
     ps->p++;
@@ -1042,7 +1038,7 @@ static int dims_item(Parser *ps, ListColumn *c) {
                 RETURN_IF(scan_number(ps, &n));
                 RETURN_IF(to_int64(&n, &v));
             } else {
-                RETURN_IF(literal(ps, "null", NULL));
+                RETURN_IF(literal(ps, "null"));
             }
             RETURN_IF(put_i64(&c->values, v));
             RETURN_IF(buf_byte(&c->values_valid, (unsigned char)present));
@@ -1057,7 +1053,7 @@ static int dims_item(Parser *ps, ListColumn *c) {
 /* An item of "Input type": null, or a string (decoded); NOT_FAST for others. */
 static int dtype_item(Parser *ps, ListColumn *c) {
     if (peek(ps) != '"') {
-        RETURN_IF(literal(ps, "null", NULL));
+        RETURN_IF(literal(ps, "null"));
         return end_item(c, 0);
     }
     Ptr content;
