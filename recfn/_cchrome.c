@@ -21,6 +21,9 @@
  * bp), names that are not strings, pid/tid/ids that are not int64 integers, numbers it
  * cannot convert exactly, invalid UTF-8, lone surrogates, nesting deeper than max_depth. No
  * Python object is made until the batch is known to fit.
+ *
+ * decode keeps the last batch's buffers for the next one; release() frees them (recfn.chrome
+ * calls it when a read ends).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -368,68 +371,63 @@ static int to_double(const Number *n, double *out) {
     return OK;
 }
 
-/* -- values: validated, and copied compactly where `out` is given ---------------------------- */
+/* -- values validated and skipped (`compact` copies those that are kept) ---------------------- */
 
-static int literal(Parser *ps, const char *word, Buf *out) {
+static int literal(Parser *ps, const char *word) {
     size_t len = strlen(word);
     if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, word, len) != 0) return NOT_FAST;
     ps->p += len;
-    return out ? buf_put(out, word, len) : OK;
+    return OK;
 }
 
-static int value(Parser *ps, Buf *out, int depth);
+static int value(Parser *ps, int depth);
 
-static int copy_string(Parser *ps, Buf *out) {
-    Ptr start = ps->p, content;
+static int skip_string(Parser *ps) {
+    Ptr content;
     size_t len;
     int escaped;
-    RETURN_IF(scan_string(ps, &content, &len, &escaped));
-    return out ? buf_put(out, start, (size_t)(ps->p - start)) : OK;
+    return scan_string(ps, &content, &len, &escaped);
 }
 
-static int copy_number(Parser *ps, Buf *out) {
+static int skip_number(Parser *ps) {
     Number n;
     RETURN_IF(scan_number(ps, &n));
-    if (!number_in_range(&n)) return NOT_FAST;
-    return out ? buf_put(out, n.start, n.len) : OK;
+    return number_in_range(&n) ? OK : NOT_FAST;
 }
 
 /* An object or array (p at its bracket); `depth` is the level it opens. */
-static int container(Parser *ps, Buf *out, int depth) {
+static int container(Parser *ps, int depth) {
     unsigned char open = *ps->p, close = open == '{' ? '}' : ']';
     int object = open == '{';
     if (depth > ps->max_depth) return NOT_FAST;
     ps->p++;
-    if (out) RETURN_IF(buf_byte(out, open));
     if (peek(ps) == close) {
         ps->p++;
-        return out ? buf_byte(out, close) : OK;
+        return OK;
     }
     for (;;) {
         if (object) {
             if (peek(ps) != '"') return NOT_FAST;
-            RETURN_IF(copy_string(ps, out));
+            RETURN_IF(skip_string(ps));
             RETURN_IF(expect(ps, ':'));
-            if (out) RETURN_IF(buf_byte(out, ':'));
         }
-        RETURN_IF(value(ps, out, depth + 1));
+        RETURN_IF(value(ps, depth + 1));
         int c = take(ps);
-        if (c == close) return out ? buf_byte(out, close) : OK;
+        if (c == close) return OK;
         if (c != ',') return NOT_FAST;
-        if (out) RETURN_IF(buf_byte(out, ','));
     }
 }
 
 /* Any JSON value; `depth` is the level a container opens. */
-static int value(Parser *ps, Buf *out, int depth) {
+static int value(Parser *ps, int depth) {
     switch (peek(ps)) {
-        case '"': return copy_string(ps, out);
+        case '"': return skip_string(ps);
         case '{':
-        case '[': return container(ps, out, depth);
-        case 't': return literal(ps, "true", out);
-        case 'f': return literal(ps, "false", out);
-        case 'n': return literal(ps, "null", out);
-        default: return copy_number(ps, out);
+        case '[': return container(ps, depth);
+        case 't': return literal(ps, "true");
+        case 'f': return literal(ps, "false");
+        case 'n': return literal(ps, "null");
+        default: return skip_number(ps);
     }
 }
 
@@ -475,7 +473,8 @@ static int container_to(Parser *ps, char **out, int depth) {
     }
 }
 
-/* Any JSON value, as `value` copies it, to *out (with room for it); `depth` as `value`'s. */
+/* Any JSON value, checked as `value` checks it and copied compactly (whitespace between
+ * tokens dropped) to *out (with room for it); `depth` as `value`'s. */
 static int value_to(Parser *ps, char **out, int depth) {
     Ptr start;
     switch (peek(ps)) {
@@ -510,8 +509,8 @@ static int value_to(Parser *ps, char **out, int depth) {
     return OK;
 }
 
-/* `value` with `out` given: the compact text is no longer than the text it comes from, so
- * room for the rest of the text is reserved once, and the tokens are copied unchecked. */
+/* `value_to` appending to `out`: the compact text is no longer than the text it comes from,
+ * so room for the rest of the text is reserved once, and the tokens are copied unchecked. */
 static int compact(Parser *ps, Buf *out, int depth) {
     RETURN_IF(buf_reserve(out, (size_t)(ps->end - ps->p)));
     char *at = out->data + out->len;
@@ -769,7 +768,7 @@ static int token(Parser *ps, Token *t, int depth) {
             return scan_string(ps, &t->text, &t->len, &t->escaped);
         case 'n':
             t->kind = IS_NULL;
-            return literal(ps, "null", NULL);
+            return literal(ps, "null");
         case '-':
         case '0': case '1': case '2': case '3': case '4':
         case '5': case '6': case '7': case '8': case '9':
@@ -778,7 +777,7 @@ static int token(Parser *ps, Token *t, int depth) {
             return number_in_range(&t->number) ? OK : NOT_FAST;
         default:
             t->kind = IS_OTHER;
-            return value(ps, NULL, depth);
+            return value(ps, depth);
     }
 }
 
@@ -814,34 +813,47 @@ typedef struct {
     int64_t torch_default[2];
 } Batch;
 
-#define N_BUFS 29
+#define LENGTH(array) (sizeof(array) / sizeof((array)[0]))
+#define N_NAMED_BUFS 17 /* batch_bufs's `bufs` */
+#define N_LIST_BUFS 6   /* batch_bufs's `parts`, of each list column */
+#define N_BUFS (N_NAMED_BUFS + LENGTH(((Batch *)0)->lists) * N_LIST_BUFS)
 
-/* The batch's buffers (`N_BUFS` of them). */
+/* The batch's buffers (`N_BUFS` of them: the compiler checks the counts). */
 static void batch_bufs(Batch *b, Buf **out) {
     Buf *bufs[] = {&b->ts,         &b->dur,          &b->pid,         &b->tid,
                    &b->ids[0],     &b->ids[1],       &b->has_id[0],   &b->has_id[1],
                    &b->torch[0],   &b->torch[1],     &b->names,       &b->cats,
                    &b->has_args,   &b->args_at,      &b->args,        &b->others,
                    &b->scratch};
+    _Static_assert(LENGTH(bufs) == N_NAMED_BUFS, "N_NAMED_BUFS must count `bufs`");
     size_t n = 0;
-    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) out[n++] = bufs[i];
-    for (int i = 0; i < 2; i++) {
+    for (size_t i = 0; i < LENGTH(bufs); i++) out[n++] = bufs[i];
+    for (size_t i = 0; i < LENGTH(b->lists); i++) {
         ListColumn *c = &b->lists[i];
         Buf *parts[] = {&c->lists_at, &c->items_at, &c->lists_valid,
                         &c->items_valid, &c->values, &c->values_valid};
-        for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) out[n++] = parts[j];
+        _Static_assert(LENGTH(parts) == N_LIST_BUFS, "N_LIST_BUFS must count `parts`");
+        for (size_t j = 0; j < LENGTH(parts); j++) out[n++] = parts[j];
     }
 }
 
 /* The last batch's buffers, emptied, for the next batch: a trace's batches are alike, so
- * their memory is reused rather than allocated (and paged in) again for each one. */
+ * their memory is reused rather than allocated (and paged in) again for each one. A read frees
+ * them when it ends (`release`). */
 static Buf spare[N_BUFS];
 #define SPARE_CAP ((size_t)64 << 20) /* larger buffers are not kept */
+
+static void spare_free(void) {
+    for (size_t i = 0; i < N_BUFS; i++) {
+        PyMem_Free(spare[i].data);
+        spare[i] = (Buf){NULL, 0, 0};
+    }
+}
 
 static void batch_reuse(Batch *b) {
     Buf *bufs[N_BUFS];
     batch_bufs(b, bufs);
-    for (int i = 0; i < N_BUFS; i++) {
+    for (size_t i = 0; i < N_BUFS; i++) {
         *bufs[i] = spare[i];
         bufs[i]->len = 0;
         spare[i] = (Buf){NULL, 0, 0};
@@ -851,9 +863,8 @@ static void batch_reuse(Batch *b) {
 static void batch_free(Batch *b) {
     Buf *bufs[N_BUFS];
     batch_bufs(b, bufs);
-    for (int i = 0; i < N_BUFS; i++) {
-        PyMem_Free(spare[i].data);
-        spare[i] = (Buf){NULL, 0, 0};
+    spare_free();
+    for (size_t i = 0; i < N_BUFS; i++) {
         if (bufs[i]->cap <= SPARE_CAP) spare[i] = *bufs[i];
         else PyMem_Free(bufs[i]->data);
     }
@@ -1009,7 +1020,7 @@ static int end_item(ListColumn *c, int valid) {
 /* An item of "Input Dims": null, or a list of int64 integers and nulls; NOT_FAST for others. */
 static int dims_item(Parser *ps, ListColumn *c) {
     if (peek(ps) != '[') {
-        RETURN_IF(literal(ps, "null", NULL));
+        RETURN_IF(literal(ps, "null"));
         return end_item(c, 0);
     }
     ps->p++;
@@ -1027,7 +1038,7 @@ static int dims_item(Parser *ps, ListColumn *c) {
                 RETURN_IF(scan_number(ps, &n));
                 RETURN_IF(to_int64(&n, &v));
             } else {
-                RETURN_IF(literal(ps, "null", NULL));
+                RETURN_IF(literal(ps, "null"));
             }
             RETURN_IF(put_i64(&c->values, v));
             RETURN_IF(buf_byte(&c->values_valid, (unsigned char)present));
@@ -1042,7 +1053,7 @@ static int dims_item(Parser *ps, ListColumn *c) {
 /* An item of "Input type": null, or a string (decoded); NOT_FAST for others. */
 static int dtype_item(Parser *ps, ListColumn *c) {
     if (peek(ps) != '"') {
-        RETURN_IF(literal(ps, "null", NULL));
+        RETURN_IF(literal(ps, "null"));
         return end_item(c, 0);
     }
     Ptr content;
@@ -1284,6 +1295,19 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     return out;
 }
 
+static PyObject *release(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    spare_free();
+    Py_RETURN_NONE;
+}
+
+static PyObject *spare_bytes(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    size_t total = 0;
+    for (size_t i = 0; i < N_BUFS; i++) total += spare[i].cap;
+    return PyLong_FromSize_t(total);
+}
+
 /* -- nesting ------------------------------------------------------------------------------- */
 
 /* nest(order, group, need, reach): rows sorted as recfn._nesting sorts them (by group, start,
@@ -1358,6 +1382,10 @@ static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(text, max_depth, sequence_default, fwd_default): the columns of a JSON list of "
      "trace events (a dict), or None when the batch is not of the shape this decodes."},
+    {"release", release, METH_NOARGS,
+     "release(): free the buffers kept from the last batch for the next (a read's end)."},
+    {"spare_bytes", spare_bytes, METH_NOARGS,
+     "spare_bytes(): the bytes of the buffers kept for the next batch (for tests)."},
     {"nest", (PyCFunction)(void (*)(void))nest, METH_FASTCALL,
      "nest(order, group, need, reach): each row's parent and depth by interval nesting."},
     {NULL, NULL, 0, NULL},

@@ -132,6 +132,15 @@ NEST: Any = _native("nest")
 """recfn._cchrome's one-pass nesting (`recfn._nesting.nesting`), used with `NATIVE` (so that
 tests that turn the native decoder off compare it with the numpy one)."""
 
+_RELEASE: Any = _native("release")
+
+
+def release_native() -> None:
+    """Free the buffers the native decoder keeps from a batch for the next one (up to the
+    batch's text size each): called when a read ends, so that they do not outlive it."""
+    if _RELEASE is not None:
+        _RELEASE()
+
 
 class NativeBatch:
     """A batch decoded by recfn._cchrome: the columns of its complete events (`columns`: arrays
@@ -820,10 +829,10 @@ class _Rows:
 
     def labels(self, key: str) -> _Labels:
         """An object column (device) of all parts as codes into its distinct values (-1 for
-        None and for parts without it): only the rows that have it are factorized."""
+        None and for parts without it): only the rows that have it are factorized. Called
+        where some part has it (a memory part always has a device)."""
         arrays = [part[key] for part in self.parts]
-        present = [array for array in arrays if array is not None]
-        codes, uniques = pd.factorize(np.concatenate(present)) if present else ([], [])
+        codes, uniques = pd.factorize(np.concatenate([a for a in arrays if a is not None]))
         out = np.full(sum(len(part["event"]) for part in self.parts), -1, np.int64)
         at, taken = 0, 0
         for part, array in zip(self.parts, arrays):
@@ -1075,11 +1084,6 @@ def _args_columns(
     del parts
     taken = _gather_columns(columns, rows)
     return taken[0], ints, tuple(taken[1:])
-
-
-def _gather(parts: list[Any], rows: np.ndarray) -> pa.ChunkedArray:
-    """The values of consecutive `parts` at `rows` (`_gather_columns` of one column)."""
-    return _gather_columns([parts], rows)[0]
 
 
 def _gather_columns(columns: list[list[Any]], rows: np.ndarray) -> list[pa.ChunkedArray]:

@@ -28,13 +28,7 @@ def parents_from_nesting(
     n = len(start)
     if n == 0:
         return np.empty(0, dtype=np.int64)
-    order = _nesting_order(group, start, end, can_contain)
-    s, e, g = start[order], end[order], group[order]
-    # Sorted by (group, start, -end), the parent is the nearest earlier row whose end reaches
-    # `need`: every earlier row that does not contain this one ended before it started.
-    need = np.maximum(e, s + 1)
-    reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
-    del s, e
+    order, g, need, reach = _sorted_needs(group, start, end, can_contain)
     # Rows that no earlier row of their group reaches are roots; skip their search.
     same_group = g[1:] == g[:-1]
     del g
@@ -60,13 +54,26 @@ def nesting(
     if native is None or len(start) == 0:
         parent = parents_from_nesting(group, start, end, can_contain)
         return parent, depths(parent)
+    found = native(
+        *(a.astype(np.int64, copy=False) for a in _sorted_needs(group, start, end, can_contain))
+    )
+    return np.frombuffer(found[0], np.int64), np.frombuffer(found[1], np.int64)
+
+
+def _sorted_needs(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, can_contain: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rows' positions in nesting order (`_nesting_order`) and, in that order, their group,
+    the end a parent must reach (`need`) and the end they reach as parents (`reach`, INT64_MIN
+    for rows that contain nothing). Sorted so, a row's parent is the nearest earlier row of its
+    group whose reach is at least its need: every earlier row that does not contain it ended
+    before it started."""
     order = _nesting_order(group, start, end, can_contain)
     s, e = start[order], end[order]
     need = np.maximum(e, s + 1)
     reach = np.where(can_contain[order] & (e > s), e, INT64_MIN)
     del s, e
-    found = native(*(a.astype(np.int64, copy=False) for a in (order, group[order], need, reach)))
-    return np.frombuffer(found[0], np.int64), np.frombuffer(found[1], np.int64)
+    return order, group[order], need, reach
 
 
 def _nesting_order(

@@ -49,6 +49,7 @@ from recfn._chrome_import import (
     dictionaries_by_row,
     events_table,
     frame_of,
+    release_native,
 )
 from recfn._chrome_stream import MAX_DEPTH as MAX_DEPTH
 from recfn._chrome_stream import (
@@ -98,7 +99,8 @@ def read_chrome_table(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pa.
 
 
 def _read(source: str, max_bytes: int) -> pa.Table:
-    """The event table of the trace file `source` (`events_table`)."""
+    """The event table of the trace file `source` (`events_table`); the native decoder's
+    buffers are freed when it ends (`release_native`)."""
     try:
         with _gc_paused():
             streamed = _read_streamed(source, max_bytes)
@@ -126,6 +128,8 @@ def _read(source: str, max_bytes: int) -> pa.Table:
         raise TraceFormatError(
             f"{source}: not a readable Chrome trace ({type(error).__name__}: {error})"
         ) from error
+    finally:
+        release_native()
 
 
 def _read_streamed(source: str, max_bytes: int) -> pa.Table | None:

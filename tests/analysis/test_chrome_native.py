@@ -293,6 +293,40 @@ def test_results_hold_no_extra_references_and_nothing_leaks() -> None:
         tracemalloc.stop()
 
 
+SPARE_BYTES = _chrome_import._native("spare_bytes")
+
+
+@pytest.mark.parametrize("bad", [False, True], ids=["read", "failed"])
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "whole"])
+def test_a_read_frees_the_buffers_kept_for_the_next_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool, bad: bool
+) -> None:
+    """decode keeps a batch's buffers for the next one; a read releases them when it ends,
+    whether it read the file through or failed after native batches."""
+    native_columns(json.dumps(torch_events(30)).encode())
+    assert SPARE_BYTES() > 0  # the probe sees them
+    events = torch_events(300) + ([{"ph": "X", "ts": 1, "dur": -1}] if bad else [])
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(events))
+    if not streamed:
+        monkeypatch.setattr(chrome, "_read_streamed", lambda source, max_bytes: None)
+    taken = []
+
+    def spy(text: bytes, max_depth: int, *defaults: int) -> Any:
+        columns = NATIVE(text, max_depth, *defaults)
+        taken.append(SPARE_BYTES() > 0)
+        return columns
+
+    with decoder(spy), batches_of(100):
+        if bad:
+            with pytest.raises(TraceFormatError, match="dur"):
+                chrome.read_chrome_table(path)
+        else:
+            chrome.read_chrome_table(path)
+    assert len(taken) > 1 and all(taken)  # several batches, each leaving its buffers
+    assert SPARE_BYTES() == 0
+
+
 # -- whole traces: the same table both ways -------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import recfn
 from recfn import chrome
-from recfn._chrome_import import _gather, _Ids, _objects, dictionaries_by_row
+from recfn._chrome_import import _gather_columns, _Ids, _objects, dictionaries_by_row
 from recfn.errors import TraceFormatError
 from recfn.schema import conform
 
@@ -73,7 +73,7 @@ def test_gathering_parts_takes_the_rows_in_order(
         rng.shuffle(rows)  # type: ignore[attr-defined]
     saved, imported.BATCH = imported.BATCH, batch
     try:
-        taken = _gather(parts, np.array(rows, dtype=np.int64))
+        (taken,) = _gather_columns([parts], np.array(rows, dtype=np.int64))
     finally:
         imported.BATCH = saved
     assert taken.type == pa.string()
@@ -94,7 +94,7 @@ def test_gathering_releases_each_part_after_its_last_row(monkeypatch: pytest.Mon
             seen.append([part is None for part in self])
 
     watched = Watched(parts)
-    taken = imported._gather(watched, np.array([0, 1, 2, 3, 4]))
+    (taken,) = imported._gather_columns([watched], np.array([0, 1, 2, 3, 4]))
     assert taken.to_pylist() == ["a", "b", "c", "d", "e"]
     # The first part goes after the first block of rows, before the others are taken.
     assert seen[0] == [True, False, False]
