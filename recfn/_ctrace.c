@@ -84,6 +84,7 @@ typedef struct {
     Py_ssize_t n_anchors, anchors_cap;
     int64_t anchor_due, anchor_epoch; /* the next read is an anchor from this TSC value on, or
                                          once the recorder's epoch is no longer this */
+    int64_t narrowest; /* the narrowest anchor read so far, in TSC ticks (0: none yet) */
 } ThreadState;
 
 struct CTracer {
@@ -149,12 +150,26 @@ static int clocksource_is_tsc(void) { return 0; }
 #endif
 
 /* Read an anchor: the TSC on both sides of a clock_gettime, their mean standing for the moment
- * of the clock read. Returns its TSC value, which converts to its ns exactly. An anchor not
- * after the thread's last one (a core whose TSC is a few ticks behind) is not kept: the last
- * one's value is returned instead. */
+ * of the clock read, exact to half their distance. A thread interrupted between the reads would
+ * skew every value interpolated near the anchor (by half the interruption: enough to put a
+ * traced call's end after a range it returned inside), so an anchor much wider than the
+ * thread's narrowest is read again, up to ANCHOR_TRIES times, and the narrowest kept. Returns
+ * its TSC value, which converts to its ns exactly. An anchor not after the thread's last one
+ * (a core whose TSC is a few ticks behind) is not kept: the last one's value is returned
+ * instead. */
+#define ANCHOR_TRIES 4
 static int64_t anchor(ThreadState *ts) {
-    int64_t before = read_tsc_ordered(), ns = now_ns(), after = read_tsc_ordered();
-    int64_t tsc = before + (after - before) / 2;
+    int64_t tsc = 0, ns = 0, width = INT64_MAX;
+    for (int i = 0; i < ANCHOR_TRIES; i++) {
+        int64_t before = read_tsc_ordered(), read = now_ns(), after = read_tsc_ordered();
+        if (after - before < width) {
+            width = after - before;
+            tsc = before + width / 2;
+            ns = read;
+        }
+        if (width <= 2 * ts->narrowest + 64) break; /* within the jitter of an uninterrupted read */
+    }
+    if (ts->narrowest == 0 || width < ts->narrowest) ts->narrowest = width > 0 ? width : 1;
     ts->anchor_due = tsc + ANCHOR_TICKS;
     if (ts->n_anchors > 0) {
         const Anchor *last = &ts->anchors[ts->n_anchors - 1];
@@ -471,6 +486,7 @@ static ThreadState *thread_state(CTracer *t) {
     ts->tsc = t->tsc;
     ts->n_anchors = ts->anchors_cap = 0;
     ts->anchor_due = ts->anchor_epoch = 0; /* the first read is an anchor */
+    ts->narrowest = 0;
     ts->anchors = t->tsc ? PyMem_Malloc(64 * sizeof(Anchor)) : NULL;
     if (t->tsc) {
         if (ts->anchors == NULL) {
