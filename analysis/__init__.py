@@ -1,12 +1,12 @@
 """Analysis of recfn event tables: the ``df.recfn`` pandas accessor.
 
-Every DataFrame in the recfn event-table schema (``recfn.schema``, docs/schema.md) gains
+Every DataFrame in the recfn event-table schema (``recfn.formats.schema``, docs/schema.md) gains
 ``df.recfn.summary()``, ``.to_string()``, ``.timeline()``, ``.flame()``, ``.diff()``, ``.tree()``,
 ``.window()``, ``.filter()`` and more. ``import recfn`` registers the accessor (as soon as pandas
 is imported); importing this package does too. Frames that break the schema are refused with
 `MalformedFrameError`; plots with nothing to draw raise `NothingToDrawError`; `alt_text(ax)`
 describes a drawn plot in one line, for an image's ``alt`` attribute. Chrome trace I/O
-lives in the core (``recfn.chrome``) and is re-exported here. matplotlib is imported when
+lives in the core (``recfn.formats.chrome``) and is re-exported here. matplotlib is imported when
 something is drawn (or ``alt_text`` is first used), not with this package: ``recfn summary``
 never draws.
 """
@@ -15,12 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from recfn.chrome import read_chrome_trace, write_chrome_trace
-from recfn.errors import MissingColumnsError
-
-from .accessor import RecfnAccessor
-from .errors import MalformedFrameError, NothingToDrawError
-from .synthetic import make_synthetic_trace
+from recfn.analysis.accessor import RecfnAccessor
+from recfn.analysis.synthetic import make_synthetic_trace
+from recfn.errors import MalformedFrameError, MissingColumnsError, NothingToDrawError
+from recfn.formats.chrome import read_chrome_trace, write_chrome_trace
 
 if not hasattr(pd.DataFrame, "recfn"):  # recfn's facade normally registered it already
     pd.api.extensions.register_dataframe_accessor("recfn")(RecfnAccessor)
@@ -28,7 +26,7 @@ if not hasattr(pd.DataFrame, "recfn"):  # recfn's facade normally registered it 
 
 def __getattr__(name: str) -> Any:
     if name == "alt_text":  # lives beside the drawing code, which imports matplotlib
-        from .drawing import alt_text
+        from recfn.analysis.plots.drawing import alt_text
 
         return alt_text
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,14 +10,23 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from recfn import chrome
-
-from . import fleet
-from .diff import diff
-from .schema import INT64_MAX, as_threads, codes, ints, isin, nulls, require, thread_mask
-from .summary import summarize, summary_text
-from .times import TimeLike, keep_origin, mark_window, to_ns, trace_start
-from .tree import nodes, parent_positions, preorder, self_durations
+from recfn.analysis.columns import (
+    INT64_MAX,
+    as_threads,
+    codes,
+    ints,
+    isin,
+    nulls,
+    require,
+    thread_mask,
+)
+from recfn.analysis.stats import fleet
+from recfn.analysis.stats.diff import diff
+from recfn.analysis.stats.summary import summarize, summary_text
+from recfn.analysis.stats.tree import nodes, parent_positions, preorder, self_durations
+from recfn.analysis.times import TimeLike, keep_origin, mark_window, to_ns, trace_start
+from recfn.errors import RecfnValueError
+from recfn.formats import chrome
 
 if TYPE_CHECKING:  # matplotlib is imported by the methods that draw, when they draw
     from matplotlib.axes import Axes
@@ -206,7 +215,7 @@ class RecfnAccessor:
         lo = to_ns(start, origin, "window: start")
         hi = to_ns(end, origin, "window: end")
         if lo is not None and hi is not None and hi < lo:
-            raise ValueError(f"window: end ({end!r}) is before start ({start!r})")
+            raise RecfnValueError(f"window: end ({end!r}) is before start ({start!r})")
         begin = ints(df["start_ns"], 0)
         finish = ints(df["end_ns"], INT64_MAX)
         mask = np.ones(len(df), dtype=bool)
@@ -308,7 +317,7 @@ class RecfnAccessor:
         new figure of `figsize` (inches) is made. Returns the Axes of the lanes, described
         for an image's alt text by `drawing.alt_text(ax)`; raises `NothingToDrawError` when
         the selection is empty."""
-        from . import timeline
+        from recfn.analysis.plots import timeline
 
         return timeline.timeline(
             self._df,
@@ -335,13 +344,13 @@ class RecfnAccessor:
         coloured per name as in `timeline`. With `ax` None a new figure of `figsize` is
         made. Returns the Axes (described by `drawing.alt_text(ax)`); raises
         `NothingToDrawError` when the frame has no closed range."""
-        from . import flame
+        from recfn.analysis.plots import flame
 
         return flame.flame(self._df, ax, max_depth=max_depth, title=title, figsize=figsize)
 
     def to_collapsed_stacks(self, path: str | os.PathLike[str]) -> None:
         """Write ``a;b;c <self_ns>`` lines for flamegraph.pl or speedscope."""
-        from . import flame
+        from recfn.analysis.plots import flame
 
         flame.to_collapsed_stacks(self._df, path)
 

@@ -2,7 +2,7 @@
 
 Each thread gets a random forest in pre-order: depth ``d[i+1] <= d[i] + 1`` (a running minimum,
 so no Python loop), then random gaps between the open/close events give properly nested
-``[start, end)`` intervals. The result has the dtypes of ``prof.to_pandas()`` (``recfn.schema.to_pandas``).
+``[start, end)`` intervals. The result has the dtypes of ``prof.to_pandas()`` (``recfn.formats.schema.to_pandas``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from recfn.schema import KINDS, conform, to_pandas
+from recfn.errors import RecfnValueError
+from recfn.formats.schema import KINDS, conform, to_pandas
 
 NAMES: tuple[str, ...] = (
     "train_step",
@@ -56,7 +57,7 @@ def make_synthetic_trace(
     optional ``memory_bytes`` and ``device`` columns. Rows are ordered by ``start_ns``.
     """
     if n_ranges < 0 or n_threads < 1 or max_depth < 0 or n_marks < 0 or n_memory_events < 0:
-        raise ValueError("counts must be non-negative, n_threads >= 1 and max_depth >= 0")
+        raise RecfnValueError("counts must be non-negative, n_threads >= 1 and max_depth >= 0")
     rng = np.random.default_rng(seed)
     sizes = np.full(n_threads, n_ranges // n_threads)
     sizes[: n_ranges % n_threads] += 1
@@ -73,7 +74,7 @@ def make_synthetic_trace(
     # Marks and memory events sit at the start of a random range, inside it.
     n_points = n_marks + n_memory_events
     if n_points and not n_ranges:
-        raise ValueError("marks and memory events need at least one range")
+        raise RecfnValueError("marks and memory events need at least one range")
     host = rng.integers(0, max(n_ranges, 1), n_points)
     start = np.concatenate([start, start[host]])
     end = np.concatenate([end, start[n_ranges:]])

@@ -16,9 +16,9 @@ from typing import Union
 import numpy as np
 import pandas as pd
 
-from recfn.schema import START_NS_KEY
-
-from .schema import ints
+from recfn.analysis.columns import ints
+from recfn.errors import RecfnTypeError, RecfnValueError
+from recfn.formats.schema import START_NS_KEY
 
 TimeLike = Union[
     int,
@@ -73,7 +73,7 @@ def to_ns(value: TimeLike | None, origin: int, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool):
-        raise TypeError(f"{what}={value!r}: expected a time, got a bool")
+        raise RecfnTypeError(f"{what}={value!r}: expected a time, got a bool")
     if isinstance(value, int | np.integer):
         return int(value)
     if isinstance(value, str):
@@ -81,14 +81,14 @@ def to_ns(value: TimeLike | None, origin: int, what: str) -> int | None:
     if isinstance(value, pd.Timedelta | datetime.timedelta | np.timedelta64):
         delta = pd.Timedelta(value)
         if pd.isna(delta):
-            raise ValueError(f"{what}={value!r}: not a time (NaT)")
+            raise RecfnValueError(f"{what}={value!r}: not a time (NaT)")
         return origin + int(delta.value)
     if isinstance(value, pd.Timestamp | datetime.datetime | np.datetime64):
         stamp = pd.Timestamp(value)
         if pd.isna(stamp):
-            raise ValueError(f"{what}={value!r}: not a time (NaT)")
+            raise RecfnValueError(f"{what}={value!r}: not a time (NaT)")
         return int(stamp.value)  # naive stamps read as UTC, aware ones converted
-    raise TypeError(
+    raise RecfnTypeError(
         f"{what}={value!r}: expected ns since the epoch (int), a duration after the trace start "
         f'("2ms", pd.Timedelta) or a pd.Timestamp, got {type(value).__name__}'
     )
@@ -98,13 +98,13 @@ def _duration(text: str, what: str) -> int:
     """ns of a duration string such as ``"2ms"``, ``"1.5s"`` or ``"250 us"``."""
     problem = f'{what}={text!r} is not a duration such as "2ms", "1.5s" or "250us"'
     if not _UNIT.search(text):
-        raise ValueError(f"{problem}: it needs a unit")
+        raise RecfnValueError(f"{problem}: it needs a unit")
     try:
         delta = pd.Timedelta(text)
     except ValueError:
-        raise ValueError(problem) from None
+        raise RecfnValueError(problem) from None
     if pd.isna(delta):
-        raise ValueError(problem)
+        raise RecfnValueError(problem)
     return int(delta.value)
 
 

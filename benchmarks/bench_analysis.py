@@ -36,7 +36,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import recfn.analysis as analysis
-from recfn._chrome_import import Event
+from recfn.formats.chrome._reader import Event
 
 
 class Document(msgspec.Struct, gc=False):

@@ -6,11 +6,11 @@ Input Strides, Concrete Inputs) under ``--shapes``; ``--trace PATH`` reads an ex
 (a real torch.profiler one, say) instead. Side by side in one process: the msgspec decode alone (the
 floor of the msgspec path), the nesting-depth scan alone (the price of the bound on JSON nesting
 there), the read to Arrow (``recfn.load``'s path) and the read to pandas, each with the native
-decoder (``recfn._cchrome``, compiled builds) and without it; best of 3 each. Peak memory is measured for each
+decoder (``recfn.native._cchrome``, compiled builds) and without it; best of 3 each. Peak memory is measured for each
 reader in a fresh process (VmHWM growth during one read) and compared with the size of the
 resulting Arrow table. Where the trace has ``input_shapes``/``input_dtypes``, the last rows are
 their pandas conversion alone (object columns of numpy arrays), which ``read_chrome_trace`` pays
-within its time: ``recfn.schema.list_cells`` (a cell per distinct value, shared by its rows) and,
+within its time: ``recfn.formats.schema.list_cells`` (a cell per distinct value, shared by its rows) and,
 for comparison, pyarrow's ``to_pandas`` (a cell per row).
 """
 
@@ -31,7 +31,8 @@ from bench_analysis import best_of, parse_alone, torch_shaped_trace
 from bench_chrome_convert import status_bytes
 
 import recfn
-from recfn import _chrome_import, chrome, schema
+from recfn.formats import chrome, schema
+from recfn.formats.chrome import _reader as _chrome_import
 
 READERS = {
     "read_chrome_table (Arrow, recfn.load)": chrome.read_chrome_table,

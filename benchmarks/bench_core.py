@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Optional
 
 import recfn
-from recfn._engine import set_fast_path
+from recfn.engine.ranges import set_fast_path
 
 Loop = Callable[[int], None]
 

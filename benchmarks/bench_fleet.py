@@ -61,10 +61,10 @@ def write_process(args: tuple[str, int, int, int]) -> int:
     import pandas as pd
 
     import recfn
-    from recfn import schema
-    from recfn._stream import process_folder
     from recfn.analysis.synthetic import START_NS, make_synthetic_trace
-    from recfn.io import write_parquet
+    from recfn.capture._stream import process_folder
+    from recfn.formats import schema
+    from recfn.formats.io import write_parquet
 
     df = make_synthetic_trace(events, n_threads=4, seed=k)
     df["pid"] = 10_000 + k
@@ -91,7 +91,7 @@ def write_process(args: tuple[str, int, int, int]) -> int:
 
 def generate(folder: str, events: int, processes: int, max_events: int = 1_000_000) -> int:
     """A dataset of ``processes`` processes, two written at a time (spawned)."""
-    from recfn._stream import spill_rows
+    from recfn.capture._stream import spill_rows
 
     per = events // processes
     jobs = [(folder, k, per, spill_rows(max_events)) for k in range(processes)]
@@ -101,7 +101,7 @@ def generate(folder: str, events: int, processes: int, max_events: int = 1_000_0
 
 def summary_row(what: str, source: str, n: int) -> tuple[str, float, int, str]:
     seconds, rss, cpu = measured(
-        "from recfn.notebook_ext.cli import main\n"
+        "from recfn.cli import main\n"
         "import contextlib, io\n"
         f"with contextlib.redirect_stdout(io.StringIO()): assert main(['summary', {source!r}]) == 0"
     )

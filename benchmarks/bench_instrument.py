@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import Optional
 
 import recfn
-from recfn import _tracer
+from recfn.capture import _tracer
 
 ROUNDS = 9
 CALLS = 200_000

@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from recfn import io, schema
-from recfn._digest import table_digest
 from recfn.analysis.synthetic import make_synthetic_trace
+from recfn.formats import io, schema
+from recfn.formats._digest import table_digest
 
 
 def best(fn: Callable[[], object], rounds: int) -> float:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Optional
 
 import recfn
-from recfn._table import build_table
+from recfn.capture._table import build_table
 
 
 def rss_bytes() -> int:

@@ -92,6 +92,7 @@ def magic_cell(table: pa.Table) -> None:
     from IPython.utils.capture import capture_output
 
     import recfn.notebook_ext.widget.view  # noqa: F401  (imported at %load_ext in a kernel)
+    from recfn.formats.trace import Trace
     from recfn.notebook_ext.display import (
         header_html,
         show,
@@ -101,7 +102,6 @@ def magic_cell(table: pa.Table) -> None:
     )
     from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET, fallback_html
     from recfn.notebook_ext.widget import timeline_widget
-    from recfn.trace import Trace
 
     InteractiveShell.instance()
     trace = Trace(table, name="bench")

@@ -10,7 +10,7 @@ from typing import Any
 
 # Import the submodule first: importing ``notebook_ext.session`` later would otherwise replace
 # the ``session()`` function below with the module of the same name (it only loads trace.py).
-from recfn.notebook_ext.session import Session, current_session
+from recfn.notebook_ext.sessions import Session, current_session
 
 __all__ = ["Session", "load_ipython_extension", "session", "unload_ipython_extension"]
 

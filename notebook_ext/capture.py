@@ -14,12 +14,9 @@ import weakref
 from typing import Any, Optional
 
 import recfn
-from recfn.options import ProfilerConfig
-from recfn.trace import Trace
-
-
-class CaptureError(Exception):
-    """A capture could not start (bad option, a profiler already running): a user mistake."""
+from recfn.capture.options import ProfilerConfig
+from recfn.errors import CaptureError
+from recfn.formats.trace import Trace
 
 
 def start_profile(
@@ -42,7 +39,7 @@ def start_profile(
 
 def check_output_path(path: str, what: str = "--save") -> str:
     """Fail before any work if ``path`` cannot be a trace file (suffix, folder)."""
-    from recfn.io import trace_format
+    from recfn.formats.io import trace_format
 
     try:
         trace_format(path)

@@ -22,7 +22,7 @@ from recfn.notebook_ext.widget import make_widget
 if TYPE_CHECKING:
     import pandas as pd
 
-    from recfn.trace import Trace
+    from recfn.formats.trace import Trace
 
 TIMELINE_WIDTH_IN = 10.0
 TIMELINE_DPI = 96

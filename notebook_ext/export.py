@@ -8,7 +8,7 @@ import tempfile
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from recfn.trace import Trace
+    from recfn.formats.trace import Trace
 
 
 def chrome_gz(trace: Trace) -> bytes:

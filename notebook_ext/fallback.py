@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Optional
 from recfn.notebook_ext.export import chrome_gz, file_stem
 
 if TYPE_CHECKING:
+    from recfn.formats.trace import Trace
     from recfn.notebook_ext.widget.lod import TimelineIndex
-    from recfn.trace import Trace
 
 DEFAULT_OUTPUT_BUDGET = 1_000_000
 """Bytes a magic cell's outputs may take together by default (``--max-output-bytes``)."""

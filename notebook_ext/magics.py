@@ -27,17 +27,17 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from recfn.notebook_ext.capture import Capture, CaptureError, check_output_path, dataset_folder
+from recfn.errors import CaptureError, OptionError
+from recfn.formats.trace import Trace
+from recfn.notebook_ext.capture import Capture, check_output_path, dataset_folder
 from recfn.notebook_ext.display import show
 from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET
 from recfn.notebook_ext.options import (
-    OptionError,
     argument_specs,
     front_end_config,
     split_options,
 )
-from recfn.notebook_ext.session import current_session
-from recfn.trace import Trace
+from recfn.notebook_ext.sessions import current_session
 
 MAGIC_NAME = "record_function"
 

@@ -1,6 +1,6 @@
 """Capture options as command-line flags, for ``%%record_function`` and ``recfn run`` alike.
 
-Every flag is generated from ``recfn.options.ProfilerConfig``: ``report_input_shapes`` becomes
+Every flag is generated from ``recfn.capture.options.ProfilerConfig``: ``report_input_shapes`` becomes
 ``--report-input-shapes`` (plus its declared alias ``--shapes`` and ``--no-report-input-shapes``),
 ``max_events`` becomes ``--max-events N``, list options take a comma list or repeat. Parsed values
 go back through ``ProfilerConfig``, which validates them; its errors are reworded with the flag.
@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
-from recfn.options import (
+from recfn.capture.options import (
     KIND_FLAG,
     KIND_FLOAT,
     KIND_INT,
@@ -21,16 +21,13 @@ from recfn.options import (
     ProfilerConfig,
     option_specs,
 )
+from recfn.errors import OptionError, RecfnValueError
 
 ZERO_ANNOTATION_DEPTH = 4
 """Traced-call depth when the magic or ``recfn run`` gets no ``--trace-calls`` flag: the cell's
 or script's own calls and three levels of the libraries they call."""
 ZERO_ANNOTATION_EXCLUDE = ("__main__::<module>",)
 """The cell's or script's own module body: the outer range already stands for it."""
-
-
-class OptionError(ValueError):
-    """A flag's value that ProfilerConfig refused; the message names the flag."""
 
 
 class _Flag(argparse.Action):
@@ -230,7 +227,7 @@ def split_options(
             arity = None
         if arity is None:
             if not rest and token.startswith("-") and token != "-":
-                raise ValueError(f"unknown option {token!r}")
+                raise RecfnValueError(f"unknown option {token!r}")
             start = min(start, i)
             rest.append(token)
             if not interleaved:
@@ -238,7 +235,7 @@ def split_options(
                 break
         else:
             if i + arity >= len(tokens):
-                raise ValueError(f"option {token} needs a value")
+                raise RecfnValueError(f"option {token} needs a value")
             own.extend(tokens[i : i + arity + 1])
             i += arity
         i += 1

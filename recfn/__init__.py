@@ -2,13 +2,14 @@
 
 Named ranges (``with recfn.record_function("step"):``), start/end callbacks filtered by scope and
 sampled, guards, context that follows threads and asyncio tasks, and a profiler that records into
-columnar buffers and hands back a ``recfn.Trace``. This module is the package's facade, the one
-place that reaches all three layers (the core, ``recfn.analysis``, ``recfn.notebook_ext``): it
-fills the core's hooks (rich reprs, the ``df.recfn`` accessor) with functions that import the
-layers above when called. The engine (``recfn._engine``, ``recfn._registry``), the capture buffers
-(``recfn._recorder``), the stack capture (``recfn._stacks``) and the call tracer (``recfn._tracer``) are compiled with mypyc.
-Importing recfn imports no pandas, pyarrow, matplotlib or IPython; the ``df.recfn`` accessor is
-registered as soon as pandas is imported (or at once, when it already is).
+columnar buffers and hands back a ``recfn.Trace``. This module is the package's facade: the
+public names of the subpackages (``engine``, ``capture``, ``formats``, ``gpu``,
+``instrumentation``, ``native``), and the one place that reaches the layers above the core
+(``recfn.analysis``, ``recfn.notebook_ext``): it fills ``recfn.formats.hooks`` (rich reprs, the
+``df.recfn`` accessor) with functions that import them when called. ``recfn.build_info()`` says
+what is compiled and native here. Importing recfn imports no pandas, pyarrow, matplotlib or
+IPython; the ``df.recfn`` accessor is registered as soon as pandas is imported (or at once, when
+it already is).
 """
 
 from __future__ import annotations
@@ -17,65 +18,70 @@ import importlib
 import sys
 from typing import Any
 
-__version__ = "0.1.0"
-
-from recfn import _hooks
-from recfn._context import PropagatingExecutor, propagate
-from recfn._engine import (
+from recfn import errors
+from recfn._version import __version__
+from recfn.capture import (
+    CapturedTraceback,
+    ProfilerConfig,
+    RecordProfile,
+    disable_profiler,
+    enable_profiler,
+    gather_traceback,
+    mark,
+    profile,
+    register_flops,
+    report_memory_usage,
+    set_default_node_id,
+    symbolize_tracebacks,
+    unregister_flops,
+)
+from recfn.engine import (
+    DisableRecordFunctionGuard,
+    PropagatingExecutor,
     RecordFunction,
     RecordFunctionCallback,
-    current_range,
-    current_thread_id,
-    record_function,
-    record_function_fast,
-)
-from recfn._nvtx import emit_nvtx
-from recfn._registry import (
-    DisableRecordFunctionGuard,
     RecordFunctionGuard,
+    RecordScope,
     add_global_callback,
     add_thread_local_callback,
     clear_callbacks,
     clear_global_callbacks,
     clear_thread_local_callbacks,
+    current_range,
+    current_thread_id,
     disable_callback,
     enable_record_function,
     has_callbacks,
     has_global_callbacks,
     has_thread_local_callbacks,
     is_record_function_enabled,
+    propagate,
+    record_function,
+    record_function_fast,
     reenable_callback,
     remove_callback,
     set_record_function_seed_for_testing,
 )
-from recfn._stacks import CapturedTraceback, gather_traceback, symbolize_tracebacks
-from recfn.errors import TraceFormatError
-from recfn.flops import register_flops, unregister_flops
-from recfn.options import ProfilerConfig
-from recfn.profiler import (
-    RecordProfile,
-    disable_profiler,
-    enable_profiler,
-    mark,
-    profile,
-    report_memory_usage,
-    set_default_node_id,
-)
-from recfn.scope import RecordScope
+from recfn.errors import RecfnError, TraceFormatError
+from recfn.formats import hooks as _hooks
+from recfn.gpu import emit_nvtx
+from recfn.native import BuildInfo, build_info
+from recfn.native import manifest as _native_manifest
+from recfn.native.manifest import COMPILED_MODULES
 
 # Automatic instrumentation, loaded on first use to keep `import recfn` fast.
 _LAZY = {
-    "InstrumentHandle": "recfn._instrument",
-    "add_to_skip_list": "recfn._instrument",
-    "instrument": "recfn._instrument",
-    "remove_from_skip_list": "recfn._instrument",
-    "skip_list": "recfn._instrument",
-    "ModuleHooks": "recfn.torch_modules",
-    "instrument_module": "recfn.torch_modules",
-    "Trace": "recfn.trace",
-    "apply_clock_offsets": "recfn._clocks",
-    "estimate_clock_offsets": "recfn._clocks",
-    "merge": "recfn.trace",
+    "InstrumentHandle": "recfn.instrumentation",
+    "add_to_skip_list": "recfn.instrumentation",
+    "instrument": "recfn.instrumentation",
+    "remove_from_skip_list": "recfn.instrumentation",
+    "skip_list": "recfn.instrumentation",
+    "ModuleHooks": "recfn.instrumentation",
+    "instrument_module": "recfn.instrumentation",
+    "Trace": "recfn.formats.trace",
+    "apply_clock_offsets": "recfn.formats.clocks",
+    "estimate_clock_offsets": "recfn.formats.clocks",
+    "merge": "recfn.formats.trace",
 }
 
 
@@ -93,8 +99,8 @@ def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> An
     columns, or Chrome JSON (``.json``/``.json.gz``), told apart by content; of a folder, glob
     or list of them, read lazily. ``as_pandas=True`` returns ``trace.to_pandas()`` instead;
     ``clock_offsets`` (``{host: ns}`` or a mark's name) lines up the hosts' clocks (see
-    ``recfn.trace.load``)."""
-    from recfn.trace import load as load_trace
+    ``recfn.formats.trace.load``)."""
+    from recfn.formats.trace import load as load_trace
 
     return load_trace(path, as_pandas=as_pandas, clock_offsets=clock_offsets)
 
@@ -104,26 +110,10 @@ def session() -> Any:
     return importlib.import_module("recfn.notebook_ext").session()
 
 
-COMPILED_MODULES = (
-    "recfn._engine",
-    "recfn._registry",
-    "recfn._recorder",
-    "recfn._stacks",
-    "recfn._tracer",
-)
-# C extensions built with them: trace_calls' profile hook, the Chrome reader's native decoder,
-# the profiler's native rows and range fast path.
-NATIVE_MODULES = ("recfn._ctrace", "recfn._cchrome", "recfn._crange", "recfn._ccall")
+# C extensions built with the compiled modules (recfn.native; what each does: recfn.build_info()).
+NATIVE_MODULES = tuple(f"recfn.native.{name}" for name in _native_manifest.C_EXTENSIONS)
 
-
-def _is_extension(name: str) -> bool:
-    import importlib.util
-
-    spec = importlib.util.find_spec(name)  # what `import` loads, without importing it
-    return spec is not None and str(spec.origin).endswith((".so", ".pyd"))
-
-
-COMPILED: bool = all(_is_extension(name) for name in COMPILED_MODULES + NATIVE_MODULES)
+COMPILED: bool = build_info().compiled
 """True when the mypyc-compiled core modules and the C extensions are loaded (not .py sources)."""
 
 
@@ -156,7 +146,7 @@ def _trace_html(trace: Any) -> str:
 
 def _files_summary(files: Any, footers: Any, **options: Any) -> Any:
     """A trace of files' summary out of core when it can compute it, else None (pandas)."""
-    outofcore = importlib.import_module("recfn.analysis.outofcore")
+    outofcore = importlib.import_module("recfn.analysis.outofcore.files")
     if not outofcore.supports(files, options):
         return None
     return outofcore.summarize_files(files, footers=footers, **options)
@@ -183,7 +173,7 @@ def _register_accessor() -> None:
 
 def _register_dask_accessor() -> None:
     """Register ``ddf.recfn`` on Dask DataFrames (imports recfn.analysis)."""
-    importlib.import_module("recfn.analysis.dask_accessor").register()
+    importlib.import_module("recfn.analysis.outofcore.dask_accessor").register()
 
 
 class _PandasWatcher:
@@ -241,12 +231,16 @@ del _watcher
 
 __all__ = [
     "COMPILED",
+    "COMPILED_MODULES",
+    "NATIVE_MODULES",
+    "BuildInfo",
     "CapturedTraceback",
     "DisableRecordFunctionGuard",
     "InstrumentHandle",
     "ModuleHooks",
     "ProfilerConfig",
     "PropagatingExecutor",
+    "RecfnError",
     "RecordFunction",
     "RecordFunctionCallback",
     "RecordFunctionGuard",
@@ -254,10 +248,12 @@ __all__ = [
     "RecordScope",
     "Trace",
     "TraceFormatError",
+    "__version__",
     "add_global_callback",
     "add_thread_local_callback",
     "add_to_skip_list",
     "apply_clock_offsets",
+    "build_info",
     "clear_callbacks",
     "clear_global_callbacks",
     "clear_thread_local_callbacks",
@@ -268,6 +264,7 @@ __all__ = [
     "emit_nvtx",
     "enable_profiler",
     "enable_record_function",
+    "errors",
     "estimate_clock_offsets",
     "gather_traceback",
     "has_callbacks",

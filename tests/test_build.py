@@ -19,25 +19,34 @@ EXPECT = os.environ.get("RECFN_EXPECT", "")
 
 @pytest.mark.skipif(EXPECT != "compiled", reason="RECFN_EXPECT=compiled not set")
 def test_core_modules_are_compiled_extensions() -> None:
-    assert recfn.COMPILED
+    info = recfn.build_info()  # the one answer; the checks below look behind it
+    assert info.compiled, str(info)
+    assert set(info.modules.values()) == {"compiled"}, str(info)
+    assert set(info.extensions.values()) == {"loaded"}, str(info)
+    # the call protocol's glue installed: a compiled build without it warns, and CI fails here
+    assert info.glue == {"call protocol": "installed"}, str(info)
     for module in CORE + [importlib.import_module(name) for name in recfn.NATIVE_MODULES]:
         assert module.__file__ is not None and module.__file__.endswith(".so"), module.__file__
-    from recfn import _chrome_import, _engine, _tracer
+    from recfn.capture import _tracer
+    from recfn.engine import ranges
+    from recfn.formats.chrome import _reader as chrome_reader
 
     assert _tracer.native_available()  # trace_calls runs on the C hook
-    assert _engine._crange is not None  # the profiler's rows and the range fast path are native
-    assert str(_engine._crange.__file__).endswith(".so")
+    assert ranges._crange is not None  # the profiler's rows and the range fast path are native
     # record_function("x") is made without an argument tuple, its __enter__/__exit__ bound from
-    # a free list, and decorated plain callables run without a Python frame (recfn._ccall)
-    assert _engine.NATIVE_CALLS
-    assert type(recfn.record_function("x")(run_python)) is _engine._ccall.RangeCall
-    assert type(recfn.record_function("x")(len)) is not _engine._ccall.RangeCall  # no __code__
-    assert _chrome_import.NATIVE is not None  # read_chrome_trace decodes with recfn._cchrome
+    # a free list, and decorated plain callables run without a Python frame (recfn.native._ccall)
+    assert ranges.NATIVE_CALLS
+    assert type(recfn.record_function("x")(run_python)) is ranges._ccall.RangeCall
+    assert type(recfn.record_function("x")(len)) is not ranges._ccall.RangeCall  # no __code__
+    assert chrome_reader.NATIVE is not None  # read_chrome_trace decodes with recfn.native._cchrome
 
 
 @pytest.mark.skipif(EXPECT != "pure", reason="RECFN_EXPECT=pure not set")
 def test_core_modules_are_pure_python() -> None:
-    assert not recfn.COMPILED
+    info = recfn.build_info()
+    assert not info.compiled and info.mypyc is None, str(info)
+    assert set(info.modules.values()) == {"interpreted"}, str(info)
+    assert set(info.extensions.values()) == {"not built"}, str(info)
     for module in CORE:
         assert module.__file__ is not None and module.__file__.endswith(".py"), module.__file__
     for name in recfn.NATIVE_MODULES:  # no C extension either: trace_calls uses the Python tracer
@@ -106,12 +115,12 @@ def test_summary_and_its_cli_draw_nothing_so_import_no_matplotlib(demo_parquet: 
     quarter of a second): it is imported by the functions that draw."""
     code = (
         "import contextlib, io, sys\n"
-        "from recfn.notebook_ext.cli import main\n"
+        "from recfn.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()): assert main(['summary', 'demo.parquet']) == 0\n"
         "import recfn\n"
         "recfn.load('demo.parquet', as_pandas=True).recfn.summary()\n"
         "import recfn.analysis\n"
-        "assert 'recfn.analysis.summary' in sys.modules and 'matplotlib' not in sys.modules\n"
+        "assert 'recfn.analysis.stats.summary' in sys.modules and 'matplotlib' not in sys.modules\n"
         "assert recfn.analysis.alt_text.__name__ == 'alt_text' and 'matplotlib' in sys.modules\n"
     )
     proc = run_python(code, demo_parquet)

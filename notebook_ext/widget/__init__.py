@@ -11,6 +11,8 @@ import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any, Optional
 
+from recfn.errors import RecfnTypeError
+
 if TYPE_CHECKING:
     from recfn.notebook_ext.widget.view import TimelineWidget
 
@@ -22,7 +24,7 @@ def timeline_widget(trace: Any) -> TimelineWidget:
 
     table = trace if isinstance(trace, pa.Table) else getattr(trace, "table", None)
     if not isinstance(table, pa.Table):
-        raise TypeError(
+        raise RecfnTypeError(
             f"timeline_widget needs a pyarrow.Table of events or a Trace, got {type(trace).__name__}"
         )
     from recfn.notebook_ext.widget.view import TimelineWidget

@@ -20,7 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recfn.analysis.tree import parents_from_ids, self_durations
+from recfn.analysis.stats.tree import parents_from_ids, self_durations
+from recfn.errors import QueryError
 
 MAX_RANGES = 5_000
 """Ranges drawn one by one per response at most; the shortest beyond it merge into density."""
@@ -32,10 +33,6 @@ MAX_TREE_NODES = 3_000
 """Call-tree nodes per response at most, the largest by total time (a closed subtree)."""
 MAX_SEARCH_NAMES = 1_000
 """Names a search returns at most."""
-
-
-class QueryError(ValueError):
-    """A viewport query or lookup with bad arguments; the message names the argument."""
 
 
 @dataclass(frozen=True)

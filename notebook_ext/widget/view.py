@@ -16,7 +16,8 @@ import anywidget
 import pyarrow as pa
 import traitlets
 
-from recfn.notebook_ext.widget.lod import QueryError, TimelineIndex, first_view, response_size
+from recfn.errors import QueryError, RecfnTypeError
+from recfn.notebook_ext.widget.lod import TimelineIndex, first_view, response_size
 
 INITIAL_STATE_BUDGET = 1_000_000
 """Bytes of JSON the widget's initial state may take in a notebook (the issue's per-cell budget)."""
@@ -38,7 +39,9 @@ class TimelineWidget(anywidget.AnyWidget):
         self, table: pa.Table, *, width_px: int = INITIAL_WIDTH_PX, name: str = "trace"
     ) -> None:
         if not isinstance(table, pa.Table):
-            raise TypeError(f"TimelineWidget needs a pyarrow.Table, got {type(table).__name__}")
+            raise RecfnTypeError(
+                f"TimelineWidget needs a pyarrow.Table, got {type(table).__name__}"
+            )
         index = TimelineIndex(table)
         info = index.describe()
         view = first_view(index, width_px)
@@ -79,8 +82,8 @@ class TimelineWidget(anywidget.AnyWidget):
     def export(self) -> tuple[str, bytes]:
         """The trace as gzipped Chrome/Perfetto JSON and a file name for it: what the view's
         "Download trace" and "Open in Perfetto" buttons ask for."""
+        from recfn.formats.trace import Trace
         from recfn.notebook_ext.export import chrome_gz, file_stem
-        from recfn.trace import Trace
 
         trace = Trace(self._table, name=self.trace_name)
         return f"{file_stem(self.trace_name)}.json.gz", chrome_gz(trace)

@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from recfn.analysis import MissingColumnsError
-from recfn.analysis.errors import MalformedFrameError, NothingToDrawError
+from recfn.errors import MalformedFrameError, NothingToDrawError
 
 DOCUMENTED = (MalformedFrameError, NothingToDrawError, MissingColumnsError)
 BIG = np.iinfo(np.int64).max

@@ -16,8 +16,9 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 
 import recfn.analysis as analysis
-from recfn.analysis import MissingColumnsError, drawing, timeline
-from recfn.analysis.drawing import alt_text
+from recfn.analysis import MissingColumnsError
+from recfn.analysis.plots import drawing, timeline
+from recfn.analysis.plots.drawing import alt_text
 
 
 def bars(ax: Axes) -> list[PolyCollection]:

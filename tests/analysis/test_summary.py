@@ -11,7 +11,7 @@ import pytest
 from known_frames import KNOWN_ROWS, T0, make_frame
 
 import recfn.analysis as analysis
-from recfn.analysis.summary import DEVICE_COLUMNS, STAT_COLUMNS
+from recfn.analysis.stats.summary import DEVICE_COLUMNS, STAT_COLUMNS
 
 EXPECTED = {
     # name: count, total, self, min, max

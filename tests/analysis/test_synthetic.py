@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from recfn.analysis import make_synthetic_trace
-from recfn.schema import REQUIRED as COLUMNS
+from recfn.formats.schema import REQUIRED as COLUMNS
 
 
 def test_schema_and_determinism() -> None:

@@ -11,10 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recfn.analysis as analysis
-from recfn._nesting import _nesting_order
-from recfn.analysis import tree
 from recfn.analysis.accessor import MAX_INDENT
-from recfn.analysis.tree import (
+from recfn.analysis.stats import tree
+from recfn.analysis.stats.tree import (
     call_tree,
     depths,
     outermost,
@@ -22,6 +21,7 @@ from recfn.analysis.tree import (
     self_durations,
     subtree_sums,
 )
+from recfn.formats.nesting import _nesting_order
 
 
 def stack_parents(

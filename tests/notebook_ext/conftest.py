@@ -1,12 +1,10 @@
 """Fixtures for the notebook extension: a real InteractiveShell with the extension loaded, and a
-helper that runs a cell and returns what it displayed."""
+helper that runs a cell and returns what it displayed (``checkout_env`` is the root conftest's)."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +14,7 @@ pytest.importorskip("IPython")
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from recfn.notebook_ext.session import current_session
+from recfn.notebook_ext.sessions import current_session
 
 
 @dataclasses.dataclass
@@ -48,17 +46,6 @@ class Shell:
     @property
     def ns(self) -> dict[str, Any]:
         return self.ip.user_ns
-
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def checkout_env() -> dict[str, str]:
-    """Environment for subprocesses and kernels: this checkout first on the path (whatever an
-    older install registered), matplotlib on Agg, no warnings on stderr."""
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    return dict(os.environ, PYTHONPATH=path, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
 
 
 @pytest.fixture(scope="session")

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 import recfn
 from recfn.analysis.synthetic import make_synthetic_trace
+from recfn.formats.trace import Trace
 from recfn.notebook_ext.display import bundle_size
 from recfn.notebook_ext.fallback import PERFETTO_ORIGIN, fallback_html
-from recfn.notebook_ext.session import current_session
-from recfn.trace import Trace
+from recfn.notebook_ext.sessions import current_session
 
 PLAIN_CELL = """\
 def leaf(n):

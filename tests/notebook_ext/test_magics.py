@@ -323,8 +323,8 @@ def test_session_diff_between_two_cells_is_one_line(shell):
 
 
 def test_session_keeps_at_most_max_cells():
-    from recfn.notebook_ext.session import Session
-    from recfn.trace import Trace
+    from recfn.formats.trace import Trace
+    from recfn.notebook_ext.sessions import Session
 
     s = Session(max_cells=2)
     traces = [Trace(recfn_table(), name=f"t{i}") for i in range(3)]

@@ -16,11 +16,11 @@ import pytest
 from IPython.core.error import UsageError
 
 import recfn
-from recfn.notebook_ext.cli import _subparser, build_parser, main
+from recfn.capture.options import ProfilerConfig
+from recfn.cli import build_parser, main, subcommand_parser
 from recfn.notebook_ext.magics import RecordFunctionMagics
 from recfn.notebook_ext.options import config_flags, config_from_args, is_zero_annotation
-from recfn.notebook_ext.session import current_session
-from recfn.options import ProfilerConfig
+from recfn.notebook_ext.sessions import current_session
 
 ZERO_ANNOTATION = ProfilerConfig(
     trace_calls=True, trace_max_depth=4, trace_exclude=("__main__::<module>",)
@@ -67,7 +67,7 @@ def magic_parser() -> Any:
 
 
 def run_parser() -> Any:
-    return _subparser(build_parser(), "run")
+    return subcommand_parser(build_parser(), "run")
 
 
 def spellings(parser: Any, dest: str) -> set[str]:

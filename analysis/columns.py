@@ -1,0 +1,120 @@
+"""Helpers that read the event table's columns as numpy arrays, for the accessor.
+
+Frames reach analysis from several places: ``prof.to_pandas()`` (category + ``Int64``),
+``pd.read_parquet`` (nullable ints as ``float64`` with NaN) and hand-built frames (plain
+``int64``, ``str``). The helpers here (and those of ``recfn.formats.columns``, re-exported) hide those
+differences so that the rest of the package works on plain numpy arrays. The columns themselves
+are defined by ``recfn.formats.schema``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from recfn.errors import MissingColumnsError
+from recfn.formats.columns import INT64_MAX, equals, ints, nulls, require
+from recfn.formats.schema import MARK, MEMORY, RANGE
+
+__all__ = [
+    "INT64_MAX",
+    "MARK",
+    "MEMORY",
+    "RANGE",
+    "GpuSpans",
+    "MissingColumnsError",
+    "codes",
+    "equals",
+    "gpu_spans",
+    "ints",
+    "isin",
+    "nulls",
+    "process_groups",
+    "require",
+    "thread_groups",
+    "thread_mask",
+]
+
+
+def isin(series: pd.Series, values: Iterable[object]) -> np.ndarray:
+    """Boolean numpy mask (writable) of ``series.isin(values)``."""
+    return np.array(series.isin(list(values)).to_numpy(dtype=bool, na_value=False))
+
+
+def codes(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes (-1 for null) and the distinct values of a category or string column."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return series.cat.codes.to_numpy(dtype=np.int64), series.cat.categories
+    found, uniques = pd.factorize(series)
+    return found.astype(np.int64, copy=False), pd.Index(uniques)
+
+
+class GpuSpans(NamedTuple):
+    """The GPU span of each row: `timed` marks the rows that have one, `start`/`end` bound it
+    (on other rows `end` equals `start`)."""
+
+    timed: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def gpu_spans(df: pd.DataFrame, candidates: np.ndarray) -> GpuSpans:
+    """The GPU spans (``device_start_ns`` + ``device_duration_ns``, from
+    ``profile(cuda=True)``) of the `candidates` rows that have both columns set; none when the
+    frame lacks them. The one reading of GPU time, for the summary and the timeline alike."""
+    n = len(df)
+    if "device_start_ns" not in df.columns or "device_duration_ns" not in df.columns:
+        empty = np.zeros(n, dtype=np.int64)
+        return GpuSpans(np.zeros(n, dtype=bool), empty, empty)
+    timed = candidates & ~nulls(df["device_start_ns"]) & ~nulls(df["device_duration_ns"])
+    start = ints(df["device_start_ns"], 0)
+    return GpuSpans(timed, start, start + np.where(timed, ints(df["device_duration_ns"], 0), 0))
+
+
+def process_groups(df: pd.DataFrame) -> np.ndarray | None:
+    """One integer per row identifying its process, ``(host, pid)``; None when the frame holds
+    a single process (or says nothing about processes). A null host or pid is a value of its
+    own, as in ``recfn.formats.schema.process_rows``."""
+    keys = [ints(df["pid"], -1), nulls(df["pid"])] if "pid" in df.columns else []
+    if "host" in df.columns:
+        keys.append(codes(df["host"])[0])
+    if not keys:
+        return None
+    combined = _combine(keys)
+    return combined if combined.size and combined.max() > 0 else None
+
+
+def thread_groups(df: pd.DataFrame) -> np.ndarray:
+    """One integer per row identifying its thread across a fleet: ``(host, pid, thread_id)``."""
+    thread = ints(df["thread_id"], -1)
+    process = process_groups(df)
+    return thread if process is None else _combine([process, thread])
+
+
+def _combine(keys: list[np.ndarray]) -> np.ndarray:
+    """Dense codes (0, 1, ...) of the distinct tuples of `keys`, in order of first appearance."""
+    combined = np.zeros(len(keys[0]), dtype=np.int64)
+    for key in keys:
+        found, uniques = pd.factorize(key)
+        combined = combined * max(len(uniques), 1) + found
+        combined = pd.factorize(combined)[0].astype(np.int64)
+    return combined
+
+
+def as_threads(thread: int | str | Iterable[int | str]) -> list[int | str]:
+    """A ``thread=`` argument (one id or name, or a collection of them) as a list."""
+    return [thread] if isinstance(thread, int | str) else list(thread)
+
+
+def thread_mask(df: pd.DataFrame, threads: Iterable[int | str]) -> np.ndarray:
+    """Rows whose ``thread_id`` (for ints) or ``thread_name`` (for strings) is in `threads`."""
+    wanted = list(threads)
+    names = [t for t in wanted if isinstance(t, str)]
+    require(df, ("thread_id", *(["thread_name"] if names else [])), "selecting threads")
+    mask = isin(df["thread_id"], [t for t in wanted if not isinstance(t, str)])
+    if names:
+        mask |= isin(df["thread_name"], names)
+    return mask

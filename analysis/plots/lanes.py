@@ -1,0 +1,54 @@
+"""Timeline lanes across a fleet: one per ``(host, pid, thread_id)``, grouped by host and
+process, labelled so that every process's ``MainThread (1)`` stays apart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from recfn.analysis.columns import ints, process_groups
+from recfn.analysis.units import printable
+
+
+def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]:
+    """A lane number per row, each lane's label, and each lane's host when there are several.
+
+    Within one process the lane is the ``thread_id`` and the label ``"<thread_name> (<id>)"``;
+    with several processes lanes are numbered in (host, pid, thread_id) order, so a host's
+    lanes are next to each other, and labelled ``"<host> pid <pid> · <thread_name> (<id>)"``
+    (the host only when there are several; then the third result maps each lane to it).
+    """
+    thread = ints(df["thread_id"], 0)
+    names = (
+        pd.Series(df["thread_name"].astype(object).to_numpy()).fillna("thread")
+        if "thread_name" in df.columns
+        else pd.Series(["thread"] * len(df))
+    )
+    process = process_groups(df)
+    if process is None:
+        first = names.groupby(thread).first()
+        labels = {int(t): f"{printable(str(first[t]))} ({t})" for t in first.index}
+        return thread, labels, {}
+    host = (
+        pd.Series(df["host"].astype(object).to_numpy()).fillna("")
+        if "host" in df.columns
+        else pd.Series([""] * len(df))
+    )
+    pid = ints(df["pid"], -1) if "pid" in df.columns else np.full(len(df), -1)
+    keys = pd.DataFrame(
+        {"host": host, "pid": pid, "process": process, "thread": thread, "name": names}
+    )
+    distinct = keys.drop_duplicates(["process", "thread"]).sort_values(
+        ["host", "pid", "process", "thread"], kind="stable"
+    )
+    distinct["lane"] = np.arange(len(distinct), dtype=np.int64)
+    lane = keys.merge(distinct[["process", "thread", "lane"]], how="left")["lane"]
+    several_hosts = distinct["host"].nunique() > 1
+    labels = {}
+    hosts = {}
+    for row in distinct.itertuples(index=False):
+        where = f"{row.host} " if several_hosts else ""
+        labels[int(row.lane)] = printable(f"{where}pid {row.pid} · {row.name} ({row.thread})")
+        if several_hosts:
+            hosts[int(row.lane)] = str(row.host)
+    return lane.to_numpy(dtype=np.int64), labels, hosts

@@ -1,0 +1,417 @@
+"""Statistics of ranges per group (by default per name, like ``key_averages()``) and their
+text rendering."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recfn.analysis.columns import MEMORY, codes, equals, gpu_spans, ints, require
+from recfn.analysis.stats.tree import (
+    Nodes,
+    linked_parents,
+    nodes,
+    outermost,
+    self_durations,
+    subtree_sums,
+)
+from recfn.analysis.units import format_bytes, format_count, format_ns, printable
+from recfn.errors import RecfnValueError
+
+STAT_COLUMNS: tuple[str, ...] = (
+    "count",
+    "total_ns",
+    "self_ns",
+    "mean_ns",
+    "min_ns",
+    "max_ns",
+    "total_pct",
+    "self_pct",
+)
+"""Columns of every summary, after the group keys (which form the index)."""
+
+DEVICE_COLUMNS: tuple[str, ...] = (
+    "device_count",
+    "device_total_ns",
+    "device_self_ns",
+    "device_mean_ns",
+    "device",
+)
+"""GPU columns, right after `STAT_COLUMNS` when any range of the frame has GPU time
+(``device_duration_ns``, filled by ``recfn.profile(cuda=True)``); absent otherwise.
+``device`` (the devices of the group's GPU ranges, comma-separated) is left out when it is a
+group key."""
+
+PROFILER_SPAN_SCOPES: tuple[str, ...] = ("Trace",)
+"""Scopes of ranges that a profiler records about itself rather than about the program:
+torch.profiler traces hold one ``PyTorch Profiler (N)`` span over the whole capture, on a
+track of its own. They stay in the summary but not in the time that percentages divide by."""
+
+_TIMED = frozenset(
+    c.removesuffix("_ns") for c in (*STAT_COLUMNS, *DEVICE_COLUMNS) if c.endswith("_ns")
+)
+"""Names of the duration columns as `timedeltas` gives them."""
+
+
+def summarize(
+    df: pd.DataFrame,
+    by: str | Sequence[str] = "name",
+    *,
+    sort_by: str = "total_ns",
+    top: int | None = None,
+    group_by_input_shape: bool = False,
+    group_by_stack_n: int = 0,
+    as_index: bool = True,
+    as_timedelta: bool = False,
+) -> pd.DataFrame:
+    """Statistics of the closed ranges of `df` per group; see `RecfnAccessor.summary`."""
+    if as_timedelta and sort_by in _TIMED:
+        sort_by += "_ns"  # the name that the column has with as_timedelta
+    found = _summarize(df, by, sort_by, top, group_by_input_shape, group_by_stack_n)
+    result = timedeltas(found.table) if as_timedelta else found.table
+    return result.set_index(found.keys) if as_index else result
+
+
+def timedeltas(summary: pd.DataFrame) -> pd.DataFrame:
+    """`summary` with each ``*_ns`` column as a ``timedelta64[ns]`` column named without the
+    suffix (``total_ns`` -> ``total``); means are rounded to the nanosecond."""
+    result = summary.copy()
+    timed = [c for c in result.columns if c.endswith("_ns")]
+    for column in timed:
+        result[column] = pd.to_timedelta(result[column].round(), unit="ns")
+    return result.rename(columns={c: c.removesuffix("_ns") for c in timed})
+
+
+def summary_text(
+    df: pd.DataFrame,
+    by: str | Sequence[str] = "name",
+    *,
+    sort_by: str = "total_ns",
+    top: int | None = None,
+    group_by_input_shape: bool = False,
+    group_by_stack_n: int = 0,
+    max_name_width: int = 55,
+) -> str:
+    """The summary as a text table; see `RecfnAccessor.to_string`."""
+    found = _summarize(df, by, sort_by, top, group_by_input_shape, group_by_stack_n)
+    return render_text(found.table, found.keys, found.total, max_name_width, found.groups)
+
+
+class _Summary(NamedTuple):
+    table: pd.DataFrame
+    """The summary rows (after `top`), keys as columns."""
+    keys: list[str]
+    total: int
+    """The self-time total that percentages divide by."""
+    groups: int
+    """How many groups there are before `top` cuts them."""
+
+
+def _summarize(
+    df: pd.DataFrame,
+    by: str | Sequence[str],
+    sort_by: str,
+    top: int | None,
+    group_by_input_shape: bool,
+    group_by_stack_n: int,
+) -> _Summary:
+    """The summary with its keys as columns, and what its text rendering needs."""
+    keys = [by] if isinstance(by, str) else list(by)
+    if not keys:
+        raise RecfnValueError("summary needs at least one column to group by")
+    if group_by_stack_n < 0:
+        raise RecfnValueError(f"group_by_stack_n must be >= 0, got {group_by_stack_n}")
+    if top is not None and top < 0:
+        raise RecfnValueError(f"top must be >= 0, got {top}")
+    extra = ["input_shapes"] * group_by_input_shape + ["stack"] * (group_by_stack_n > 0)
+    require(df, ["kind", "start_ns", "end_ns", *keys, *extra], "summary")
+    forest = nodes(df, "summary")
+    duration = forest.duration
+    own = self_durations(forest.parent, forest.start, forest.end, forest.closed)
+    rows = np.flatnonzero(forest.closed)
+
+    work: dict[str, object] = {key: df[key].array.take(rows) for key in keys}
+    if group_by_input_shape:
+        work["input_shapes"] = _shape_keys(df["input_shapes"])[rows]
+    if group_by_stack_n:
+        work["stack"] = _stack_keys(df["stack"], group_by_stack_n)[rows]
+    group_keys = [*keys, *extra]
+    frame = pd.DataFrame(work)
+    # Totals count only a group's outermost ranges: time (and memory) nested inside a range of
+    # the same group, as in recursion, is already in the outer range's total.
+    groups = frame.groupby(group_keys, observed=True, sort=False, dropna=False)
+    group = np.full(len(df), -1, dtype=np.int64)
+    only = frame[group_keys[0]]
+    if len(group_keys) == 1 and isinstance(only.dtype, pd.CategoricalDtype):
+        codes = only.cat.codes.to_numpy(dtype=np.int64)  # as good as ngroup, cheaper
+        codes[codes < 0] = len(only.cat.categories)  # a missing key is a group of its own
+        group[rows] = codes
+    else:
+        group[rows] = groups.ngroup().to_numpy(dtype=np.int64)
+    counted = outermost(linked_parents(forest), group)[rows]
+    frame["duration"] = duration[rows]
+    frame["counted"] = np.where(counted, duration[rows], 0)
+    frame["own"] = own[rows]
+    stats = {
+        "count": ("duration", "size"),
+        "duration_ns": ("duration", "sum"),
+        "total_ns": ("counted", "sum"),
+        "self_ns": ("own", "sum"),
+        "min_ns": ("duration", "min"),
+        "max_ns": ("duration", "max"),
+    }
+    for column, values in _memory_columns(df, forest).items():
+        # A subtree's bytes count once per group, as its time does.
+        nested = column == "total_memory_bytes"
+        frame[column] = np.where(counted, values[rows], 0) if nested else values[rows]
+        stats[column] = (column, "sum")
+    if "flops" in df.columns:
+        frame["flops"] = ints(df["flops"], 0)[rows]
+        stats["flops"] = ("flops", "sum")
+
+    device = _device_columns(df, forest, rows, counted)
+    for column in ("device_count", "device_total_ns", "device_self_ns", "device_duration_ns"):
+        if column in device:
+            frame[column] = device[column]
+            stats[column] = (column, "sum")
+
+    result = frame.groupby(group_keys, observed=True, sort=False, dropna=False).agg(**stats)
+    result = result.reset_index()
+    result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
+    if device:
+        result["device_mean_ns"] = result.pop("device_duration_ns") / result["device_count"]
+        if "device" not in group_keys:
+            group_of = groups.ngroup().to_numpy(dtype=np.int64)  # numbered as `result` is
+            result["device"] = _device_labels(device["device"], group_of, len(result))
+    total = self_time_total(df, forest, own)
+    result["total_pct"] = 100.0 * result["total_ns"] / total if total else np.nan
+    result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
+    gpu = [c for c in DEVICE_COLUMNS if c in result.columns and c not in group_keys]
+    ordered = [*group_keys, *STAT_COLUMNS, *gpu]
+    ordered += [c for c in stats if c not in ordered and c in result.columns]
+    result = result[ordered]
+
+    if sort_by not in result.columns:
+        raise RecfnValueError(f"sort_by={sort_by!r} is not a summary column; choose from {ordered}")
+    result = result.sort_values(sort_by, ascending=sort_by in group_keys, kind="stable")
+    groups_found = len(result)
+    if top is not None:
+        result = result.head(top)
+    return _Summary(result.reset_index(drop=True), group_keys, total, groups_found)
+
+
+def _device_columns(
+    df: pd.DataFrame, forest: Nodes, rows: np.ndarray, counted: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Per closed range (`rows`): whether it has GPU time, that time as counted in totals
+    (outermost ranges of a group, as for CPU time), its GPU self time (minus what its
+    children's GPU spans cover), its GPU duration and its device; empty without GPU time."""
+    timed, begin, end = gpu_spans(df, forest.closed)
+    if not timed.any():
+        return {}
+    length = end - begin
+    own = self_durations(forest.parent, begin, end, timed)
+    mine = timed[rows]
+    labels = np.full(rows.size, None, dtype=object)
+    if "device" in df.columns:
+        labels[mine] = df["device"].astype(object).to_numpy()[rows[mine]]
+    return {
+        "device_count": mine.astype(np.int64),
+        "device_total_ns": np.where(counted & mine, length[rows], 0),
+        "device_self_ns": own[rows],
+        "device_duration_ns": length[rows],
+        "device": labels,
+    }
+
+
+def _device_labels(labels: np.ndarray, group: np.ndarray, n_groups: int) -> list[str]:
+    """Per group, the distinct devices of its GPU ranges, sorted and comma-separated."""
+    known = pd.notna(labels)
+    pairs = pd.DataFrame({"group": group[known], "device": labels[known].astype(str)})
+    joined = pairs.drop_duplicates().sort_values("device").groupby("group")["device"].agg(", ".join)
+    return [str(v) for v in joined.reindex(range(n_groups), fill_value="").tolist()]
+
+
+def self_time_total(df: pd.DataFrame, forest: Nodes, own: np.ndarray) -> int:
+    """The time that summary percentages divide by: the self time of all closed ranges but
+    profiler spans (`PROFILER_SPAN_SCOPES`), i.e. the time the program spent in ranges,
+    each instant counted once per thread."""
+    counted = forest.closed
+    if "scope" in df.columns:
+        scope, scopes = codes(df["scope"])
+        spans = np.flatnonzero(scopes.isin(PROFILER_SPAN_SCOPES))
+        if spans.size:
+            counted = counted & ~np.isin(scope, spans)
+    return int(own[counted].sum())
+
+
+def _memory_columns(df: pd.DataFrame, forest: Nodes) -> dict[str, np.ndarray]:
+    """Bytes allocated by each range's whole subtree, and by its own memory events."""
+    if "memory_bytes" not in df.columns:
+        return {}
+    parent = forest.parent
+    events = equals(df["kind"], MEMORY) & (parent >= 0)
+    if not events.any():
+        return {}
+    own = np.bincount(
+        parent[events], weights=ints(df["memory_bytes"], 0)[events], minlength=len(df)
+    )
+    own = np.rint(own).astype(np.int64)
+    linked = linked_parents(forest)
+    return {
+        "total_memory_bytes": subtree_sums(linked, own),
+        "self_memory_bytes": own,
+    }
+
+
+def _shape_keys(shapes: pd.Series) -> np.ndarray:
+    """``input_shapes`` (list of lists of ints) as strings such as ``"[[2, 3], []]"``."""
+    outer = pa.array(shapes, type=pa.list_(pa.list_(pa.int64())), from_pandas=True)
+    inner = outer.flatten()
+    dims = pa.ListArray.from_arrays(inner.offsets, pc.cast(inner.flatten(), pa.string()))
+    inner_text = pc.binary_join_element_wise("[", pc.binary_join(dims, ", "), "]", "")
+    listed = pa.ListArray.from_arrays(outer.offsets, inner_text)
+    text = pc.binary_join_element_wise("[", pc.binary_join(listed, ", "), "]", "")
+    return np.asarray(pc.if_else(outer.is_null(), "", text).to_numpy(zero_copy_only=False))
+
+
+def _stack_keys(stacks: pd.Series, n: int) -> np.ndarray:
+    """The innermost `n` frames of each ``stack``, outermost first, joined by ``"; "``."""
+    listed = pa.array(stacks, type=pa.list_(pa.string()), from_pandas=True)
+    offsets = listed.offsets.to_numpy()
+    ends = offsets[1:]
+    begins = np.maximum(offsets[:-1], ends - n)
+    lengths = ends - begins
+    new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    take = np.repeat(begins - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
+    tails = pa.ListArray.from_arrays(new_offsets, listed.values.take(pa.array(take)))
+    return np.asarray(pc.binary_join(tails, "; ").fill_null("").to_numpy(zero_copy_only=False))
+
+
+def render_text(
+    summary: pd.DataFrame,
+    keys: Sequence[str],
+    total_ns: int,
+    max_name_width: int = 55,
+    groups: int | None = None,
+) -> str:
+    """A fixed-width text table of `summary` (keys as columns) with human units.
+
+    `total_ns` is the footer's self-time total (the whole frame's, also when `summary` holds
+    only the top rows); `groups`, the number of groups before the top rows were taken, adds
+    a line "N more names" when rows were cut. Control characters in keys are shown escaped:
+    names are data, and must not drive the terminal that prints them.
+    """
+    if max_name_width < 1:
+        raise RecfnValueError(f"max_name_width must be >= 1, got {max_name_width}")
+    columns: list[tuple[str, list[str]]] = []
+    for key in keys:
+        values = [printable(v) for v in summary[key].astype(str).tolist()]
+        columns.append((key.replace("_", " ").title(), [_clip(v, max_name_width) for v in values]))
+    formats = [
+        ("Self %", "self_pct", _pct),
+        ("Self", "self_ns", format_ns),
+        ("Total %", "total_pct", _pct),
+        ("Total", "total_ns", format_ns),
+        ("Mean", "mean_ns", format_ns),
+        ("Min", "min_ns", format_ns),
+        ("Max", "max_ns", format_ns),
+        ("Calls", "count", lambda v: f"{int(v)}"),
+        ("GPU Self", "device_self_ns", format_ns),
+        ("GPU Total", "device_total_ns", format_ns),
+        ("GPU Mean", "device_mean_ns", format_ns),
+        ("GPU Calls", "device_count", lambda v: f"{int(v)}"),
+        ("Device", "device", lambda v: printable(str(v)) or "-"),
+        ("Self Mem", "self_memory_bytes", format_bytes),
+        ("Total Mem", "total_memory_bytes", format_bytes),
+        ("FLOPs", "flops", format_count),
+    ]
+    for title, column, fmt in formats:
+        if column in summary.columns:
+            columns.append((title, [fmt(v) for v in summary[column].tolist()]))
+    widths = [max([len(title), *map(len, values)]) for title, values in columns]
+    rule = "  ".join("-" * w for w in widths)
+
+    def line(cells: Sequence[str]) -> str:
+        first = [cells[i].ljust(widths[i]) for i in range(len(keys))]
+        rest = [cells[i].rjust(widths[i]) for i in range(len(keys), len(cells))]
+        return "  ".join(first + rest).rstrip()
+
+    body = [line([values[row] for _, values in columns]) for row in range(len(summary))]
+    if groups is not None and groups > len(summary):
+        noun = "name" if list(keys) == ["name"] else "group"
+        more = groups - len(summary)
+        body.append(f"... {more:,} more {noun}{'s' if more > 1 else ''}")
+    header = line([title for title, _ in columns])
+    return "\n".join([rule, header, rule, *body, rule, f"Self time total: {format_ns(total_ns)}"])
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
+
+
+def _pct(value: float) -> str:
+    return "-" if np.isnan(value) else f"{value:.2f}%"
+
+
+PARTIAL_COLUMNS = ("count", "total_ns", "self_ns", "min_ns", "max_ns", "duration_ns")
+"""The statistics of a partial summary (one process's, out of core or on Dask) that add up:
+summed, but ``min_ns``/``max_ns`` taken per group (``add_partials``)."""
+
+
+def add_partials(
+    parts: pd.DataFrame,
+    keys: list[str],
+    extra: list[str],
+    total: int,
+    sort_by: str,
+    top: int | None,
+    as_index: bool,
+) -> pd.DataFrame:
+    """The summary of partial summaries added up (per process, out of core or on Dask): their
+    ``count``, ``total_ns``, ``self_ns``, ``duration_ns`` and `extra` summed, ``min_ns`` and
+    ``max_ns`` taken per group, laid out by `finish_summary`."""
+    sums = ["count", "total_ns", "self_ns", "duration_ns", *extra]
+    if len(parts):
+        grouped = parts.groupby(keys, sort=False, dropna=False)
+        result = grouped[sums].sum()
+        result["min_ns"] = grouped["min_ns"].min()
+        result["max_ns"] = grouped["max_ns"].max()
+        result = result.reset_index()
+    else:
+        result = parts[[*keys, *sums, "min_ns", "max_ns"]].copy()
+    result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
+    return finish_summary(result, keys, extra, total, sort_by, top, as_index)
+
+
+def finish_summary(
+    result: pd.DataFrame,
+    keys: list[str],
+    extra: list[str],
+    total: int,
+    sort_by: str,
+    top: int | None,
+    as_index: bool,
+) -> pd.DataFrame:
+    """A summary added up from parts (out of core, on Dask) laid out as ``summary()`` lays it
+    out: percentages of ``total``, columns, order, ``top``, index and ``attrs["self_total_ns"]``."""
+    result["total_pct"] = 100.0 * result["total_ns"] / total if total else np.nan
+    result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
+    ordered = [*keys, *STAT_COLUMNS, *extra]
+    result = result[ordered]
+    if sort_by not in result.columns:
+        raise RecfnValueError(f"sort_by={sort_by!r} is not a summary column; choose from {ordered}")
+    result = result.sort_values(
+        [sort_by, *keys], ascending=[sort_by in keys, *[True] * len(keys)], kind="stable"
+    )
+    if top is not None:
+        result = result.head(top)
+    result = result.reset_index(drop=True)
+    result = result.set_index(keys) if as_index else result
+    result.attrs["self_total_ns"] = total  # what the percentages divide by
+    return result

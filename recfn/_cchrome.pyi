@@ -1,7 +1,0 @@
-"""Types of recfn._cchrome, the Chrome trace reader's native decoder (``recfn/_cchrome.c``)."""
-
-from typing import Any
-
-def decode(
-    text: bytes, max_depth: int, sequence_default: int, fwd_default: int, /
-) -> dict[str, Any] | None: ...

@@ -1,0 +1,347 @@
+"""Consolidating a Recorder's thread buffers into one ``pyarrow.Table`` (schema: ``recfn.formats.schema``).
+
+The fixed columns are read from the vec buffers through the buffer protocol and decoded with a
+few numpy passes per chunk, straight into each column's slice (``decode_chunk``: the int32
+sequence numbers, gaps and durations become int64 ids, parents and timestamps); Arrow wraps the
+columns without copying and sparse columns are scattered with one ``take``. No per-event Python
+work happens for the fixed columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recfn.capture import _identity
+from recfn.capture._recorder import (
+    ASYNC_BIT,
+    DEPTH_SHIFT,
+    KIND_MASK,
+    KIND_SHIFT,
+    SCOPE_MASK,
+    Recorder,
+    _Chunk,
+    _ThreadBuffer,
+)
+from recfn.engine.ranges import TID_SHIFT
+from recfn.engine.scope import SCOPE_LABELS
+from recfn.formats.schema import KINDS, build_metadata, column_type
+from recfn.gpu import DeviceTimes
+
+
+def _view(vector: Any, dtype: Any) -> np.ndarray:
+    """Zero-copy numpy view of a librt vec (through the buffer protocol)."""
+    return np.frombuffer(memoryview(vector), dtype=dtype)
+
+
+def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
+    """The fixed columns of one chunk of thread ``tid``'s rows, exact: int64 ``id``,
+    ``parent_id`` (0: none), ``start_ns``, ``end_ns`` (0: not ended), int32 ``name`` and ``meta``.
+    """
+    n = len(chunk.seqs)
+    out = {field: np.empty(n, dtype) for field, dtype in DECODED_COLUMNS}
+    _decode_into(chunk, tid, out, 0)
+    out["meta"][:] = _view(chunk.meta, np.int32)
+    return out
+
+
+def _decode_into(chunk: _Chunk, tid: int, out: dict[str, np.ndarray], at: int) -> None:
+    """Decode ``chunk``'s ids, parents, timestamps and names into rows ``at`` onwards of the
+    preallocated ``out`` columns (no per-chunk arrays to join afterwards)."""
+    n: int = len(chunk.seqs)
+    rows = slice(at, at + n)
+    high = np.int64(tid) << np.int64(TID_SHIFT)
+    np.bitwise_or(_view(chunk.seqs, np.uint32), high, out=out["id"][rows])
+    parent_seqs = _view(chunk.parents, np.uint32)
+    parents = out["parent_id"][rows]
+    np.bitwise_or(parent_seqs, high, out=parents)
+    np.copyto(parents, 0, where=parent_seqs == 0)
+    # Starts: each escaped row's gap becomes the step from the previous row's start to its whole
+    # start, so that one running sum gives every start. Row 0 always escapes.
+    starts = out["start_ns"][rows]
+    np.copyto(starts, _view(chunk.gaps, np.int32))
+    big_rows = _view(chunk.big_start_rows, np.int64)
+    big_starts = _view(chunk.big_starts, np.int64)
+    starts[big_rows] = 0
+    if len(big_rows) > 1:
+        before = big_starts[:-1] + np.add.reduceat(starts, big_rows)[:-1]
+        starts[big_rows[1:]] = big_starts[1:] - before
+    starts[big_rows[0]] = big_starts[0]
+    np.cumsum(starts, out=starts)
+    spans = _view(chunk.spans, np.int32)
+    ends = out["end_ns"][rows]
+    np.add(starts, spans, out=ends)
+    ends -= 1
+    np.copyto(ends, 0, where=spans == 0)
+    end_rows = _view(chunk.big_end_rows, np.int64)
+    if len(end_rows):
+        ends[end_rows] = _view(chunk.big_ends, np.int64)
+    np.copyto(out["name"][rows], _view(chunk.names, np.int32))
+
+
+DECODED_COLUMNS: Final = (
+    ("id", np.int64),
+    ("parent_id", np.int64),
+    ("start_ns", np.int64),
+    ("end_ns", np.int64),
+    ("name", np.int32),
+    ("meta", np.int32),
+)
+
+
+class DecodedRows:
+    """Rows already decoded (``decode_chunk``'s columns) standing in for a chunk: the open
+    ranges a streaming capture carries from one part to the next."""
+
+    def __init__(self, columns: dict[str, np.ndarray]) -> None:
+        self.columns = columns
+
+
+def _split_meta(meta: np.ndarray, out: dict[str, np.ndarray], at: int) -> None:
+    """Unpack packed ``meta`` into rows ``at`` onwards of the kind, scope, depth and async
+    columns."""
+    rows = slice(at, at + len(meta))
+    np.bitwise_and(meta >> KIND_SHIFT, int(KIND_MASK), out=out["kind"][rows], casting="unsafe")
+    np.bitwise_and(meta, int(SCOPE_MASK), out=out["scope"][rows], casting="unsafe")
+    np.right_shift(meta, DEPTH_SHIFT, out=out["depth"][rows])
+    np.not_equal(meta & ASYNC_BIT, 0, out=out["is_async"][rows])
+
+
+def _nullable(values: np.ndarray, null_value: int, scratch: np.ndarray) -> pa.Array:
+    """An int64 array over ``values`` whose ``null_value`` entries are nulls (``scratch``: a
+    bool array as long, reused between columns)."""
+    nulls = np.equal(values, null_value, out=scratch)
+    return pa.array(values, pa.int64(), mask=nulls if nulls.any() else None)
+
+
+def _dictionary(column: str, indices: np.ndarray, values: Sequence[str]) -> pa.Array:
+    """A dictionary column with the index type the schema gives ``column``."""
+    index_type = column_type(column).index_type.to_pandas_dtype()
+    return pa.DictionaryArray.from_arrays(
+        pa.array(indices.astype(index_type, copy=False)),
+        pa.array(list(values), pa.string()),
+        safe=False,  # the indices are ours: checking them would read every page once more
+    )
+
+
+class _Constants:
+    """Constant columns of one table. Fresh memory costs more than the decoding here, so every
+    0 column reads one lazily zeroed buffer and every -1 column one buffer of -1s (the same
+    bytes at any integer width)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.shared: dict[int, np.ndarray] = {}
+
+    def __call__(self, value: int, dtype: Any) -> np.ndarray:
+        if value not in (0, -1):
+            return np.full(self.n, value, dtype=dtype)
+        values = self.shared.get(value)
+        if values is None:
+            if value == 0:
+                values = np.zeros(self.n, dtype=np.int64)  # its pages are mapped when read
+            else:
+                values = np.full(self.n, value, dtype=np.int64)
+            self.shared[value] = values
+        view: np.ndarray = values.view(dtype)
+        return view[: self.n]
+
+
+def _scatter(n: int, rows: np.ndarray, values: pa.Array) -> pa.Array:
+    """A length-``n`` array holding ``values`` at ``rows`` and nulls elsewhere."""
+    index = np.full(n, -1, dtype=np.int64)
+    index[rows] = np.arange(len(rows), dtype=np.int64)
+    return values.take(pa.array(index, mask=index < 0))
+
+
+def _row_count(buf: Any) -> int:
+    """Rows of a thread buffer (or of the snapshots streaming and the flight recorder pass)."""
+    native = getattr(buf, "native", None)
+    return len(native) if native is not None else int(buf.rows)
+
+
+def _chunks(buf: Any) -> list[Any]:
+    """A buffer's chunks: a native buffer's read-only views of its Rows, else its vec chunks."""
+    native = getattr(buf, "native", None)
+    return native.chunks() if native is not None else list(buf.chunks)
+
+
+def build_table(
+    recorder: Recorder,
+    *,
+    start_ns: int,
+    node_id: int,
+    config: dict[str, Any],
+    wall_ns: int,
+    device_times: Optional[DeviceTimes] = None,
+) -> pa.Table:
+    """One table for everything ``recorder`` captured (it must be stopped), with the GPU times
+    of ``profile(cuda=True)``.
+
+    Each column is allocated once and every chunk decoded into its slice; Arrow wraps the
+    numpy arrays without copying them.
+    """
+    buffers = [buf for buf in recorder.buffers if _row_count(buf)]
+    rows_per_buffer = np.array([_row_count(buf) for buf in buffers], dtype=np.int64)
+    n = int(rows_per_buffer.sum())
+    buffer_offsets = np.concatenate([[0], np.cumsum(rows_per_buffer)[:-1]]).astype(np.int64)
+    fixed = {field: np.empty(n, dtype) for field, dtype in DECODED_COLUMNS if field != "meta"}
+    unpacked = {
+        "kind": np.empty(n, column_type("kind").index_type.to_pandas_dtype()),
+        "scope": np.empty(n, column_type("scope").index_type.to_pandas_dtype()),
+        "depth": np.empty(n, np.int32),
+        "is_async": np.empty(n, np.bool_),
+    }
+    at = 0
+    for buf in buffers:
+        for chunk in _chunks(buf):
+            if isinstance(chunk, DecodedRows):
+                rows = slice(at, at + len(chunk.columns["id"]))
+                for field, values in fixed.items():
+                    values[rows] = chunk.columns[field]
+                meta = chunk.columns["meta"]
+            else:
+                _decode_into(chunk, buf.tid, fixed, at)
+                meta = _view(chunk.meta, np.int32)
+            _split_meta(meta, unpacked, at)
+            at += len(meta)
+
+    constant = _Constants(n)
+    thread_names = sorted({buf.thread_name for buf in buffers})
+    name_index = {name: i for i, name in enumerate(thread_names)}
+    thread_ids = np.repeat(np.array([buf.tid for buf in buffers], dtype=np.int64), rows_per_buffer)
+    if len(thread_names) > 1:
+        thread_name_idx = np.repeat(
+            np.array([name_index[buf.thread_name] for buf in buffers], dtype=np.int32),
+            rows_per_buffer,
+        )
+    else:
+        thread_name_idx = constant(0, np.int32)
+
+    numbered = [(buf, offset) for buf, offset in zip(buffers, buffer_offsets) if len(buf.seq_rows)]
+    if numbered:
+        sequence_nr = np.full(n, -1, dtype=np.int64)
+        fwd_thread_id = np.zeros(n, dtype=np.int64)
+        for buf, offset in numbered:
+            rows = _view(buf.seq_rows, np.int64) + offset
+            sequence_nr[rows] = _view(buf.seq_vals, np.int64)
+            fwd_thread_id[rows] = _view(buf.fwd_vals, np.int64)
+    else:
+        sequence_nr = constant(-1, np.int64)
+        fwd_thread_id = constant(0, np.int64)
+
+    scratch = np.empty(n, np.bool_)
+    columns: dict[str, Any] = {
+        "id": pa.array(fixed["id"]),
+        "parent_id": _nullable(fixed["parent_id"], 0, scratch),
+        "name": _dictionary("name", fixed["name"], recorder.name_list),
+        "kind": _dictionary("kind", unpacked["kind"], KINDS),
+        "scope": _dictionary("scope", unpacked["scope"], SCOPE_LABELS),
+        "start_ns": pa.array(fixed["start_ns"]),
+        "end_ns": _nullable(fixed["end_ns"], 0, scratch),
+        "thread_id": pa.array(thread_ids),
+        "thread_name": _dictionary("thread_name", thread_name_idx, thread_names),
+        "depth": pa.array(unpacked["depth"]),
+        "sequence_nr": pa.array(sequence_nr),
+        "fwd_thread_id": pa.array(fwd_thread_id),
+        "is_async": pa.array(unpacked["is_async"]),
+        "node_id": pa.array(constant(node_id, np.int32)),
+        "pid": pa.array(constant(recorder.pid, np.int64)),
+        "host": _dictionary("host", constant(0, np.int32), [_identity.host()]),
+        "rank": pa.array(constant(_identity.rank(), np.int32)),
+    }
+    columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
+    if device_times is not None:
+        columns.update(_device_columns(columns, device_times, n))
+    metadata = build_metadata(
+        config=config,
+        dropped_events=recorder.dropped,
+        start_ns=start_ns,
+        wall_ns=wall_ns,
+        pid=recorder.pid,
+        rank=_identity.rank(),
+        local_rank=_identity.local_rank(),
+        world_size=_identity.world_size(),
+    )
+    return pa.table(columns).replace_schema_metadata(metadata)
+
+
+def _optional_columns(
+    recorder: Recorder, buffers: Sequence[_ThreadBuffer], offsets: np.ndarray, n: int
+) -> dict[str, pa.Array]:
+    out: dict[str, pa.Array] = {}
+    extra_rows = [
+        np.asarray(buf.extra_rows, dtype=np.int64) + offset for buf, offset in zip(buffers, offsets)
+    ]
+    rows = np.concatenate(extra_rows) if extra_rows else np.empty(0, dtype=np.int64)
+
+    def gather(field: str) -> list[Any]:
+        return [value for buf in buffers for value in getattr(buf, field)]
+
+    args = gather("extra_args")
+    if any(value is not None for value in args):
+        out["args"] = _scatter(n, rows, pa.array(args, column_type("args")))
+    if recorder.report_input_shapes:
+        out["input_shapes"] = _scatter(
+            n, rows, pa.array(gather("extra_shapes"), column_type("input_shapes"))
+        )
+        out["input_dtypes"] = _scatter(
+            n, rows, pa.array(gather("extra_dtypes"), column_type("input_dtypes"))
+        )
+    if recorder.with_stack:
+        stack_rows = [_view(b.stack_rows, np.int64) + offset for b, offset in zip(buffers, offsets)]
+        nodes = [_view(b.stack_nodes, np.int64) for b in buffers]
+        out["stack"] = _scatter(
+            n,
+            np.concatenate(stack_rows) if stack_rows else np.empty(0, dtype=np.int64),
+            _stacks(recorder, np.concatenate(nodes) if nodes else np.empty(0, dtype=np.int64)),
+        )
+    mem_rows = [_view(buf.mem_rows, np.int64) + offset for buf, offset in zip(buffers, offsets)]
+    if recorder.profile_memory or any(len(r) for r in mem_rows):
+        all_rows = np.concatenate(mem_rows) if mem_rows else np.empty(0, dtype=np.int64)
+        nbytes = [_view(buf.mem_bytes, np.int64) for buf in buffers]
+        values = np.concatenate(nbytes) if nbytes else np.empty(0, dtype=np.int64)
+        out["memory_bytes"] = _scatter(n, all_rows, pa.array(values))
+        devices = pa.array(gather("mem_devices"), pa.string()).dictionary_encode()
+        devices = devices.cast(column_type("device"))
+        out["device"] = _scatter(n, all_rows, devices)
+    if recorder.with_flops:
+        out["flops"] = _scatter(n, rows, pa.array(gather("extra_flops"), column_type("flops")))
+    return out
+
+
+def _stacks(recorder: Recorder, nodes: np.ndarray) -> pa.Array:
+    """Symbolize the captured stack nodes: once per distinct stack, then one ``take``."""
+    if not len(nodes):
+        return pa.array([], column_type("stack"))
+    unique, inverse = np.unique(nodes, return_inverse=True)
+    frames = recorder.frames.symbolize([int(node) for node in unique])
+    return pa.array(frames, column_type("stack")).take(pa.array(inverse.astype(np.int64)))
+
+
+def _device_columns(columns: dict[str, Any], times: DeviceTimes, n: int) -> dict[str, pa.Array]:
+    """``device_start_ns``/``device_duration_ns`` and ``device`` for ranges timed on a GPU."""
+    ids = columns["id"].to_numpy()
+    order = np.argsort(times.ids, kind="stable")
+    sorted_ids = times.ids[order]
+    pos = np.minimum(np.searchsorted(sorted_ids, ids), max(len(sorted_ids) - 1, 0))
+    found = (
+        sorted_ids[pos] == ids if len(sorted_ids) else np.zeros(n, dtype=bool)
+    )  # rows of ranges timed on a GPU
+    rows = np.flatnonzero(found)
+    picked = order[pos[rows]]
+    out: dict[str, pa.Array] = {
+        "device_start_ns": _scatter(n, rows, pa.array(times.start_ns[picked])),
+        "device_duration_ns": _scatter(n, rows, pa.array(times.duration_ns[picked])),
+    }
+    labels = pa.array([times.devices[i] for i in picked], pa.string())
+    gpu = _scatter(n, rows, labels)
+    memory = columns.get("device")
+    if memory is not None:  # memory events keep theirs
+        gpu = pc.coalesce(gpu, memory.cast(pa.string()))
+    out["device"] = gpu.dictionary_encode().cast(column_type("device"))
+    return out

@@ -1,0 +1,133 @@
+"""The ``recfn`` command: the top parser, dispatch to one module per subcommand, and the one-line
+errors every failure ends with."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Final, Optional
+
+from recfn.cli import _codegen, _convert, _demo, _diff, _run, _summary, _timeline
+from recfn.cli._common import (
+    DEBUG_ENV,
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    Parser,
+    exit_code,
+    out,
+)
+from recfn.errors import CLIError, TraceFormatError
+
+COMMANDS: Final = (_run, _summary, _timeline, _convert, _diff, _demo, _codegen)
+"""One module per subcommand, in the order of ``recfn --help``: each has ``add_parser(commands)``
+and ``run``. A new subcommand is a new module here and its entry in this tuple."""
+
+
+def build_parser() -> Parser:
+    """The ``recfn`` parser with every subcommand's."""
+    parser = Parser(
+        prog=PROG,
+        description="Profile Python programs with recfn ranges; inspect, plot, convert and "
+        "compare traces.",
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "--version",
+        action="store_true",
+        help="print the recfn version and what is compiled and native in this install",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for command in COMMANDS:
+        command.add_parser(commands)
+    return parser
+
+
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    TraceFormatError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
+    PermissionError,
+    json.JSONDecodeError,
+)  # fmt: skip
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``recfn`` command line; returns the exit code (the console script exits with it)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(args_list)
+    except CLIError as exc:
+        _error(str(exc))
+        return exc.code
+    except USER_ERRORS as exc:
+        _error(_describe(exc))
+        return EXIT_FAILURE
+    except BrokenPipeError:  # `recfn summary t.parquet | head`
+        _silence_stdout()
+        return EXIT_OK
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a recfn bug or an input no check foresaw: still one line
+        if os.environ.get(DEBUG_ENV) == "1":
+            traceback.print_exc()
+        _error(
+            f"unexpected {type(exc).__name__}: {_describe(exc)} "
+            f"(set {DEBUG_ENV}=1 for the traceback, and please report it)"
+        )
+        return EXIT_FAILURE
+
+
+def _dispatch(argv: list[str]) -> int:
+    parser = build_parser()
+    if argv and argv[0] == "codegen":  # codegen parses its own arguments
+        return _codegen.run(argv[1:])
+    if argv and argv[0] == "run":  # recfn's options and the script's are split first
+        return _run.run(parser, argv[1:])
+    if not argv:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help
+        return exit_code(exc.code)
+    if args.version:
+        from recfn.native import build_info
+
+        out(str(build_info()))
+        return EXIT_OK
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "summary": _summary.run,
+        "timeline": _timeline.run,
+        "convert": _convert.run,
+        "diff": _diff.run,
+        "demo": _demo.run,
+    }
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    return handlers[args.command](args)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.strerror}: {exc.filename!r}"
+    return str(exc) or type(exc).__name__
+
+
+def _error(message: str) -> None:
+    message = " ".join(message.split())  # one line, whatever the exception said
+    sys.stderr.write(f"{PROG}: error: {message}\n")
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

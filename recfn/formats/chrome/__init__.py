@@ -1,0 +1,365 @@
+"""Chrome / Perfetto JSON trace files (the Trace Event Format) to and from the event table.
+
+`read_chrome_trace` imports traces from ``torch.profiler``'s ``export_chrome_trace``, Chrome,
+Perfetto's JSON export and recfn itself: complete ("X") events and B/E pairs become ranges,
+instants ("i", "I", "R") marks, counters ("C") memory events, and "thread_name" metadata names
+the threads. Parents come from interval nesting per thread. Other phases (flows, async,
+objects, samples) are skipped. Event fields without a column are kept in ``args`` as JSON.
+
+A torch trace can hold millions of events, so the file is read a chunk at a time
+(`recfn.formats.chrome._stream`) and each chunk's events become compact columns before the next chunk
+is read: in compiled builds a native decoder (``recfn/native/_cchrome.c``) reads the common shape
+straight into columns; other batches (and every batch of a pure install) are decoded by msgspec
+into typed structs whose args stay unparsed JSON text (batches with other event fields into
+plain dicts and lists). Both give the same table. The event table is built
+in Arrow from those (``recfn.load`` keeps it, `read_chrome_trace` converts it to pandas);
+nothing touches pandas per event. Writing encodes a batch of rows at a time through the (gzip) stream.
+"""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, BinaryIO, Final
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from recfn.errors import TraceFormatError
+from recfn.formats.chrome import _json as jsonio
+from recfn.formats.chrome._reader import (
+    BATCH,
+    OUTLINE,
+    Columns,
+    NativeBatch,
+    Outline,
+    decode_events,
+    dictionaries_by_row,
+    events_table,
+    frame_of,
+    release_native,
+)
+from recfn.formats.chrome._stream import MAX_DEPTH as MAX_DEPTH
+from recfn.formats.chrome._stream import (
+    MAX_JSON_BYTES,
+    GiveUp,
+    Stream,
+    check_depth,
+    inflated,
+)
+from recfn.formats.chrome._writer import (
+    Rows,
+    distributed_info,
+    header_events,
+    memory_totals,
+    ranks,
+    trace_events,
+)
+from recfn.formats.columns import INT64_MAX, INT64_MIN, require
+from recfn.formats.files import open_trace_file
+from recfn.formats.hooks import pandas_returned
+from recfn.formats.progress import Bar
+from recfn.formats.schema import METADATA_PREFIX, metadata_of
+
+PathLike = str | os.PathLike[str]
+
+
+def read_chrome_trace(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pd.DataFrame:
+    """Read a Chrome trace (``.json``, or gzip-compressed such as ``.json.gz``) as a recfn event
+    table in the dtypes of ``prof.to_pandas()``, plus an ``args`` column and, when the trace has
+    them, ``memory_bytes``/``device`` and torch's shapes as ``input_shapes``/``input_dtypes``.
+
+    ``pid``/``tid`` pairs become ``thread_id`` 1, 2, ... in order of first event; times are
+    ``baseTimeNanoseconds`` (when present) plus ``ts`` microseconds. A JSON list missing its
+    closing bracket, which the format allows, is accepted.
+
+    Every file that is not a readable trace raises ``TraceFormatError`` naming the file and
+    what is wrong: not JSON or not UTF-8, corrupt or truncated gzip, more than `max_bytes` of
+    JSON, nesting deeper than `MAX_DEPTH` levels, a top level that is neither a list of events nor an object with a
+    ``traceEvents`` list, events that are not objects, ``ph`` that is not a string, ``name``,
+    ``cat``, ``pid`` or ``tid`` that is not a scalar, integers outside int64, times that are
+    not finite or fall outside int64 nanoseconds, a negative ``dur``. FileNotFoundError and
+    IsADirectoryError when there is no file (see ``recfn.formats.io.open_trace_file``).
+    """
+    pandas_returned()
+    return frame_of(_read(os.fspath(path), max_bytes))
+
+
+def read_chrome_table(path: PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> pa.Table:
+    """`read_chrome_trace`'s events as a ``pyarrow.Table`` in the schema's types, but for
+    dictionaries indexed by int32 (``recfn.formats.schema.conform`` narrows them), each holding the
+    values its rows use in order of first use: the table that ``recfn.load`` and
+    ``recfn convert`` keep, built without a DataFrame. Same errors."""
+    return dictionaries_by_row(_read(os.fspath(path), max_bytes))
+
+
+def _read(source: str, max_bytes: int) -> pa.Table:
+    """The event table of the trace file `source` (`events_table`); the native decoder's
+    buffers are freed when it ends (`release_native`)."""
+    try:
+        with _gc_paused():
+            streamed = _read_streamed(source, max_bytes)
+            if streamed is not None:
+                return streamed
+            with open_trace_file(source) as fh:
+                raw = _read_json(fh, source, max_bytes)
+            check_depth(raw, source)
+            outline = _outline(raw, source)
+            if outline is None:
+                return _decode_values(raw, source)
+            del raw  # its events' texts keep it until the last batch is decoded
+            columns = Columns(source)
+            for batch in _batches(outline[0], source):
+                columns.add(batch)
+            return events_table(columns, outline[1], source)
+    except TraceFormatError:
+        raise
+    except UnicodeDecodeError as error:
+        raise TraceFormatError(f"{source}: not UTF-8 text ({error})") from None
+    except RecursionError:
+        raise TraceFormatError(f"{source}: JSON nested too deeply to decode") from None
+    except (ValueError, TypeError, OverflowError, KeyError, IndexError, pa.ArrowException) as error:
+        # A check missed above; still a bad file, not a bug to show as a traceback.
+        raise TraceFormatError(
+            f"{source}: not a readable Chrome trace ({type(error).__name__}: {error})"
+        ) from error
+    finally:
+        release_native()
+
+
+def _read_streamed(source: str, max_bytes: int) -> pa.Table | None:
+    """The event table of a trace read a chunk at a time (`recfn.formats.chrome._stream`), so that
+    memory never holds the whole file; None for a file of another shape, to decode whole."""
+    with open_trace_file(source) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        with Bar(size, desc=f"reading {os.path.basename(source)}", unit="B") as bar:
+            stream = Stream(inflated(fh, source, max_bytes, bar.update), source)
+            columns = Columns(source)
+            try:
+                for batch in stream.batches():
+                    columns.add(batch)
+            except GiveUp:
+                return None
+    _check_base(stream.base_ns, source)
+    return events_table(columns, stream.base_ns, source)
+
+
+def _read_json(fh: BinaryIO, source: str, max_bytes: int) -> bytearray:
+    """The file's JSON bytes, inflated if gzip-compressed; refuses more than `max_bytes`."""
+    raw = bytearray()
+    for chunk in inflated(fh, source, max_bytes):
+        raw += chunk
+    return raw
+
+
+def _outline(raw: bytes | bytearray, source: str) -> tuple[list[msgspec.Raw], int] | None:
+    """The JSON texts of a trace's events and its baseTimeNanoseconds; None for a trace
+    whose outline does not fit (no list of events, a baseTimeNanoseconds that is not an
+    integer), which `_decode_values` tells what is wrong with.
+
+    Events are then decoded `BATCH` at a time (`_batches`): only one batch of decoded events
+    is alive at once.
+    """
+    try:
+        document = _parse(raw, source, OUTLINE.decode)
+    except msgspec.ValidationError:
+        return None
+    if isinstance(document, Outline):
+        events, base_ns = document.traceEvents, document.baseTimeNanoseconds
+    else:
+        events, base_ns = document, 0
+    _check_base(base_ns, source)
+    return events, base_ns
+
+
+def _batches(events: list[msgspec.Raw], source: str) -> Iterator[list[Any] | NativeBatch]:
+    """`BATCH` events at a time, decoded as `Event` structs, or plain values when they do not
+    fit them; `events` is emptied on the way, so that their text can be freed."""
+    while events:
+        text = b"[" + b",".join(events[:BATCH]) + b"]"
+        del events[:BATCH]
+        try:
+            batch = decode_events(text, MAX_DEPTH)  # the file's depth is checked
+        except msgspec.ValidationError as error:  # numbers beyond float64
+            raise TraceFormatError(f"{source}: not a JSON trace: {error}") from None
+        except (ValueError, UnicodeDecodeError) as error:
+            raise TraceFormatError(f"{source}: not a JSON trace: {error}") from None
+        yield batch
+
+
+def _decode_values(raw: bytes | bytearray, source: str) -> pa.Table:
+    """The event table of a trace decoded whole into plain values; TraceFormatError that says
+    what is wrong with its top level."""
+    try:
+        document = _parse(raw, source, jsonio.loads)
+    except msgspec.ValidationError as error:  # numbers beyond float64
+        raise TraceFormatError(f"{source}: not a JSON trace: {error}") from None
+    events: Any
+    if isinstance(document, dict):
+        events = document.get("traceEvents")
+        base_ns = document.get("baseTimeNanoseconds", 0)
+        if not isinstance(base_ns, int) or isinstance(base_ns, bool):
+            raise TraceFormatError(f"{source}: baseTimeNanoseconds must be an integer")
+    else:
+        events, base_ns = document, 0
+    if not isinstance(events, list):
+        raise TraceFormatError(
+            f"{source}: expected a list of events or an object with a traceEvents list, "
+            f"got {type(events if isinstance(document, dict) else document).__name__}"
+        )
+    _check_base(base_ns, source)
+    columns = Columns(source)
+    columns.add(events)
+    return events_table(columns, base_ns, source)
+
+
+def _check_base(base_ns: int, source: str) -> None:
+    if not INT64_MIN <= base_ns <= INT64_MAX:
+        raise TraceFormatError(f"{source}: baseTimeNanoseconds {base_ns} does not fit int64")
+
+
+def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:
+    """Write an event table, DataFrame or ``pyarrow.Table``, as a Chrome trace.
+
+    Ranges become complete "X" events (still-open ones "B" events without an "E"), marks
+    instant "i" events, memory events "C" counters of the running total per process, name and
+    device, thread names "M" metadata events. ``ts``/``dur`` are float microseconds after
+    ``baseTimeNanoseconds`` (the first start), so nanoseconds survive a round trip. A table's
+    ``recfn.*`` schema metadata goes to ``otherData``. Processes get "process_name" metadata
+    (host, pid, rank); a table of one rank gets ``distributedInfo`` (``rank``, ``world_size``)
+    as HTA reads it. A path ending in ``.gz`` is compressed.
+
+    Rows are encoded and written (through the gzip stream) a batch at a time, so memory holds
+    the table and one batch's JSON, never the whole file's; a progress bar shows on a terminal
+    or in a notebook. `estimate_chrome_bytes` tells beforehand about how large the file gets.
+    """
+    rows, head = _prepare(data)
+    name = os.fspath(path)
+    with _output(name) as out, Bar(rows.count, desc=f"writing {os.path.basename(name)}") as bar:
+        out.write(head)
+        separator = b""
+        for events in _event_batches(rows, bar):
+            if events:
+                out.write(separator + jsonio.dumps(events)[1:-1])
+                separator = b","
+        out.write(b"]}")
+
+
+def estimate_chrome_bytes(data: pd.DataFrame | pa.Table, *, compressed: bool = False) -> int:
+    """About how many bytes `write_chrome_trace` writes for `data` (gzip-compressed ones with
+    `compressed`, as for a ``.gz`` path): the JSON of up to `SAMPLE_ROWS` rows spread over the
+    table, scaled to all rows. Quick (milliseconds) whatever the size; a rough figure, usually
+    within a few tens of percent (compressed sizes are overestimated: a sample repeats less)."""
+    rows, head = _prepare(data, header_only=True)
+    if rows.count == 0:
+        return len(head) + 2
+    picked = np.unique(
+        np.linspace(0, rows.count - 1, min(rows.count, SAMPLE_ROWS)).astype(np.int64)
+    )
+    encoded = jsonio.dumps(trace_events(rows.take(picked), rows.start_ns()))
+    per_row = len(encoded) / len(picked)
+    if compressed:
+        per_row *= len(gzip.compress(encoded, compresslevel=GZIP_LEVEL)) / len(encoded)
+    return len(head) + 2 + round(per_row * rows.count)
+
+
+SAMPLE_ROWS: Final = 2000
+"""Rows that `estimate_chrome_bytes` encodes."""
+LARGE_JSON_BYTES: Final = 1 << 30
+"""Estimated sizes above this are announced by ``recfn convert`` before it writes."""
+GZIP_LEVEL: Final = 6
+
+
+def _prepare(data: pd.DataFrame | pa.Table, *, header_only: bool = False) -> tuple[Rows, bytes]:
+    """The rows of an event table and the JSON of its file up to the first event."""
+    metadata = {}
+    if isinstance(data, pa.Table):
+        metadata = {k: v for k, v in metadata_of(data).items() if k.startswith(METADATA_PREFIX)}
+    columns = data.column_names if isinstance(data, pa.Table) else data.columns
+    require(pd.DataFrame(columns=columns), REQUIRED_TO_WRITE, "write_chrome_trace")
+    rows = Rows(data)
+    document: dict[str, Any] = {
+        "schemaVersion": 1,
+        "baseTimeNanoseconds": rows.start_ns(),
+        "displayTimeUnit": "ms",
+        "otherData": metadata,
+    }
+    if not header_only:
+        info = distributed_info(ranks(rows), metadata)
+        if info:
+            document["distributedInfo"] = info
+    return rows, jsonio.dumps(document)[:-1] + b',"traceEvents":['
+
+
+REQUIRED_TO_WRITE: Final = ("name", "kind", "start_ns", "end_ns", "thread_id")
+
+
+def _event_batches(rows: Rows, bar: Bar) -> Iterator[list[dict[str, Any]]]:
+    """Metadata events, then the events of `ROWS` rows at a time."""
+    yield header_events(rows)
+    base_ns = rows.start_ns()
+    positions, keys, totals = memory_totals(rows)
+    for first, frame in rows.frames():
+        lo, hi = np.searchsorted(positions, [first, first + len(frame)])
+        batch = (positions[lo:hi] - first, keys[lo:hi], totals[lo:hi])
+        yield trace_events(frame, base_ns, batch)
+        bar.update(len(frame))
+
+
+@contextmanager
+def _output(path: str) -> Iterator[BinaryIO]:
+    """`path` opened for writing, through a gzip stream when it ends with ``.gz``."""
+    with open(path, "wb") as raw:
+        if not path.endswith(".gz"):
+            yield raw
+            return
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL) as out:
+            yield out  # type: ignore[misc]
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC: building millions of small containers otherwise triggers it often."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse(raw: bytes | bytearray, source: str, decode: Callable[[Any], Any]) -> Any:
+    """Decode a trace file's bytes, closing a JSON list that lacks its final bracket. Raises
+    TraceFormatError for bytes that are not JSON; lets msgspec.ValidationError (JSON of other
+    types than `decode` asks for) through."""
+    try:
+        return decode(raw)
+    except msgspec.ValidationError:
+        raise
+    except (ValueError, UnicodeDecodeError) as error:
+        stripped = raw.rstrip()
+        if raw.lstrip().startswith(b"[") and not stripped.endswith(b"]"):
+            try:
+                return decode(stripped.rstrip(b",") + b"]")
+            except msgspec.ValidationError:
+                raise
+            except (ValueError, UnicodeDecodeError):
+                pass
+        raise TraceFormatError(f"{source}: not a JSON trace: {error}") from None
+
+
+__all__ = [
+    "LARGE_JSON_BYTES",
+    "MAX_DEPTH",
+    "MAX_JSON_BYTES",
+    "estimate_chrome_bytes",
+    "read_chrome_table",
+    "read_chrome_trace",
+    "write_chrome_trace",
+]

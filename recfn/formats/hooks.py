@@ -1,0 +1,29 @@
+"""Hooks that the package facade fills in, so that the core never imports the layers above it.
+
+The core's trace object asks these for its rich reprs, and every core function that returns a
+DataFrame calls ``pandas_returned`` first (the facade registers the ``df.recfn`` accessor there).
+Left unset (the core used alone), reprs fall back to a plain header line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Optional
+
+header_renderer: Optional[Callable[[Any], str]] = None
+"""``trace -> str``: the one-line header of a trace."""
+text_renderer: Optional[Callable[[Any], str]] = None
+"""``trace -> str``: a trace as text for terminals (header and summary)."""
+html_renderer: Optional[Callable[[Any], str]] = None
+"""``trace -> str``: a trace as HTML for notebooks."""
+files_summary: Optional[Callable[..., Any]] = None
+"""``(files, footers, **summary options) -> DataFrame``: the summary of a trace of files, out of
+core (``footers``: the trace's ``recfn.formats.dataset.Footers``)."""
+on_pandas: Optional[Callable[[], None]] = None
+"""Called before a DataFrame is handed to the user."""
+
+
+def pandas_returned() -> None:
+    """Run the ``on_pandas`` hook, if any."""
+    if on_pandas is not None:
+        on_pandas()

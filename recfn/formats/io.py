@@ -1,0 +1,203 @@
+"""Trace files: the format from a name (for writing) or from the first bytes (for reading),
+Parquet with validation, and Chrome/Perfetto JSON through ``recfn.formats.chrome``.
+
+Parquet written by recfn, any Parquet with the event table's columns (``df.to_parquet`` of a
+trace) and Chrome JSON (``.json``/``.json.gz``, torch.profiler's included) are read; anything
+else is refused with a ``TraceFormatError`` that says what the file is not.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Final, Union
+
+import pyarrow as pa
+
+from recfn.errors import RecfnTypeError, RecfnValueError, TraceFormatError
+from recfn.formats import schema
+from recfn.formats.files import open_trace_file
+
+PathLike = Union[str, "os.PathLike[str]"]
+PARQUET: Final = "parquet"
+CHROME: Final = "chrome"
+SUFFIXES: Final = {".parquet": PARQUET, ".pq": PARQUET, ".json": CHROME, ".json.gz": CHROME}
+"""File name endings that ``save`` accepts, and the format each one means."""
+
+
+def path_name(path: Any) -> str:
+    """``path`` as a str; TypeError for anything that is not a path."""
+    try:
+        name = os.fspath(path)
+    except TypeError:
+        raise RecfnTypeError(
+            f"trace path must be a str or path, got {type(path).__name__}"
+        ) from None
+    if not isinstance(name, str):
+        raise RecfnTypeError(f"trace path must be a str or path, got {type(path).__name__}")
+    return name
+
+
+def trace_format(path: Any) -> str:
+    """``"parquet"`` or ``"chrome"`` from the file name; ValueError naming the accepted ones."""
+    name = path_name(path)
+    lower = name.lower()
+    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+        if lower.endswith(suffix):
+            return SUFFIXES[suffix]
+    raise RecfnValueError(
+        f"cannot tell the trace format of {name!r}: use {', '.join(SUFFIXES)} "
+        "(Parquet, or Chrome JSON)"
+    )
+
+
+def sniff(path: str) -> str:
+    """``"parquet"`` or ``"chrome"`` from the file's first bytes; errors as `open_trace_file`,
+    and TraceFormatError for a file that is neither."""
+    with open_trace_file(path) as fh:
+        head = fh.read(64)
+    if not head:
+        raise TraceFormatError(f"{path!r} is empty")
+    if head.startswith(b"PAR1"):
+        return PARQUET
+    if head.startswith(b"\x1f\x8b"):
+        return CHROME
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"["):
+        return CHROME
+    raise TraceFormatError(
+        f"{path!r} is neither a recfn trace (Parquet) nor a Chrome/Perfetto JSON trace "
+        "(not a Parquet file, not JSON)"
+    )
+
+
+def save(table: pa.Table, path: PathLike, *, overwrite: bool = False) -> None:
+    """Write ``table`` in the format its name asks for (``trace_format``), whole or not at all;
+    a file recfn did not write is replaced only with ``overwrite=True`` (``recfn.formats.files``)."""
+    from recfn.formats.files import write_atomic
+
+    name = path_name(path)
+    table = schema.validate(table, "save")
+    if trace_format(name) == CHROME:
+        from recfn.formats.chrome import write_chrome_trace
+
+        write_atomic(
+            name, lambda temporary: write_chrome_trace(table, temporary), overwrite=overwrite
+        )
+    else:
+        write_atomic(name, lambda temporary: write_parquet(table, temporary), overwrite=overwrite)
+
+
+def parquet_options(table: pa.Table) -> dict[str, Any]:
+    """recfn's Parquet layout for ``table``: zstd, dictionary names, delta-coded ids and times,
+    the Arrow schema stored so round trips are exact."""
+    return {
+        "compression": "zstd",
+        "compression_level": 3,
+        "use_dictionary": [c for c in schema.PARQUET_DICTIONARY if c in table.column_names],
+        "column_encoding": {
+            c: "DELTA_BINARY_PACKED" for c in schema.PARQUET_DELTA if c in table.column_names
+        },
+        "store_schema": True,
+        "use_compliant_nested_type": False,  # keep Arrow's list item names: exact round trips
+    }
+
+
+def write_parquet(table: pa.Table, path: PathLike) -> None:
+    """Write a validated ``table`` as Parquet (``parquet_options``) with a CRC32 in every page
+    header and the table's content hash in the footer, so that ``read_parquet`` notices any byte
+    that changes afterwards."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(
+        schema.with_content_hash(table),
+        os.fspath(path),
+        write_page_checksum=True,
+        **parquet_options(table),
+    )
+
+
+DECODE_ERRORS: Final = (pa.ArrowException, OSError, UnicodeDecodeError)
+"""What pyarrow raised for 30,000 damaged copies of a trace (benchmarks/fuzz_files.py):
+OSError (failed page checksums, thrift decoding), ArrowInvalid, ArrowNotImplementedError and
+UnicodeDecodeError (metadata that is not UTF-8). MemoryError, ArrowMemoryError included, and
+KeyboardInterrupt are not caught."""
+
+
+def unreadable_parquet(path: str, exc: BaseException) -> TraceFormatError:
+    """The error for a Parquet file pyarrow could not decode (one of ``DECODE_ERRORS``)."""
+    return TraceFormatError(
+        f"{path!r} is not a readable Parquet file (truncated or corrupted): "
+        f"{type(exc).__name__}: {exc}"
+    )
+
+
+def _metadata_copies_agree(footer: dict[bytes, bytes]) -> bool:
+    """Whether a recfn file's footer metadata equals the copy inside its stored Arrow schema.
+
+    A damaged key (``recfn.content_hash`` spelt otherwise) would otherwise make a file look as
+    if it had no hash; with two copies that must agree, no single change goes unseen. Footers
+    without ``recfn.`` keys in either copy are not compared.
+    """
+    import base64
+    import binascii
+
+    stored = footer.get(_ARROW_SCHEMA)
+    if stored is None:
+        return True
+    try:
+        copy = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(stored))).metadata or {}
+    except binascii.Error:
+        return False
+    plain = {k: v for k, v in footer.items() if k != _ARROW_SCHEMA}
+    if not any(k.startswith(_PREFIX) for k in (*plain, *copy)):
+        return True
+    return plain == copy
+
+
+_ARROW_SCHEMA: Final = b"ARROW:schema"
+_PREFIX: Final = schema.METADATA_PREFIX.encode()
+
+
+def read_parquet(path: str) -> pa.Table:
+    """recfn's own Parquet, else any Parquet that has the event table's columns (conformed).
+
+    Page checksums are verified, the content hash of files that carry one is recomputed, and
+    the events are checked (``schema.validate``): a damaged or altered file raises
+    ``TraceFormatError`` naming it and what is wrong. recfn files without a content hash (from
+    before it existed) are checked for their types and structure only.
+    """
+    import pyarrow.parquet as pq
+
+    with open(path, "rb") as fh:  # permission errors stay OSError: the file is not to blame
+        data = fh.read()
+    try:
+        parquet = pq.ParquetFile(pa.py_buffer(data), page_checksum_verification=True)
+        table = parquet.read()
+        copies_agree = _metadata_copies_agree(parquet.metadata.metadata or {})
+    except MemoryError:
+        raise
+    except DECODE_ERRORS as exc:
+        raise unreadable_parquet(path, exc) from None
+    source = f"load({path!r})"
+    if not copies_agree:
+        raise TraceFormatError(
+            f"{source}: its metadata was altered (the footer's two copies of it differ)"
+        )
+    metadata = table.schema.metadata or {}
+    if schema.CONTENT_HASH_KEY.encode() in metadata:
+        table = schema.check_content_hash(table, source)
+    if schema.SCHEMA_VERSION_KEY.encode() in metadata:
+        return schema.validate(table, source, exact=True)
+    missing = [c for c in schema.ESSENTIAL if c not in table.column_names]
+    if missing:
+        raise schema.not_a_trace(repr(path), missing)
+    conformed = schema.conform(table.replace_schema_metadata(None), source)
+    schema.check_events(conformed, source)
+    return conformed
+
+
+def read_chrome(path: str) -> pa.Table:
+    """A Chrome JSON trace as a schema table, as `read_parquet` returns one; TraceFormatError
+    for broken files."""
+    from recfn.formats.chrome import read_chrome_table
+
+    return schema.conform(read_chrome_table(path), path)

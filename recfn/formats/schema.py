@@ -1,0 +1,760 @@
+"""The recfn event table: its columns, types, defaults, metadata, validation and pandas form.
+
+This module is the one owner of the schema. Consolidation (``recfn.capture._table``), Parquet and Chrome
+JSON I/O, the trace object, the synthetic traces and the ``df.recfn`` accessor all read it from
+here; docs/schema.md documents the same table and a test compares the two.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, Optional, Union
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recfn.errors import RecfnTypeError, TraceFormatError
+from recfn.formats import hooks as _hooks
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCHEMA_VERSION: Final = 1
+
+RANGE: Final = "range"
+MARK: Final = "mark"
+MEMORY: Final = "memory"
+KINDS: Final = (RANGE, MARK, MEMORY)
+"""The values of the ``kind`` column, in the order of their codes."""
+
+# Schema metadata keys (bytes in the Arrow schema, ``df.attrs["recfn"]`` in pandas).
+SCHEMA_VERSION_KEY: Final = "recfn.schema_version"
+VERSION_KEY: Final = "recfn.version"
+CONFIG_KEY: Final = "recfn.config"
+DROPPED_EVENTS_KEY: Final = "recfn.dropped_events"
+HOST_KEY: Final = "recfn.host"
+PID_KEY: Final = "recfn.pid"
+START_NS_KEY: Final = "recfn.start_ns"
+RANK_KEY: Final = "recfn.rank"
+LOCAL_RANK_KEY: Final = "recfn.local_rank"
+WORLD_SIZE_KEY: Final = "recfn.world_size"
+WALL_NS_KEY: Final = "recfn.wall_ns"
+CONTENT_HASH_KEY: Final = "recfn.content_hash"
+"""In Parquet files only: written by ``recfn.formats.io`` (``with_content_hash``), checked and removed on
+load (``check_content_hash``); tables in memory never carry it."""
+PART_KEY: Final = "recfn.part"
+"""A part's number in a dataset written by ``profile(output=...)``: its parents may be in other
+parts, so ``check_events`` does not ask for them (``whole=False``)."""
+FLIGHT_RECORDER_KEY: Final = "recfn.flight_recorder"
+"""In a flight recorder's dump (``profile(flight_recorder=N)``): JSON of what the ring kept and
+lost (``recfn.capture._flight``)."""
+CLOCK_OFFSETS_KEY: Final = "recfn.clock_offsets"
+"""In a trace loaded with ``clock_offsets``: JSON ``{host: ns}`` added to each host's times."""
+_HASH_NAME: Final = CONTENT_HASH_KEY.encode()
+METADATA_PREFIX: Final = "recfn."
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT: Final = _NoDefault()
+"""The default of the columns that a table must bring itself."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column: Arrow type, pandas dtype, whether every trace has it, and its default.
+
+    ``default`` is what ``conform`` fills in when a table lacks the column (``NO_DEFAULT``: it
+    cannot be made up; ``None``: null); ``default_from`` names a column to copy instead.
+    """
+
+    name: str
+    arrow_type: pa.DataType
+    pandas_dtype: str
+    required: bool
+    nullable: bool
+    description: str
+    default: Any = None
+    default_from: Optional[str] = None
+
+
+_STRINGS32 = pa.dictionary(pa.int32(), pa.string())
+_STRINGS8 = pa.dictionary(pa.int8(), pa.string())
+
+COLUMNS: Final[tuple[Column, ...]] = (
+    Column("id", pa.int64(), "int64", True, False,
+           "unique within the trace (the range's handle)", NO_DEFAULT),
+    Column("parent_id", pa.int64(), "Int64", True, True,
+           "`id` of the enclosing range in the same thread or asyncio task; null for roots"),
+    Column("name", _STRINGS32, "category", True, False,
+           "range / mark / counter name", NO_DEFAULT),
+    Column("kind", _STRINGS8, "category", True, False,
+           '`"range"`, `"mark"` or `"memory"`', NO_DEFAULT),
+    Column("scope", _STRINGS8, "category", True, False,
+           'lower-case `RecordScope` name: `"function"`, `"user_scope"`, ...', "user_scope"),
+    Column("start_ns", pa.int64(), "int64", True, False,
+           "ns since the Unix epoch (a monotonic clock anchored once per profile)", NO_DEFAULT),
+    Column("end_ns", pa.int64(), "Int64", True, True,
+           "as `start_ns`; equals `start_ns` for marks and memory events; null for a range "
+           "still open when the profiler stopped", default_from="start_ns"),
+    Column("thread_id", pa.int64(), "int64", True, False,
+           "logical thread id (1, 2, ...; never reused within a process)", NO_DEFAULT),
+    Column("thread_name", _STRINGS32, "category", True, False,
+           "`threading.current_thread().name` when the thread first recorded", ""),
+    Column("depth", pa.int32(), "int32", True, False, "nesting depth, 0 for roots", 0),
+    Column("sequence_nr", pa.int64(), "int64", True, False, "`-1` when not set", -1),
+    Column("fwd_thread_id", pa.int64(), "int64", True, False,
+           "thread of the forward range for backward ranges, `0` when not set", 0),
+    Column("is_async", pa.bool_(), "bool", True, False,
+           "the range ended on another thread or task than it started on", False),
+    Column("node_id", pa.int32(), "int32", True, False,
+           "`recfn.set_default_node_id(n)`, `-1` by default", -1),
+    Column("pid", pa.int64(), "int64", True, False,
+           "process id of the capturing process", 0),
+    Column("host", _STRINGS32, "category", False, False,
+           "host name of the capturing process; with `pid` and `thread_id` it identifies a "
+           "thread across a fleet (absent in imported tables)", ""),
+    Column("rank", pa.int32(), "int32", False, False,
+           "`torch.distributed` rank (else `RANK`, MPI or Slurm's), `-1` outside distributed "
+           "jobs (absent in imported tables)", -1),
+    Column("args", pa.string(), "str", False, True,
+           "`record_function(name, args=...)` / `record_function_fast(..., input_values, "
+           "keyword_values)`"),
+    Column("input_shapes", pa.list_(pa.list_(pa.int64())), "object", False, True,
+           "`report_input_shapes=True` (empty inner list for inputs without a shape)"),
+    Column("input_dtypes", pa.list_(pa.string()), "object", False, True,
+           "`report_input_shapes=True` (dtype, else the type name)"),
+    Column("stack", pa.list_(pa.string()), "object", False, True,
+           '`with_stack=True`: `"file:line(function)"`, innermost frame last'),
+    Column("memory_bytes", pa.int64(), "Int64", False, True,
+           "memory events: bytes allocated (positive) or freed (negative)"),
+    Column("device", _STRINGS8, "category", False, True,
+           'memory events: `"cpu"`, `"cuda:0"`, ...; with `cuda=True` also ranges timed on a GPU '
+           '(`"cuda:N"`); null otherwise'),
+    Column("flops", pa.int64(), "Int64", False, True,
+           "`with_flops=True`, for names with a registered FLOP formula"),
+    Column("device_start_ns", pa.int64(), "Int64", False, True,
+           "`cuda=True`: when the GPU reached the range's start event, on the `start_ns` clock; "
+           "null for rows without CUDA events"),
+    Column("device_duration_ns", pa.int64(), "Int64", False, True,
+           "`cuda=True`: GPU time between the range's start and end events (CUDA event "
+           "resolution, about 0.5 µs)"),
+)  # fmt: skip
+"""Every column recfn knows, required ones first in table order."""
+
+BY_NAME: Final[dict[str, Column]] = {column.name: column for column in COLUMNS}
+REQUIRED: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if c.required)
+"""The columns every trace has, in order."""
+OPTIONAL: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if not c.required)
+"""Columns present when the option that fills them was enabled."""
+ESSENTIAL: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if c.default is NO_DEFAULT)
+"""Columns that ``conform`` cannot make up."""
+NULLABLE_INTS: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if c.pandas_dtype == "Int64")
+PARQUET_DICTIONARY: Final = ("name", "kind", "scope", "thread_name", "host", "device", "args")
+"""Columns Parquet stores dictionary-encoded."""
+PARQUET_DELTA: Final = ("id", "parent_id", "start_ns", "end_ns", "depth", "thread_id")
+"""Columns Parquet stores delta-encoded (mostly increasing integers)."""
+
+
+PROCESS_KEYS: Final = ("host", "pid")
+"""Columns that identify a process across a fleet: ids are unique within one process."""
+THREAD_KEYS: Final = ("host", "pid", "thread_id")
+"""Columns that identify a thread (a timeline lane) across a fleet."""
+
+
+def column_type(name: str) -> pa.DataType:
+    """The Arrow type of column ``name``."""
+    return BY_NAME[name].arrow_type
+
+
+def numpy_dtype(name: str) -> Any:
+    """The numpy dtype of a plain (not dictionary, not nullable) column ``name``."""
+    return column_type(name).to_pandas_dtype()
+
+
+def empty_table(columns: tuple[str, ...] = REQUIRED) -> pa.Table:
+    """A table without rows that has ``columns`` (kinds listed in the ``kind`` dictionary)."""
+    arrays = {}
+    for name in columns:
+        dtype = column_type(name)
+        if name == "kind":
+            arrays[name] = pa.DictionaryArray.from_arrays(
+                pa.array([], pa.int8()), pa.array(KINDS, pa.string())
+            )
+        else:
+            arrays[name] = pa.array([], dtype)
+    return pa.table(arrays)
+
+
+def build_metadata(
+    *,
+    config: Mapping[str, Any],
+    dropped_events: int = 0,
+    start_ns: int = 0,
+    wall_ns: Optional[int] = None,
+    pid: Optional[int] = None,
+    host: Optional[str] = None,
+    rank: Optional[int] = None,
+    local_rank: Optional[int] = None,
+    world_size: Optional[int] = None,
+    flight_recorder: Optional[Mapping[str, Any]] = None,
+    clock_offsets: Optional[Mapping[str, int]] = None,
+) -> dict[str, str]:
+    """The schema metadata of a trace (every key is a ``*_KEY`` constant of this module)."""
+    from recfn._version import __version__
+
+    metadata = {
+        SCHEMA_VERSION_KEY: str(SCHEMA_VERSION),
+        VERSION_KEY: __version__,
+        CONFIG_KEY: json.dumps(dict(config), sort_keys=True),
+        DROPPED_EVENTS_KEY: str(int(dropped_events)),
+        HOST_KEY: socket.gethostname() if host is None else host,
+        START_NS_KEY: str(int(start_ns)),
+    }
+    if pid is not None:
+        metadata[PID_KEY] = str(int(pid))
+    if wall_ns is not None:
+        metadata[WALL_NS_KEY] = str(int(wall_ns))
+    for key, value in (
+        (RANK_KEY, rank),
+        (LOCAL_RANK_KEY, local_rank),
+        (WORLD_SIZE_KEY, world_size),
+    ):
+        if value is not None:
+            metadata[key] = str(int(value))
+    if flight_recorder is not None:
+        metadata[FLIGHT_RECORDER_KEY] = json.dumps(dict(flight_recorder), sort_keys=True)
+    if clock_offsets is not None:
+        metadata[CLOCK_OFFSETS_KEY] = json.dumps(dict(clock_offsets), sort_keys=True)
+    return metadata
+
+
+def with_content_hash(table: pa.Table) -> pa.Table:
+    """``table`` with ``CONTENT_HASH_KEY`` in its metadata: JSON of the hash algorithm and the
+    digests of each column's values and of the layout and other metadata (``recfn.formats._digest``)."""
+    from recfn.formats import _digest
+
+    raw = {k: v for k, v in (table.schema.metadata or {}).items() if k != _HASH_NAME}
+    digests = _digest.table_digest(table, raw)
+    value = json.dumps({"algorithm": _digest.ALGORITHM, "digests": digests}, sort_keys=True)
+    return table.replace_schema_metadata({**raw, _HASH_NAME: value.encode()})
+
+
+def check_content_hash(table: pa.Table, source: str) -> pa.Table:
+    """``table`` without its ``CONTENT_HASH_KEY``, after checking that its values, layout and
+    metadata still hash to it; ``TraceFormatError`` naming ``source`` and what changed."""
+    from recfn.formats import _digest
+
+    raw = dict(table.schema.metadata or {})
+    stored = raw.pop(_HASH_NAME, None)
+    table = table.replace_schema_metadata(raw)
+    try:
+        parsed = json.loads(stored)  # None: TypeError
+        algorithm, expected = parsed["algorithm"], dict(parsed["digests"])
+    except (ValueError, TypeError, KeyError):
+        raise TraceFormatError(f"{source}: its {CONTENT_HASH_KEY} is unreadable") from None
+    if algorithm != _digest.ALGORITHM:
+        raise TraceFormatError(f"{source}: unknown {CONTENT_HASH_KEY} algorithm {algorithm!r}")
+    actual = _digest.table_digest(table, raw)
+    if actual != expected:
+        changed = sorted(k for k in {*actual, *expected} if actual.get(k) != expected.get(k))
+        what = (
+            "its column names, types or metadata"
+            if _digest.SCHEMA_PART in changed
+            else f"column {', '.join(map(repr, changed))}"
+        )
+        raise TraceFormatError(
+            f"{source}: content hash mismatch in {what}: the file was altered after recfn wrote it"
+        )
+    return table
+
+
+def metadata_of(table: pa.Table) -> dict[str, str]:
+    """A table's schema metadata as text."""
+    raw = table.schema.metadata or {}
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in raw.items()}
+
+
+def validate(table: Any, source: str, *, exact: bool = False) -> pa.Table:
+    """``table`` checked against the schema, its known columns cast to their documented types.
+
+    Raises ``TraceFormatError`` naming ``source`` for a table of a newer schema version, one that
+    lacks required columns, one whose columns cannot be cast without loss (with ``exact``: whose
+    known columns have any other type) or one whose events break ``check_events``; TypeError
+    when ``table`` is not a ``pyarrow.Table``. Returns ``table`` itself when nothing needed a cast.
+    """
+    if not isinstance(table, pa.Table):
+        raise RecfnTypeError(f"{source} expects a pyarrow.Table, got {type(table).__name__}")
+    raw = (table.schema.metadata or {}).get(SCHEMA_VERSION_KEY.encode())
+    if raw is not None:
+        try:
+            version = int(raw)
+        except ValueError:
+            raise TraceFormatError(f"{source}: bad {SCHEMA_VERSION_KEY} {raw!r}") from None
+        if version > SCHEMA_VERSION:
+            raise TraceFormatError(
+                f"{source}: trace schema version {version} is newer than this recfn supports "
+                f"({SCHEMA_VERSION}); upgrade recfn"
+            )
+    missing = [c for c in REQUIRED if c not in table.column_names]
+    if missing:
+        raise TraceFormatError(f"{source}: not a recfn event table (missing columns: {missing})")
+    if exact:
+        for field in table.schema:
+            column = BY_NAME.get(field.name)
+            if column is not None and field.type != column.arrow_type:
+                raise TraceFormatError(
+                    f"{source}: column {field.name!r} has type {field.type}, "
+                    f"expected {column.arrow_type}"
+                )
+    else:
+        table = _cast_known(table, source)
+    check_events(table, source, whole=PART_KEY.encode() not in (table.schema.metadata or {}))
+    return table
+
+
+def check_events(table: pa.Table, source: str, *, whole: bool = True) -> None:
+    """Refuse (``TraceFormatError`` naming ``source`` and a row) a schema-typed table whose
+    events cannot be: nulls in a column that has none, an ``end_ns`` before its ``start_ns``, an
+    id used twice, a ``parent_id`` that is no row's id, or a parent chain that loops.
+
+    Vectorised (numpy and Arrow compute, no loop per row): parents' rows are found by
+    ``_rows_of``; chains cannot loop when every child is deeper than its parent (``depth``),
+    else ``_check_acyclic`` follows them by pointer jumping. A table that is not ``whole`` (a
+    part of a streamed capture, ``recfn.part``) may name parents that are not in it: written in
+    another part, or never written by a process that was killed.
+    """
+    for field, values in zip(table.schema, table.columns):
+        column = BY_NAME.get(field.name)
+        if column is not None and not column.nullable and values.null_count:
+            row = pc.index(pc.is_null(values), True).as_py()
+            raise TraceFormatError(f"{source}: row {row}: column {field.name!r} is null")
+    n = table.num_rows
+    if n == 0:
+        return
+    start, end = table.column("start_ns"), table.column("end_ns")
+    backwards = pc.less(end, start)
+    if pc.any(backwards).as_py():
+        row = pc.index(backwards, True).as_py()
+        raise TraceFormatError(
+            f"{source}: row {row}: end_ns {end[row]} is before start_ns {start[row]}"
+        )
+    processes = process_rows(table)
+    if processes is None:
+        _check_links(table, source, whole)
+        return
+    for label, rows in processes:  # ids are unique within a process (host, pid), not a fleet
+        _check_links(table.take(rows), f"{source} ({label}; rows counted within it)", whole)
+
+
+def process_rows(table: pa.Table) -> Optional[list[tuple[str, Any]]]:
+    """Each process's (host, pid) label and rows, in order; None for a table of one process
+    (or of none). A null host or pid is a value of its own. ``check_events`` checks the ids of
+    each process apart; the out-of-core summary summarises each apart."""
+    keys = [key for key in PROCESS_KEYS if key in table.column_names]
+    if not keys or table.num_rows == 0:
+        return None
+    codes = [code for key in keys for code in _key_codes(table.column(key))]
+    if all(bool((code == code[0]).all()) for code in codes):
+        return None  # one process: every table recfn captures (a linear check, no sort)
+    process = np.zeros(len(codes[0]), dtype=np.int64)
+    for code in codes:  # number the (host, pid) pairs: one 1-D inverse per key
+        _, inverse = np.unique(code, return_inverse=True)
+        process = process * (int(inverse.max()) + 1) + inverse.reshape(-1)
+    _, process = np.unique(process, return_inverse=True)
+    process = process.reshape(-1)
+    order = np.argsort(process, kind="stable")
+    bounds = np.cumsum(np.bincount(process))[:-1]
+    groups = []
+    for rows in np.split(order, bounds):
+        first = int(rows[0])
+        label = ", ".join(f"{key}={table.column(key)[first].as_py()}" for key in keys)
+        groups.append((label, rows))
+    return groups
+
+
+def _key_codes(column: pa.ChunkedArray) -> list[Any]:
+    """Numbers that are equal where the values of a process key are: numbers themselves (and,
+    where some are null, whether each is), else codes in order of first appearance."""
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        found = [_numpy(column.fill_null(-1))]
+        return found + [_numpy(pc.is_null(column))] if column.null_count else found
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    return [_numpy(pc.dictionary_encode(column.combine_chunks(), null_encoding="encode").indices)]
+
+
+def _check_links(table: pa.Table, source: str, whole: bool) -> None:
+    """Unique ids, parents that are rows of ``table`` (or anywhere, unless ``whole``), and no
+    loops among them."""
+    n = table.num_rows
+    ids = _numpy(table.column("id"))
+    parent_column = table.column("parent_id")
+    has_parent = _numpy(pc.is_valid(parent_column))
+    children = np.flatnonzero(has_parent)
+    targets = _numpy(parent_column.fill_null(0))[children]
+    parents, found = _rows_of(ids, targets, source)
+    if not bool(found.all()):
+        if whole:
+            bad = int(np.argmin(found))
+            raise TraceFormatError(
+                f"{source}: row {children[bad]}: parent_id {targets[bad]} is not the id of any row"
+            )
+        has_parent = has_parent.copy()
+        has_parent[children[~found]] = False  # its parent is elsewhere: a root here
+        children, parents = children[found], parents[found]
+    depth = _numpy(table.column("depth"))
+    if bool((depth[children] > depth[parents]).all()):
+        return  # depth falls along every chain: no loops
+    _check_acyclic(n, children, parents, ~has_parent, ids, source)
+
+
+def _rows_of(ids: Any, targets: Any, source: str) -> tuple[Any, Any]:
+    """The row of each of ``targets`` among the unique ``ids``, and whether it was found;
+    ``TraceFormatError`` for an id used twice. Increasing ids (every table recfn builds) need
+    no sort; ids spread over less than 4 times the rows go through a lookup array; others are
+    sorted once, and looked up in sorted order (binary searches with a hint, cache friendly)."""
+    n = len(ids)
+    low, high = int(ids.min()), int(ids.max())
+    if n > 1 and bool((ids[1:] > ids[:-1]).all()):
+        if high - low == n - 1:  # the rows, shifted
+            position = targets - low
+            found = (position >= 0) & (position < n)
+            return np.where(found, position, 0), found
+        position = np.minimum(np.searchsorted(ids, targets), n - 1)
+        return position, ids[position] == targets
+    if high - low < 4 * n:
+        lookup = np.full(high - low + 1, -1, dtype=np.int64)
+        lookup[ids - low] = np.arange(n)
+        twice = np.flatnonzero(lookup[ids - low] != np.arange(n))
+        if len(twice):
+            row = int(twice[0])
+            _used_twice(source, ids[row], row, int(lookup[ids[row] - low]))
+        inside = (targets >= low) & (targets <= high)
+        position = lookup[np.where(inside, targets - low, 0)]
+        found = inside & (position >= 0)
+        return np.where(found, position, 0), found
+    order = np.argsort(ids)
+    sorted_ids = ids[order]
+    twice = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+    if len(twice):
+        rows = sorted(order[twice[0] : twice[0] + 2].tolist())
+        _used_twice(source, sorted_ids[twice[0]], rows[0], rows[1])
+    by_target = np.argsort(targets)
+    position = np.empty(len(targets), dtype=np.int64)
+    position[by_target] = np.minimum(np.searchsorted(sorted_ids, targets[by_target]), n - 1)
+    return order[position], sorted_ids[position] == targets
+
+
+def _used_twice(source: str, value: Any, first: int, second: int) -> None:
+    raise TraceFormatError(
+        f"{source}: id {value} is used by more than one row (rows [{first}, {second}])"
+    )
+
+
+def _check_acyclic(
+    n: int, children: Any, parents: Any, is_root: Any, ids: Any, source: str
+) -> None:
+    """Pointer jumping: ``up[i]`` becomes the ancestor twice as far each round, roots point at
+    themselves, and rows whose ``up`` is a root are done, so a forest takes about log2 of its
+    deepest chain rounds; rows left after log2(n) + 1 rounds sit on or above a loop."""
+    up = np.arange(n)
+    up[children] = parents
+    active = children[~is_root[parents]]
+    for _ in range(n.bit_length() + 1):
+        if not len(active):
+            return
+        up[active] = up[up[active]]
+        active = active[~is_root[up[active]]]
+    if len(active):
+        row = int(active[0])
+        raise TraceFormatError(
+            f"{source}: row {row} (id {ids[row]}): its chain of parent_id never reaches a root "
+            "(the parents form a cycle)"
+        )
+
+
+def _numpy(values: Union[pa.ChunkedArray, pa.Array]) -> Any:
+    """A column without nulls as one numpy array."""
+    return values.to_numpy()
+
+
+def not_a_trace(source: str, lacking: list[str]) -> TraceFormatError:
+    """The error for a file that is not a recfn trace: it lacks event-table columns."""
+    return TraceFormatError(
+        f"{source}: not a recfn trace, it lacks the event-table column(s) {lacking}"
+    )
+
+
+def conform(data: Union[pa.Table, pd.DataFrame], source: str = "conform") -> pa.Table:
+    """An event table (Arrow or pandas, recorded, imported or hand-made) as a schema table.
+
+    Known columns are cast to their documented types, absent required columns get their
+    defaults, and the metadata is kept when the input carries recfn's (else built afresh).
+    Raises ``TraceFormatError`` when columns without a default (``ESSENTIAL``) are missing.
+    """
+    table, metadata = _as_table(data)
+    missing = [c for c in ESSENTIAL if c not in table.column_names]
+    if missing:
+        raise TraceFormatError(f"{source}: not an event table: missing columns {missing}")
+    n = table.num_rows
+    columns: dict[str, Any] = {}
+    for name in (*REQUIRED, *(c for c in table.column_names if c not in REQUIRED)):
+        if name in table.column_names:
+            columns[name] = table.column(name)
+            continue
+        column = BY_NAME[name]
+        if column.default_from is not None:
+            columns[name] = table.column(column.default_from)
+        else:
+            columns[name] = constant_column(column, n)
+    conformed = _cast_known(pa.table(columns), source)
+    if SCHEMA_VERSION_KEY not in metadata:
+        start = pc.min(conformed.column("start_ns")).as_py() if n else 0
+        dropped = metadata.get(DROPPED_EVENTS_KEY, "0")
+        metadata = build_metadata(
+            config={"imported": True},
+            dropped_events=int(dropped) if dropped.isdigit() else 0,
+            start_ns=start or 0,
+        )
+    return conformed.replace_schema_metadata(metadata)
+
+
+def constant_column(column: Column, n: int) -> pa.Array:
+    """``n`` times the column's default (null when it has none)."""
+    dtype = column.arrow_type
+    if column.default is None:
+        return pa.nulls(n, dtype)
+    if pa.types.is_dictionary(dtype):
+        indices = pa.repeat(pa.scalar(0, dtype.index_type), n)
+        return pa.DictionaryArray.from_arrays(indices, pa.array([column.default], pa.string()))
+    return pa.repeat(pa.scalar(column.default, dtype), n)
+
+
+def to_pandas(table: pa.Table) -> pd.DataFrame:
+    """A DataFrame with categoricals for dictionary columns, ``Int64`` for nullable ints and the
+    metadata in ``df.attrs["recfn"]``; it carries the ``df.recfn`` accessor. List cells are
+    shared between rows with equal values (`list_cells`)."""
+    _hooks.pandas_returned()
+    df = frame(table)
+    df.attrs["recfn"] = metadata_of(table)
+    return df
+
+
+def frame(table: pa.Table, *, consume: bool = False) -> pd.DataFrame:
+    """`table` as a DataFrame in the schema's pandas dtypes, without attrs: categoricals for
+    dictionaries, ``Int64`` for nullable ints, `list_cells` for lists. With `consume`, each
+    column's Arrow memory is released as it is converted (`table` is unusable after), so that
+    the table and the frame are not both held."""
+    positions = {name: i for i, name in enumerate(table.column_names)}
+    apart: dict[str, Any] = {}
+    for field in table.schema:
+        if field.name in NULLABLE_INTS:
+            apart[field.name] = table.column(field.name).to_pandas(types_mapper=int64_mapper).array
+        elif pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+            apart[field.name] = list_cells(table.column(field.name))
+    table = table.drop_columns(list(apart))
+    df = table.to_pandas(self_destruct=consume, split_blocks=consume)
+    del table
+    import pandas as pd
+
+    for name, values in apart.items():
+        # A Series of the final dtype: pandas then does not scan object cells to infer one.
+        df.insert(positions[name], name, pd.Series(values, index=df.index, copy=False))
+    return df
+
+
+def list_cells(column: pa.ChunkedArray) -> np.ndarray:
+    """A list column as pyarrow's ``to_pandas()`` converts it (a numpy array per cell, None for
+    nulls), but with one cell per distinct value, shared by the rows that hold it as a
+    ``copy()``'s rows share theirs: trace rows repeat a few shapes, and a million cells cost
+    more than the rest of the frame. Shared cells are made read-only, so that writing into one
+    raises instead of changing other rows."""
+    encoded = _codes(column)
+    if encoded is None or len(column) == 0:
+        return np.asarray(column.to_pandas(), dtype=object)
+    codes, distinct = encoded
+    holder = np.empty(distinct, np.int64)
+    holder[codes] = np.arange(codes.size)  # a row that holds each value, whichever
+    cells = np.asarray(column.take(holder).to_pandas(), dtype=object)
+    for cell in cells:
+        if isinstance(cell, np.ndarray):
+            cell.flags.writeable = False
+    return cells.take(codes)
+
+
+def _codes(values: pa.ChunkedArray) -> tuple[np.ndarray, int] | None:
+    """An integer per element of `values` (chunks end to end), equal where the elements are
+    equal (nulls included), and the number of distinct codes (-1 for integers, their own
+    codes); None for elements other than lists, integers and strings. A list's code is that
+    of its elements' codes as bytes, so that Arrow's binary hash kernel hashes lists a level
+    at a time (it has none for lists)."""
+    dtype = values.type
+    if pa.types.is_integer(dtype) and values.null_count == 0:
+        return values.to_numpy(), -1
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        chunks = values.chunks
+        offsets = [chunk.offsets.to_numpy().astype(np.int64) for chunk in chunks]
+        used = [c.values.slice(o[0], o[-1] - o[0]) for c, o in zip(chunks, offsets)]
+        inner = _codes(pa.chunked_array(used, dtype.value_type))
+        if inner is None:
+            return None
+        elements = pa.py_buffer(np.ascontiguousarray(inner[0]))
+        keys, start = [], 0
+        for chunk, bounds, child in zip(chunks, offsets, used):
+            bounds = (bounds - bounds[0] + start) * inner[0].itemsize
+            validity = chunk.is_valid().buffers()[1] if chunk.null_count else None
+            buffers = [validity, pa.py_buffer(bounds), elements]
+            keys.append(pa.Array.from_buffers(pa.large_binary(), len(chunk), buffers))
+            start += len(child)
+        values = pa.chunked_array(keys, pa.large_binary())
+    elif not (pa.types.is_integer(dtype) or pa.types.is_string(dtype)):
+        return None
+    encoded = pc.dictionary_encode(values, null_encoding="encode")
+    if encoded.num_chunks == 0:  # it leaves out empty chunks
+        return np.empty(0, np.int32), 0
+    codes = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks])
+    return codes, len(encoded.chunk(0).dictionary)
+
+
+def int64_mapper(dtype: pa.DataType) -> Any:
+    """pandas' nullable ``Int64`` for Arrow's int64 (float64 would round epoch nanoseconds)."""
+    import pandas as pd
+
+    return pd.Int64Dtype() if dtype == pa.int64() else None
+
+
+def _as_table(data: Any) -> tuple[pa.Table, dict[str, str]]:
+    """``data`` as an Arrow table and its recfn metadata (from the schema or ``df.attrs``)."""
+    if isinstance(data, pa.Table):
+        metadata = metadata_of(data)
+    elif type(data).__name__ == "DataFrame" and hasattr(data, "attrs"):
+        attrs = data.attrs.get("recfn")
+        metadata = {str(k): str(v) for k, v in attrs.items()} if isinstance(attrs, dict) else {}
+        data = pa.table(
+            {str(name): pa.array(data[name], from_pandas=True) for name in data.columns}
+        )
+    else:
+        raise RecfnTypeError(f"expected a pyarrow.Table or a DataFrame, got {type(data).__name__}")
+    return data, {k: v for k, v in metadata.items() if k.startswith(METADATA_PREFIX)}
+
+
+def _cast_known(table: pa.Table, source: str) -> pa.Table:
+    """Cast the known columns whose type differs; refuse casts that would lose values."""
+    for index, name in enumerate(table.column_names):
+        column = BY_NAME.get(name)
+        if column is None or table.schema.field(index).type == column.arrow_type:
+            continue
+        values = table.column(index)
+        actual = values.type
+        if not _same_family(actual, column.arrow_type):
+            raise TraceFormatError(
+                f"{source}: column {name!r} has type {actual}, expected {column.arrow_type}"
+            )
+        try:
+            if pa.types.is_dictionary(column.arrow_type):
+                values = _dictionary(values, column.arrow_type)
+            else:
+                values = values.cast(column.arrow_type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise TraceFormatError(
+                f"{source}: column {name!r} ({actual}) does not fit {column.arrow_type}: {exc}"
+            ) from None
+        table = table.set_column(index, name, values)
+    return table
+
+
+def _dictionary(values: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """``values`` as dictionary ``target``; an existing dictionary keeps its order."""
+    if pa.types.is_dictionary(values.type):
+        if pa.types.is_string(values.type.value_type):
+            try:
+                return values.cast(target, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                pass
+        values = values.cast(pa.string())
+    encoded = pc.dictionary_encode(values.cast(pa.string()).combine_chunks())
+    return pa.chunked_array([encoded.cast(target)], target)
+
+
+def _family(dtype: pa.DataType) -> str:
+    if pa.types.is_dictionary(dtype):
+        return _family(dtype.value_type)
+    if pa.types.is_integer(dtype) or pa.types.is_floating(dtype):
+        return "number"
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return "string"
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return "list"
+    if pa.types.is_boolean(dtype):
+        return "bool"
+    return str(dtype)
+
+
+def _same_family(actual: pa.DataType, expected: pa.DataType) -> bool:
+    """Whether a cast could be lossless (values that do not fit are refused by the cast)."""
+    empty = pa.types.is_null(actual) or (
+        pa.types.is_dictionary(actual) and pa.types.is_null(actual.value_type)
+    )  # all null: fits any type (pandas' categoricals without categories become these)
+    return empty or _family(actual) == _family(expected)
+
+
+__all__ = [
+    "BY_NAME",
+    "CLOCK_OFFSETS_KEY",
+    "COLUMNS",
+    "CONFIG_KEY",
+    "CONTENT_HASH_KEY",
+    "DROPPED_EVENTS_KEY",
+    "ESSENTIAL",
+    "FLIGHT_RECORDER_KEY",
+    "HOST_KEY",
+    "KINDS",
+    "LOCAL_RANK_KEY",
+    "MARK",
+    "MEMORY",
+    "METADATA_PREFIX",
+    "NO_DEFAULT",
+    "NULLABLE_INTS",
+    "OPTIONAL",
+    "PARQUET_DELTA",
+    "PARQUET_DICTIONARY",
+    "PART_KEY",
+    "PID_KEY",
+    "PROCESS_KEYS",
+    "RANGE",
+    "RANK_KEY",
+    "REQUIRED",
+    "SCHEMA_VERSION",
+    "SCHEMA_VERSION_KEY",
+    "START_NS_KEY",
+    "THREAD_KEYS",
+    "VERSION_KEY",
+    "WALL_NS_KEY",
+    "WORLD_SIZE_KEY",
+    "Column",
+    "build_metadata",
+    "check_content_hash",
+    "check_events",
+    "column_type",
+    "conform",
+    "constant_column",
+    "empty_table",
+    "frame",
+    "int64_mapper",
+    "list_cells",
+    "metadata_of",
+    "not_a_trace",
+    "numpy_dtype",
+    "process_rows",
+    "to_pandas",
+    "validate",
+    "with_content_hash",
+]

@@ -1,0 +1,909 @@
+/* recfn.native._crange: the profiler's row store and the range fast path's native half (compiled
+ * builds only).
+ *
+ * With one plain profiler on (recfn.engine.ranges's ``_reg.plain``), ``with record_function(...)``
+ * keeps the engine's stack in compiled code and makes three calls here: ``thread()`` (the
+ * calling thread's engine data), ``open_row`` at the start and ``close_row`` at the end. Every
+ * other row write of a native-mode Recorder (slow-path ranges, marks, memory events) goes into
+ * the same ``Rows`` through its methods, so a thread has one row store and its row numbers
+ * stay stable.
+ *
+ * A ``Rows`` holds one recorder's rows of one thread in exactly the layout of
+ * recfn.capture._recorder._Chunk: per row int32 seq, parent, gap, span, name and meta (24 bytes), gaps and
+ * spans that do not fit escaped into int64 side arrays, in chunks of CHUNK_ROWS rows that never
+ * move (a row's chunk is its number >> CHUNK_SHIFT). A chunk's six columns are one mapped
+ * block: pages the rows have not reached are never touched, so they cost no memory.
+ *
+ * The clock is CLOCK_MONOTONIC, time.perf_counter_ns's, plus the recorder's clock offset, so
+ * rows written here and by the slow path interleave exactly. Admission uses the recorder's
+ * gate (events, dropped, stopped, epoch: a vec[int64] reached through the buffer protocol, as
+ * recfn.native._ctrace does). Everything runs under the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include "recfn_constants.h" /* generated from recfn/native/constants.py */
+
+_Static_assert(CHUNK_ROWS == (1 << CHUNK_SHIFT), "CHUNK_ROWS is 1 << CHUNK_SHIFT");
+
+enum { C_SEQS, C_PARENTS, C_GAPS, C_SPANS, C_NAMES, C_META, N_COLS };
+#define CHUNK_MASK (CHUNK_ROWS - 1)
+
+static inline int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A chunk's six columns are mapped directly, page-aligned: through malloc, its header would
+ * shift every column off the page boundaries and a full chunk would touch one page more (a
+ * quarter byte per row). Pages are committed as the rows reach them. */
+#define COLUMNS_BYTES ((size_t)N_COLS * CHUNK_ROWS * sizeof(int32_t))
+
+static int32_t *map_columns(void) {
+    void *block = mmap(NULL, COLUMNS_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+    return block == MAP_FAILED ? NULL : (int32_t *)block;
+}
+
+static void unmap_columns(int32_t *cols) {
+    if (cols != NULL) munmap(cols, COLUMNS_BYTES);
+}
+
+static inline int32_t low32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
+
+/* -- growable int64 arrays (the escapes) ------------------------------------------------------ */
+
+typedef struct {
+    int64_t *v;
+    Py_ssize_t n, cap;
+} I64s;
+
+static int i64s_push(I64s *a, int64_t x) {
+    if (a->n == a->cap) {
+        Py_ssize_t cap = a->cap ? a->cap * 2 : 16;
+        int64_t *v = PyMem_Realloc(a->v, (size_t)cap * sizeof(int64_t));
+        if (v == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+typedef struct {
+    int32_t *cols; /* N_COLS columns of CHUNK_ROWS int32 each, one block */
+    int64_t last_start;
+    I64s big_start_rows, big_starts, big_end_rows, big_ends;
+} Chunk;
+
+typedef struct {
+    PyObject *key; /* what open() was given to find the row by (compared, never dereferenced) */
+    int64_t row, start;
+} Open;
+
+typedef struct {
+    PyObject_HEAD
+    Py_buffer gate_view;
+    int64_t *gate;
+    Py_buffer args_view;
+    int64_t *row_args; /* seq, parent seq, meta of the next open_row (the thread writes them) */
+    int64_t max_events, clock_offset;
+    PyObject *name_ids; /* the recorder's name -> id dict */
+    PyObject *intern;   /* the recorder's _name_id: interns a new name under its lock */
+    PyObject *last_name;
+    int32_t last_nid;
+    Chunk *chunks;
+    Py_ssize_t n_chunks, cap_chunks;
+    int64_t n;
+    Open *open; /* rows opened by open() and not closed, innermost last, with their starts */
+    Py_ssize_t n_open, cap_open;
+} Rows;
+
+static PyTypeObject RowsType;
+
+/* -- read-only columns for recfn.capture._table ------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *owner; /* the Rows whose chunk memory ``buf`` points into, or NULL: owned copy */
+    void *buf;
+    Py_ssize_t n, itemsize;
+    int owned;
+    char format[2];
+} Column;
+
+static int64_t empty_column[1];
+
+static int col_getbuffer(Column *c, Py_buffer *view, int flags) {
+    if (flags & PyBUF_WRITABLE) {
+        PyErr_SetString(PyExc_BufferError, "recfn.native._crange columns are read-only");
+        view->obj = NULL;
+        return -1;
+    }
+    view->obj = Py_NewRef(c);
+    view->buf = c->buf;
+    view->len = c->n * c->itemsize;
+    view->readonly = 1;
+    view->itemsize = c->itemsize;
+    view->format = (flags & PyBUF_FORMAT) ? c->format : NULL;
+    view->ndim = 1;
+    view->shape = (flags & PyBUF_ND) ? &c->n : NULL;
+    view->strides = ((flags & PyBUF_STRIDES) == PyBUF_STRIDES) ? &c->itemsize : NULL;
+    view->suboffsets = NULL;
+    view->internal = NULL;
+    return 0;
+}
+
+static Py_ssize_t col_len(Column *c) { return c->n; }
+
+static void col_dealloc(Column *c) {
+    Py_XDECREF(c->owner);
+    if (c->owned) PyMem_Free(c->buf);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyBufferProcs col_as_buffer = {(getbufferproc)col_getbuffer, NULL};
+static PySequenceMethods col_as_sequence = {.sq_length = (lenfunc)col_len};
+
+static PyTypeObject ColumnType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn.native._crange.Column",
+    .tp_basicsize = sizeof(Column),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One column of a chunk of rows: a read-only int32 or int64 buffer.",
+    .tp_dealloc = (destructor)col_dealloc,
+    .tp_as_buffer = &col_as_buffer,
+    .tp_as_sequence = &col_as_sequence,
+};
+
+/* A column over ``n`` int32 values of a chunk (held alive through ``owner``). */
+static PyObject *col_view(PyObject *owner, int32_t *values, Py_ssize_t n) {
+    Column *c = PyObject_New(Column, &ColumnType);
+    if (c == NULL) return NULL;
+    c->owner = Py_NewRef(owner);
+    c->buf = n ? (void *)values : (void *)empty_column;
+    c->n = n;
+    c->itemsize = 4;
+    c->owned = 0;
+    c->format[0] = 'i';
+    c->format[1] = '\0';
+    return (PyObject *)c;
+}
+
+/* A column holding a copy of an escape array (those may still grow and move). */
+static PyObject *col_copy(const I64s *a) {
+    Column *c = PyObject_New(Column, &ColumnType);
+    if (c == NULL) return NULL;
+    c->owner = NULL;
+    c->n = a->n;
+    c->itemsize = 8;
+    c->format[0] = 'q';
+    c->format[1] = '\0';
+    c->owned = 0;
+    c->buf = empty_column;
+    if (a->n) {
+        c->buf = PyMem_Malloc((size_t)a->n * sizeof(int64_t));
+        if (c->buf == NULL) {
+            c->buf = empty_column;
+            Py_DECREF(c);
+            return PyErr_NoMemory();
+        }
+        c->owned = 1;
+        memcpy(c->buf, a->v, (size_t)a->n * sizeof(int64_t));
+    }
+    return (PyObject *)c;
+}
+
+/* -- a chunk as recfn.capture._table reads it ------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *cols[N_COLS];
+    PyObject *big_start_rows, *big_starts, *big_end_rows, *big_ends;
+} ChunkView;
+
+static void cv_dealloc(ChunkView *v) {
+    for (int i = 0; i < N_COLS; i++) Py_XDECREF(v->cols[i]);
+    Py_XDECREF(v->big_start_rows);
+    Py_XDECREF(v->big_starts);
+    Py_XDECREF(v->big_end_rows);
+    Py_XDECREF(v->big_ends);
+    Py_TYPE(v)->tp_free((PyObject *)v);
+}
+
+#define CV_MEMBER(name, field) \
+    {name, T_OBJECT_EX, offsetof(ChunkView, field), READONLY, NULL}
+static PyMemberDef cv_members[] = {
+    CV_MEMBER("seqs", cols[C_SEQS]),
+    CV_MEMBER("parents", cols[C_PARENTS]),
+    CV_MEMBER("gaps", cols[C_GAPS]),
+    CV_MEMBER("spans", cols[C_SPANS]),
+    CV_MEMBER("names", cols[C_NAMES]),
+    CV_MEMBER("meta", cols[C_META]),
+    CV_MEMBER("big_start_rows", big_start_rows),
+    CV_MEMBER("big_starts", big_starts),
+    CV_MEMBER("big_end_rows", big_end_rows),
+    CV_MEMBER("big_ends", big_ends),
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject ChunkViewType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn.native._crange.ChunkView",
+    .tp_basicsize = sizeof(ChunkView),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One chunk of a Rows, read-only, with recfn.capture._recorder._Chunk's attribute names.",
+    .tp_dealloc = (destructor)cv_dealloc,
+    .tp_members = cv_members,
+};
+
+static PyObject *chunk_view(Rows *r, Py_ssize_t ci) {
+    Chunk *c = &r->chunks[ci];
+    int64_t rows = r->n - ((int64_t)ci << CHUNK_SHIFT);
+    Py_ssize_t n = (Py_ssize_t)(rows < CHUNK_ROWS ? rows : CHUNK_ROWS);
+    ChunkView *v = PyObject_New(ChunkView, &ChunkViewType);
+    if (v == NULL) return NULL;
+    for (int i = 0; i < N_COLS; i++) v->cols[i] = NULL;
+    v->big_start_rows = v->big_starts = v->big_end_rows = v->big_ends = NULL;
+    for (int i = 0; i < N_COLS; i++) {
+        v->cols[i] = col_view((PyObject *)r, c->cols + (size_t)i * CHUNK_ROWS, n);
+        if (v->cols[i] == NULL) goto fail;
+    }
+    if ((v->big_start_rows = col_copy(&c->big_start_rows)) == NULL) goto fail;
+    if ((v->big_starts = col_copy(&c->big_starts)) == NULL) goto fail;
+    if ((v->big_end_rows = col_copy(&c->big_end_rows)) == NULL) goto fail;
+    if ((v->big_ends = col_copy(&c->big_ends)) == NULL) goto fail;
+    return (PyObject *)v;
+fail:
+    Py_DECREF(v);
+    return NULL;
+}
+
+/* -- Rows ----------------------------------------------------------------------------------- */
+
+static int rows_init(Rows *r, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"gate",   "max_events", "clock_offset", "name_ids",
+                             "intern", "row_args",   NULL};
+    PyObject *gate, *name_ids, *intern, *row_args = Py_None;
+    long long max_events, clock_offset;
+    if (r->gate != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Rows is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLLOO|O", kwlist, &gate, &max_events,
+                                     &clock_offset, &name_ids, &intern, &row_args))
+        return -1;
+    if (!PyDict_CheckExact(name_ids)) {
+        PyErr_Format(PyExc_TypeError, "name_ids must be a dict, got %.100s",
+                     Py_TYPE(name_ids)->tp_name);
+        return -1;
+    }
+    if (!PyCallable_Check(intern)) {
+        PyErr_Format(PyExc_TypeError, "intern must be callable, got %.100s",
+                     Py_TYPE(intern)->tp_name);
+        return -1;
+    }
+    /* A vec marks its buffer read-only for Python, but it is the recorder's own storage of the
+     * counters: they are written here as the recorder's compiled code writes them. */
+    if (PyObject_GetBuffer(gate, &r->gate_view, PyBUF_FORMAT) < 0) return -1;
+    if (r->gate_view.itemsize != 8 || r->gate_view.len < (Py_ssize_t)(GATE_SIZE * 8)) {
+        PyBuffer_Release(&r->gate_view);
+        PyErr_SetString(PyExc_ValueError, "gate must be a buffer of at least 4 int64");
+        return -1;
+    }
+    if (row_args != Py_None) {
+        if (PyObject_GetBuffer(row_args, &r->args_view, PyBUF_FORMAT) < 0) {
+            PyBuffer_Release(&r->gate_view);
+            return -1;
+        }
+        if (r->args_view.itemsize != 8 || r->args_view.len < 3 * 8) {
+            PyBuffer_Release(&r->args_view);
+            PyBuffer_Release(&r->gate_view);
+            PyErr_SetString(PyExc_ValueError, "row_args must be a buffer of at least 3 int64");
+            return -1;
+        }
+        r->row_args = (int64_t *)r->args_view.buf;
+    }
+    r->gate = (int64_t *)r->gate_view.buf;
+    r->max_events = max_events;
+    r->clock_offset = clock_offset;
+    r->name_ids = Py_NewRef(name_ids);
+    r->intern = Py_NewRef(intern);
+    return 0;
+}
+
+static int rows_traverse(Rows *r, visitproc visit, void *arg) {
+    Py_VISIT(r->name_ids);
+    Py_VISIT(r->intern);
+    if (r->gate != NULL) Py_VISIT(r->gate_view.obj);
+    if (r->row_args != NULL) Py_VISIT(r->args_view.obj);
+    return 0;
+}
+
+static int rows_clear(Rows *r) {
+    Py_CLEAR(r->name_ids);
+    Py_CLEAR(r->intern);
+    Py_CLEAR(r->last_name);
+    return 0;
+}
+
+static void rows_dealloc(Rows *r) {
+    PyObject_GC_UnTrack(r);
+    rows_clear(r);
+    if (r->gate != NULL) PyBuffer_Release(&r->gate_view);
+    if (r->row_args != NULL) PyBuffer_Release(&r->args_view);
+    for (Py_ssize_t i = 0; i < r->n_chunks; i++) {
+        Chunk *c = &r->chunks[i];
+        unmap_columns(c->cols);
+        PyMem_Free(c->big_start_rows.v);
+        PyMem_Free(c->big_starts.v);
+        PyMem_Free(c->big_end_rows.v);
+        PyMem_Free(c->big_ends.v);
+    }
+    PyMem_Free(r->chunks);
+    PyMem_Free(r->open);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static int check_ready(Rows *r) {
+    if (r->gate == NULL || r->name_ids == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Rows is not initialised");
+        return -1;
+    }
+    return 0;
+}
+
+/* Append one open row; returns its number, or -1 with an exception set. */
+static int64_t append_row(Rows *r, int64_t rid, int64_t parent, int64_t start, int32_t name,
+                          int32_t meta) {
+    int64_t row = r->n;
+    Py_ssize_t ci = (Py_ssize_t)(row >> CHUNK_SHIFT);
+    int64_t off = row & CHUNK_MASK;
+    if (ci == r->n_chunks) {
+        if (r->n_chunks == r->cap_chunks) {
+            Py_ssize_t cap = r->cap_chunks ? r->cap_chunks * 2 : 4;
+            Chunk *chunks = PyMem_Realloc(r->chunks, (size_t)cap * sizeof(Chunk));
+            if (chunks == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            r->chunks = chunks;
+            r->cap_chunks = cap;
+        }
+        int32_t *cols = map_columns();
+        if (cols == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        Chunk *c = &r->chunks[ci];
+        memset(c, 0, sizeof(Chunk));
+        c->cols = cols;
+        r->n_chunks++;
+    }
+    Chunk *c = &r->chunks[ci];
+    int64_t gap = (int64_t)((uint64_t)start - (uint64_t)c->last_start); /* no UB: wraps */
+    if (off == 0 || gap < 0 || gap >= ESCAPE_LIMIT) {
+        if (i64s_push(&c->big_start_rows, off) < 0) return -1;
+        if (i64s_push(&c->big_starts, start) < 0) {
+            c->big_start_rows.n--;
+            return -1;
+        }
+        gap = ESCAPED;
+    }
+    c->last_start = start;
+    int32_t *cols = c->cols;
+    cols[C_SEQS * CHUNK_ROWS + off] = low32(rid);
+    cols[C_PARENTS * CHUNK_ROWS + off] = low32(parent);
+    cols[C_GAPS * CHUNK_ROWS + off] = (int32_t)gap;
+    cols[C_SPANS * CHUNK_ROWS + off] = 0;
+    cols[C_NAMES * CHUNK_ROWS + off] = name;
+    cols[C_META * CHUNK_ROWS + off] = meta;
+    r->n = row + 1;
+    return row;
+}
+
+static int set_end(Rows *r, int64_t row, int64_t start, int64_t end) {
+    Chunk *c = &r->chunks[row >> CHUNK_SHIFT];
+    int64_t off = row & CHUNK_MASK;
+    int64_t span = (int64_t)((uint64_t)end - (uint64_t)start + 1u); /* no UB: wraps */
+    if (0 < span && span < ESCAPE_LIMIT) {
+        c->cols[C_SPANS * CHUNK_ROWS + off] = (int32_t)span;
+        return 0;
+    }
+    if (i64s_push(&c->big_end_rows, off) < 0) return -1;
+    if (i64s_push(&c->big_ends, end) < 0) {
+        c->big_end_rows.n--;
+        return -1;
+    }
+    c->cols[C_SPANS * CHUNK_ROWS + off] = ESCAPED;
+    return 0;
+}
+
+static int check_row(Rows *r, int64_t row) {
+    if (row < 0 || row >= r->n) {
+        PyErr_Format(PyExc_ValueError, "row %lld is not in these rows (0..%lld)",
+                     (long long)row, (long long)r->n - 1);
+        return -1;
+    }
+    return 0;
+}
+
+/* The interned id of ``name``: the last name's, the dict's, or a new one from the recorder. */
+static int name_id(Rows *r, PyObject *name, int32_t *out) {
+    if (name == r->last_name) {
+        *out = r->last_nid;
+        return 0;
+    }
+    if (!PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError, "name must be a str, got %.100s", Py_TYPE(name)->tp_name);
+        return -1;
+    }
+    PyObject *id = PyDict_GetItemWithError(r->name_ids, name); /* borrowed */
+    PyObject *made = NULL;
+    if (id == NULL) {
+        if (PyErr_Occurred()) return -1;
+        id = made = PyObject_CallOneArg(r->intern, name);
+        if (id == NULL) return -1;
+    }
+    long v = PyLong_AsLong(id);
+    Py_XDECREF(made);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < 0 || v > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "name id %ld is not an int32 >= 0", v);
+        return -1;
+    }
+    *out = (int32_t)v;
+    Py_XSETREF(r->last_name, Py_NewRef(name));
+    r->last_nid = (int32_t)v;
+    return 0;
+}
+
+static int as_i64(PyObject *o, const char *what, int64_t *out) {
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, got %.100s", what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s does not fit in an int64", what);
+        }
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int as_i32(PyObject *o, const char *what, int32_t *out) {
+    int64_t v;
+    if (as_i64(o, what, &v) < 0) return -1;
+    if (v < INT32_MIN || v > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s does not fit in an int32", what);
+        return -1;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int check_args(const char *fn, Py_ssize_t nargs, Py_ssize_t want) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments (%zd given)", fn, want, nargs);
+        return -1;
+    }
+    return 0;
+}
+
+/* Admit, intern, time and append an open row found again by ``key``: True when appended (it
+ * is the last row), False when not admitted, NULL with an exception. */
+static PyObject *open_core(Rows *r, PyObject *key, int64_t seq, int64_t parent, int32_t meta,
+                           PyObject *name) {
+    int32_t nid;
+    if (!PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError, "name must be a str, got %.100s", Py_TYPE(name)->tp_name);
+        return NULL;
+    }
+    int64_t *gate = r->gate;
+    if (gate[GATE_STOPPED]) Py_RETURN_FALSE;
+    if (gate[GATE_EVENTS] >= r->max_events) {
+        gate[GATE_DROPPED]++;
+        Py_RETURN_FALSE;
+    }
+    gate[GATE_EVENTS]++;
+    if (name_id(r, name, &nid) < 0) return NULL;
+    if (r->n_open == r->cap_open) {
+        Py_ssize_t cap = r->cap_open ? r->cap_open * 2 : 64;
+        Open *open = PyMem_Realloc(r->open, (size_t)cap * sizeof(Open));
+        if (open == NULL) return PyErr_NoMemory();
+        r->open = open;
+        r->cap_open = cap;
+    }
+    int64_t start = now_ns() + r->clock_offset;
+    int64_t row = append_row(r, seq, parent, start, nid, meta);
+    if (row < 0) return NULL;
+    gate[GATE_EPOCH]++;
+    Open *o = &r->open[r->n_open++];
+    o->key = key;
+    o->row = row;
+    o->start = start;
+    Py_RETURN_TRUE;
+}
+
+/* close_row(rows, key, bits): end the innermost open row opened with ``key``, now, and set
+ * ``bits`` in its meta; nothing once stopped or when there is none (not admitted, or already
+ * closed). */
+static PyObject *do_close(Rows *r, PyObject *key, PyObject *bits_arg) {
+    int32_t bits;
+    if (check_ready(r) < 0 || as_i32(bits_arg, "bits", &bits) < 0) return NULL;
+    if (r->gate[GATE_STOPPED]) Py_RETURN_NONE;
+    Py_ssize_t i = r->n_open;
+    while (i > 0 && r->open[i - 1].key != key) i--;
+    if (i == 0) Py_RETURN_NONE;
+    int64_t row = r->open[i - 1].row, start = r->open[i - 1].start;
+    memmove(&r->open[i - 1], &r->open[i], (size_t)(r->n_open - i) * sizeof(Open));
+    r->n_open--;
+    if (set_end(r, row, start, now_ns() + r->clock_offset) < 0) return NULL;
+    r->chunks[row >> CHUNK_SHIFT].cols[C_META * CHUNK_ROWS + (row & CHUNK_MASK)] |= bits;
+    r->gate[GATE_EPOCH]++;
+    Py_RETURN_NONE;
+}
+
+/* add(rid, parent, start, name_id, meta) -> row: the slow path's append (already admitted). */
+static PyObject *rows_add(Rows *r, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t rid, parent, start;
+    int32_t name, meta;
+    if (check_args("add", nargs, 5) < 0 || check_ready(r) < 0) return NULL;
+    if (as_i64(args[0], "rid", &rid) < 0 || as_i64(args[1], "parent", &parent) < 0 ||
+        as_i64(args[2], "start", &start) < 0 || as_i32(args[3], "name_id", &name) < 0 ||
+        as_i32(args[4], "meta", &meta) < 0)
+        return NULL;
+    if (name < 0) {
+        PyErr_SetString(PyExc_ValueError, "name_id must be >= 0");
+        return NULL;
+    }
+    int64_t row = append_row(r, rid, parent, start, name, meta);
+    return row < 0 ? NULL : PyLong_FromLongLong(row);
+}
+
+/* set_end(row, start, end): end ``row``, which started at ``start``. */
+static PyObject *rows_set_end(Rows *r, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t row, start, end;
+    if (check_args("set_end", nargs, 3) < 0 || check_ready(r) < 0) return NULL;
+    if (as_i64(args[0], "row", &row) < 0 || as_i64(args[1], "start", &start) < 0 ||
+        as_i64(args[2], "end", &end) < 0 || check_row(r, row) < 0)
+        return NULL;
+    if (set_end(r, row, start, end) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* or_meta(row, bits): set ``bits`` in the row's packed metadata (the async bit). */
+static PyObject *rows_or_meta(Rows *r, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t row;
+    int32_t bits;
+    if (check_args("or_meta", nargs, 2) < 0 || check_ready(r) < 0) return NULL;
+    if (as_i64(args[0], "row", &row) < 0 || as_i32(args[1], "bits", &bits) < 0 ||
+        check_row(r, row) < 0)
+        return NULL;
+    r->chunks[row >> CHUNK_SHIFT].cols[C_META * CHUNK_ROWS + (row & CHUNK_MASK)] |= bits;
+    Py_RETURN_NONE;
+}
+
+static PyObject *rows_chunks(Rows *r, PyObject *Py_UNUSED(ignored)) {
+    PyObject *out = PyList_New(r->n_chunks);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < r->n_chunks; i++) {
+        PyObject *v = chunk_view(r, i);
+        if (v == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
+static Py_ssize_t rows_len(Rows *r) { return (Py_ssize_t)r->n; }
+
+static PyMethodDef rows_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))rows_add, METH_FASTCALL,
+     "add(rid, parent, start, name_id, meta) -> row: append an open row (admitted already)."},
+    {"set_end", (PyCFunction)(void (*)(void))rows_set_end, METH_FASTCALL,
+     "set_end(row, start, end): end ``row``, which started at ``start``."},
+    {"or_meta", (PyCFunction)(void (*)(void))rows_or_meta, METH_FASTCALL,
+     "or_meta(row, bits): set bits in the row's packed metadata."},
+    {"chunks", (PyCFunction)rows_chunks, METH_NOARGS,
+     "chunks() -> list of read-only chunks with _Chunk's column names (read once stopped)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods rows_as_sequence = {.sq_length = (lenfunc)rows_len};
+
+static PyTypeObject RowsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn.native._crange.Rows",
+    .tp_basicsize = sizeof(Rows),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Rows(gate, max_events, clock_offset, name_ids, intern, row_args=None): one "
+              "recorder's rows of one thread, in recfn.capture._recorder._Chunk's layout.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)rows_init,
+    .tp_traverse = (traverseproc)rows_traverse,
+    .tp_clear = (inquiry)rows_clear,
+    .tp_dealloc = (destructor)rows_dealloc,
+    .tp_methods = rows_methods,
+    .tp_as_sequence = &rows_as_sequence,
+};
+
+/* -- the calling thread's engine data ------------------------------------------------------ */
+
+/* What the fast path keeps per thread, in one thread-local (one TLS lookup per call):
+ * - td: the thread's engine data, a strong reference owned by a capsule in the thread state's
+ *   dict: when the thread state is cleared (the thread ends), the capsule's destructor forgets
+ *   it before releasing it, so no finalizer running later on the thread finds it freed;
+ * - id: the thread state it belongs to (PyThreadState_GetID);
+ * - args: td.row_args' items (the vec is never resized or replaced, and td keeps it): thread()
+ *   sets ROW_ARGS_LOOP to whether an asyncio event loop runs on the thread;
+ * - holder, running (Python < 3.12): the last running-loop holder asyncio stored in the thread
+ *   state's dict (a strong reference: a new holder is never mistaken for it) and whether
+ *   asyncio said a loop runs while it is there. asyncio makes a new holder whenever a loop
+ *   starts or stops, and its answer for one holder only changes in a forked child (it compares
+ *   the pid, a system call each time), where the cache is reset. */
+typedef struct {
+    PyObject *td;
+    uint64_t id;
+    int64_t *args;
+#if PY_VERSION_HEX < 0x030C0000
+    PyObject *holder;
+    int running;
+    uint64_t state_version; /* the thread state dict's version when running was last read */
+#endif
+} Here;
+/* initial-exec: no __tls_get_addr call per access (a few dozen bytes of the static TLS that
+ * the loader keeps for modules opened later; if it were ever short, importing this module
+ * fails and the engine keeps its slow path). */
+static _Thread_local Here here __attribute__((tls_model("initial-exec")));
+static const char *const THREAD_KEY = "recfn.native._crange.thread";
+static PyObject *loop_probe;  /* asyncio's _get_running_loop, once asyncio is imported */
+static PyObject *events_name; /* "asyncio.events" */
+#if PY_VERSION_HEX < 0x030C0000
+static int probe_is_native;   /* loop_probe is _asyncio's: it keeps the holder in the dict */
+static PyObject *holder_key;  /* "__asyncio_running_event_loop__" */
+/* sys.modules as it was when asyncio.events was last missing from it: while its version tag
+ * is unchanged, asyncio is still not imported, with no lookup. */
+static PyObject *missing_in; /* compared, never dereferenced */
+static uint64_t missing_version;
+
+static void forget_holder_in_child(void) {
+    here.holder = NULL; /* its reference is left behind: no Python call in an atfork handler */
+    here.state_version = 0;
+}
+#endif
+
+/* asyncio._get_running_loop() is not None: 1, 0, or -1 with an exception. */
+static int ask_asyncio(void) {
+    PyObject *loop = PyObject_CallNoArgs(loop_probe);
+    if (loop == NULL) return -1;
+    int running = loop != Py_None;
+    Py_DECREF(loop);
+    return running;
+}
+
+/* Whether an asyncio event loop runs on the calling thread: 1, 0, -1 with an exception, 2
+ * when sys.modules was replaced by something that is not a dict (the slow path asks). */
+static int loop_running(void) {
+    if (loop_probe == NULL) {
+        PyObject *modules = PyImport_GetModuleDict();
+        if (!PyDict_Check(modules)) return 2;
+#if PY_VERSION_HEX < 0x030C0000
+        uint64_t version = ((PyDictObject *)modules)->ma_version_tag;
+        if (modules == missing_in && version == missing_version) return 0;
+#endif
+        PyObject *events = PyDict_GetItemWithError(modules, events_name);
+        if (events == NULL) {
+            if (PyErr_Occurred()) return -1;
+#if PY_VERSION_HEX < 0x030C0000
+            missing_in = modules;
+            missing_version = version;
+#endif
+            return 0; /* asyncio never imported: no loop can be running */
+        }
+        loop_probe = PyObject_GetAttrString(events, "_get_running_loop");
+        if (loop_probe == NULL) return -1;
+#if PY_VERSION_HEX < 0x030C0000
+        probe_is_native = PyCFunction_Check(loop_probe);
+#endif
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (probe_is_native) {
+        PyObject *state = PyThreadState_GetDict();
+        if (state == NULL) return 0;
+        /* Dict versions are unique across dicts and changes: the same one, nothing changed. */
+        uint64_t version = ((PyDictObject *)state)->ma_version_tag;
+        if (version == here.state_version) return here.running;
+        PyObject *holder = PyDict_GetItemWithError(state, holder_key);
+        if (holder == NULL) {
+            if (PyErr_Occurred()) return -1;
+            Py_CLEAR(here.holder); /* no loop ever ran here */
+            here.running = 0;
+        }
+        else if (holder != here.holder) {
+            int running = ask_asyncio();
+            if (running < 0) return -1;
+            Py_XSETREF(here.holder, Py_NewRef(holder));
+            here.running = running;
+        }
+        here.state_version = version;
+        return here.running;
+    }
+#endif
+    return ask_asyncio();
+}
+
+static PyObject *m_thread(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
+    PyObject *td = here.td;
+    if (td == NULL || here.id != PyThreadState_GetID(PyThreadState_Get())) Py_RETURN_NONE;
+    int running = loop_running();
+    if (running < 0) return NULL;
+    if (running > 1) Py_RETURN_NONE;
+    here.args[ROW_ARGS_LOOP] = running;
+    return Py_NewRef(td);
+}
+
+static PyObject *m_in_loop(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
+    int running = loop_running();
+    if (running < 0) return NULL;
+    if (running > 1) { /* sys.modules is not a dict: ask asyncio if it is there */
+        PyObject *events = PyImport_GetModule(events_name);
+        if (events == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_FALSE;
+        }
+        PyObject *loop = PyObject_CallMethod(events, "_get_running_loop", NULL);
+        Py_DECREF(events);
+        if (loop == NULL) return NULL;
+        running = loop != Py_None;
+        Py_DECREF(loop);
+    }
+    return PyBool_FromLong(running);
+}
+
+static void release_thread_data(PyObject *capsule) {
+    PyObject *td = PyCapsule_GetPointer(capsule, THREAD_KEY);
+    if (td == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (here.td == td) { /* cleared on its own thread (another thread's cache is its own) */
+        here.td = NULL;
+        here.args = NULL;
+#if PY_VERSION_HEX < 0x030C0000
+        Py_CLEAR(here.holder);
+        here.state_version = 0;
+#endif
+    }
+    Py_DECREF(td);
+}
+
+static PyObject *m_set_thread(PyObject *Py_UNUSED(m), PyObject *td) {
+    PyObject *vector = PyObject_GetAttrString(td, "row_args");
+    if (vector == NULL) return NULL;
+    Py_buffer view;
+    int got = PyObject_GetBuffer(vector, &view, PyBUF_FORMAT);
+    Py_DECREF(vector);
+    if (got < 0) return NULL;
+    int fits = view.itemsize == 8 && view.len >= (ROW_ARGS_LOOP + 1) * 8;
+    int64_t *items = (int64_t *)view.buf;
+    PyBuffer_Release(&view);
+    if (!fits) {
+        PyErr_SetString(PyExc_ValueError, "td.row_args must be a buffer of at least 4 int64");
+        return NULL;
+    }
+    PyObject *state = PyThreadState_GetDict();
+    if (state == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "set_thread: the thread state has no dict");
+        return NULL;
+    }
+    PyObject *capsule = PyCapsule_New(Py_NewRef(td), THREAD_KEY, release_thread_data);
+    if (capsule == NULL) {
+        Py_DECREF(td);
+        return NULL;
+    }
+    /* Replacing an earlier capsule releases that one's data first (and forgets it). */
+    int stored = PyDict_SetItemString(state, THREAD_KEY, capsule);
+    Py_DECREF(capsule);
+    if (stored < 0) return NULL;
+    here.td = td;
+    here.id = PyThreadState_GetID(PyThreadState_Get());
+    here.args = items;
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_open_row(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
+    if (check_args("open_row", nargs, 3) < 0) return NULL;
+    if (!Py_IS_TYPE(args[0], &RowsType)) {
+        PyErr_Format(PyExc_TypeError, "open_row needs a Rows, got %.100s",
+                     Py_TYPE(args[0])->tp_name);
+        return NULL;
+    }
+    Rows *r = (Rows *)args[0];
+    if (check_ready(r) < 0) return NULL;
+    int64_t *a = r->row_args;
+    if (a == NULL) {
+        PyErr_SetString(PyExc_ValueError, "open_row needs a Rows made with row_args");
+        return NULL;
+    }
+    if (a[2] < INT32_MIN || a[2] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "meta does not fit in an int32");
+        return NULL;
+    }
+    return open_core(r, args[1], a[0], a[1], (int32_t)a[2], args[2]);
+}
+
+static PyObject *m_close_row(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
+    if (check_args("close_row", nargs, 3) < 0) return NULL;
+    if (!Py_IS_TYPE(args[0], &RowsType)) {
+        PyErr_Format(PyExc_TypeError, "close_row needs a Rows, got %.100s",
+                     Py_TYPE(args[0])->tp_name);
+        return NULL;
+    }
+    return do_close((Rows *)args[0], args[1], args[2]);
+}
+
+static PyMethodDef module_methods[] = {
+    {"thread", m_thread, METH_NOARGS,
+     "thread() -> the calling thread's engine data, or None (an unknown thread: take the slow "
+     "path); sets td.row_args[3] to whether an asyncio event loop runs on the thread."},
+    {"in_loop", m_in_loop, METH_NOARGS,
+     "in_loop() -> bool: whether an asyncio event loop runs on the calling thread (as "
+     "asyncio.events._get_running_loop() is not None, without its system call per question "
+     "on Python 3.11)."},
+    {"set_thread", m_set_thread, METH_O,
+     "set_thread(td): remember the calling thread's engine data and its row_args buffer (the "
+     "engine keeps both alive for the thread)."},
+    {"open_row", (PyCFunction)(void (*)(void))m_open_row, METH_FASTCALL,
+     "open_row(rows, key, name) -> bool: admit, intern, time and append an open row (the last "
+     "one; False when the recorder stopped or is full), with seq, parent seq and meta read from "
+     "the Rows' row_args buffer (written by the thread, so nothing is boxed)."},
+    {"close_row", (PyCFunction)(void (*)(void))m_close_row, METH_FASTCALL,
+     "close_row(rows, key, bits): end the innermost row open_row opened with key, now, and "
+     "set bits in its meta (nothing once stopped, or when there is none)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "recfn.native._crange",
+    .m_doc = "The profiler's native row store and the range fast path's C half.", .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__crange(void) {
+    if (PyType_Ready(&RowsType) < 0 || PyType_Ready(&ColumnType) < 0 ||
+        PyType_Ready(&ChunkViewType) < 0)
+        return NULL;
+    events_name = PyUnicode_InternFromString("asyncio.events");
+    if (events_name == NULL) return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    holder_key = PyUnicode_InternFromString("__asyncio_running_event_loop__");
+    if (holder_key == NULL) return NULL;
+    if (pthread_atfork(NULL, NULL, forget_holder_in_child) != 0) {
+        PyErr_SetString(PyExc_OSError, "pthread_atfork failed");
+        return NULL;
+    }
+#endif
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Rows", (PyObject *)&RowsType) < 0 ||
+        PyModule_AddIntConstant(m, "CHUNK_ROWS", (long)CHUNK_ROWS) < 0 ||
+        PyModule_AddIntConstant(m, "ESCAPE_LIMIT", (long)ESCAPE_LIMIT) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

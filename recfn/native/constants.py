@@ -1,0 +1,31 @@
+"""The constants recfn's C extensions and its Python modules share: this file is their one
+source. setup.py writes them into ``recfn_constants.h`` (a build product, never committed),
+which the C files include, and the Python modules import them from here, so C and Python
+cannot disagree. Only integer constants, each a literal expression, belong here (typed for mypyc where the
+compiled code wants a fixed width)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mypy_extensions import i32, i64
+
+# A recorder's gate: an int64 vector that C and compiled Python both update.
+GATE_EVENTS: Final = 0  # events recorded
+GATE_DROPPED: Final = 1  # events dropped past max_events
+GATE_STOPPED: Final = 2  # 1 once the recorder stopped
+GATE_EPOCH: Final = 3  # changes whenever a recorded range starts or ends
+GATE_SIZE: Final = 4
+
+# The profiler's rows: chunks of 1 << CHUNK_SHIFT rows that never move.
+CHUNK_SHIFT: Final = 14
+CHUNK_ROWS: Final[i64] = 1 << 14
+ESCAPED: Final[i32] = -1  # a gap or span too large for int32, kept in a chunk's side vectors
+ESCAPE_LIMIT: Final[i64] = (1 << 31) - 1
+
+# A thread's row arguments (int64): the slot where the fast path learns an event loop runs.
+ROW_ARGS_LOOP: Final = 3
+
+# trace_calls' name ids that are not names.
+NAME_EXCLUDED: Final[i32] = -1  # the code is filtered out
+NAME_NOT_NOW: Final[i32] = -2  # the recorder's name lock is held: skip this event

@@ -1,0 +1,233 @@
+"""The out-of-core summary (per process, over the files) gives the in-memory summary's numbers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from fleetdata import overlapping, same, write_fleet
+
+import recfn
+from recfn.analysis.outofcore.files import summarize_files
+from recfn.analysis.synthetic import make_synthetic_trace
+from recfn.errors import TraceFormatError
+from recfn.formats import schema
+
+
+@pytest.mark.parametrize("by", ["name", ["rank", "name"], ["host", "pid", "name"]])
+def test_out_of_core_summary_equals_pandas(tmp_path: Path, by: str | list[str]) -> None:
+    files = [str(f) for f in write_fleet(tmp_path)]
+    df = recfn.load(tmp_path, as_pandas=True)
+    expected = df.recfn.summary(by=by)
+    assert (expected.xs("task", level="name") if isinstance(by, list) else expected.loc[["task"]])[
+        "self_ns"
+    ].min() > 0
+    same(summarize_files(files, by=by), expected)
+
+
+def test_a_lazy_trace_summarises_without_reading_its_files(tmp_path: Path) -> None:
+    write_fleet(tmp_path)
+    trace = recfn.load(tmp_path)
+    summary = trace.summary(top=5)
+    assert trace._table is None  # the files were never read into memory
+    same(summary, trace.to_pandas().recfn.summary(top=5))
+    assert trace.summary(by="rank") is not None  # no name: the pandas path
+    assert trace._table is not None
+
+
+def test_groupings_without_name_are_refused(tmp_path: Path) -> None:
+    files = [str(f) for f in write_fleet(tmp_path, processes=1, ranges=10)]
+    with pytest.raises(ValueError, match="groups by name"):
+        summarize_files(files, by="rank")
+    with pytest.raises(ValueError, match="no column"):
+        summarize_files(files, by=["nope", "name"])
+    with pytest.raises(ValueError, match="no files"):
+        summarize_files([])
+
+
+def test_cli_summarises_a_dataset_and_several_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from recfn.cli import main
+
+    files = write_fleet(tmp_path / "traces")
+    assert main(["summary", str(tmp_path / "traces"), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "3 files" in out and "6,018 ranges" in out and "Self time total" in out
+    assert "never stopped" not in out  # saved traces, not parts of a capture
+    assert main(["summary", *map(str, files[:2]), "--by", "rank,name", "--top", "50"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert {line.split()[0] for line in lines if line.split()[:1] in (["0"], ["1"])} == {"0", "1"}
+    assert main(["summary", str(tmp_path / "traces"), "--by", "nope,name"]) == 2
+    assert "no column(s) ['nope']" in capsys.readouterr().err
+    assert main(["summary", str(tmp_path / "empty")]) == 1
+
+
+def test_cli_summary_of_a_dataset_reads_each_footer_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schema check, the unfinished captures and the header share the footers read (and,
+    for one large file, the check of its size)."""
+    from recfn.cli import _summary, main
+    from recfn.formats import dataset
+
+    write_fleet(tmp_path, ranges=20)
+    reads: Counter[str] = Counter()
+    read_footer = dataset.read_footer
+
+    def counted(name: str) -> pq.FileMetaData:
+        reads[name] += 1
+        return read_footer(name)
+
+    monkeypatch.setattr(dataset, "read_footer", counted)
+    assert main(["summary", str(tmp_path)]) == 0
+    assert "3 processes · 3 files" in capsys.readouterr().out
+    assert reads == Counter(dataset.resolve(tmp_path))
+    reads.clear()
+    monkeypatch.setattr(_summary, "LARGE_ROWS", 10)
+    one = dataset.resolve(tmp_path)[0]
+    assert main(["summary", one]) == 0
+    assert "1 process · 1 file" in capsys.readouterr().out  # out of core
+    assert reads == Counter([one])
+
+
+def test_one_file_of_several_processes_with_recorded_ids(tmp_path: Path) -> None:
+    frames = []
+    for k in range(3):  # ids 0, 1, ... in each process, as recorded; deep recursion
+        df = make_synthetic_trace(3000, n_threads=2, seed=k, max_depth=24)
+        df["pid"] = 500 + k
+        frames.append(df)
+    path = tmp_path / "merged.parquet"
+    recfn.Trace.from_pandas(pd.concat(frames, ignore_index=True)).save(path)
+    df = recfn.load(path, as_pandas=True)
+    for by in ("name", ["pid", "name"]):
+        expected = df.recfn.summary(by=by)
+        assert (expected["total_ns"] < expected["count"] * expected["mean_ns"]).any()  # nested
+        same(summarize_files([str(path)], by=by), expected)
+
+
+def test_broken_files_are_named(tmp_path: Path) -> None:
+    files = write_fleet(tmp_path, processes=2, ranges=10)
+    df = recfn.load(files[0], as_pandas=True)
+    df.loc[1, "id"] = df.loc[0, "id"]
+    broken = tmp_path / "broken.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), broken)
+    with pytest.raises(TraceFormatError, match="broken.parquet: ids repeat"):
+        summarize_files([str(files[1]), str(broken)])
+    pq.write_table(pa.table({"id": [1]}), broken)
+    with pytest.raises(TraceFormatError, match="broken.parquet: not a recfn trace"):
+        summarize_files([str(broken)])
+
+
+def test_a_file_whose_footer_cannot_be_decoded_is_named_by_every_lazy_path(
+    tmp_path: Path,
+) -> None:
+    write_fleet(tmp_path, processes=1, ranges=10)
+    (tmp_path / "damaged.parquet").write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
+    unreadable = "damaged.parquet' is not a readable Parquet file"
+    with pytest.raises(TraceFormatError, match=unreadable):
+        _ = recfn.load(tmp_path).metadata
+    with pytest.raises(TraceFormatError, match=unreadable):
+        recfn.load(tmp_path).summary(top=3)
+    with pytest.raises(TraceFormatError, match=unreadable):
+        _ = recfn.load(tmp_path).table
+
+
+def test_cli_summarises_a_large_file_out_of_core(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recfn.cli import _summary, main
+
+    path = write_fleet(tmp_path, processes=1)[0]
+    assert main(["summary", str(path)]) == 0
+    assert "1 file ·" not in capsys.readouterr().out  # small: read whole
+    monkeypatch.setattr(_summary, "LARGE_ROWS", 100)
+    assert main(["summary", str(path), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "1 process · 1 file · 2,006 ranges · 0 dropped" in out and "Self time total" in out
+
+
+def test_a_process_without_closed_ranges_adds_nothing(tmp_path: Path) -> None:
+    files = [str(f) for f in write_fleet(tmp_path / "fleet", processes=2, ranges=50)]
+    df = overlapping(3000)
+    path = tmp_path / "open.parquet"
+    recfn.Trace.from_pandas(df[df["end_ns"].isna()]).save(path)  # one range, still open
+    expected = recfn.load(tmp_path / "fleet", as_pandas=True).recfn.summary()
+    same(summarize_files([*files, str(path)]), expected)
+    assert summarize_files([str(path)]).empty
+    empty = tmp_path / "hostname=h" / "process=9" / "part-00000.parquet"
+    empty.parent.mkdir(parents=True)
+    table = recfn.load(files[0]).table.slice(0, 0)
+    pq.ParquetWriter(empty, table.schema).close()  # no row group at all
+    assert pq.ParquetFile(empty).metadata.num_row_groups == 0
+    same(summarize_files([*files, str(empty)]), expected)
+
+
+@pytest.mark.parametrize("order", ["recorded", "by start", "shuffled"])
+@pytest.mark.parametrize("by", ["name", ["rank", "name"]])
+def test_a_process_in_parts_and_row_groups_summarises_as_in_memory(
+    tmp_path: Path, order: str, by: str | list[str]
+) -> None:
+    """One process in two files of small row groups, each row group with its own name
+    dictionary, the second file without ``rank``: read a row group at a time, the numbers are the in-memory ones,
+    whether ids count up in row order (no lookup), rows are in start order (siblings that
+    overlap included) or in no order at all."""
+    df = make_synthetic_trace(3000, n_threads=2, seed=5, max_depth=12)
+    df["pid"] = 77
+    df = pd.concat([df, overlapping(77)], ignore_index=True)
+    df["host"] = pd.Categorical(["h"] * len(df))  # one process by the files' statistics
+    df["rank"] = pd.Series(range(len(df)), dtype="int32") % 3
+    if order == "shuffled":
+        df = df.sample(frac=1.0, random_state=1, ignore_index=True)
+    else:
+        df = df.sort_values("start_ns", kind="stable", ignore_index=True)
+    if order == "recorded":  # ids 0, 1, ... in row order, parents renumbered alike
+        renumber = pd.Series(range(len(df)), index=df["id"].to_numpy())
+        df["parent_id"] = df["parent_id"].map(renumber).astype("Int64")
+        df["id"] = range(len(df))
+    folder = tmp_path / "hostname=h" / "process=77"
+    folder.mkdir(parents=True)
+    table = recfn.Trace.from_pandas(df).table
+    names = table.schema.get_field_index("name")
+    table = table.set_column(names, "name", table["name"].cast(pa.string()))
+    cut = len(df) // 2
+    for number, part in enumerate([table.slice(0, cut), table.slice(cut).drop_columns(["rank"])]):
+        metadata = schema.metadata_of(part)
+        metadata[schema.PART_KEY] = str(number)  # a part, as profile(output=...) writes it
+        pieces = [part.slice(low, 700) for low in range(0, part.num_rows, 700)]
+        # names in a dictionary of each row group's own order
+        pieces = [p.set_column(names, "name", pc.dictionary_encode(p["name"])) for p in pieces]
+        with pq.ParquetWriter(
+            folder / f"part-{number:05d}.parquet", pieces[0].schema.with_metadata(metadata)
+        ) as writer:
+            for piece in pieces:
+                writer.write_table(piece.replace_schema_metadata(metadata))
+    assert pq.ParquetFile(folder / "part-00000.parquet").metadata.num_row_groups == 3
+    expected = recfn.load(tmp_path, as_pandas=True).recfn.summary(by=by)
+    assert expected["self_ns"].sum() > 0
+    same(summarize_files(sorted(map(str, folder.glob("*.parquet"))), by=by), expected)
+
+
+@pytest.mark.parametrize("key", ["host", "pid"])
+def test_a_null_host_or_pid_is_a_process_of_its_own(tmp_path: Path, key: str) -> None:
+    """Two processes with the same ids, one with a null `key` and one with its default (""
+    or -1): summarised apart, out of core and in memory, as if the null were another value
+    (merged, their ids would repeat)."""
+    frames = []
+    for value in (None, "" if key == "host" else -1):
+        df = make_synthetic_trace(300, n_threads=1, seed=1)
+        df["host"] = "h"
+        df[key] = pd.Series([value] * len(df), dtype="string" if key == "host" else "Int64")
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    path = tmp_path / "two.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)
+    assert schema.process_rows(pq.read_table(path)) is not None
+    other = df.assign(**{key: df[key].fillna("other" if key == "host" else -2)})
+    same(summarize_files([str(path)]), other.recfn.summary())
+    same(df.recfn.summary(), other.recfn.summary())

@@ -1,0 +1,121 @@
+"""Writers replace files whole or not at all, and never a file recfn did not write."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import recfn
+from recfn.formats.files import write_atomic, written_by_recfn
+
+
+def small_trace() -> recfn.Trace:
+    with recfn.profile() as prof:
+        with recfn.record_function("outer"):
+            recfn.mark("m")
+    return prof.trace
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".json", ".json.gz"])
+def test_a_foreign_file_is_refused_and_kept(tmp_path: Path, suffix: str) -> None:
+    target = tmp_path / f"users{suffix}"
+    target.write_bytes(b"name,age\nada,36\n")
+    with pytest.raises(FileExistsError, match="recfn did not write it"):
+        small_trace().save(target)
+    assert target.read_bytes() == b"name,age\nada,36\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]  # no temporary left
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".json", ".json.gz"])
+def test_own_files_are_replaced_and_overwrite_replaces_foreign_ones(
+    tmp_path: Path, suffix: str
+) -> None:
+    target = tmp_path / f"run{suffix}"
+    small_trace().save(target)
+    assert written_by_recfn(str(target))
+    small_trace().save(target)  # ours: replaced without asking
+    target.write_bytes(b"not a trace")
+    small_trace().save(target, overwrite=True)
+    assert recfn.load(target).events == 4
+
+
+def test_a_failing_writer_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "run.parquet"
+    small_trace().save(target)
+    before = target.read_bytes()
+
+    def half_then_fail(temporary: str) -> None:
+        Path(temporary).write_bytes(before[:10])
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_atomic(str(target), half_then_fail)
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.parquet"]
+
+
+def test_sigkill_while_saving_leaves_the_previous_trace_whole(tmp_path: Path) -> None:
+    """The child saves over an existing trace and is killed from inside the writer, after
+    half the new content is on disk: the old file must still load exactly."""
+    target = tmp_path / "run.parquet"
+    small_trace().save(target)
+    before = target.read_bytes()
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        import pyarrow.parquet as pq
+        import recfn, recfn.formats.io
+
+        real = pq.write_table
+        def dying_write(table, where, **kwargs):
+            real(table, where, **kwargs)
+            with open(where, "r+b") as fh:
+                fh.truncate(os.path.getsize(where) // 2)
+            os.kill(os.getpid(), signal.SIGKILL)
+        pq.write_table = dying_write
+        with recfn.profile() as prof:
+            with recfn.record_function("new"):
+                pass
+        prof.save({str(target)!r})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr.decode()
+    assert target.read_bytes() == before
+    assert recfn.load(target).events == 4
+
+
+def test_cli_refuses_a_foreign_output_in_one_line_and_force_replaces_it(tmp_path: Path) -> None:
+    trace = tmp_path / "run.parquet"
+    small_trace().save(trace)
+    foreign = tmp_path / "users.json"
+    foreign.write_text('{"users": []}')
+    cmd = [sys.executable, "-m", "recfn", "convert", str(trace), "-o", str(foreign)]
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0
+    assert "recfn did not write it" in refused.stderr and "Traceback" not in refused.stderr
+    assert foreign.read_text() == '{"users": []}'
+    forced = subprocess.run([*cmd, "--force"], capture_output=True, text=True, timeout=120)
+    assert forced.returncode == 0, forced.stderr
+    assert recfn.load(foreign).events == 4
+
+
+def test_timeline_images_are_recognised_as_ours(tmp_path: Path) -> None:
+    trace = tmp_path / "run.parquet"
+    small_trace().save(trace)
+    image = tmp_path / "t.png"
+    for _ in range(2):  # the second run replaces recfn's own image without --force
+        proc = subprocess.run(
+            [sys.executable, "-m", "recfn", "timeline", str(trace), "-o", str(image)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+    assert written_by_recfn(str(image))
+    assert not os.path.exists(str(image) + ".part")
