@@ -14,9 +14,13 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
-from recfn.notebook_ext.capture import estimated_overhead_ns
+from recfn.notebook_ext.capture import call_tracing, estimated_overhead_ns, overhead_share
 from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET
-from recfn.notebook_ext.options import ZERO_ANNOTATION_DEPTH, config_flags, is_zero_annotation
+from recfn.notebook_ext.options import (
+    ZERO_ANNOTATION_EXCLUDE,
+    config_flags,
+    follows_user_code,
+)
 from recfn.notebook_ext.widget import make_widget
 
 if TYPE_CHECKING:
@@ -68,10 +72,10 @@ def format_count(count: Any) -> str:
 
 
 def header_text(trace: Trace) -> str:
-    """One line: name, wall time, events, threads, dropped, the recording overhead (at least: see
-    ``estimated_overhead_ns``), the
-    capture options that differ from the defaults (as flags; the zero-annotation default in
-    words), and how the cell ended."""
+    """One line: name, wall time, events, threads, dropped, the recording overhead (measured:
+    see ``estimated_overhead_ns``) as a share of the capture's time, the capture options that
+    differ from the defaults (as flags; the zero-annotation default in words), the library
+    frames hidden by following user code, and how the cell ended."""
     parts = [
         f"recfn · {trace.name}",
         f"{format_ns(trace.wall_ns)} wall",
@@ -80,14 +84,19 @@ def header_text(trace: Trace) -> str:
         f"{trace.dropped_events:,} dropped",
     ]
     overhead = estimated_overhead_ns(trace)
-    if overhead is not None:
-        share = overhead / trace.wall_ns if trace.wall_ns else 0.0
-        parts.append(f"≥{format_ns(overhead)} recording overhead ({share:.0%})")
-    config = trace.config
+    share = overhead_share(trace)
+    if overhead is not None and share is not None:
+        parts.append(f"≈{format_ns(overhead)} recording overhead ({share:.0%} of the time)")
+    config = dict(trace.config)
     skip = ["sampling_prob"]
-    if is_zero_annotation(config):
-        parts.append(f"calls traced {ZERO_ANNOTATION_DEPTH} deep (--no-trace-calls: off)")
-        skip += ["trace_calls", "trace_max_depth", "trace_exclude"]
+    if follows_user_code(config):
+        parts.append("your code's calls and the library calls it makes (--no-trace-calls: off)")
+        skip += ["trace_calls", "trace_user_code"]
+        exclude = [p for p in config.get("trace_exclude") or () if p not in ZERO_ANNOTATION_EXCLUDE]
+        config["trace_exclude"] = exclude or None
+        hidden = hidden_text(trace)
+        if hidden:
+            parts.append(hidden)
     sample = config.get("sampling_prob", 1.0)
     if isinstance(sample, (int, float)) and sample < 1.0:
         parts.append(f"ranges sampled at {sample:.0%}")
@@ -99,6 +108,23 @@ def header_text(trace: Trace) -> str:
     if trace.error:
         parts.append(f"interrupted by {trace.error}")
     return " · ".join(parts)
+
+
+def hidden_text(trace: Trace, packages: int = 3) -> str:
+    """``"80,151 library frames hidden (pandas 80,140, numpy 11)"``: the library calls that call
+    tracing counted without recording them (``recfn.call_tracing``), the largest ``packages``
+    named; empty when none were hidden."""
+    hidden = call_tracing(trace).get("hidden") or {}
+    counts = sorted(
+        ((str(name), int(count)) for name, count in hidden.items() if int(count) > 0),
+        key=lambda item: (-item[1], item[0]),
+    )
+    total = sum(count for _, count in counts)
+    if not total:
+        return ""
+    named = ", ".join(f"{name} {count:,}" for name, count in counts[:packages])
+    more = ", ..." if len(counts) > packages else ""
+    return f"{total:,} library frame{'s' if total != 1 else ''} hidden ({named}{more})"
 
 
 def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:

@@ -5,9 +5,11 @@ The cell runs inside a USER_SCOPE range named NAME (default ``cell[<execution co
 ``recfn.profile``; then a header line, the summary table (HTML), the interactive view (a widget
 in a live kernel, with an HTML stand-in for exported notebooks: ``fallback``) and the timeline
 (PNG) are shown, together within ``--max-output-bytes`` (1 MB by default).
-Zero-annotation default: without a trace flag, calls are traced ``ZERO_ANNOTATION_DEPTH`` (4)
-deep, the cell's own calls and the libraries they call, so plain code gets a call tree; the header
-says so. ``--no-trace-calls`` keeps only the cell's ranges, ``--trace-calls`` traces every depth.
+Zero-annotation default: without a trace flag, the calls of user code (the cell's and any code
+that is not the standard library, an installed package or recfn) and the library calls it makes
+are traced at any depth, the library's own calls below those counted, not recorded
+(``trace_user_code``), so plain code gets a call tree down to its callbacks; the header says so.
+``--no-trace-calls`` keeps only the cell's ranges, ``--trace-calls`` traces every call.
 If the cell raises (KeyboardInterrupt included) what was captured is still kept and shown,
 marked as interrupted, and the exception then propagates so the traceback shows as usual.
 """

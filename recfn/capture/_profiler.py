@@ -202,6 +202,7 @@ class profile:
                 cfg.trace_exclude,
                 cfg.trace_max_depth,
                 cfg.trace_c_calls,
+                cfg.trace_user_code,
             )
         # Raise before anything starts: nvtx/torch missing, no CUDA device, NVTX already forwarded.
         cuda = CudaTimer(cfg.record_scopes) if cfg.cuda else None
@@ -315,6 +316,7 @@ class profile:
             config=self.config.to_dict(),
             wall_ns=self._wall_ns,
             device_times=device_times,
+            call_stats=None if self._tracer is None else self._tracer.stats,
         )
         self._trace = Trace(table, name="profile", wall_ns=self._wall_ns)
         self._warn_dropped(recorder, [])

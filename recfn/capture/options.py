@@ -79,10 +79,17 @@ class ProfilerConfig:
         False, "a FUNCTION-scope range per Python call of the profiled threads (not sampled)"
     )
     trace_c_calls: bool = _option(False, "with trace_calls: C function calls too")
+    trace_user_code: bool = _option(
+        False,
+        "with trace_calls: record the calls of user code (not the standard library, installed "
+        "packages or recfn) and the library calls it makes, at any depth; the library's own "
+        "calls below those are counted (hidden_calls), not recorded",
+    )
     trace_include: Optional[tuple[str, ...]] = _option(
         None,
         "with trace_calls: trace only calls matching one of these fnmatch patterns (matched "
-        "against the module, module.qualname and the recorded module::qualname)",
+        "against the module or a package holding it, module.qualname and the recorded "
+        "module::qualname); with trace_user_code: record the code they match as user code",
         metavar="PAT",
     )
     trace_exclude: Optional[tuple[str, ...]] = _option(
@@ -138,6 +145,7 @@ class ProfilerConfig:
             self.trace_exclude,
             self.trace_max_depth,
             self.record_scopes,
+            self.trace_user_code,
         )
         object.__setattr__(self, "trace_include", include)
         object.__setattr__(self, "trace_exclude", exclude)

@@ -1,8 +1,10 @@
-"""``recfn run script.py [args...]``: run a script under the profiler, as the magic profiles a cell."""
+"""``recfn run script.py [args...]`` / ``recfn run -m module [args...]``: run a script or a module
+under the profiler, as the magic profiles a cell."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import runpy
 import sys
@@ -10,6 +12,7 @@ import traceback
 import types
 import warnings
 from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
 from types import TracebackType
 from typing import Any, Optional
 
@@ -30,9 +33,8 @@ from recfn.cli._common import (
     write_timeline,
 )
 from recfn.cli._summary import files_summary_text
-from recfn.errors import CLIError, OptionError
+from recfn.errors import CLIError, OptionError, RecfnValueError
 from recfn.notebook_ext.options import (
-    ZERO_ANNOTATION_DEPTH,
     add_capture_options,
     front_end_config,
     split_options,
@@ -62,17 +64,22 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
     """The ``run`` subcommand's parser, added to ``commands`` (the subparsers of ``recfn``)."""
     run = commands.add_parser(
         "run",
-        help="profile a Python script",
-        description="Run SCRIPT with ARGS under the recfn profiler: its __main__ in a USER_SCOPE "
-        "range, plus every range it records. recfn's options may come before or after the "
-        "script; put `--` before script arguments that collide with them. Without a trace flag, "
-        f"calls are traced {ZERO_ANNOTATION_DEPTH} deep (--no-trace-calls: only the script's "
-        "own ranges; --trace-calls: every depth).",
+        usage="recfn run [options] script.py [args...]  |  recfn run [options] -m module [args...]",
+        help="profile a Python script or module",
+        description="Run SCRIPT (or, with -m, MODULE as python -m does) with ARGS under the recfn "
+        "profiler: its __main__ in a USER_SCOPE range, plus every range it records. recfn's "
+        "options may come before or after the script (before -m MODULE: every argument after "
+        "the module is the module's); put `--` before script arguments that collide with them. "
+        "Without a trace flag, the calls of your code and the library calls it makes are traced "
+        "at any depth, the libraries' own calls below those counted, not recorded "
+        "(--no-trace-calls: only the script's own ranges; --trace-calls: every call).",
         allow_abbrev=False,
     )
     _add_run_options(run)
     add_capture_options(run.add_argument_group("capture options (as recfn.profile's)"))
-    run.add_argument("script", help="the Python file to run")
+    run.add_argument(
+        "script", nargs="?", help="the Python file to run (or -m MODULE, as python -m runs it)"
+    )
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     return run
 
@@ -82,22 +89,36 @@ def run(parser: Parser, argv: Sequence[str]) -> int:
 
     run_parser = subcommand_parser(parser, "run")
     try:
-        own, rest, _ = split_options(run_parser, argv, interleaved=True)
+        module_run = _split_module(run_parser, argv)
+        if module_run is None:
+            own, rest, _ = split_options(run_parser, argv, interleaved=True)
+        else:
+            own, module, rest = module_run
     except ValueError as exc:
         raise CLIError(f"run: {exc} (see recfn run --help)", EXIT_USAGE) from None
     if any(token in ("-h", "--help") for token in own):
         run_parser.print_help()
         return EXIT_OK
-    if not rest:
-        raise CLIError(
-            "run: which script? usage: recfn run script.py [args...] -o trace.parquet", EXIT_USAGE
-        )
-    script, script_args = rest[0], rest[1:]
-    args = run_parser.parse_args([*own, script])
-    if not os.path.exists(script):
-        raise CLIError(f"run: no such script: {script!r}")
-    if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
-        raise CLIError(f"run: {script!r} is a folder without __main__.py")
+    spec: Optional[ModuleSpec] = None
+    if module_run is not None:
+        args = run_parser.parse_args(own)
+        spec = _module_spec(module)
+        script, script_args = str(spec.origin), rest
+        name = module
+    else:
+        if not rest:
+            raise CLIError(
+                "run: which script? usage: recfn run script.py [args...] -o trace.parquet "
+                "(or recfn run -m module [args...])",
+                EXIT_USAGE,
+            )
+        script, script_args = rest[0], rest[1:]
+        args = run_parser.parse_args([*own, script])
+        if not os.path.exists(script):
+            raise CLIError(f"run: no such script: {script!r}")
+        if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
+            raise CLIError(f"run: {script!r} is a folder without __main__.py")
+        name = os.path.basename(os.path.abspath(script))
     dataset = _dataset_folder(args.output)
     if args.output is not None and dataset is None:
         check_trace_path(args.output, "-o")
@@ -110,7 +131,7 @@ def run(parser: Parser, argv: Sequence[str]) -> int:
         raise CLIError(f"run: {exc}", EXIT_USAGE) from None
 
     capture = Capture(
-        os.path.basename(os.path.abspath(script)),
+        name,
         config,
         range_name="__main__",
         dataset=dataset,
@@ -118,7 +139,7 @@ def run(parser: Parser, argv: Sequence[str]) -> int:
     )
     with warnings.catch_warnings():  # said below, once, without a source line
         warnings.filterwarnings("ignore", "recfn: flight recorder wrote", RuntimeWarning)
-        code = _run_script(capture, script, script_args)
+        code = _run_script(capture, script, script_args, spec)
     for path in capture.dumps:
         sys.stderr.write(
             f"recfn: flight recorder wrote its last {config.flight_recorder} events to {path}\n"
@@ -167,14 +188,63 @@ def _report_dataset(folder: str, args: argparse.Namespace, code: int) -> int:
     return code
 
 
-def _run_script(capture: Any, script: str, script_args: list[str]) -> int:
-    """Run ``script`` as ``__main__`` inside ``capture``; return the exit code Python would."""
+def _split_module(
+    parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> Optional[tuple[list[str], str, list[str]]]:
+    """``(recfn's options, MODULE, the module's arguments)`` for ``recfn run [options] -m MODULE
+    [args...]``: as with ``python -m``, every argument after the module is the module's. None
+    when a script comes first (a later ``-m`` is then the script's)."""
+    for i, token in enumerate(argv):
+        if token == "--":
+            return None
+        if token == "-m" or (token.startswith("-m") and len(token) > 2):
+            own, rest, _ = split_options(parser, argv[:i])  # ValueError: an unknown option
+            if rest:
+                return None  # a script came first
+            module = token[2:] or (argv[i + 1] if i + 1 < len(argv) else "")
+            if not module:
+                raise RecfnValueError("option -m needs a value")
+            return own, module, list(argv[i + (1 if token[2:] else 2) :])
+    return None
+
+
+def _module_spec(module: str) -> ModuleSpec:
+    """The spec of the code ``python -m module`` runs (a package's ``__main__``), found as
+    Python finds it (the current folder first; parent packages are imported); a CLIError
+    saying what is missing."""
+    sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.submodule_search_locations is not None:
+            package = module
+            spec = importlib.util.find_spec(f"{module}.__main__")
+            if spec is None:
+                raise CLIError(f"run: {package!r} is a package without a __main__ module")
+    except (ImportError, ValueError) as exc:
+        raise CLIError(f"run: cannot find module {module!r}: {exc}") from None
+    finally:
+        del sys.path[0]
+    if spec is None or spec.loader is None or spec.origin is None:
+        raise CLIError(f"run: no module named {module!r}")
+    return spec
+
+
+def _run_script(
+    capture: Any, script: str, script_args: list[str], spec: Optional[ModuleSpec] = None
+) -> int:
+    """Run ``script`` (or the module of ``spec``) as ``__main__`` inside ``capture``; return the
+    exit code Python would."""
     path = os.path.abspath(script)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [script, *script_args]
-    sys.path.insert(0, path if os.path.isdir(path) else os.path.dirname(path))
+    if spec is not None:
+        sys.path.insert(0, os.getcwd())  # as python -m puts it
+    else:
+        sys.path.insert(0, path if os.path.isdir(path) else os.path.dirname(path))
     try:
-        if os.path.isdir(path):
+        if spec is not None:
+            _run_module(capture, spec)
+        elif os.path.isdir(path):
             with capture:
                 runpy.run_path(path, run_name="__main__")
         else:
@@ -197,9 +267,32 @@ def _run_file(capture: Any, path: str) -> None:
     so traced calls begin at the script's own code."""
     with open(path, "rb") as source:
         code = compile(source.read(), path, "exec")
+    _run_main(capture, code, __file__=path, __cached__=None, __loader__=None, __package__=None)
+
+
+def _run_module(capture: Any, spec: ModuleSpec) -> None:
+    """``runpy.run_module(..., run_name="__main__")`` for a module found by ``_module_spec``,
+    its code read before the capture starts (the module's own code is user code)."""
+    loader: Any = spec.loader
+    code = loader.get_code(spec.name)
+    if code is None:
+        raise CLIError(f"run: no code to run in module {spec.name!r}")
+    _run_main(
+        capture,
+        code,
+        __file__=spec.origin,
+        __cached__=spec.cached,
+        __loader__=loader,
+        __package__=spec.parent,
+        __spec__=spec,
+    )
+
+
+def _run_main(capture: Any, code: types.CodeType, **module_globals: Any) -> None:
+    """Run ``code`` as the ``__main__`` module (with ``module_globals``) inside ``capture``."""
     module = types.ModuleType("__main__")
-    module.__dict__.update(__file__=path, __cached__=None, __loader__=None, __package__=None)
-    module.__dict__["__spec__"] = None
+    module.__dict__.update(module_globals)
+    module.__dict__.setdefault("__spec__", None)
     saved_main = sys.modules.get("__main__")
     sys.modules["__main__"] = module
     try:

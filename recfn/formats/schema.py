@@ -54,6 +54,10 @@ FLIGHT_RECORDER_KEY: Final = "recfn.flight_recorder"
 lost (``recfn.capture._flight``)."""
 CLOCK_OFFSETS_KEY: Final = "recfn.clock_offsets"
 """In a trace loaded with ``clock_offsets``: JSON ``{host: ns}`` added to each host's times."""
+CALL_TRACING_KEY: Final = "recfn.call_tracing"
+"""In a trace captured with ``trace_calls`` (in memory): JSON of what the call tracer did: its
+callbacks on Python and C calls, the calls it recorded, and with ``trace_user_code`` the library
+calls it hid, by top-level package (``recfn.capture._tracer.CallStats.to_dict``)."""
 _HASH_NAME: Final = CONTENT_HASH_KEY.encode()
 METADATA_PREFIX: Final = "recfn."
 
@@ -146,6 +150,10 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("device_duration_ns", pa.int64(), "Int64", False, True,
            "`cuda=True`: GPU time between the range's start and end events (CUDA event "
            "resolution, about 0.5 µs)"),
+    Column("hidden_calls", pa.int64(), "Int64", False, True,
+           "`trace_user_code=True`: library calls that ran inside this traced call, below it and "
+           "above its traced children, counted but not recorded (library frames hidden); null "
+           "where none"),
 )  # fmt: skip
 """Every column recfn knows, required ones first in table order."""
 
@@ -206,6 +214,7 @@ def build_metadata(
     world_size: Optional[int] = None,
     flight_recorder: Optional[Mapping[str, Any]] = None,
     clock_offsets: Optional[Mapping[str, int]] = None,
+    call_tracing: Optional[Mapping[str, Any]] = None,
 ) -> dict[str, str]:
     """The schema metadata of a trace (every key is a ``*_KEY`` constant of this module)."""
     from recfn._version import __version__
@@ -233,6 +242,8 @@ def build_metadata(
         metadata[FLIGHT_RECORDER_KEY] = json.dumps(dict(flight_recorder), sort_keys=True)
     if clock_offsets is not None:
         metadata[CLOCK_OFFSETS_KEY] = json.dumps(dict(clock_offsets), sort_keys=True)
+    if call_tracing is not None:
+        metadata[CALL_TRACING_KEY] = json.dumps(dict(call_tracing), sort_keys=True)
     return metadata
 
 
@@ -708,6 +719,7 @@ def _same_family(actual: pa.DataType, expected: pa.DataType) -> bool:
 
 __all__ = [
     "BY_NAME",
+    "CALL_TRACING_KEY",
     "CLOCK_OFFSETS_KEY",
     "COLUMNS",
     "CONFIG_KEY",

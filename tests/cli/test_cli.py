@@ -398,14 +398,14 @@ def test_main_returns_codes_in_process(demo_dir: Path, capsys: pytest.CaptureFix
     assert len(err) == 3 and all(line.startswith("recfn: error: ") for line in err)
 
 
-def test_run_traces_a_plain_script_four_deep_by_default(tmp_path: Path):
+def test_run_traces_a_plain_scripts_own_calls_at_any_depth_by_default(tmp_path: Path):
     script = tmp_path / "plain.py"
     script.write_text("def down(n):\n    return 0 if n == 0 else down(n - 1)\n\ndown(10)\n")
     proc = recfn_cli("run", script, "-o", "t.parquet", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "calls traced 4 deep" in proc.stderr
+    assert "your code's calls and the library calls it makes" in proc.stderr
     df = recfn.load(tmp_path / "t.parquet", as_pandas=True)
-    assert list(df.loc[df["scope"] == "function", "name"]) == ["__main__::down"] * 4
+    assert list(df.loc[df["scope"] == "function", "name"]) == ["__main__::down"] * 11
     proc = recfn_cli("run", script, "-o", "t.parquet", "--force", "--no-trace-calls", cwd=tmp_path)
     df = recfn.load(tmp_path / "t.parquet", as_pandas=True)
     assert proc.returncode == 0 and (df["scope"] != "function").all()

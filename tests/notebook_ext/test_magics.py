@@ -490,14 +490,14 @@ def traced(df: pd.DataFrame) -> pd.DataFrame:
     return df[(df["kind"] == "range") & (df["scope"] == "function")]
 
 
-def test_plain_code_gets_its_calls_traced_four_deep_by_default(shell):
+def test_plain_code_gets_every_call_of_its_own_code_by_default(shell):
     run = shell.run(f"%%record_function --var df\n{DEEP_CELL}")
     assert run.error is None
     calls = traced(shell.ns["df"])
-    assert list(calls["name"]) == ["__main__::down"] * 4  # the cell's call and 3 nested, no more
-    assert sorted(calls["depth"]) == [1, 2, 3, 4]  # under the cell's range, no <module> row
+    assert list(calls["name"]) == ["__main__::down"] * 11  # at any depth: no depth limit
+    assert sorted(calls["depth"]) == list(range(1, 12))  # under the cell's range, no <module> row
     header = run.mime("text/html")[0]
-    assert "calls traced 4 deep (--no-trace-calls: off)" in header
+    assert "your code&#x27;s calls and the library calls it makes (--no-trace-calls: off)" in header
     assert "recording overhead" in header
     assert "__main__::down" in header  # the summary table is useful without annotations
 
@@ -508,8 +508,8 @@ def test_trace_flags_decide_over_the_default(shell):
     )
     assert traced(shell.ns["df"]).empty
     assert shell.run(f"%%record_function --var df --quiet --trace-calls\n{DEEP_CELL}").error is None
-    assert len(traced(shell.ns["df"]).query("name == '__main__::down'")) == 11  # every depth
-    assert "calls traced" not in get_session().last.header()
+    assert len(traced(shell.ns["df"]).query("name == '__main__::down'")) == 11  # every call
+    assert "the library calls it makes" not in get_session().last.header()
     assert (
         shell.run(f"%%record_function --var df --quiet --trace-max-depth 2\n{DEEP_CELL}").error
         is None

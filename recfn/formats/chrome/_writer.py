@@ -24,6 +24,7 @@ LIST_ARGS = (
     ("input_dtypes", "Input type"),
     ("stack", "stack"),
     ("flops", "flops"),
+    ("hidden_calls", "hidden calls"),
 )
 """Optional columns written into args (the reader maps the first two back, as torch names them)."""
 
