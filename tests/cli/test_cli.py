@@ -488,3 +488,22 @@ def test_timeline_draws_names_that_look_like_math(tmp_path: Path, capsys):
     code, stderr = in_process(capsys, "timeline", "math.parquet", "-o", "m.png", cwd=tmp_path)
     assert code == 0, stderr
     assert (tmp_path / "m.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_run_m_runs_a_module_as_python_m_does(tmp_path: Path):
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "core.py").write_text("def work(n):\n    return sum(range(n))\n")
+    (package / "__main__.py").write_text(
+        "import sys\nfrom mypkg.core import work\nprint(work(int(sys.argv[1])), sys.argv[2:])\n"
+    )
+    proc = recfn_cli("run", "-o", "t.parquet", "-m", "mypkg", "10", "-o", "x", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "45 ['-o', 'x']\n"  # every argument after the module is the module's
+    assert "recfn · mypkg" in proc.stderr
+    df = recfn.load(tmp_path / "t.parquet", as_pandas=True)
+    assert (df["name"] == "mypkg.core::work").sum() == 1  # the module's code is user code
+    assert_user_error(recfn_cli("run", "-m", "nosuch_module_x", cwd=tmp_path), "nosuch_module_x")
+    proc = recfn_cli("run", "-m", cwd=tmp_path)
+    assert proc.returncode == 2 and "-m needs a value" in proc.stderr
