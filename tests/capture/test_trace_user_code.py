@@ -20,6 +20,9 @@ import pytest
 import recfn
 from recfn.capture import _tracer
 
+# exact counts of traced calls: no other library's gc callback runs (and gets recorded) inside
+pytestmark = pytest.mark.usefixtures("quiet_gc")
+
 STANDIN = textwrap.dedent(
     """
     def apply(rows, fn):
