@@ -729,7 +729,7 @@ class RecordFunction:
         args = td.row_args
         args[0] = td.next_seq
         parent_handle: i64 = 0  # typed: a conditional expression would box the handle
-        if parent is not None:
+        if parent is not None and parent.sink_chunk is rows:  # a row of this capture
             parent_handle = parent.handle
         args[1] = parent_handle
         args[2] = i64(self._scope | (self.depth << META_DEPTH_SHIFT))
