@@ -98,6 +98,16 @@ def header_text(trace: Trace) -> str:
         parts.append(f"{len(trace.cells)} cells")
     if trace.error:
         parts.append(f"interrupted by {trace.error}")
+    if trace.files:
+        from recfn.formats.dataset import unfinished_captures
+
+        lost = unfinished_captures(trace.files, trace.footers)
+        if lost:
+            parts.append(
+                f"{len(lost)} process{'es' if len(lost) != 1 else ''} never stopped (killed?): "
+                "what they recorded after their last part is lost "
+                "(recfn.dataset.unfinished_captures)"
+            )
     return " · ".join(parts)
 
 

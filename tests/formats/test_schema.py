@@ -80,8 +80,9 @@ def test_docs_list_every_metadata_key() -> None:
         world_size=1,
         flight_recorder={"capacity": 1},
         clock_offsets={"a": 0},
+        error="KeyboardInterrupt",
     )
-    in_files_only = {schema.CONTENT_HASH_KEY, schema.PART_KEY}
+    in_files_only = {schema.CONTENT_HASH_KEY, schema.PART_KEY, schema.STREAM_KEY}
     assert set(full) | in_files_only == set(keys)
 
 
