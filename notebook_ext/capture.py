@@ -16,7 +16,7 @@ from typing import Any, Optional
 import recfn
 from recfn.capture.options import ProfilerConfig
 from recfn.errors import CaptureError
-from recfn.formats.trace import Trace
+from recfn.formats.trace import Trace, describe_error
 
 
 def start_profile(
@@ -125,17 +125,6 @@ class Capture:
             execution_count=self.execution_count,
         )
         _OVERHEAD[self.trace] = _estimate(self.trace, self.config)
-
-
-def describe_error(exc: Optional[BaseException]) -> Optional[str]:
-    """``"KeyboardInterrupt"`` or ``"ValueError: bad"`` for the header; None when all went well."""
-    if exc is None:
-        return None
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if len(first) > 80:
-        first = first[:77] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 CALIBRATION_CALLS = 2_000
