@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import stat
 import tempfile
 import zlib
@@ -77,9 +78,10 @@ def write_atomic(path: str, write: Callable[[str], None], *, overwrite: bool = F
             "image); choose another name, or pass overwrite=True (--force on the command line)"
         )
     folder, base = os.path.split(target)
+    remove_abandoned(folder)
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{base}.", suffix=".part" + _suffix(base))
-    os.close(fd)
     try:
+        _lock(fd)  # held while it is written: a file no one holds was abandoned
         write(temporary)
         with open(temporary, "rb+") as fh:
             os.fsync(fh.fileno())
@@ -88,7 +90,54 @@ def write_atomic(path: str, write: Callable[[str], None], *, overwrite: bool = F
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+    finally:
+        os.close(fd)
     _sync_folder(folder)
+
+
+_TEMPORARY: Final = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.part(\.[A-Za-z0-9.]+)?$")
+"""The names ``write_atomic`` gives its temporary files (``.<name>.<8 random>.part<suffix>``)."""
+
+
+def _lock(fd: int) -> None:
+    """Hold an exclusive lock on the temporary file ``fd`` until it is closed (POSIX)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: nothing is ever taken for abandoned
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def remove_abandoned(folder: str) -> list[str]:
+    """Remove the temporary files of writes in ``folder`` that were killed before they ended
+    (SIGKILL, a crash): ``write_atomic``'s, that no process holds locked. Returns their names.
+    Best effort: a file that cannot be examined or removed stays."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return []
+    try:
+        names = [n for n in os.listdir(folder or ".") if _TEMPORARY.match(n)]
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # OSError: a write holds it
+            os.unlink(path)
+            removed.append(path)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return removed
 
 
 def _sync_folder(folder: str) -> None:

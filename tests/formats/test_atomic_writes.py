@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -119,3 +121,38 @@ def test_timeline_images_are_recognised_as_ours(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
     assert written_by_recfn(str(image))
     assert not os.path.exists(str(image) + ".part")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_temporary_files_of_killed_saves_are_removed_by_the_next_write(
+    tmp_path: Path, signum: int
+) -> None:
+    """A save killed half-way leaves its temporary file; the next write into the folder
+    removes it, but never the temporary file of a write under way (which holds it locked)."""
+    script = textwrap.dedent(
+        f"""
+        import os
+        import pyarrow.parquet as pq
+        import recfn
+
+        real = pq.write_table
+        def dying_write(table, where, **kwargs):
+            real(table, where, **kwargs)
+            os.kill(os.getpid(), {int(signum)})
+        pq.write_table = dying_write
+        with recfn.profile() as prof:
+            with recfn.record_function("new"):
+                pass
+        prof.save({str(tmp_path / "run.parquet")!r})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert proc.returncode == -signum, proc.stderr.decode()
+    (abandoned,) = tmp_path.glob(".run.parquet.*.part.parquet")
+    busy = tmp_path / ".other.parquet.abcdefgh.part.parquet"
+    busy.write_bytes(b"being written")
+    with open(busy, "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # as write_atomic holds its own
+        small_trace().save(tmp_path / "next.parquet")
+        assert not abandoned.exists() and busy.exists()
+    assert not (tmp_path / "run.parquet").exists()
