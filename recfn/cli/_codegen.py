@@ -6,7 +6,6 @@ import argparse
 from collections.abc import Sequence
 
 from recfn.cli._common import Parser, exit_code
-from recfn.errors import CLIError
 
 
 def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
@@ -17,15 +16,9 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
 
 
 def run(argv: Sequence[str]) -> int:
-    """``recfn codegen ...``: handed to ``recfn.instrumentation.codegen.main`` (imported only when asked for)."""
-    import importlib
-    import importlib.util
+    """``recfn codegen ...``: handed to ``recfn.instrumentation.codegen.main``."""
+    from recfn.instrumentation import codegen
 
-    if importlib.util.find_spec("recfn.instrumentation.codegen") is None:
-        raise CLIError(
-            "codegen is not available in this recfn install (recfn.instrumentation.codegen is missing)"
-        )
-    codegen = importlib.import_module("recfn.instrumentation.codegen")
     try:
         result = codegen.main(list(argv))
     except SystemExit as exc:  # argparse's --help and usage errors inside codegen
