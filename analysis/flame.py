@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
-from .drawing import MAX_BARS, add_labels, add_rectangles, name_colors, plain_text, set_alt_text
+from .drawing import MAX_BARS, add_labels, add_rectangles, column_colors, plain_text, set_alt_text
 from .errors import NothingToDrawError
 from .tree import CallTree, call_tree, subtree_sums
 from .units import format_ns, printable
@@ -54,7 +54,8 @@ def flame(
     drawn = np.flatnonzero(shown & (pixels >= MIN_BAR_PX))
     drawn = drawn[np.argsort(-pixels[drawn], kind="stable")[:MAX_BARS]]
     left, right, y = x0[drawn] / 1e6, (x0[drawn] + width[drawn]) / 1e6, tree.depth[drawn]
-    colors = name_colors([*tree.names.tolist(), None])[tree.name]  # code -1 takes the last
+    _, _, palette = column_colors(df, "name")  # the timeline's; codes as the tree's names
+    colors = palette[tree.name]  # code -1 takes the last row
     add_rectangles(ax, left, right, y, 0.45, colors[drawn], pixels[drawn])
     names = np.array([*map(str, tree.names), ""], dtype=object)[tree.name[drawn]]  # "" for code -1
     add_labels(ax, names, left, y, pixels[drawn], ns_per_px / 1e6)
