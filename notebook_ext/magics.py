@@ -100,7 +100,12 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
             f"(the embedded trace first) are left out (default {DEFAULT_OUTPUT_BUDGET:,})",
         ),
         *reversed(capture_options),
-        argument("--var", metavar="NAME", help="store the events DataFrame in variable NAME"),
+        argument(
+            "--var",
+            metavar="NAME",
+            help="keep the trace (a recfn.Trace) in variable NAME: NAME.to_pandas() is the "
+            "events DataFrame, NAME.summary() its summary, NAME.table the Arrow table",
+        ),
         argument(
             "-o",
             "--output",
@@ -341,14 +346,14 @@ class RecordFunctionMagics(Magics):
         return body, last_expr
 
     def _keep(self, trace: Trace, args: Any, *, written: bool = False) -> None:
-        """Store the trace in the session, --var and --output (unless the capture ``written``
+        """Store the trace in the session, --var (the Trace itself) and --output (unless the capture ``written``
         it there already: a dataset folder, a flight recorder's file); then show it unless
         --quiet."""
         session = current_session()
         session.add(trace, append=args.append)
         kept = session.trace() if args.append else trace
         if args.var is not None:
-            self.ip.user_ns[args.var] = kept.to_pandas()
+            self.ip.user_ns[args.var] = kept
         if args.output is not None and not written:
             try:
                 kept.save(args.output, overwrite=args.force)
