@@ -33,6 +33,7 @@ _STYLE = (
     "<style>"
     ".recfn-header{font-family:monospace;margin:0 0 4px 0}"
     ".recfn-interrupted{color:#b00020}"
+    ".recfn-note{font-size:85%;opacity:0.8;margin:2px 0}"
     "table.recfn-summary td,table.recfn-summary th{text-align:right;padding:1px 8px}"
     "table.recfn-summary td:first-child,table.recfn-summary th:first-child{text-align:left}"
     "</style>"
@@ -101,29 +102,69 @@ def header_text(trace: Trace) -> str:
     return " · ".join(parts)
 
 
+MEMORY_LABELS = {
+    "allocated_bytes": "allocated",
+    "freed_bytes": "freed",
+    "total_memory_bytes": "net memory",
+    "self_memory_bytes": "self net memory",
+}
+"""What the summary's memory columns are called in the tables shown (notes explain them)."""
+MEMORY_NOTE = (
+    "memory: bytes of the memory events in each range and the ranges it calls; allocated, "
+    "freed, and net = allocated − freed (negative: the range freed more than it allocated, "
+    "such as memory allocated before it); self net memory: its own events only."
+)
+
+
+def format_cell(label: str, value: Any) -> str:
+    """One value of a summary or diff column ``label`` as text with its unit: ``*_pct`` as a
+    percent (``new`` for a change from zero), ``*_ns`` as a time, bytes and FLOPs scaled,
+    counts with thousands separators."""
+    if label.endswith("_pct"):
+        return _percent(value)
+    if "_ns" in label:
+        return format_ns(value)
+    if "bytes" in label:
+        return format_bytes(value)
+    if label == "flops":
+        return format_count(value)
+    return "" if _is_missing(value) else _plain(value)
+
+
 def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:
-    """A summary or diff frame of the accessor as strings with units, its group keys (the
-    index) first: ``*_pct`` columns as percents (``new`` for a change from zero), ``*_ns``
-    as times, bytes and FLOPs scaled."""
+    """A summary or diff frame of the accessor as strings with units (`format_cell`), its
+    group keys (the index) first, columns named for reading (``total %``, ``self``, the
+    `MEMORY_LABELS`)."""
     import pandas as pd
 
     if any(name is not None for name in frame.index.names):
         frame = frame.reset_index()
     out = pd.DataFrame(index=frame.index)
     for column in frame.columns:
-        values = frame[column]
         label = str(column)
         if label.endswith("_pct"):
-            out[label[:-4].replace("_ns", "") + " %"] = [_percent(v) for v in values]
+            title = label[:-4].replace("_ns", "") + " %"
+        elif label in MEMORY_LABELS:
+            title = MEMORY_LABELS[label]
         elif "_ns" in label:
-            out[label.replace("_ns", "")] = [format_ns(v) for v in values]
-        elif "bytes" in label:
-            out[label] = [format_bytes(v) for v in values]
-        elif label == "flops":
-            out[label] = [format_count(v) for v in values]
+            title = label.replace("_ns", "")
         else:
-            out[label] = ["" if _is_missing(v) else _plain(v) for v in values]
+            title = label
+        out[title] = [format_cell(label, v) for v in frame[column]]
     return out
+
+
+def summary_notes(frame: pd.DataFrame) -> list[str]:
+    """What the summary's columns mean, where it is not plain: ``total %`` (a share of the
+    trace's wall time) and the memory columns."""
+    notes = []
+    if "total_pct" in frame.columns:
+        wall = frame.attrs.get("wall_ns")
+        of = f" ({format_ns(wall)})" if wall else ""
+        notes.append(f"total %: a share of the trace's wall time{of}, first start to last end")
+    if any(column in frame.columns for column in MEMORY_LABELS):
+        notes.append(MEMORY_NOTE)
+    return notes
 
 
 def _percent(value: Any) -> str:
@@ -154,13 +195,15 @@ def _plain(value: Any) -> str:
 
 
 def _summary_or_note(trace: Trace, top: int) -> tuple[Optional[pd.DataFrame], str]:
+    """The summary shown (`summary_for_display`) and what its columns mean, or why there is
+    none."""
     try:
         summary = trace.summary(top=top)
     except (ValueError, AttributeError) as exc:  # e.g. no ranges at all
         return None, f"no summary: {exc}"
     if summary is None or len(summary) == 0:
         return None, "no ranges recorded"
-    return summary_for_display(summary), ""
+    return summary_for_display(summary), "; ".join(summary_notes(summary))
 
 
 def header_html(trace: Trace) -> str:
@@ -177,6 +220,8 @@ def trace_html(trace: Trace, top: int = 15) -> str:
         parts.append(f"<p>{html.escape(note)}</p>")
     else:
         parts.append(table.to_html(index=False, border=0, classes="recfn-summary", escape=True))
+        if note:
+            parts.append(f'<p class="recfn-note">{html.escape(note)}</p>')
     return "".join(parts)
 
 
@@ -187,6 +232,8 @@ def trace_text(trace: Trace, top: int = 15) -> str:
     """
     table, note = _summary_or_note(trace, top)
     body = note if table is None else table.to_string(index=False)
+    if table is not None and note:
+        body += f"\n{note}"
     return f"{header_text(trace)}\n{body}"
 
 

@@ -374,15 +374,20 @@ class RecordFunctionMagics(Magics):
 def register(ipython: Any) -> None:
     """Register the magics on ``ipython`` and make sure ``df.recfn`` exists."""
     import recfn.analysis as analysis  # noqa: F401  (registers the df.recfn accessor for --var frames)
+    from recfn.notebook_ext import frames
     from recfn.notebook_ext.widget import can_show
 
     ipython.register_magics(RecordFunctionMagics)
+    frames.register(ipython)  # summaries shown with units
     if can_show(ipython):  # import the widget now, not in the first profiled cell's first paint
         import recfn.notebook_ext.widget.view  # noqa: F401
 
 
 def unregister(ipython: Any) -> None:
-    """Remove the magics registered by ``register``."""
+    """Remove the magics (and the summaries' formatters) registered by ``register``."""
+    from recfn.notebook_ext import frames
+
+    frames.unregister(ipython)
     magics = ipython.magics_manager.magics
     for kind in ("line", "cell"):
         magics[kind].pop(MAGIC_NAME, None)
