@@ -15,6 +15,7 @@ const PERFETTO_MAX_PINGS = 100; // one per 100 ms: the UI has 10 s to answer PON
 const TREE_ROW_H = 18;
 const MIN_SPAN_NS = 50;
 const TICK_GAP_PX = 16; // free space between two axis labels
+const MIN_TICK_PX = 60; // ticks no closer than this
 const HINT_MS = 1800;
 
 const UNITS = [
@@ -51,37 +52,46 @@ export function formatWindow(t0, t1) {
   return `${show(t0)} ${unit} – ${show(t1)} ${unit}`;
 }
 
-// The ticks of a time axis over [t0, t1] (ns from the trace start) on `widthPx` pixels: a
-// 1-2-5 step, labels in one unit (the largest that the axis's largest value holds), with as
-// many decimals as the step needs and no trailing zeros, so that every label is different at
-// any zoom; widened until the widest label fits between two ticks (`measure` gives a label's
-// width in px). Returns [{t, label}], t an integer multiple of the step.
+// The ticks of a time axis over [t0, t1] (ns from the trace start) on `widthPx` pixels: the
+// densest 1-2-5 step (ticks MIN_TICK_PX apart at least) whose widest label fits between two
+// ticks (`measure` gives a label's width in px); labels in one unit (the largest that the
+// axis's largest value holds) with as many decimals as the step needs and no trailing zeros,
+// so that every label differs at any zoom.
+// Returns [{t, label}], t an integer multiple of the step.
 export function axisTicks(t0, t1, widthPx, measure = (text) => 6.5 * text.length) {
   const span = t1 - t0;
   if (!(span > 0) || !(widthPx > 0)) return [];
   const largest = Math.max(Math.abs(t0), Math.abs(t1), 1);
   const [unit, size] = UNITS.find(([, s]) => largest >= s) || UNITS[UNITS.length - 1];
-  let count = Math.max(2, Math.floor(widthPx / 90));
-  for (;;) {
-    const step = niceStep(span / count);
-    const exponent = Math.floor(Math.log10(step / size) + 1e-9);
-    const decimals = Math.max(0, -exponent);
+  const ticksOf = (step) => {
+    const decimals = Math.max(0, -Math.floor(Math.log10(step / size) + 1e-9));
     const ticks = [];
     for (let k = Math.ceil(t0 / step); k * step <= t1; k++) {
-      const t = k * step;
-      ticks.push({ t, label: `${trimZeros((t / size).toFixed(decimals))} ${unit}` });
+      ticks.push({ t: k * step, label: `${trimZeros((k * step / size).toFixed(decimals))} ${unit}` });
     }
+    return ticks;
+  };
+  let step = niceStep((span * MIN_TICK_PX) / widthPx);
+  for (;;) {
+    const ticks = ticksOf(step);
     const widest = Math.max(0, ...ticks.map((tick) => measure(tick.label)));
-    if (count <= 2 || (step / span) * widthPx >= widest + TICK_GAP_PX) return ticks;
-    count = Math.max(2, Math.floor(count / 2));
+    const next = nextStep(step);
+    if ((step / span) * widthPx >= widest + TICK_GAP_PX || ticksOf(next).length < 2) return ticks;
+    step = next;
   }
 }
 
 function niceStep(raw) {
   if (raw <= 1) return 1; // whole nanoseconds
   const p = 10 ** Math.floor(Math.log10(raw));
-  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw * (1 - 1e-12)) return m * p;
   return 10 * p;
+}
+
+function nextStep(step) {
+  const p = 10 ** Math.floor(Math.log10(step) + 1e-9);
+  const m = Math.round(step / p);
+  return m === 1 ? 2 * p : m === 2 ? 5 * p : 10 * p;
 }
 
 function formatBytes(b) {
