@@ -79,7 +79,8 @@ def summarize_files(
     (recursion) counts in the count, mean, min and max but not again in the total; other keys
     may be any columns (``rank``, ``host``, ``pid``...). ``flops`` is summed when the
     files have it; the memory columns are left out. ``threads`` processes are summarised at
-    once (default 2). ``attrs["self_total_ns"]`` holds the time the percentages divide by,
+    once (default 2). ``attrs["self_total_ns"]`` holds the time ``self_pct`` divides by,
+    ``attrs["wall_ns"]`` the wall time ``total_pct`` divides by,
     ``attrs["events"]`` the number of closed ranges. ValueError for other groupings and for
     options that only the in-memory summary offers; TraceFormatError for a file that is not a
     trace, or whose ids or parents are broken. ``footers`` are the files' footers read so far
@@ -117,19 +118,24 @@ def summarize_files(
                 desc="recfn: summarising",
             )
         )
-    parts = [part for part, _ in found]
-    total = sum(own for _, own in found)
+    parts = [part for part, _, _ in found]
+    total = sum(own for _, own, _ in found)
+    first = min((span[0] for _, _, span in found), default=0)
+    last = max((span[1] for _, _, span in found), default=0)
     joined = pd.concat(parts, ignore_index=True)
     ranges = int(joined["count"].sum())
-    result = add_partials(joined, keys, ["flops"] if flops else [], total, sort_by, top, as_index)
+    extra = ["flops"] if flops else []
+    wall = max(last - first, 0)
+    result = add_partials(joined, keys, extra, total, sort_by, top, as_index, wall)
     result.attrs["events"] = ranges  # closed ranges summarised
     return result
 
 
 def _summarize_partition(
     files: list[str], keys: list[str], flops: bool, footers: Footers
-) -> tuple[pd.DataFrame, int]:
-    """The summed statistics of the processes in ``files`` and their self-time total."""
+) -> tuple[pd.DataFrame, int, tuple[int, int]]:
+    """The summed statistics of the processes in ``files``, their self-time total and the
+    earliest start and latest end of their closed ranges (`NO_SPAN` without any)."""
     parquets = [pq.ParquetFile(name, metadata=footers(name)) for name in files]
     where = files[0] if len(files) == 1 else os.path.dirname(files[0])
     extra = ["flops"] if flops else []
@@ -144,18 +150,19 @@ def _summarize_partition(
     found = process_rows(table)
     processes = [table] if found is None else [table.take(rows) for _, rows in found]
     del table, found
-    parts, total = [], 0
+    parts, total, span = [], 0, NO_SPAN
     while processes:
         process = processes.pop()
 
         def select(columns: list[str], process: pa.Table = process) -> Iterator[pa.Table]:
             yield process.select([c for c in dict.fromkeys(columns) if c in process.column_names])
 
-        part, own = _summarize_process(select, process.num_rows, keys, extra, where)
+        part, own, extent = _summarize_process(select, process.num_rows, keys, extra, where)
         del process, select
         parts.append(part)
         total += own
-    return pd.concat(parts, ignore_index=True), total
+        span = (min(span[0], extent[0]), max(span[1], extent[1]))
+    return pd.concat(parts, ignore_index=True), total, span
 
 
 def _row_groups(parquets: list[pq.ParquetFile], columns: list[str]) -> Iterator[pa.Table]:
@@ -272,14 +279,19 @@ def _is(array: pa.Array, wanted: Sequence[str]) -> np.ndarray:
     return found
 
 
+NO_SPAN = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+"""The (first start, last end) of no ranges: what min and max start from."""
+
+
 def _summarize_process(
     pieces: Callable[[list[str]], Iterator[pa.Table]],
     n: int,
     keys: list[str],
     extra: list[str],
     where: str,
-) -> tuple[pd.DataFrame, int]:
-    """One process's statistics per group, in a form that adds up, and its self-time total.
+) -> tuple[pd.DataFrame, int, tuple[int, int]]:
+    """One process's statistics per group, in a form that adds up, its self-time total and the
+    earliest start and latest end of its closed ranges (for the wall time ``total_pct`` is of).
     ``pieces(columns)`` gives its ``n`` rows' columns in pieces (a file's row groups), read a
     few columns at a time into compact arrays, so that large processes hold only what each
     step needs: int32 positions, dictionary codes, one piece of Arrow data at a time."""
@@ -307,6 +319,7 @@ def _summarize_process(
         at += rows
     if np.any(closed & (end < start)):
         raise TraceFormatError(f"{where}: a range ends before it starts")
+    span = (int(start[closed].min()), int(end[closed].max())) if closed.any() else NO_SPAN
     forest = Nodes(parent, start, end, closed, ~closed)
     if not parents_come_first(parent, start):
         try:
@@ -363,7 +376,7 @@ def _summarize_process(
         }
     )
     if not len(seen):
-        return _empty_part(part, extra), total
+        return _empty_part(part, extra), total, span
     seen += 1
     part["count"] = count[seen]
     for name in ("total_ns", "self_ns"):
@@ -372,7 +385,7 @@ def _summarize_process(
     part["max_ns"] = high[seen]
     for name in ("duration_ns", *extra):
         part[name] = sums[name][seen]
-    return part, total
+    return part, total, span
 
 
 def _parents(pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, where: str) -> Any:

@@ -21,7 +21,7 @@ from recfn.analysis.plots.drawing import (
     MAX_BARS,
     add_labels,
     add_rectangles,
-    name_colors,
+    column_colors,
     plain_text,
     set_alt_text,
 )
@@ -61,7 +61,8 @@ def flame(
     drawn = np.flatnonzero(shown & (pixels >= MIN_BAR_PX))
     drawn = drawn[np.argsort(-pixels[drawn], kind="stable")[:MAX_BARS]]
     left, right, y = x0[drawn] / 1e6, (x0[drawn] + width[drawn]) / 1e6, tree.depth[drawn]
-    colors = name_colors([*tree.names.tolist(), None])[tree.name]  # code -1 takes the last
+    _, _, palette = column_colors(df, "name")  # the timeline's; codes as the tree's names
+    colors = palette[tree.name]  # code -1 takes the last row
     add_rectangles(ax, left, right, y, 0.45, colors[drawn], pixels[drawn])
     names = np.array([*map(str, tree.names), ""], dtype=object)[tree.name[drawn]]  # "" for code -1
     add_labels(ax, names, left, y, pixels[drawn], ns_per_px / 1e6)
