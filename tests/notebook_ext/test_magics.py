@@ -10,7 +10,7 @@ import pytest
 from IPython.core.error import UsageError
 
 import recfn
-from recfn.notebook_ext import sessions as get_session
+from recfn.notebook_ext import session as get_session
 from recfn.notebook_ext.magics import RecordFunctionMagics, split_line
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

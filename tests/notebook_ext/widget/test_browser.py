@@ -20,7 +20,7 @@ from pages import AXIS_H, GUTTER, LANE_GAP, NotebookPage, canvas_box, expect, fr
 import recfn
 from recfn.notebook_ext.fallback import PERFETTO_ORIGIN
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 CELLS = [
     "%load_ext recfn",
     "%%record_function demo\n"

@@ -29,8 +29,8 @@ nbconvert = pytest.importorskip("nbconvert")
 
 import labserver  # noqa: E402  (after the skips: it names what the tests need)
 
-QUICKSTART = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+QUICKSTART = Path(__file__).resolve().parents[3] / "notebooks" / "quickstart.ipynb"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 MAGIC_CELLS = 3
 PERFETTO_STUB = """<!doctype html><title>Perfetto stand-in</title><script>
 window.addEventListener("message", (event) => {
