@@ -52,6 +52,7 @@ from recfn.formats.chrome._stream import (
     check_depth,
     inflated,
 )
+from recfn.formats.chrome._times import DOCUMENT_TIMES, exact_times, time_base
 from recfn.formats.chrome._writer import (
     Rows,
     distributed_info,
@@ -213,6 +214,7 @@ def _decode_values(raw: bytes | bytearray, source: str) -> pa.Table:
             f"got {type(events if isinstance(document, dict) else document).__name__}"
         )
     _check_base(base_ns, source)
+    events = exact_times(events, raw, lambda: _parse(raw, source, DOCUMENT_TIMES.decode))
     columns = Columns(source)
     columns.add(events)
     return events_table(columns, base_ns, source)
@@ -261,7 +263,7 @@ def estimate_chrome_bytes(data: pd.DataFrame | pa.Table, *, compressed: bool = F
     picked = np.unique(
         np.linspace(0, rows.count - 1, min(rows.count, SAMPLE_ROWS)).astype(np.int64)
     )
-    encoded = jsonio.dumps(trace_events(rows.take(picked), rows.start_ns()))
+    encoded = jsonio.dumps(trace_events(rows.take(picked), time_base(rows.start_ns())))
     per_row = len(encoded) / len(picked)
     if compressed:
         per_row *= len(gzip.compress(encoded, compresslevel=GZIP_LEVEL)) / len(encoded)
@@ -285,7 +287,7 @@ def _prepare(data: pd.DataFrame | pa.Table, *, header_only: bool = False) -> tup
     rows = Rows(data)
     document: dict[str, Any] = {
         "schemaVersion": 1,
-        "baseTimeNanoseconds": rows.start_ns(),
+        "baseTimeNanoseconds": time_base(rows.start_ns()),
         "displayTimeUnit": "ms",
         "otherData": metadata,
     }
@@ -302,7 +304,7 @@ REQUIRED_TO_WRITE: Final = ("name", "kind", "start_ns", "end_ns", "thread_id")
 def _event_batches(rows: Rows, bar: Bar) -> Iterator[list[dict[str, Any]]]:
     """Metadata events, then the events of `ROWS` rows at a time."""
     yield header_events(rows)
-    base_ns = rows.start_ns()
+    base_ns = time_base(rows.start_ns())
     positions, keys, totals = memory_totals(rows)
     for first, frame in rows.frames():
         lo, hi = np.searchsorted(positions, [first, first + len(frame)])

@@ -13,6 +13,7 @@ from it (`frame_of`). Nothing here touches pandas per event.
 from __future__ import annotations
 
 import ctypes
+import decimal
 import operator
 from collections.abc import Sequence
 from itertools import chain, compress, repeat
@@ -28,6 +29,7 @@ from msgspec.structs import astuple
 from recfn import native
 from recfn.errors import TraceFormatError
 from recfn.formats.chrome._json import json_strings, loads, string_array
+from recfn.formats.chrome._times import BEYOND, NO_TIME, exact_times, nanoseconds
 from recfn.formats.columns import INT64_MAX, INT64_MIN
 from recfn.formats.nesting import depths, nesting
 from recfn.formats.schema import (
@@ -102,19 +104,20 @@ def decode_events(text: bytes, max_depth: int) -> list[Any] | NativeBatch:
         if columns is not None:
             try:
                 others = [] if columns["others"] is None else EVENTS.decode(columns["others"])
-                return NativeBatch(columns, others)
+                return NativeBatch(columns, exact_times(others, columns["others"] or b""))
             except msgspec.ValidationError:  # an other event does not fit `Event`: nor does text
                 return _plain(text)
     try:
-        return EVENTS.decode(text)
+        return exact_times(EVENTS.decode(text), text)
     except msgspec.ValidationError:
         return _plain(text)
 
 
 def _plain(text: bytes) -> list[Any]:
-    """The events of `text` as plain values (dicts, lists...)."""
+    """The events of `text` as plain values (dicts, lists...), large times exact
+    (`exact_times`)."""
     values: list[Any] = loads(text)
-    return values
+    return exact_times(values, text) if isinstance(values, list) else values
 
 
 def _native(name: str) -> Any:
@@ -150,7 +153,7 @@ class NativeBatch:
     def scalars(self) -> dict[str, Any]:
         """The complete events' columns, as `_scalars` gives them."""
         c = self.columns
-        out: dict[str, Any] = {key: np.frombuffer(c[key], np.float64) for key in ("ts", "dur")}
+        out: dict[str, Any] = {key: np.frombuffer(c[key], np.int64) for key in ("ts", "dur")}
         for key in ("name", "cat"):
             codes = np.frombuffer(c[f"{key}.codes"], np.int32)
             absent = codes < 0
@@ -190,7 +193,7 @@ class _TorchArgs(msgspec.Struct, gc=False):
 _TORCH_ARGS = msgspec.json.Decoder(list[Union[_TorchArgs, list[Any], str, int, float, bool, None]])
 SHAPES = pa.list_(pa.list_(pa.int64()))
 DTYPES = pa.list_(pa.string())
-NUMBERS = frozenset({int, float, type(None)})
+NUMBERS = frozenset({int, float, decimal.Decimal, type(None)})
 SCALARS = frozenset({str, int, float, bool, type(None)})
 FIELD_TYPES = {
     "ph": (frozenset({str, type(None)}), "a string"),
@@ -221,21 +224,22 @@ def events_table(columns: Columns, base_ns: int, source: str) -> pa.Table:
         _release_free_memory()
     phases, fields, args = columns.finish()
     ts, dur = fields.pop("ts"), fields.pop("dur")
-    if (dur < 0).any():
-        raise TraceFormatError(f"{source}: an event has a negative dur ({dur[dur < 0][0]!r} us)")
-    np.nan_to_num(dur, copy=False)  # "X" events without dur last 0 us
+    negative = (dur < 0) & (dur != NO_TIME) & (dur != BEYOND)
+    if negative.any():
+        raise TraceFormatError(
+            f"{source}: an event has a negative dur ({dur[negative][0] / 1000!r} us)"
+        )
+    dur[dur == NO_TIME] = 0  # "X" events without dur last 0 us
     name, pid, tid = fields["name"], fields["pid"], fields["tid"]
 
     rows = _Rows(base_ns, ts, source)
     complete = phases.where("X")
-    with np.errstate(over="ignore"):  # an end beyond float64 becomes inf: `_Rows.ns` refuses it
-        end_us = ts[complete] + dur[complete]
-    rows.add(complete, RANGE, end_us=end_us)
-    del complete, dur, end_us
+    rows.add(complete, RANGE, end=_ends(ts[complete], dur[complete]))
+    del complete, dur
     _add_begin_end(rows, phases, pid, tid, args)
     _add_instants(rows, phases, name, args)
     _add_counters(rows, phases, name, pid, args)
-    rows.ts_us = ts = np.empty(0)
+    rows.ts = ts = np.empty(0, np.int64)
     if rows.count() == 0:
         return empty_table((*REQUIRED, "args"))
     ids = {key: (fields.pop(key), fields.pop(f"{key}.present")) for key in IDS}
@@ -591,7 +595,9 @@ def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
 
 def _scalars(fields: dict[str, list[Any]], rows: slice, source: str) -> dict[str, Any]:
     """The columns of `fields` but ``args`` for `rows`: arrays, names sharing one string each."""
-    out: dict[str, Any] = {key: _floats(fields[key][rows], key, source) for key in ("ts", "dur")}
+    out: dict[str, Any] = {
+        key: nanoseconds(fields[key][rows], key, source) for key in ("ts", "dur")
+    }
     for key in ("name", "cat"):
         out[key] = _shared(fields[key][rows])
     out["pid"] = _ids(fields["pid"][rows], "pid", source)
@@ -753,58 +759,55 @@ def _ids(values: list[Any], key: str, source: str) -> np.ndarray:
     return _objects([0 if v is None else v for v in values])
 
 
-def _floats(values: list[Any], key: str, source: str) -> np.ndarray:
-    """Numbers (`FIELD_TYPES` checked) as float64, NaN for None; TraceFormatError for numbers
-    that are not finite or do not fit a float."""
-    try:
-        array = np.fromiter(values, dtype=np.float64, count=len(values))
-    except OverflowError:
-        raise TraceFormatError(f"{source}: an event's {key} is too large a number") from None
-    if np.isinf(array).any():
-        raise TraceFormatError(f"{source}: an event's {key} is not finite")
-    return array
+def _ends(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """``ts + dur`` (nanoseconds; `dur` not negative), `NO_TIME` where `ts` is absent and
+    `BEYOND` where either is or the sum is beyond int64."""
+    beyond = (ts == BEYOND) | (dur == BEYOND) | (ts > INT64_MAX - np.maximum(dur, 0))
+    end = np.where(beyond | (ts == NO_TIME), 0, ts) + np.where(beyond, 0, dur)
+    end[beyond] = BEYOND
+    end[ts == NO_TIME] = NO_TIME
+    return end
 
 
 class _Rows:
     """The rows of the table being built, in parts; each row points at its source event."""
 
-    def __init__(self, base_ns: int, ts_us: np.ndarray, source: str) -> None:
-        self.base_ns, self.ts_us, self.source = base_ns, ts_us, source
+    def __init__(self, base_ns: int, ts: np.ndarray, source: str) -> None:
+        self.base_ns, self.ts, self.source = base_ns, ts, source
         self.parts: list[dict[str, Any]] = []
 
-    def ns(self, micros: np.ndarray) -> np.ndarray:
-        """Float microseconds to int64 nanoseconds since the epoch; TraceFormatError for times
-        that int64 nanoseconds cannot hold (rather than wrapping them)."""
-        if np.isnan(micros).any():
+    def ns(self, times: np.ndarray) -> np.ndarray:
+        """Times (`recfn.formats.chrome._times` nanoseconds) after `base_ns` as int64
+        nanoseconds since the epoch, in integers throughout; TraceFormatError for times that are
+        absent or that int64 nanoseconds cannot hold (rather than wrapping them)."""
+        if (times == NO_TIME).any():
             raise TraceFormatError(f"{self.source}: a range, instant or counter event has no ts")
-        with np.errstate(over="ignore"):  # times beyond float64 become inf: refused below
-            after = np.rint(micros * 1000.0)
-        # float64 bounds a little inside int64's, so that the conversion cannot wrap.
-        low, high = float(INT64_MIN - self.base_ns) + 2048, float(INT64_MAX - self.base_ns) - 2048
-        if len(after) and not (low <= after.min() and after.max() <= high):
+        low = max(int(INT64_MIN) - self.base_ns, BEYOND + 1)
+        high = min(int(INT64_MAX) - self.base_ns, int(INT64_MAX))
+        if len(times) and ((times == BEYOND).any() or times.min() < low or times.max() > high):
             raise TraceFormatError(
                 f"{self.source}: an event's time (ts, or ts + dur) is outside the int64 "
                 "nanosecond range"
             )
-        return self.base_ns + after.astype(np.int64)
+        return times + np.int64(self.base_ns)
 
     def add(
         self,
         event: np.ndarray,
         kind: str,
         *,
-        end_us: np.ndarray | None = None,
+        end: np.ndarray | None = None,
         closed: np.ndarray | None = None,
         memory_bytes: np.ndarray | None = None,
         device: np.ndarray | None = None,
     ) -> None:
         """Rows for `event` (indices) starting at their ts; points end where they start."""
         n = len(event)
-        start = self.ns(self.ts_us[event])
+        start = self.ns(self.ts[event])
         part: dict[str, np.ndarray | None] = {
             "event": event,
             "start": start,
-            "end": start if end_us is None else self.ns(end_us),
+            "end": start if end is None else self.ns(end),
             "closed": np.ones(n, dtype=bool) if closed is None else closed,
             "kind": np.full(n, KINDS.index(kind), dtype=np.int8),
             "memory_bytes": memory_bytes,
@@ -858,7 +861,7 @@ def _add_begin_end(
     if index.size == 0:
         return
     thread = _pair_codes(pid[index], tid[index])
-    order = np.lexsort((index, rows.ts_us[index], thread))
+    order = np.lexsort((index, rows.ts[index], thread))
     index, thread = index[order], thread[order]
     begin = phases.mask("B")[index]
     # A B opens the level it raises the count to; an E closes the level it lowers it from.
@@ -868,15 +871,15 @@ def _add_begin_end(
     b, e = paired[:-1], paired[1:]
     match = begin[b] & ~begin[e] & (thread[b] == thread[e]) & (level[b] == level[e])
     b, e = b[match], e[match]
-    end_us = np.zeros(index.size)
-    end_us[b] = rows.ts_us[index[e]]
+    end = np.zeros(index.size, np.int64)
+    end[b] = rows.ts[index[e]]
     closed = np.zeros(index.size, dtype=bool)
     closed[b] = True
     for i, j in zip(index[b].tolist(), index[e].tolist()):
         if isinstance(args[j], dict) and args[j]:
             args[i] = {**(args[i] if isinstance(args[i], dict) else {}), **args[j]}
     opened = np.flatnonzero(begin)
-    rows.add(index[opened], RANGE, end_us=end_us[opened], closed=closed[opened])
+    rows.add(index[opened], RANGE, end=end[opened], closed=closed[opened])
 
 
 def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: _Args) -> None:
@@ -959,7 +962,7 @@ def _add_counters(
     if not (np.abs(floats) < 2.0**63 - 2048).all():
         raise TraceFormatError(f"{rows.source}: a counter value does not fit int64")
     level = floats.astype(np.int64)
-    order = np.lexsort((np.arange(index.size), rows.ts_us[index], series))
+    order = np.lexsort((np.arange(index.size), rows.ts[index], series))
     change = np.empty_like(level)
     change[order] = np.diff(level[order], prepend=0)
     first = order[np.r_[True, series[order][1:] != series[order][:-1]]]

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recfn.formats.chrome._reader import NO_DEVICE
+from recfn.formats.chrome._times import micros
 from recfn.formats.columns import equals, ints, nulls
 from recfn.formats.schema import MARK, MEMORY, RANGE
 
@@ -133,8 +134,8 @@ def trace_events(
     overlap on one thread (asyncio tasks), which nesting alone cannot tell."""
     n = len(df)
     start = ints(df["start_ns"], 0)
-    ts = ((start - base_ns) / 1000.0).tolist()
-    dur = ((ints(df["end_ns"], 0) - start) / 1000.0).tolist()
+    ts = micros(start - base_ns)
+    dur = micros(np.maximum(ints(df["end_ns"], 0) - start, 0))
     name = _strings(df["name"])
     cat = _strings(df["scope"]) if "scope" in df.columns else [""] * n
     pid = ints(df["pid"], 0).tolist() if "pid" in df.columns else [0] * n
