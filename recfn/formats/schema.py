@@ -218,6 +218,7 @@ def build_metadata(
     world_size: Optional[int] = None,
     flight_recorder: Optional[Mapping[str, Any]] = None,
     clock_offsets: Optional[Mapping[str, int]] = None,
+    chrome_members: Optional[Mapping[str, Any]] = None,
 ) -> dict[str, str]:
     """The schema metadata of a trace (every key is a ``*_KEY`` constant of this module)."""
     from recfn._version import __version__
@@ -245,6 +246,8 @@ def build_metadata(
         metadata[FLIGHT_RECORDER_KEY] = json.dumps(dict(flight_recorder), sort_keys=True)
     if clock_offsets is not None:
         metadata[CLOCK_OFFSETS_KEY] = json.dumps(dict(clock_offsets), sort_keys=True)
+    if chrome_members:
+        metadata[CHROME_MEMBERS_KEY] = json.dumps(dict(chrome_members))
     return metadata
 
 

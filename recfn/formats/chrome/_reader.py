@@ -37,7 +37,6 @@ from recfn.formats.columns import INT64_MAX, INT64_MIN
 from recfn.formats.nesting import depths, nesting
 from recfn.formats.schema import (
     BY_NAME,
-    CHROME_MEMBERS_KEY,
     COUNTER,
     DROPPED_EVENTS_KEY,
     FLOW,
@@ -316,10 +315,10 @@ def _metadata(members: dict[str, Any] | None, dropped: int) -> tuple[dict[str, s
         before = metadata.get(DROPPED_EVENTS_KEY, "0")
         metadata[DROPPED_EVENTS_KEY] = str((int(before) if before.isdigit() else 0) + dropped)
         return metadata, True
-    metadata = build_metadata(config=IMPORTED, dropped_events=dropped, host=UNKNOWN_HOST)
     kept = {k: v for k, v in members.items() if k not in ("traceEvents", "baseTimeNanoseconds")}
-    if kept:
-        metadata[CHROME_MEMBERS_KEY] = dumps(kept).decode()
+    metadata = build_metadata(
+        config=IMPORTED, dropped_events=dropped, host=UNKNOWN_HOST, chrome_members=kept
+    )
     return metadata, False
 
 
