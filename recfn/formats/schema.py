@@ -29,7 +29,12 @@ RANGE: Final = "range"
 MARK: Final = "mark"
 MEMORY: Final = "memory"
 KINDS: Final = (RANGE, MARK, MEMORY)
-"""The values of the ``kind`` column, in the order of their codes."""
+"""The values of the ``kind`` column that recfn records, in the order of their codes."""
+COUNTER: Final = "counter"
+FLOW: Final = "flow"
+IMPORTED_KINDS: Final = (*KINDS, COUNTER, FLOW)
+"""Every value of the ``kind`` column, in the order of their codes: imported traces also have
+counters (Chrome "C" events, their values in ``args``) and flow events (Chrome "s"/"t"/"f")."""
 
 # Schema metadata keys (bytes in the Arrow schema, ``df.attrs["recfn"]`` in pandas).
 SCHEMA_VERSION_KEY: Final = "recfn.schema_version"
@@ -54,6 +59,12 @@ FLIGHT_RECORDER_KEY: Final = "recfn.flight_recorder"
 lost (``recfn.capture._flight``)."""
 CLOCK_OFFSETS_KEY: Final = "recfn.clock_offsets"
 """In a trace loaded with ``clock_offsets``: JSON ``{host: ns}`` added to each host's times."""
+CHROME_MEMBERS_KEY: Final = "recfn.chrome_members"
+"""In a trace imported from another tool's Chrome JSON: JSON of the file's top-level members
+other than its events (torch's ``distributedInfo``, ``deviceProperties``, ...), written back
+when the trace is saved as Chrome JSON."""
+UNKNOWN_HOST: Final = "unknown"
+"""The ``recfn.host`` of a trace recfn did not capture (imported from another tool)."""
 _HASH_NAME: Final = CONTENT_HASH_KEY.encode()
 METADATA_PREFIX: Final = "recfn."
 
@@ -96,7 +107,8 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("name", _STRINGS32, "category", True, False,
            "range / mark / counter name", NO_DEFAULT),
     Column("kind", _STRINGS8, "category", True, False,
-           '`"range"`, `"mark"` or `"memory"`', NO_DEFAULT),
+           '`"range"`, `"mark"` or `"memory"`; imported traces also `"counter"` and `"flow"`',
+           NO_DEFAULT),
     Column("scope", _STRINGS8, "category", True, False,
            'lower-case `RecordScope` name: `"function"`, `"user_scope"`, ...', "user_scope"),
     Column("start_ns", pa.int64(), "int64", True, False,
@@ -206,6 +218,7 @@ def build_metadata(
     world_size: Optional[int] = None,
     flight_recorder: Optional[Mapping[str, Any]] = None,
     clock_offsets: Optional[Mapping[str, int]] = None,
+    chrome_members: Optional[Mapping[str, Any]] = None,
 ) -> dict[str, str]:
     """The schema metadata of a trace (every key is a ``*_KEY`` constant of this module)."""
     from recfn._version import __version__
@@ -233,6 +246,8 @@ def build_metadata(
         metadata[FLIGHT_RECORDER_KEY] = json.dumps(dict(flight_recorder), sort_keys=True)
     if clock_offsets is not None:
         metadata[CLOCK_OFFSETS_KEY] = json.dumps(dict(clock_offsets), sort_keys=True)
+    if chrome_members:
+        metadata[CHROME_MEMBERS_KEY] = json.dumps(dict(chrome_members))
     return metadata
 
 
@@ -523,6 +538,7 @@ def conform(data: Union[pa.Table, pd.DataFrame], source: str = "conform") -> pa.
             config={"imported": True},
             dropped_events=int(dropped) if dropped.isdigit() else 0,
             start_ns=start or 0,
+            host=UNKNOWN_HOST,
         )
     return conformed.replace_schema_metadata(metadata)
 
@@ -708,14 +724,18 @@ def _same_family(actual: pa.DataType, expected: pa.DataType) -> bool:
 
 __all__ = [
     "BY_NAME",
+    "CHROME_MEMBERS_KEY",
     "CLOCK_OFFSETS_KEY",
     "COLUMNS",
     "CONFIG_KEY",
     "CONTENT_HASH_KEY",
+    "COUNTER",
     "DROPPED_EVENTS_KEY",
     "ESSENTIAL",
     "FLIGHT_RECORDER_KEY",
+    "FLOW",
     "HOST_KEY",
+    "IMPORTED_KINDS",
     "KINDS",
     "LOCAL_RANK_KEY",
     "MARK",
@@ -736,6 +756,7 @@ __all__ = [
     "SCHEMA_VERSION_KEY",
     "START_NS_KEY",
     "THREAD_KEYS",
+    "UNKNOWN_HOST",
     "VERSION_KEY",
     "WALL_NS_KEY",
     "WORLD_SIZE_KEY",
