@@ -255,10 +255,10 @@ def fallback_html(
             from recfn.notebook_ext.widget.lod import TimelineIndex
 
             index = TimelineIndex(trace.table)
-        from recfn.notebook_ext.widget.table import SummaryTable
+        from recfn.notebook_ext.widget.table import summary_table
 
         for part in (
-            table_html(SummaryTable(index).query(top=TABLE_ROWS)),
+            table_html(summary_table(index).query(top=TABLE_ROWS)),
             _tree_html(index.call_tree(max_nodes=TREE_NODES), trace),
         ):
             size = len(part.encode())
