@@ -375,6 +375,7 @@ def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Opt
         view["text/html"] = ""  # where the widget cannot show: the stand-in below speaks
         display(view, raw=True)  # type: ignore[no-untyped-call]
         used += bundle_size(view)
+        widget.fill_summary()  # the pane's table, once the timeline is on its way
     summary = {"text/html": trace_html(trace), "text/plain": trace_text(trace)}
     if summary_handle is not None:
         summary_handle.update(summary, raw=True)

@@ -37,7 +37,7 @@ DEFAULT_OUTPUT_BUDGET = 1_000_000
 """Bytes a magic cell's outputs may take together by default (``--max-output-bytes``)."""
 TREE_NODES = 150
 """Call-tree nodes the fallback lists at most, the largest by total time."""
-TABLE_ROWS = 30
+TABLE_ROWS = 20
 """Rows of the summary table the fallback lists at most, by total time."""
 PERFETTO_MAX_PINGS = 100
 """PINGs (one per 100 ms) sent to a Perfetto UI tab before giving up on its PONG."""
@@ -57,7 +57,8 @@ _STYLE = (
     ".recfn-fallback table.recfn-pane td,.recfn-fallback table.recfn-pane th{padding:1px 8px;"
     "text-align:right;white-space:nowrap}"
     ".recfn-fallback table.recfn-pane td:first-child,.recfn-fallback table.recfn-pane "
-    "th:first-child,.recfn-fallback table.recfn-pane td:last-child{text-align:left}"
+    "th:first-child,.recfn-fallback table.recfn-pane td:last-child,.recfn-fallback "
+    "table.recfn-pane th:last-child{text-align:left}"
     ".recfn-fallback table.recfn-pane th{cursor:pointer}"
     ".recfn-fallback .recfn-swatch{display:inline-block;width:9px;height:9px;margin-right:5px;"
     "border-radius:2px}"
@@ -255,10 +256,10 @@ def fallback_html(
             from recfn.notebook_ext.widget.lod import TimelineIndex
 
             index = TimelineIndex(trace.table)
-        from recfn.notebook_ext.widget.table import SummaryTable
+        from recfn.notebook_ext.widget.table import summary_table
 
         for part in (
-            table_html(SummaryTable(index).query(top=TABLE_ROWS)),
+            table_html(summary_table(index).query(top=TABLE_ROWS)),
             _tree_html(index.call_tree(max_nodes=TREE_NODES), trace),
         ):
             size = len(part.encode())

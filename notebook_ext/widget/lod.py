@@ -101,7 +101,10 @@ class TimelineIndex:
             )
         self.table = table
         kind_codes, kinds = _codes(table.column("kind"))
-        kind = np.array(kinds + [""], dtype=object)[kind_codes]
+
+        def of_kind(name: str) -> np.ndarray:
+            return kind_codes == kinds.index(name) if name in kinds else kind_codes < -1
+
         self.name_codes, self.names = _codes(table.column("name"))
         start = _ints(table, "start_ns", 0)
         has_end = np.asarray(table.column("end_ns").is_valid().to_numpy(zero_copy_only=False))
@@ -113,7 +116,7 @@ class TimelineIndex:
         self.span_ns = max(last - self.origin_ns, 1)
         self.has_end = has_end
 
-        is_range = kind == "range"
+        is_range = of_kind("range")
         ids = _ints(table, "id", -1)
         parent = parents_from_ids(
             ids,
@@ -138,7 +141,7 @@ class TimelineIndex:
 
         self.lanes: list[Lane] = []
         self._build_range_lanes(table, is_range)
-        self._build_memory_lanes(table, kind == "memory")
+        self._build_memory_lanes(table, of_kind("memory"))
 
     # -- building ----------------------------------------------------------------------------
 
@@ -169,7 +172,11 @@ class TimelineIndex:
         several_pids = len(np.unique(lane_keys[:, :2], axis=0)) > 1
         depth = depth_all[rows]
         # One sorted run per (lane, depth): rows sorted by start inside it.
-        order = np.lexsort((self.start[rows], depth, lane_of))
+        starts = self.start[rows]
+        if bool(np.all(starts[1:] >= starts[:-1])):  # as recorded: a stable sort keeps it
+            order = np.argsort(lane_of * (int(depth.max(initial=0)) + 1) + depth, kind="stable")
+        else:
+            order = np.lexsort((starts, depth, lane_of))
         self._rows = rows[order]
         self._lane = lane_of[order]
         self._depth = depth[order]

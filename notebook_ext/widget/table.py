@@ -11,6 +11,7 @@ span, or the window's length) a name's total covers.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
@@ -26,6 +27,18 @@ MAX_ROWS = 100
 """Rows a summary response holds at most (the first by the sort column)."""
 SORT_KEYS = ("name", "calls", "self", "total", "mean", "location")
 """Columns a summary can be sorted by."""
+
+
+_TABLES: weakref.WeakKeyDictionary[TimelineIndex, SummaryTable] = weakref.WeakKeyDictionary()
+
+
+def summary_table(index: TimelineIndex) -> SummaryTable:
+    """The `SummaryTable` of ``index``, built once (the widget's pane and the HTML stand-in
+    share it)."""
+    table = _TABLES.get(index)
+    if table is None:
+        table = _TABLES[index] = SummaryTable(index)
+    return table
 
 
 class SummaryError(RecfnValueError):
@@ -48,12 +61,21 @@ class SummaryTable:
         position[self._rows] = np.arange(self._rows.size)
         up = index.parent[self._rows]
         self._parent = np.where(up >= 0, position[np.maximum(up, 0)], -1)
-        self._self = self_durations(
-            self._parent, self._start, self._end, np.ones(self._rows.size, dtype=bool)
-        )
+        if bool(closed.sum() == index.is_range.sum()):  # no open range: the index's self times
+            self._self = index.self_ns[self._rows]
+        else:
+            self._self = self_durations(
+                self._parent, self._start, self._end, np.ones(self._rows.size, dtype=bool)
+            )
         self._counted = outermost(self._parent, self._name)
-        self._by_start = np.argsort(self._start, kind="stable")
-        self._by_start_key = self._start[self._by_start]
+        # Kept in start order, so that a window's ranges are one slice of every array.
+        order = np.argsort(self._start, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        parent = self._parent[order]
+        self._parent = np.where(parent >= 0, rank[np.maximum(parent, 0)], -1)
+        for name in ("_rows", "_start", "_end", "_name", "_self", "_counted"):
+            setattr(self, name, getattr(self, name)[order])
         self._longest = int((self._end - self._start).max(initial=0))
         self._locations: dict[int, str] = {}
         self._whole: Optional[dict[str, np.ndarray]] = None
@@ -155,18 +177,19 @@ class SummaryTable:
         if lo <= 0 and hi >= self.index.span_ns:  # the whole trace: nothing is clipped
             return self._whole_trace()
         # Candidates by start (no range is longer than the longest), then those overlapping.
-        first = int(np.searchsorted(self._by_start_key, lo - self._longest, side="left"))
-        last = int(np.searchsorted(self._by_start_key, hi, side="left"))
-        picked = self._by_start[first:last]
-        begin, finish = self._start[picked], self._end[picked]
+        first = int(np.searchsorted(self._start, lo - self._longest, side="left"))
+        last = int(np.searchsorted(self._start, hi, side="left"))
+        begin, finish = self._start[first:last], self._end[first:last]
         keep = (finish > lo) | ((begin == finish) & (begin >= lo))
-        picked, begin, finish = picked[keep], begin[keep], finish[keep]
+        picked = np.flatnonzero(keep) + first
+        begin, finish = begin[keep], finish[keep]
         clipped = (np.minimum(finish, hi) - np.maximum(begin, lo)).astype(np.float64)
-        # Self time in the window: the range's time there less its children's time there.
-        parent = self._parent[picked]
+        # Self time in the window: the range's time there less its children's time there
+        # (a child overlapping the window starts in [first, last) too).
+        parent = self._parent[picked] - first
         child = parent >= 0
-        children = np.bincount(parent[child], weights=clipped[child], minlength=self._rows.size)
-        own = np.maximum(clipped - children[picked], 0.0)
+        children = np.bincount(parent[child], weights=clipped[child], minlength=last - first)
+        own = np.maximum(clipped - children[picked - first], 0.0)
         return self._sums(clipped, own, self._counted[picked], picked)
 
     def _sums(

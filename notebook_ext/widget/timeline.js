@@ -147,6 +147,8 @@ function render({ model, el: host }) {
   const root = el("div", "recfn-tl");
   root.tabIndex = 0;
   root.dataset.uid = info.uid;
+  root.dataset.originNs = String(info.origin_ns); // epoch ns (to a microsecond as a double)
+  root.dataset.spanNs = String(info.span_ns);
   root.dataset.renders = String(renders[info.uid]);
   root.dataset.wheel = "page";
   const bar = el("div", "recfn-tl-bar");
@@ -202,6 +204,79 @@ function render({ model, el: host }) {
   root.append(bar, scroller, tip, hint, pane);
   host.append(root);
 
+  // CSS colours as [r, g, b], read back from a 1x1 canvas (any syntax the theme uses).
+  const rgbCache = new Map();
+  const probe = document.createElement("canvas");
+  probe.width = probe.height = 1;
+  function rgbOf(color) {
+    let rgb = rgbCache.get(color);
+    if (!rgb) {
+      const c = probe.getContext("2d", { willReadFrequently: true });
+      c.clearRect(0, 0, 1, 1);
+      c.fillStyle = color;
+      c.fillRect(0, 0, 1, 1);
+      rgb = Array.from(c.getImageData(0, 0, 1, 1).data.slice(0, 3));
+      rgbCache.set(color, rgb);
+    }
+    return rgb;
+  }
+
+  // A response's density buckets as images, one pixel per bucket and row: how busy (the
+  // theme's density colour, its opacity the busy share) and, with a highlight, where matches
+  // are. Made once per response and theme.
+  const densityCache = new WeakMap();
+  function densityImages(response) {
+    const key = `${theme.density}|${theme.mark}|${highlight.size}`;
+    const cached = densityCache.get(response);
+    if (cached && cached.key === key) return cached;
+    const d = response.density;
+    const width = Math.max(1, Math.ceil(response.width_px / d.bucket_px));
+    const rows = Math.max(1, d.lane.length);
+    const busy = new ImageData(width, rows);
+    const lit = d.match && highlight.size ? new ImageData(width, rows) : null;
+    const [r, g, b] = rgbOf(theme.density);
+    const [mr, mg, mb] = rgbOf(theme.mark);
+    let merged = 0;
+    for (let i = 0; i < d.lane.length; i++) {
+      const pxs = d.px[i];
+      for (let j = 0; j < pxs.length; j++) {
+        const at = 4 * (i * width + Math.floor(pxs[j] / d.bucket_px));
+        busy.data[at] = r;
+        busy.data[at + 1] = g;
+        busy.data[at + 2] = b;
+        busy.data[at + 3] = Math.round(255 * (0.15 + (0.75 * d.busy[i][j]) / 255));
+        if (lit && d.match[i][j] > 0) {
+          merged += d.match[i][j];
+          lit.data[at] = mr;
+          lit.data[at + 1] = mg;
+          lit.data[at + 2] = mb;
+          lit.data[at + 3] = 255;
+        }
+      }
+    }
+    const canvasOf = (data) => {
+      const off = document.createElement("canvas");
+      off.width = width;
+      off.height = rows;
+      off.getContext("2d").putImageData(data, 0, 0);
+      return off;
+    };
+    const made = { key, width, busy: canvasOf(busy), match: lit ? canvasOf(lit) : null, merged };
+    densityCache.set(response, made);
+    return made;
+  }
+
+  // Label widths per name id (the font never changes): measured once, not per frame.
+  const labelWidths = new Map();
+  function labelWidth(ctx, id) {
+    let width = labelWidths.get(id);
+    if (width === undefined) {
+      width = ctx.measureText(shortName(id)).width;
+      labelWidths.set(id, width);
+    }
+    return width;
+  }
+
   // Lane geometry: a title band, then one row per depth (or the memory strip).
   const lanes = [];
   let y = AXIS_H;
@@ -221,7 +296,7 @@ function render({ model, el: host }) {
     for (const [id, hex] of Object.entries(response.colors || {})) colors.set(Number(id), hex);
   }
   learn(view);
-  learn(summary);
+  if (summary) learn(summary);
   const fullName = (id) => names.get(id) || "?";
   const shortName = (id) => shorts.get(id) || names.get(id) || "?";
   const colorOf = (id) => colors.get(id) || "#9e9e9e";
@@ -282,8 +357,19 @@ function render({ model, el: host }) {
     }, 40);
   }
 
+  // Layout is read once per frame (`measure`), never between the canvas calls: a read after a
+  // DOM write forces the page's layout, which in JupyterLab costs milliseconds each time.
+  let viewWidth = 0;
+  let plotW = 100;
+  function measure() {
+    viewWidth = scroller.clientWidth;
+    plotW = Math.max(100, viewWidth - GUTTER - 2);
+    return viewWidth;
+  }
+  const shown = {}; // dataset values of this frame, written at its end
+
   function plotWidth() {
-    return Math.max(100, scroller.clientWidth - GUTTER - 2);
+    return plotW;
   }
 
   function xOf(t) {
@@ -296,11 +382,13 @@ function render({ model, el: host }) {
 
   function sizeCanvas(height) {
     const ratio = window.devicePixelRatio || 1;
-    const width = scroller.clientWidth;
-    canvas.width = Math.round(width * ratio);
-    canvas.height = Math.round(height * ratio);
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
+    const width = viewWidth;
+    if (canvas.width !== Math.round(width * ratio) || canvas.height !== Math.round(height * ratio)) {
+      canvas.width = Math.round(width * ratio); // a new backing store: only when the size changes
+      canvas.height = Math.round(height * ratio);
+      canvas.style.width = `${width}px`;
+      canvas.style.height = `${height}px`;
+    }
     const ctx = canvas.getContext("2d");
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.font = "11px system-ui, sans-serif";
@@ -318,7 +406,7 @@ function render({ model, el: host }) {
     const ticks = axisTicks(t0, t1, plotWidth(), (text) => ctx.measureText(text).width);
     const drawn = [];
     let lastRight = GUTTER - 4; // the first label may start at the gutter's edge
-    root.dataset.tickRight = "0";
+    shown.tickRight = "0";
     for (const tick of ticks) {
       const x = xOf(tick.t);
       const w = ctx.measureText(tick.label).width;
@@ -329,16 +417,16 @@ function render({ model, el: host }) {
       if (left < lastRight + 4) continue;
       ctx.fillText(tick.label, left, AXIS_H / 2);
       lastRight = left + w;
-      root.dataset.tickRight = String(Math.ceil(lastRight));
+      shown.tickRight = String(Math.ceil(lastRight));
       drawn.push(tick.label);
     }
-    root.dataset.ticks = JSON.stringify(drawn);
+    shown.ticks = JSON.stringify(drawn);
   }
 
   function drawTimeline() {
     const began = performance.now();
     const ctx = sizeCanvas(timelineHeight);
-    const width = canvas.clientWidth;
+    const width = viewWidth;
     ctx.fillStyle = theme.bg;
     ctx.fillRect(0, 0, width, timelineHeight);
     drawAxis(ctx, width);
@@ -354,41 +442,24 @@ function render({ model, el: host }) {
     ctx.rect(GUTTER, AXIS_H, width - GUTTER, timelineHeight - AXIS_H);
     ctx.clip();
     // Density: ranges shorter than a pixel, merged per bucket (darker = busier); buckets that
-    // hold highlighted ranges get the highlight's colour on top.
+    // hold highlighted ranges get the highlight's colour at their top and bottom. Each is an
+    // image of one pixel per bucket and row, drawn scaled: a few draws per row, not one per
+    // bucket.
     const d = view.density;
+    const images = densityImages(view);
     const bucketNs = ((view.t1 - view.t0) / view.width_px) * d.bucket_px;
-    let merged = 0;
-    ctx.fillStyle = theme.density;
+    const left = xOf(view.t0);
+    const across = xOf(view.t0 + images.width * bucketNs) - left;
+    ctx.imageSmoothingEnabled = false;
     for (let i = 0; i < d.lane.length; i++) {
-      const lane = lanes[d.lane[i]];
-      const top = lane.top + d.depth[i] * ROW_H + 1;
-      const pxs = d.px[i];
-      const busy = d.busy[i];
-      const match = d.match ? d.match[i] : null;
-      for (let j = 0; j < pxs.length; j++) {
-        const start = view.t0 + (pxs[j] / d.bucket_px) * bucketNs;
-        const x0 = xOf(start);
-        const x1 = Math.max(xOf(start + bucketNs), x0 + 1);
-        ctx.globalAlpha = 0.15 + (0.75 * busy[j]) / 255;
-        ctx.fillRect(x0, top, x1 - x0, ROW_H - 2);
-        if (match && match[j] > 0) merged += match[j];
+      const top = lanes[d.lane[i]].top + d.depth[i] * ROW_H + 1;
+      ctx.drawImage(images.busy, 0, i, images.width, 1, left, top, across, ROW_H - 2);
+      if (images.match) {
+        ctx.drawImage(images.match, 0, i, images.width, 1, left, top, across, 3);
+        ctx.drawImage(images.match, 0, i, images.width, 1, left, top + ROW_H - 5, across, 3);
       }
     }
-    ctx.globalAlpha = 1;
-    if (d.match && highlight.size) {
-      ctx.fillStyle = theme.mark;
-      for (let i = 0; i < d.lane.length; i++) {
-        const top = lanes[d.lane[i]].top + d.depth[i] * ROW_H + 1;
-        for (let j = 0; j < d.px[i].length; j++) {
-          if (!(d.match[i][j] > 0)) continue;
-          const start = view.t0 + (d.px[i][j] / d.bucket_px) * bucketNs;
-          const x0 = xOf(start);
-          const x1 = Math.max(xOf(start + bucketNs), x0 + 2);
-          ctx.fillRect(x0, top, x1 - x0, 3);
-          ctx.fillRect(x0, top + ROW_H - 5, x1 - x0, 3);
-        }
-      }
-    }
+    const merged = images.merged;
     // Ranges of a pixel or more, coloured by name; short names drawn where they fit.
     const r = view.ranges;
     let lit = 0;
@@ -422,8 +493,9 @@ function render({ model, el: host }) {
         ctx.textAlign = "left";
         const room = x1 - Math.max(x0, GUTTER) - 6;
         let label = shortName(id);
-        if (ctx.measureText(label).width > room) {
-          const fit = Math.max(0, Math.floor((room / ctx.measureText(label).width) * label.length) - 1);
+        const full = labelWidth(ctx, id);
+        if (full > room) {
+          const fit = Math.max(0, Math.floor((room / full) * label.length) - 1);
           label = fit > 1 ? `${label.slice(0, fit)}…` : "";
         }
         if (label) ctx.fillText(label, Math.max(x0, GUTTER) + 3, top + (ROW_H - 2) / 2);
@@ -466,11 +538,13 @@ function render({ model, el: host }) {
       ctx.fillRect(b, AXIS_H, 1, timelineHeight - AXIS_H);
     }
     ctx.restore();
-    root.dataset.highlighted = String(lit);
-    root.dataset.densityMatches = String(merged);
-    root.dataset.ranges = String(r.row.length);
-    root.dataset.memoryLanes = String(view.memory.length);
-    root.dataset.drawMs = (performance.now() - began).toFixed(2);
+    shown.highlighted = String(lit);
+    shown.densityMatches = String(merged);
+    shown.ranges = String(r.row.length);
+    shown.memoryLanes = String(view.memory.length);
+    const took = performance.now() - began;
+    shown.drawMs = took.toFixed(2);
+    shown.drawMaxMs = Math.max(took, Number(root.dataset.drawMaxMs || 0)).toFixed(2);
   }
 
   // -- call tree (icicle): x = share of the total, y = depth ---------------------------------
@@ -501,7 +575,7 @@ function render({ model, el: host }) {
     const { boxes, depthMax, total } = layoutTree();
     const height = AXIS_H + (depthMax + 1) * TREE_ROW_H + 8;
     const ctx = sizeCanvas(height);
-    const width = canvas.clientWidth;
+    const width = viewWidth;
     ctx.fillStyle = theme.bg;
     ctx.fillRect(0, 0, width, height);
     ctx.fillStyle = theme.fg;
@@ -540,35 +614,49 @@ function render({ model, el: host }) {
       }
       treeBoxes.push({ ...box, x, w, top });
     }
-    root.dataset.highlighted = String(lit);
-    root.dataset.treeNodes = String(treeBoxes.length);
+    shown.highlighted = String(lit);
+    shown.treeNodes = String(treeBoxes.length);
   }
 
+  let themeDirty = true;
+  let drawnTheme = "";
+  const themeKey = () => JSON.stringify(theme);
   function draw() {
     // Not laid out (not yet attached, or hidden while JupyterLab loads a theme): the resize
     // observer draws once there is room.
-    if (!scroller.clientWidth) return;
-    readTheme(); // the page's theme may have changed since the last frame
+    if (!measure()) return;
+    if (themeDirty) {
+      readTheme();
+      themeDirty = false;
+    }
     drawnTheme = themeKey();
-    root.dataset.view = mode;
-    root.dataset.t0 = String(Math.round(t0));
-    root.dataset.t1 = String(Math.round(t1));
+    if (mode === "timeline") drawTimeline();
+    else drawTree();
+    // Then the page: text and data attributes (for tests and benchmarks), after the canvas.
     where.textContent =
       mode === "timeline"
         ? `${formatWindow(t0, t1)} of ${formatNs(info.span_ns)} · ${info.ranges.toLocaleString()} range${info.ranges === 1 ? "" : "s"}`
         : "";
     found.textContent = highlight.size ? `${matches.toLocaleString()} match${matches === 1 ? "" : "es"}` : "";
-    root.dataset.matches = String(highlight.size ? matches : 0);
-    if (mode === "timeline") drawTimeline();
-    else drawTree();
+    shown.view = mode;
+    shown.t0 = String(Math.round(t0));
+    shown.t1 = String(Math.round(t1));
+    shown.matches = String(highlight.size ? matches : 0);
     if (!painted) {
       painted = true;
-      root.dataset.firstPaint = String(Date.now()); // epoch ms, as the trace's clock
+      shown.firstPaint = String(Date.now()); // epoch ms, as the trace's clock
     }
+    Object.assign(root.dataset, shown);
   }
 
   // -- summary pane ------------------------------------------------------------------------------
   function showSummary(result) {
+    if (!result || !result.rows) {
+      captionText.textContent = "Summary · being computed…"; // the kernel sends it next
+      whole.style.display = "none";
+      pane.dataset.rows = "0";
+      return;
+    }
     summary = result;
     learn(result);
     const rows = result.rows;
@@ -614,8 +702,8 @@ function render({ model, el: host }) {
   function askSummary(changes = {}) {
     const message = {
       type: "summary",
-      sort: summary.sort,
-      descending: summary.descending,
+      sort: summary && summary.sort ? summary.sort : "total",
+      descending: summary && summary.rows ? summary.descending : true,
       focus: selected,
       ...(windowSel ? { t0: Math.min(...windowSel), t1: Math.max(...windowSel) } : {}),
       ...changes,
@@ -627,7 +715,8 @@ function render({ model, el: host }) {
     const th = event.target.closest("th");
     if (!th) return;
     const key = th.dataset.key;
-    const descending = key === summary.sort ? !summary.descending : key !== "name" && key !== "location";
+    const current = summary && summary.rows ? summary : { sort: "total", descending: true };
+    const descending = key === current.sort ? !current.descending : key !== "name" && key !== "location";
     askSummary({ sort: key, descending });
   });
 
@@ -652,6 +741,7 @@ function render({ model, el: host }) {
 
   // Highlight one name (or none) everywhere: timeline, tree, table, search box.
   function select(id, fromCanvas) {
+    const same = id === null ? highlight.size === 0 : highlight.size === 1 && highlight.has(id);
     selected = id;
     highlight = id === null ? new Set() : new Set([id]);
     search.value = id === null ? "" : fullName(id);
@@ -660,7 +750,7 @@ function render({ model, el: host }) {
     if (row) row.scrollIntoView({ block: "nearest" });
     else if (id !== null && fromCanvas) askSummary(); // brings the row into the table
     draw();
-    requestView();
+    if (!same) requestView(); // the density buckets count the new name's matches
   }
 
   // -- hit testing and the tooltip ------------------------------------------------------------
@@ -1033,15 +1123,13 @@ function render({ model, el: host }) {
   // theme's stylesheet has loaded: from the attributes' change on, the view checks the
   // variables each frame for a few seconds and draws again whenever they differ.
   let themeFrames = 0;
-  let drawnTheme = "";
-  const themeKey = () => JSON.stringify(theme);
   function watchTheme() {
     const again = themeFrames === 0;
     themeFrames = 180;
     if (!again) return;
     const step = () => {
       readTheme();
-      if (themeKey() !== drawnTheme) draw();
+      if (themeKey() !== drawnTheme) draw(); // draw() keeps the theme just read
       themeFrames -= 1;
       if (themeFrames > 0) requestAnimationFrame(step);
     };
@@ -1052,12 +1140,17 @@ function render({ model, el: host }) {
   const resize = new ResizeObserver(() => draw());
   resize.observe(scroller);
   showSummary(summary);
+  function onSummary() {
+    if (!summary || !summary.rows) showSummary(model.get("summary")); // the first, sent after
+  }
+  model.on("change:summary", onSummary);
   draw();
   return () => {
     resize.disconnect();
     themeWatch.disconnect();
     clearInterval(perfettoTimer);
     model.off("msg:custom", onMessage);
+    model.off("change:summary", onSummary);
     window.removeEventListener("mouseup", endDrag);
     document.removeEventListener("pointerdown", outside, true);
   };

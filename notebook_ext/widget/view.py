@@ -21,11 +21,13 @@ import traitlets
 
 from recfn.errors import QueryError, RecfnTypeError
 from recfn.notebook_ext.widget.lod import TimelineIndex, first_view, response_size
-from recfn.notebook_ext.widget.table import SummaryError, SummaryTable
+from recfn.notebook_ext.widget.table import SummaryError, SummaryTable, summary_table
 
 INITIAL_STATE_BUDGET = 1_000_000
 """Bytes of JSON the widget's initial state may take in a notebook (the issue's per-cell budget)."""
 INITIAL_WIDTH_PX = 1200
+SUMMARY_RESERVE = 40_000
+"""Bytes of the initial state kept for the summary pane's table (at most 100 rows)."""
 
 _HERE = Path(__file__).parent
 
@@ -41,26 +43,44 @@ class TimelineWidget(anywidget.AnyWidget):
     summary = traitlets.Dict().tag(sync=True)  # the whole trace's table, by total time
 
     def __init__(
-        self, table: pa.Table, *, width_px: int = INITIAL_WIDTH_PX, name: str = "trace"
+        self,
+        table: pa.Table,
+        *,
+        width_px: int = INITIAL_WIDTH_PX,
+        name: str = "trace",
+        summary: bool = True,
     ) -> None:
+        """``summary=False`` leaves the summary pane's table out of the initial state, for
+        `fill_summary` to send once the view is shown: the timeline paints without waiting
+        for it."""
         if not isinstance(table, pa.Table):
             raise RecfnTypeError(
                 f"TimelineWidget needs a pyarrow.Table, got {type(table).__name__}"
             )
         index = TimelineIndex(table)
         info = {**index.describe(), "uid": uuid.uuid4().hex}
-        self.summary_table = SummaryTable(index)
-        summary = self.summary_table.query()
         view = first_view(index, width_px)
-        fixed = response_size(info) + response_size(summary)
+        fixed = response_size(info) + SUMMARY_RESERVE
         while response_size(view) + fixed > INITIAL_STATE_BUDGET and width_px > 64:
             width_px //= 2
             view = first_view(index, width_px)
-        super().__init__(info=info, view=view, summary=summary)
+        super().__init__(info=info, view=view)
         self.index = index
         self._table = table
         self.trace_name = name
         self.on_msg(self._answer)
+        if summary:
+            self.fill_summary()
+
+    @property
+    def summary_table(self) -> SummaryTable:
+        """The summary pane's table of this trace (`table.summary_table`, built once)."""
+        return summary_table(self.index)
+
+    def fill_summary(self) -> None:
+        """Send the summary pane its whole-trace table (by total time), if not sent yet."""
+        if not self.summary:
+            self.summary = self.summary_table.query()
 
     def initial_state_size(self) -> int:
         """Bytes of JSON in the initial state (what a saved notebook stores for this output)."""

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -84,10 +85,18 @@ class LabStartError(RuntimeError):
 @contextmanager
 def lab_server(root: Path) -> Iterator[str]:
     """A JupyterLab server serving ``root`` (its settings, runtime files and log kept there,
-    no news, no update checks); yields its base URL and stops it on exit."""
-    settings = root / ".settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True, exist_ok=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    no news, no update checks, notebooks not windowed); yields its base URL and stops it on
+    exit."""
+    settings = root / ".settings" / "@jupyterlab"
+    (settings / "apputils-extension").mkdir(parents=True, exist_ok=True)
+    (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false"}'
+    )
+    # Every cell in the page (no windowing): a test finds a cell's outputs wherever it scrolled.
+    (settings / "notebook-extension").mkdir(parents=True, exist_ok=True)
+    (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
+        '{"windowingMode": "none"}'
+    )
     port = free_port()
     env = {
         **os.environ,
@@ -152,30 +161,66 @@ def launch_chromium(playwright: Any) -> Any:
 
 
 def open_notebook(page: Any, base: str, name: str) -> None:
-    """Open notebook ``name`` of the server at ``base`` and wait until its kernel is there."""
-    page.goto(f"{base}/lab/tree/{name}?token={TOKEN}", timeout=KERNEL_WAIT_MS)
+    """Open notebook ``name`` of the server at ``base``, alone in a fresh workspace, and wait
+    until its kernel is connected and idle (cells run before that may be dropped)."""
+    # A workspace of its own, reset: no tab of another page's notebook is restored beside it.
+    workspace = "".join(ch if ch.isalnum() else "-" for ch in Path(name).stem)
+    page.goto(
+        f"{base}/lab/workspaces/{workspace}/tree/{name}?reset&token={TOKEN}",
+        timeout=KERNEL_WAIT_MS,
+    )
     page.wait_for_function(
-        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-        " && window.jupyterapp.shell.currentWidget.sessionContext"
-        " && window.jupyterapp.shell.currentWidget.sessionContext.session"
-        " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel",
+        "() => { const nb = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+        " const kernel = nb && nb.sessionContext && nb.sessionContext.session"
+        " && nb.sessionContext.session.kernel;"
+        " return Boolean(kernel) && nb.sessionContext.isReady"
+        " && kernel.connectionStatus === 'connected' && kernel.status === 'idle'; }",
         timeout=KERNEL_WAIT_MS,
     )
 
 
 def run_all_cells(page: Any) -> None:
-    """Run every cell of the open notebook (returns at once; wait for outputs after)."""
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    """Run every cell of the open notebook: its panel made the current one, then JupyterLab's
+    "run all" command, again until the first cell has started (a command that found no
+    current notebook does nothing). Returns once it has; wait for the outputs after."""
+    started = (
+        "() => { const c = window.jupyterapp.shell.currentWidget.content.widgets"
+        ".find((w) => w.model.type === 'code');"
+        " return !c || c.model.executionCount !== null"
+        " || c.node.querySelector('.jp-InputPrompt').textContent.includes('*'); }"
+    )
+    for _ in range(5):
+        page.evaluate(
+            "async () => { const app = window.jupyterapp; const nb = app.shell.currentWidget;"
+            " app.shell.activateById(nb.id); await nb.sessionContext.ready;"
+            " await app.commands.execute('notebook:run-all-cells'); }"
+        )
+        try:
+            page.wait_for_function(started, timeout=10_000)
+            return
+        except Exception:
+            continue
+    page.wait_for_function(started, timeout=10_000)
 
 
 def wait_idle(page: Any, timeout_ms: int = KERNEL_WAIT_MS) -> None:
     """Wait until every code cell of the open notebook has run (its prompt shows a number) and
-    the kernel is idle."""
-    page.wait_for_function(
-        "() => { const nb = window.jupyterapp.shell.currentWidget;"
-        " const cells = nb.content.widgets.filter((c) => c.model.type === 'code');"
-        " return nb.sessionContext.session.kernel.status === 'idle'"
-        " && cells.every((c) => c.model.executionCount !== null"
-        " && !c.node.querySelector('.jp-InputPrompt').textContent.includes('*')); }",
-        timeout=timeout_ms,
-    )
+    the kernel is idle; on a timeout, say where each cell stands."""
+    try:
+        page.wait_for_function(
+            "() => { const nb = window.jupyterapp.shell.currentWidget;"
+            " const cells = nb.content.widgets.filter((c) => c.model.type === 'code');"
+            " return nb.sessionContext.session.kernel.status === 'idle'"
+            " && cells.every((c) => c.model.executionCount !== null"
+            " && !c.node.querySelector('.jp-InputPrompt').textContent.includes('*')); }",
+            timeout=timeout_ms,
+        )
+    except Exception as exc:
+        page.screenshot(path=str(Path(tempfile.gettempdir()) / "recfn-wait-idle.png"))
+        state = page.evaluate(
+            "() => { const nb = window.jupyterapp.shell.currentWidget;"
+            " return {kernel: nb.sessionContext.session.kernel.status,"
+            " cells: nb.content.widgets.map((c) => [c.model.type, c.model.executionCount,"
+            " (c.node.querySelector('.jp-InputPrompt') || {}).textContent])}; }"
+        )
+        raise TimeoutError(f"the notebook did not finish running: {state}") from exc

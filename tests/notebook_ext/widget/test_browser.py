@@ -92,7 +92,9 @@ def zoom_in(nb: NotebookPage, widget: object, times: int) -> None:
     for _ in range(times):
         queries = int(widget.get_attribute("data-queries") or 0)  # type: ignore[attr-defined]
         nb.page.mouse.wheel(0, -900)
-        expect()(widget).to_have_attribute("data-queries", str(queries + 1))
+        nb.page.wait_for_function(
+            "([el, q]) => Number(el.dataset.queries) > q", arg=[widget.element_handle(), queries]
+        )
 
 
 def test_wheel_zoom_is_answered_by_the_kernel(nb: NotebookPage) -> None:
