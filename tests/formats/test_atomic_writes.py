@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -119,3 +122,47 @@ def test_timeline_images_are_recognised_as_ours(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
     assert written_by_recfn(str(image))
     assert not os.path.exists(str(image) + ".part")
+
+
+@contextmanager
+def umask(mask: int) -> Iterator[None]:
+    """This process's umask set to `mask` for the block (restored after it)."""
+    before = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(before)
+
+
+@pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+@pytest.mark.parametrize("suffix", [".parquet", ".json.gz"])
+def test_new_files_get_the_mode_the_umask_gives(
+    tmp_path: Path, suffix: str, mask: int, mode: int
+) -> None:
+    with umask(mask):
+        small_trace().save(tmp_path / f"run{suffix}")
+    assert stat.S_IMODE((tmp_path / f"run{suffix}").stat().st_mode) == mode
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "run.parquet"
+    small_trace().save(target)
+    target.chmod(0o640)
+    with umask(0o077):
+        small_trace().save(target)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize("length", [232, 240, 255])
+@pytest.mark.parametrize("suffix", [".parquet", ".json.gz"])
+def test_names_up_to_the_longest_a_folder_takes_are_saved(
+    tmp_path: Path, length: int, suffix: str
+) -> None:
+    name = "t" * (length - len(suffix)) + suffix
+    small_trace().save(tmp_path / name)
+    small_trace().save(tmp_path / name)  # and replaced
+    assert recfn.load(tmp_path / name).events == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    wide = "é" * ((length - len(suffix)) // 2) + suffix  # two bytes a character
+    small_trace().save(tmp_path / wide)
+    assert recfn.load(tmp_path / wide).events == 4

@@ -30,8 +30,9 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from recfn.errors import TraceFormatError
+from recfn.errors import RecfnValueError, TraceFormatError
 from recfn.formats.chrome import _json as jsonio
 from recfn.formats.chrome._reader import (
     BATCH,
@@ -65,7 +66,14 @@ from recfn.formats.columns import INT64_MAX, INT64_MIN, require
 from recfn.formats.files import open_trace_file
 from recfn.formats.hooks import pandas_returned
 from recfn.formats.progress import Bar
-from recfn.formats.schema import CHROME_MEMBERS_KEY, METADATA_PREFIX, metadata_of
+from recfn.formats.schema import (
+    CHROME_MEMBERS_KEY,
+    METADATA_PREFIX,
+    PID_KEY,
+    RANK_KEY,
+    WORLD_SIZE_KEY,
+    metadata_of,
+)
 
 PathLike = str | os.PathLike[str]
 
@@ -279,6 +287,54 @@ def write_chrome_trace(
         out.write(b"]}")
 
 
+RANK_FILE: Final = "rank-{rank}.json.gz"
+"""The name `write_chrome_ranks` gives each rank's file."""
+
+
+def write_chrome_ranks(table: pa.Table, folder: PathLike, *, overwrite: bool = False) -> list[str]:
+    """Write the events of each rank of `table` (its ``rank`` column) as a Chrome trace of its
+    own in `folder` (made if missing), `RANK_FILE`, as HTA reads a job: one file per rank, each
+    with ``distributedInfo`` (``rank``, ``world_size``), all on one time base
+    (``baseTimeNanoseconds``, so that HTA, which lines ranks up by ``ts`` alone, aligns them).
+    Returns the paths written, by rank. Each file is written whole or not at all, and a file
+    recfn did not write is replaced only with `overwrite` (FileExistsError). RecfnValueError
+    for a table without ranks or with events of no rank (-1)."""
+    from recfn.formats.files import write_atomic
+
+    if "rank" not in table.column_names:
+        raise RecfnValueError("the trace has no rank column: there are no ranks to split by")
+    rank = table.column("rank").fill_null(-1).to_numpy()
+    found = sorted(set(rank.tolist()))
+    if not found or found[0] < 0:
+        unranked = int(np.count_nonzero(rank < 0))
+        raise RecfnValueError(
+            f"{unranked} of {len(rank)} events have no rank (-1): every event needs one to be "
+            "split by rank (filter them out first)"
+        )
+    name = os.fspath(folder)
+    os.makedirs(name, exist_ok=True)
+    base = time_base(int(pc.min(table.column("start_ns")).as_py()))
+    metadata = metadata_of(table)
+    world = metadata.get(WORLD_SIZE_KEY, "")
+    world = world if world.isdigit() and int(world) > 0 else str(len(found))
+    written = []
+    for each in found:
+        part = table.filter(pa.array(rank == each))
+        own = {**metadata, RANK_KEY: str(each), WORLD_SIZE_KEY: world}
+        pids = pc.unique(part.column("pid")).to_pylist()
+        if len(pids) == 1:
+            own[PID_KEY] = str(pids[0])
+        part = part.replace_schema_metadata(own)
+        path = os.path.join(name, RANK_FILE.format(rank=each))
+        write_atomic(
+            path,
+            lambda temporary, part=part: write_chrome_trace(part, temporary, base_ns=base),
+            overwrite=overwrite,
+        )
+        written.append(path)
+    return written
+
+
 def estimate_chrome_bytes(data: pd.DataFrame | pa.Table, *, compressed: bool = False) -> int:
     """About how many bytes `write_chrome_trace` writes for `data` (gzip-compressed ones with
     `compressed`, as for a ``.gz`` path): the JSON of up to `SAMPLE_ROWS` rows spread over the
@@ -435,5 +491,6 @@ __all__ = [
     "estimate_chrome_bytes",
     "read_chrome_table",
     "read_chrome_trace",
+    "write_chrome_ranks",
     "write_chrome_trace",
 ]

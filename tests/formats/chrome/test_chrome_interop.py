@@ -298,3 +298,57 @@ def test_memory_events_are_torch_memory_instants(tmp_path: Path) -> None:
     back = recfn.load(tmp_path / "t.json").table
     for column in ("memory_bytes", "device", "start_ns", "kind"):
         assert back.column(column).to_pylist() == prof.trace.table.column(column).to_pylist()
+
+
+def profiled_steps(rank: int) -> pa.Table:
+    """Two ProfilerStep ranges (user_scope) with an operator (function scope) in each, as rank
+    `rank` of a job of two."""
+    with recfn.profile() as prof:
+        for step in range(2):
+            with recfn.record_function(f"ProfilerStep#{step}"):
+                op = recfn.RecordFunction(recfn.RecordScope.FUNCTION)
+                op.before("aten::mm")
+                sum(range(1000))
+                op.end()
+    table = prof.trace.table
+    index = table.schema.get_field_index("rank")
+    table = table.set_column(index, "rank", pa.array([rank] * table.num_rows, pa.int32()))
+    metadata = {**prof.trace.metadata, "recfn.rank": str(rank), "recfn.world_size": "2"}
+    return table.replace_schema_metadata(metadata)
+
+
+def test_torch_tb_profiler_finds_the_operators_and_steps(tmp_path: Path) -> None:
+    """The real torch-tb-profiler, where it is installed."""
+    data = pytest.importorskip("torch_tb_profiler.profiler.data")
+    recfn.Trace(profiled_steps(0)).save(tmp_path / "w.pt.trace.json")
+    profile = data.RunProfileData.parse("w", "1", str(tmp_path / "w.pt.trace.json"), str(tmp_path))
+    assert [(op.name, op.calls) for op in profile.op_list_groupby_name] == [("aten::mm", 2)]
+    assert profile.steps_names == ["0", "1"]
+    assert all(cost >= 0 for cost in profile.avg_costs.costs)
+
+
+def test_hta_reads_each_rank_on_one_time_base(tmp_path: Path) -> None:
+    """The real HTA, where it is installed: a file per rank, ranks found and lined up."""
+    trace_analysis = pytest.importorskip("hta.trace_analysis")
+    first, second = profiled_steps(0), profiled_steps(1)
+    table = recfn.merge([recfn.Trace(first), recfn.Trace(second)]).table
+    written = chrome.write_chrome_ranks(table, tmp_path / "job")
+    assert [Path(p).name for p in written] == ["rank-0.json.gz", "rank-1.json.gz"]
+    analysis = trace_analysis.TraceAnalysis(trace_dir=str(tmp_path / "job"))
+    assert sorted(analysis.t.traces) == [0, 1]
+
+    def step_start(t: pa.Table) -> int:
+        df = t.to_pandas()
+        return int(df.loc[df["name"] == "ProfilerStep#0", "start_ns"].iloc[0])
+
+    offset_us = (step_start(second) - step_start(first)) / 1000
+    firsts = {rank: float(df["ts"].min()) for rank, df in analysis.t.traces.items()}
+    assert abs(firsts[1] - firsts[0] - offset_us) <= 1  # HTA keeps whole microseconds
+
+
+def test_write_chrome_ranks_needs_a_rank_for_every_event(tmp_path: Path) -> None:
+    with recfn.profile() as prof:
+        with recfn.record_function("a"):
+            pass
+    with pytest.raises(recfn.RecfnError, match="no rank"):
+        chrome.write_chrome_ranks(prof.trace.table, tmp_path / "job")
