@@ -18,6 +18,7 @@ nothing touches pandas per event. Writing encodes a batch of rows at a time thro
 
 from __future__ import annotations
 
+import functools
 import gc
 import gzip
 import json
@@ -291,6 +292,10 @@ RANK_FILE: Final = "rank-{rank}.json.gz"
 """The name `write_chrome_ranks` gives each rank's file."""
 
 
+def _write_part(table: pa.Table, base_ns: int, path: str) -> None:
+    write_chrome_trace(table, path, base_ns=base_ns)
+
+
 def write_chrome_ranks(table: pa.Table, folder: PathLike, *, overwrite: bool = False) -> list[str]:
     """Write the events of each rank of `table` (its ``rank`` column) as a Chrome trace of its
     own in `folder` (made if missing), `RANK_FILE`, as HTA reads a job: one file per rank, each
@@ -326,11 +331,7 @@ def write_chrome_ranks(table: pa.Table, folder: PathLike, *, overwrite: bool = F
             own[PID_KEY] = str(pids[0])
         part = part.replace_schema_metadata(own)
         path = os.path.join(name, RANK_FILE.format(rank=each))
-        write_atomic(
-            path,
-            lambda temporary, part=part: write_chrome_trace(part, temporary, base_ns=base),
-            overwrite=overwrite,
-        )
+        write_atomic(path, functools.partial(_write_part, part, base), overwrite=overwrite)
         written.append(path)
     return written
 

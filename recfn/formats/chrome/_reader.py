@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Sequence
 from itertools import chain, compress, repeat
 from operator import attrgetter, itemgetter
-from typing import Any, Final, Union
+from typing import Any, Final, Union, cast
 
 import msgspec
 import numpy as np
@@ -563,8 +563,8 @@ class Columns:
         """Events added so far."""
         return sum(len(part["ts"]) for part in self.parts) + len(self.others["ph"])
 
-    def finish(self) -> tuple[_Phases, dict[str, np.ndarray], _Args]:
-        """Phases, scalar columns and args of all events added."""
+    def finish(self) -> tuple[_Phases, dict[str, Any], _Args, list[Any]]:
+        """Phases, scalar columns, args and the extra members of all events added."""
         n_others = len(self.others["ph"])
         n_complete = sum(len(part["ts"]) for part in self.parts)
         parts = [*self.parts, _scalars(self.others, slice(0, n_others), self.source)]
@@ -1139,7 +1139,8 @@ def _timed(rows: _Rows, index: np.ndarray, phase: str, dropped: _Dropped) -> np.
     events, which older recfn skipped whole) are dropped."""
     has_ts = rows.ts[index] != NO_TIME
     dropped.add(phase, int(np.count_nonzero(~has_ts)))
-    return index[has_ts]
+    timed: np.ndarray = index[has_ts]
+    return timed
 
 
 def _add_instants(rows: _Rows, phases: _Phases, name: _Labels, args: _Args) -> None:
@@ -1181,7 +1182,7 @@ def _int64s(values: list[Any], what: str, source: str) -> np.ndarray:
 
 def _torch_devices(found: list[dict[str, Any]]) -> list[str | None]:
     """`_torch_device` of each of `found`, once per distinct pair of integers."""
-    known: dict[tuple[int, int], str | None] = {}
+    known: dict[tuple[Any, Any], str | None] = {}
     devices = []
     for args in found:
         key = (args.get("Device Type"), args.get("Device Id", 0))
@@ -1505,13 +1506,13 @@ def _processes(
     phases: _Phases, name: Any, pid: Any, args: _Args
 ) -> dict[Any, tuple[str, int, int]]:
     """The (host, pid, rank) of each Chrome pid that recfn's `RECFN_PROCESS` metadata names."""
-    found = {}
+    found: dict[Any, tuple[str, int, int]] = {}
     metadata = phases.where("M")
     for i in metadata[name[metadata] == RECFN_PROCESS].tolist():
         value = args[i] if isinstance(args[i], dict) else {}
         host, own, rank = value.get("host"), value.get("pid"), value.get("rank", -1)
         if isinstance(host, str) and _is_int64(own) and _is_int64(rank):
-            found[pid[i]] = (host, own, rank)
+            found[pid[i]] = (host, cast(int, own), cast(int, rank))
     return found
 
 

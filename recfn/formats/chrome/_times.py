@@ -155,7 +155,7 @@ def exact_ns(value: decimal.Decimal) -> int:
             ns += 1
     if ns > INT64_MAX - sign:
         return BEYOND
-    return -ns if sign else ns
+    return int(-ns if sign else ns)
 
 
 def micros(ns: np.ndarray) -> list[Any]:

@@ -98,7 +98,9 @@ class Layout:
         self.rows = rows
         self.base_ns = time_base(rows.start_ns()) if base_ns is None else base_ns
         keys = [c for c in ("host", "pid", "rank") if c in rows.columns]
-        processes, threads, scopes = [], [], set()
+        processes: list[Any] = []
+        threads: list[Any] = []
+        scopes: set[Any] = set()
         wanted = [*keys, "thread_id", "thread_name", "scope"]
         for _, frame in rows.frames(wanted):
             frame = _with_process_keys(frame)
@@ -334,7 +336,8 @@ def _hoisted(args: dict[str, Any]) -> dict[str, Any]:
 def _devices(df: pd.DataFrame) -> list[Any]:
     if "device" not in df.columns:
         return [None] * len(df)
-    return df["device"].astype(object).where(df["device"].notna(), None).tolist()
+    devices: list[Any] = df["device"].astype(object).where(df["device"].notna(), None).tolist()
+    return devices
 
 
 def _memory_args(
