@@ -109,7 +109,8 @@ def summarize_files(
     (recursion) counts in the count, mean, min and max but not again in the total; other keys
     may be any columns (``rank``, ``host``, ``pid``...). ``flops`` is summed when the
     files have it; the memory columns are left out. ``threads`` processes are summarised at
-    once (default 2). ``attrs["self_total_ns"]`` holds the time the percentages divide by,
+    once (default 2). ``attrs["self_total_ns"]`` holds the time ``self_pct`` divides by,
+    ``attrs["wall_ns"]`` the wall time ``total_pct`` divides by,
     ``attrs["events"]`` the number of closed ranges. ValueError for other groupings and for
     options that only the in-memory summary offers; TraceFormatError for a file that is not a
     trace, or whose ids or parents are broken. ``footers`` are the files' footers read so far
@@ -149,12 +150,16 @@ def summarize_files(
                 desc="recfn: summarising",
             )
         )
-    parts = [part for part, _, _ in found]
-    total = sum(own for _, own, _ in found)
-    _refuse_shared_ids([spans for _, _, spans in found], groups, footers)
+    parts = [part for part, _, _, _ in found]
+    total = sum(own for _, own, _, _ in found)
+    _refuse_shared_ids([spans for _, _, spans, _ in found], groups, footers)
+    first = min((extent[0] for _, _, _, extent in found), default=0)
+    last = max((extent[1] for _, _, _, extent in found), default=0)
     joined = pd.concat(parts, ignore_index=True)
     ranges = int(joined["count"].sum())
-    result = add_partials(joined, keys, ["flops"] if flops else [], total, sort_by, top, as_index)
+    extra = ["flops"] if flops else []
+    wall = max(last - first, 0)
+    result = add_partials(joined, keys, extra, total, sort_by, top, as_index, wall)
     result.attrs["events"] = ranges  # closed ranges summarised
     return result
 
@@ -165,9 +170,10 @@ _Span = tuple[str, int, int, str]
 
 def _summarize_partition(
     files: list[str], keys: list[str], flops: bool, footers: Footers
-) -> tuple[pd.DataFrame, int, list[_Span]]:
-    """The summed statistics of the processes in ``files``, their self-time total and the
-    span of each process's ids."""
+) -> tuple[pd.DataFrame, int, list[_Span], tuple[int, int]]:
+    """The summed statistics of the processes in ``files``, their self-time total, the span of
+    each process's ids, and the earliest start and latest end of their closed ranges
+    (`NO_EXTENT` without any)."""
     try:
         parquets = [
             pq.ParquetFile(name, metadata=footers(name), page_checksum_verification=True)
@@ -188,9 +194,9 @@ def _summarize_partition(
             return _row_groups(parquets, columns)
 
         rows = sum(parquet.metadata.num_rows for parquet in parquets)
-        part, own, low, high = _summarize_process(pieces, rows, keys, extra, where, whole)
+        part, own, low, high, extent = _summarize_process(pieces, rows, keys, extra, where, whole)
         label = ", ".join(f"{k}={v[0]}" for k, v in zip(PROCESS_KEYS, single) if v is not None)
-        return part, own, ([(label, low, high, where)] if rows else [])
+        return part, own, ([(label, low, high, where)] if rows else []), extent
     table = _read(files, parquets)
     found = process_rows(table)
     if found is None:
@@ -198,7 +204,7 @@ def _summarize_partition(
     else:
         processes = [(label, table.take(rows)) for label, rows in found]
     del table, found
-    parts, total, spans = [], 0, []
+    parts, total, spans, extent = [], 0, [], NO_EXTENT
     while processes:
         label, process = processes.pop()
 
@@ -207,7 +213,7 @@ def _summarize_partition(
         ) -> Iterator[pa.Table]:
             yield process.select([c for c in dict.fromkeys(columns) if c in process.column_names])
 
-        part, own, low, high = _summarize_process(
+        part, own, low, high, here = _summarize_process(
             select, process.num_rows, keys, extra, where, whole
         )
         if process.num_rows:
@@ -215,7 +221,8 @@ def _summarize_partition(
         del process, select
         parts.append(part)
         total += own
-    return pd.concat(parts, ignore_index=True), total, spans
+        extent = (min(extent[0], here[0]), max(extent[1], here[1]))
+    return pd.concat(parts, ignore_index=True), total, spans, extent
 
 
 def _holds(footers: Footers, name: str, column: str) -> bool:
@@ -419,6 +426,10 @@ def _is(array: pa.Array, wanted: Sequence[str]) -> np.ndarray:
     return found
 
 
+NO_EXTENT = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+"""The (first start, last end) of no ranges: what min and max start from."""
+
+
 _Pieces = Callable[..., Iterator[pa.Table]]
 """``pieces(columns, verify=False)``: a process's rows, those columns, a piece at a time (a
 row group); with ``verify`` every piece is read whole and verified on the way (``RowGroupCheck``)."""
@@ -426,9 +437,10 @@ row group); with ``verify`` every piece is read whole and verified on the way (`
 
 def _summarize_process(
     pieces: _Pieces, n: int, keys: list[str], extra: list[str], where: str, whole: bool
-) -> tuple[pd.DataFrame, int, int, int]:
-    """One process's statistics per group, in a form that adds up, its self-time total and
-    its lowest and highest id. ``pieces`` gives its ``n`` rows in pieces (a file's row
+) -> tuple[pd.DataFrame, int, int, int, tuple[int, int]]:
+    """One process's statistics per group, in a form that adds up, its self-time total, its
+    lowest and highest id, and the earliest start and latest end of its closed ranges (for the
+    wall time ``total_pct`` is of). ``pieces`` gives its ``n`` rows in pieces (a file's row
     groups): each piece is read once, verified, and cut into compact arrays (int32 positions,
     dictionary codes, the two timestamps), so that large processes hold only what each step
     needs. ``whole``: the rows are whole files, not parts of a streamed capture, so every
@@ -475,6 +487,7 @@ def _summarize_process(
         at += rows
     parent, low, high = links.result(pieces)
     del links
+    extent = (int(start[closed].min()), int(end[closed].max())) if closed.any() else NO_EXTENT
     forest = Nodes(parent, start, end, closed, ~closed)
     if not parents_come_first(parent, start):
         try:
@@ -524,7 +537,7 @@ def _summarize_process(
         }
     )
     if not len(seen):
-        return _empty_part(part, extra), total, low, high
+        return _empty_part(part, extra), total, low, high, extent
     seen += 1
     part["count"] = count[seen]
     for name in ("total_ns", "self_ns"):
@@ -533,7 +546,7 @@ def _summarize_process(
     part["max_ns"] = maximum[seen]
     for name in ("duration_ns", *extra):
         part[name] = sums[name][seen]
-    return part, total, low, high
+    return part, total, low, high, extent
 
 
 class _Links:

@@ -1291,6 +1291,7 @@ def _install_call_protocol() -> bool:
     from a free list (``recfn.native._ccall``), and report to ``recfn.native`` whether that took;
     False where the classes are interpreted or the glue is not built."""
     if _ccall is None:
+        native.report_glue("call protocol", "recfn.native._ccall is not built (a pure build)")
         return False
     done = [
         _ccall.install_constructor(record_function, "_construct", 1, 2),

@@ -29,7 +29,12 @@ RANGE: Final = "range"
 MARK: Final = "mark"
 MEMORY: Final = "memory"
 KINDS: Final = (RANGE, MARK, MEMORY)
-"""The values of the ``kind`` column, in the order of their codes."""
+"""The values of the ``kind`` column that recfn records, in the order of their codes."""
+COUNTER: Final = "counter"
+FLOW: Final = "flow"
+IMPORTED_KINDS: Final = (*KINDS, COUNTER, FLOW)
+"""Every value of the ``kind`` column, in the order of their codes: imported traces also have
+counters (Chrome "C" events, their values in ``args``) and flow events (Chrome "s"/"t"/"f")."""
 
 # Schema metadata keys (bytes in the Arrow schema, ``df.attrs["recfn"]`` in pandas).
 SCHEMA_VERSION_KEY: Final = "recfn.schema_version"
@@ -62,6 +67,12 @@ STREAM_KEY: Final = "recfn.stream"
 was written (``capture``: its id, ``written_ns``: when, ``events``: rows written so far, this
 part's included, ``flush_interval_s``: how often parts are written), so that a process that
 stopped writing is known to have lost only what came after (``recfn.formats.dataset``)."""
+CHROME_MEMBERS_KEY: Final = "recfn.chrome_members"
+"""In a trace imported from another tool's Chrome JSON: JSON of the file's top-level members
+other than its events (torch's ``distributedInfo``, ``deviceProperties``, ...), written back
+when the trace is saved as Chrome JSON."""
+UNKNOWN_HOST: Final = "unknown"
+"""The ``recfn.host`` of a trace recfn did not capture (imported from another tool)."""
 _HASH_NAME: Final = CONTENT_HASH_KEY.encode()
 METADATA_PREFIX: Final = "recfn."
 
@@ -104,7 +115,8 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("name", _STRINGS32, "category", True, False,
            "range / mark / counter name", NO_DEFAULT),
     Column("kind", _STRINGS8, "category", True, False,
-           '`"range"`, `"mark"` or `"memory"`', NO_DEFAULT),
+           '`"range"`, `"mark"` or `"memory"`; imported traces also `"counter"` and `"flow"`',
+           NO_DEFAULT),
     Column("scope", _STRINGS8, "category", True, False,
            'lower-case `RecordScope` name: `"function"`, `"user_scope"`, ...', "user_scope"),
     Column("start_ns", pa.int64(), "int64", True, False,
@@ -215,6 +227,7 @@ def build_metadata(
     flight_recorder: Optional[Mapping[str, Any]] = None,
     clock_offsets: Optional[Mapping[str, int]] = None,
     error: Optional[str] = None,
+    chrome_members: Optional[Mapping[str, Any]] = None,
 ) -> dict[str, str]:
     """The schema metadata of a trace (every key is a ``*_KEY`` constant of this module)."""
     from recfn._version import __version__
@@ -244,6 +257,8 @@ def build_metadata(
         metadata[CLOCK_OFFSETS_KEY] = json.dumps(dict(clock_offsets), sort_keys=True)
     if error is not None:
         metadata[ERROR_KEY] = error
+    if chrome_members:
+        metadata[CHROME_MEMBERS_KEY] = json.dumps(dict(chrome_members))
     return metadata
 
 
@@ -348,17 +363,17 @@ def with_every_column(table: pa.Table) -> pa.Table:
     return pa.table(columns, schema=pa.schema(fields, metadata=table.schema.metadata))
 
 
-PLACEHOLDER: Final = "cpu"
+_PLACEHOLDER: Final = "cpu"
 """The one entry of an all-null dictionary column's dictionary in a dataset part."""
 
 
 def _named_dictionary(column: Union[pa.ChunkedArray, pa.Array]) -> Union[pa.ChunkedArray, pa.Array]:
     """A dictionary column with no value (all null, or no rows) with one unused entry in its
-    dictionary (``PLACEHOLDER``): pandas makes an empty dictionary's categories of another type
+    dictionary (``_PLACEHOLDER``): pandas makes an empty dictionary's categories of another type
     than a filled one's, and Dask then cannot put the parts of a dataset together."""
     if not pa.types.is_dictionary(column.type) or len(column) != column.null_count:
         return column
-    dictionary = pa.array([PLACEHOLDER], column.type.value_type)
+    dictionary = pa.array([_PLACEHOLDER], column.type.value_type)
     indices = pa.nulls(len(column), column.type.index_type)
     return pa.DictionaryArray.from_arrays(indices, dictionary)
 
@@ -621,6 +636,7 @@ def conform(data: Union[pa.Table, pd.DataFrame], source: str = "conform") -> pa.
             config={"imported": True},
             dropped_events=int(dropped) if dropped.isdigit() else 0,
             start_ns=start or 0,
+            host=UNKNOWN_HOST,
         )
     return conformed.replace_schema_metadata(metadata)
 
@@ -806,15 +822,19 @@ def _same_family(actual: pa.DataType, expected: pa.DataType) -> bool:
 
 __all__ = [
     "BY_NAME",
+    "CHROME_MEMBERS_KEY",
     "CLOCK_OFFSETS_KEY",
     "COLUMNS",
     "CONFIG_KEY",
     "CONTENT_HASH_KEY",
+    "COUNTER",
     "DROPPED_EVENTS_KEY",
     "ERROR_KEY",
     "ESSENTIAL",
     "FLIGHT_RECORDER_KEY",
+    "FLOW",
     "HOST_KEY",
+    "IMPORTED_KINDS",
     "KINDS",
     "LOCAL_RANK_KEY",
     "MARK",
@@ -837,6 +857,7 @@ __all__ = [
     "START_NS_KEY",
     "STREAM_KEY",
     "THREAD_KEYS",
+    "UNKNOWN_HOST",
     "VERSION_KEY",
     "WALL_NS_KEY",
     "WORLD_SIZE_KEY",

@@ -29,3 +29,7 @@ ROW_ARGS_LOOP: Final = 3
 # trace_calls' name ids that are not names.
 NAME_EXCLUDED: Final[i32] = -1  # the code is filtered out
 NAME_NOT_NOW: Final[i32] = -2  # the recorder's name lock is held: skip this event
+
+# Chrome times (microseconds): below this magnitude the decoders read a time's nanoseconds from
+# its nearest double (less than 1 ns apart there), from it on from its digits (chrome._times).
+CHROME_EXACT_US: Final = 1 << 43

@@ -5,9 +5,12 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -156,3 +159,47 @@ def test_temporary_files_of_killed_saves_are_removed_by_the_next_write(
         small_trace().save(tmp_path / "next.parquet")
         assert not abandoned.exists() and busy.exists()
     assert not (tmp_path / "run.parquet").exists()
+
+
+@contextmanager
+def umask(mask: int) -> Iterator[None]:
+    """This process's umask set to `mask` for the block (restored after it)."""
+    before = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(before)
+
+
+@pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+@pytest.mark.parametrize("suffix", [".parquet", ".json.gz"])
+def test_new_files_get_the_mode_the_umask_gives(
+    tmp_path: Path, suffix: str, mask: int, mode: int
+) -> None:
+    with umask(mask):
+        small_trace().save(tmp_path / f"run{suffix}")
+    assert stat.S_IMODE((tmp_path / f"run{suffix}").stat().st_mode) == mode
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "run.parquet"
+    small_trace().save(target)
+    target.chmod(0o640)
+    with umask(0o077):
+        small_trace().save(target)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize("length", [232, 240, 255])
+@pytest.mark.parametrize("suffix", [".parquet", ".json.gz"])
+def test_names_up_to_the_longest_a_folder_takes_are_saved(
+    tmp_path: Path, length: int, suffix: str
+) -> None:
+    name = "t" * (length - len(suffix)) + suffix
+    small_trace().save(tmp_path / name)
+    small_trace().save(tmp_path / name)  # and replaced
+    assert recfn.load(tmp_path / name).events == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    wide = "é" * ((length - len(suffix)) // 2) + suffix  # two bytes a character
+    small_trace().save(tmp_path / wide)
+    assert recfn.load(tmp_path / wide).events == 4

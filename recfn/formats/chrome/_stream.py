@@ -155,6 +155,12 @@ class Stream:
         self._above = 0  # levels that enclose the list of events
         self._members: dict[str, Any] = {}
 
+    @property
+    def members(self) -> dict[str, Any]:
+        """The trace object's members but its events ({} for a list of events); complete
+        once the last batch is out."""
+        return {k: v for k, v in self._members.items() if k != "traceEvents"}
+
     def _more(self) -> bool:
         """Append the next chunk to the text not yet consumed; False at the end of the file."""
         chunk = next(self.chunks, b"")
