@@ -18,7 +18,7 @@ from typing import Any, Final, Optional
 import recfn
 from recfn.capture.options import ProfilerConfig
 from recfn.errors import CaptureError
-from recfn.formats.trace import Trace
+from recfn.formats.trace import Trace, describe_error
 
 
 def start_profile(
@@ -130,17 +130,6 @@ class Capture:
         )
         recording = _estimate(self.trace) + stop_ns
         _OVERHEAD[self.trace] = (recording, self.trace.wall_ns + stop_ns)
-
-
-def describe_error(exc: Optional[BaseException]) -> Optional[str]:
-    """``"KeyboardInterrupt"`` or ``"ValueError: bad"`` for the header; None when all went well."""
-    if exc is None:
-        return None
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if len(first) > 80:
-        first = first[:77] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 CALIBRATION_CALLS = 2_000

@@ -102,7 +102,12 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
             f"(the embedded trace first) are left out (default {DEFAULT_OUTPUT_BUDGET:,})",
         ),
         *reversed(capture_options),
-        argument("--var", metavar="NAME", help="store the events DataFrame in variable NAME"),
+        argument(
+            "--var",
+            metavar="NAME",
+            help="keep the trace (a recfn.Trace) in variable NAME: NAME.to_pandas() is the "
+            "events DataFrame, NAME.summary() its summary, NAME.table the Arrow table",
+        ),
         argument(
             "-o",
             "--output",
@@ -343,14 +348,14 @@ class RecordFunctionMagics(Magics):
         return body, last_expr
 
     def _keep(self, trace: Trace, args: Any, *, written: bool = False) -> None:
-        """Store the trace in the session, --var and --output (unless the capture ``written``
+        """Store the trace in the session, --var (the Trace itself) and --output (unless the capture ``written``
         it there already: a dataset folder, a flight recorder's file); then show it unless
         --quiet."""
         session = current_session()
         session.add(trace, append=args.append)
         kept = session.trace() if args.append else trace
         if args.var is not None:
-            self.ip.user_ns[args.var] = kept.to_pandas()
+            self.ip.user_ns[args.var] = kept
         if args.output is not None and not written:
             try:
                 kept.save(args.output, overwrite=args.force)
@@ -371,15 +376,20 @@ class RecordFunctionMagics(Magics):
 def register(ipython: Any) -> None:
     """Register the magics on ``ipython`` and make sure ``df.recfn`` exists."""
     import recfn.analysis as analysis  # noqa: F401  (registers the df.recfn accessor for --var frames)
+    from recfn.notebook_ext import frames
     from recfn.notebook_ext.widget import can_show
 
     ipython.register_magics(RecordFunctionMagics)
+    frames.register(ipython)  # summaries shown with units
     if can_show(ipython):  # import the widget now, not in the first profiled cell's first paint
         import recfn.notebook_ext.widget.view  # noqa: F401
 
 
 def unregister(ipython: Any) -> None:
-    """Remove the magics registered by ``register``."""
+    """Remove the magics (and the summaries' formatters) registered by ``register``."""
+    from recfn.notebook_ext import frames
+
+    frames.unregister(ipython)
     magics = ipython.magics_manager.magics
     for kind in ("line", "cell"):
         magics[kind].pop(MAGIC_NAME, None)

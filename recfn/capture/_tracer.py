@@ -1001,9 +1001,15 @@ class _ThreadTracer:
         rid: i64 = (td.tid << TID_SHIFT) | td.next_seq
         parent: i64 = self.ids[sp - 1] if sp > 0 else 0
         cur = _innermost(td)
-        if cur is not None and cur._td is td and cur.handle > parent and cur._state == 1:
-            parent = cur.handle
         buf = self.buf
+        if (
+            cur is not None
+            and cur._td is td
+            and cur.handle > parent
+            and cur._state == 1
+            and self.recorder.records(buf, cur)
+        ):
+            parent = cur.handle
         start = _clock() + self.recorder.clock_offset
         row = buf.add_row(rid, parent, start, nid, TRACED_META)
         slot: i64 = len(self.traced_ends)

@@ -56,6 +56,12 @@ class ProfilerConfig:
         "keep at most this many events; the rest are only counted (dropped)",
         metavar="N",
     )
+    flush_interval: float = _option(
+        10.0,
+        "with output= a dataset folder: write the recorded events at least every S seconds, "
+        "so a process killed without warning loses at most the last S seconds",
+        metavar="S",
+    )
     flight_recorder: Optional[int] = _option(
         None,
         "flight recorder: keep only the last N events (and the ranges still open) and write "
@@ -115,6 +121,11 @@ class ProfilerConfig:
         if self.max_events <= 0:
             raise RecfnValueError(
                 f"ProfilerConfig.max_events must be positive, got {self.max_events}"
+            )
+        if not 0.0 < self.flush_interval < float("inf"):
+            raise RecfnValueError(
+                "ProfilerConfig.flush_interval must be a positive number of seconds, got "
+                f"{self.flush_interval}"
             )
         if self.flight_recorder is not None and self.flight_recorder <= 0:
             raise RecfnValueError(

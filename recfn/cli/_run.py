@@ -7,6 +7,7 @@ import argparse
 import importlib.util
 import os
 import runpy
+import signal
 import sys
 import traceback
 import types
@@ -122,8 +123,10 @@ def run(parser: Parser, argv: Sequence[str]) -> int:
     dataset = _dataset_folder(args.output)
     if args.output is not None and dataset is None:
         check_trace_path(args.output, "-o")
+        _check_writable(args.output, "-o", args.force)
     if args.timeline is not None:
         check_image_path(args.timeline, "--timeline")
+        _check_writable(args.timeline, "--timeline", args.force)
     check_positive(args.top, "--top")
     try:
         config = front_end_config(args)
@@ -137,9 +140,22 @@ def run(parser: Parser, argv: Sequence[str]) -> int:
         dataset=dataset,
         output_file=args.output if dataset is None else None,
     )
-    with warnings.catch_warnings():  # said below, once, without a source line
-        warnings.filterwarnings("ignore", "recfn: flight recorder wrote", RuntimeWarning)
-        code = _run_script(capture, script, script_args, spec)
+    signals = _ExitSignals()
+    signals.install()
+    try:
+        with warnings.catch_warnings():  # said below, once, without a source line
+            warnings.filterwarnings("ignore", "recfn: flight recorder wrote", RuntimeWarning)
+            code = _run_script(capture, script, script_args, signals, spec)
+        code = _finish(capture, args, config, dataset, code)  # a signal now waits for it
+    finally:
+        signals.restore()
+    return signals.exit_code(code)
+
+
+def _finish(
+    capture: Any, args: argparse.Namespace, config: Any, dataset: Optional[str], code: int
+) -> int:
+    """Say what the flight recorder wrote, and report and save the capture."""
     for path in capture.dumps:
         sys.stderr.write(
             f"recfn: flight recorder wrote its last {config.flight_recorder} events to {path}\n"
@@ -161,6 +177,78 @@ def run(parser: Parser, argv: Sequence[str]) -> int:
         write_timeline(trace, args.timeline, overwrite=args.force)
         sys.stderr.write(f"recfn: wrote {args.timeline}\n")
     return code
+
+
+def _check_writable(path: str, what: str, force: bool) -> None:
+    """Refuse, before the script runs, an output that exists and that recfn did not write
+    (unless ``--force``): the capture would be lost at the end, when saving it is refused."""
+    from recfn.formats.files import written_by_recfn
+
+    if force or not os.path.lexists(path) or written_by_recfn(path):
+        return
+    raise CLIError(
+        f"{what}: refusing to overwrite {path!r}: recfn did not write it (it is not a recfn "
+        "trace or image); choose another name, or pass --force"
+    )
+
+
+EXIT_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+"""The signals that end a run politely (as recfn.capture's followed children handle them)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the script when ``recfn run`` gets SIGTERM or SIGHUP: the script ends as on
+    Ctrl-C (``except KeyboardInterrupt`` sees it), and what was captured is kept."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _ExitSignals:
+    """SIGTERM and SIGHUP (a batch scheduler's time limit, a closed terminal, ``timeout``,
+    Kubernetes) handled as ``recfn run`` handles Ctrl-C: while the script's code runs
+    (``raising``) they raise ``Terminated`` in it; otherwise they are noted, so that stopping
+    the profile and saving what it captured finish first. ``exit_code`` is then the
+    conventional 128 + the signal's number. A forked child that inherits the handler dies of
+    the signal as it would without it."""
+
+    recfn_run_handler = True  # recfn.capture._follow: not a followed child's handler
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.received: Optional[int] = None
+        self.raising = False
+        self._previous: dict[int, Any] = {}
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if os.getpid() != self.pid:  # a forked child: as if there were no handler
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        if self.received is None:
+            self.received = signum
+        if self.raising:
+            self.raising = False  # once: the script's clean-up is not interrupted again
+            raise Terminated(signum)
+
+    def install(self) -> None:
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in EXIT_SIGNALS:
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                self._previous[signum] = signal.signal(signum, self)
+
+    def restore(self) -> None:
+        for signum, previous in self._previous.items():
+            if signal.getsignal(signum) is self:
+                signal.signal(signum, previous)
+        self._previous.clear()
+
+    def exit_code(self, code: int) -> int:
+        return code if self.received is None else 128 + self.received
 
 
 def _dataset_folder(output: Optional[str]) -> Optional[str]:
@@ -230,10 +318,14 @@ def _module_spec(module: str) -> ModuleSpec:
 
 
 def _run_script(
-    capture: Any, script: str, script_args: list[str], spec: Optional[ModuleSpec] = None
+    capture: Any,
+    script: str,
+    script_args: list[str],
+    signals: _ExitSignals,
+    spec: Optional[ModuleSpec] = None,
 ) -> int:
     """Run ``script`` (or the module of ``spec``) as ``__main__`` inside ``capture``; return the
-    exit code Python would."""
+    exit code Python would (128 + N for a signal N that ended it)."""
     path = os.path.abspath(script)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [script, *script_args]
@@ -243,15 +335,22 @@ def _run_script(
         sys.path.insert(0, path if os.path.isdir(path) else os.path.dirname(path))
     try:
         if spec is not None:
-            _run_module(capture, spec)
+            _run_module(capture, spec, signals)
         elif os.path.isdir(path):
             with capture:
-                runpy.run_path(path, run_name="__main__")
+                signals.raising = True
+                try:
+                    runpy.run_path(path, run_name="__main__")
+                finally:
+                    signals.raising = False
         else:
-            _run_file(capture, path)
+            _run_file(capture, path, signals)
         return EXIT_OK
     except SystemExit as exc:
         return exit_code(exc.code)
+    except Terminated as exc:
+        sys.stderr.write(f"recfn: terminated by {exc}; keeping what was captured\n")
+        return 128 + exc.signum
     except KeyboardInterrupt:
         sys.stderr.write("recfn: interrupted; keeping what was captured\n")
         return EXIT_INTERRUPTED
@@ -262,15 +361,17 @@ def _run_script(
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
-def _run_file(capture: Any, path: str) -> None:
+def _run_file(capture: Any, path: str, signals: _ExitSignals) -> None:
     """``runpy.run_path`` for a file, its reading and compiling done before the capture starts,
     so traced calls begin at the script's own code."""
     with open(path, "rb") as source:
         code = compile(source.read(), path, "exec")
-    _run_main(capture, code, __file__=path, __cached__=None, __loader__=None, __package__=None)
+    _run_main(
+        capture, signals, code, __file__=path, __cached__=None, __loader__=None, __package__=None
+    )
 
 
-def _run_module(capture: Any, spec: ModuleSpec) -> None:
+def _run_module(capture: Any, spec: ModuleSpec, signals: _ExitSignals) -> None:
     """``runpy.run_module(..., run_name="__main__")`` for a module found by ``_module_spec``,
     its code read before the capture starts (the module's own code is user code)."""
     loader: Any = spec.loader
@@ -279,6 +380,7 @@ def _run_module(capture: Any, spec: ModuleSpec) -> None:
         raise CLIError(f"run: no code to run in module {spec.name!r}")
     _run_main(
         capture,
+        signals,
         code,
         __file__=spec.origin,
         __cached__=spec.cached,
@@ -288,7 +390,9 @@ def _run_module(capture: Any, spec: ModuleSpec) -> None:
     )
 
 
-def _run_main(capture: Any, code: types.CodeType, **module_globals: Any) -> None:
+def _run_main(
+    capture: Any, signals: _ExitSignals, code: types.CodeType, **module_globals: Any
+) -> None:
     """Run ``code`` as the ``__main__`` module (with ``module_globals``) inside ``capture``."""
     module = types.ModuleType("__main__")
     module.__dict__.update(module_globals)
@@ -297,7 +401,11 @@ def _run_main(capture: Any, code: types.CodeType, **module_globals: Any) -> None
     sys.modules["__main__"] = module
     try:
         with capture:
-            exec(code, module.__dict__)
+            signals.raising = True
+            try:
+                exec(code, module.__dict__)
+            finally:
+                signals.raising = False
     finally:
         if saved_main is not None:
             sys.modules["__main__"] = saved_main

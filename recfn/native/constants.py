@@ -39,3 +39,6 @@ CODE_RECFN: Final[i64] = 2  # recfn itself: never recorded, and its library call
 CODE_KIND_SHIFT: Final = 32
 CODE_KIND_MASK: Final[i64] = 3
 CODE_PACKAGE_SHIFT: Final = 34
+# Chrome times (microseconds): below this magnitude the decoders read a time's nanoseconds from
+# its nearest double (less than 1 ns apart there), from it on from its digits (chrome._times).
+CHROME_EXACT_US: Final = 1 << 43

@@ -81,8 +81,10 @@ def test_docs_list_every_metadata_key() -> None:
         flight_recorder={"capacity": 1},
         clock_offsets={"a": 0},
         call_tracing={"recorded": 0},
+        error="KeyboardInterrupt",
+        chrome_members={"distributedInfo": {"rank": 0}},
     )
-    in_files_only = {schema.CONTENT_HASH_KEY, schema.PART_KEY}
+    in_files_only = {schema.CONTENT_HASH_KEY, schema.PART_KEY, schema.STREAM_KEY}
     assert set(full) | in_files_only == set(keys)
 
 
