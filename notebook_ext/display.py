@@ -136,6 +136,8 @@ def hidden_text(trace: Trace, packages: int = 3) -> str:
     named = ", ".join(f"{name} {count:,}" for name, count in counts[:packages])
     more = ", ..." if len(counts) > packages else ""
     return f"{total:,} library frame{'s' if total != 1 else ''} hidden ({named}{more})"
+
+
 MEMORY_LABELS = {
     "allocated_bytes": "allocated",
     "freed_bytes": "freed",
