@@ -134,10 +134,11 @@ class _ExitHandler:
             _child.pending = lambda: self(signum, frame)
             return
         prof = _child.profile
-        if prof is not None and prof.running:
+        if prof is not None:
             if prof.stop_later(lambda: self._go_on(signum, frame)):
-                return  # a part is being written on this thread: stopped when it is done
-            prof.stop()
+                return  # a part is being written or the profile stopped on this thread: after it
+            if prof.running:
+                prof.stop()
         self._go_on(signum, frame)
 
     def _go_on(self, signum: int, frame: Any) -> None:
