@@ -206,8 +206,9 @@ class RecordFunctionMagics(Magics):
     def record_function(self, line: str, cell: Optional[str] = None) -> Any:
         """Profile a cell (``%%record_function [NAME] [options]``) or one statement
         (``%record_function [options] STATEMENT``) with recfn and show the result inline: a header
-        line, the summary table and the timeline. Calls are traced 4 deep unless a trace flag says
-        otherwise (``--no-trace-calls``: only the cell's own ranges). ``%record_function --last`` shows the last
+        line, the summary table and the timeline. Every call of your code and every library call it
+        makes are traced unless a trace flag says otherwise (``--no-trace-calls``: only the
+        cell's own ranges). ``%record_function --last`` shows the last
         result again; ``%record_function --reset`` clears the session (``recfn.session()``).
         """
         __tracebackhide__ = True
