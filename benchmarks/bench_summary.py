@@ -17,7 +17,10 @@ and time, side by side in this run, best of ``--repeat``:
   the recursion rule;
 - ``recfn summary path`` (the CLI, text table printed to a buffer).
 
-The ratio columns divide recfn's figure by DuckDB's on the same files.
+The ratio columns divide recfn's figure by DuckDB's on the same files. ``--baseline SITE`` also
+runs each recfn step with another recfn (a folder holding a ``recfn`` package with
+``recfn/analysis`` and ``recfn/notebook_ext`` laid in, such as ``git archive`` of an earlier
+commit), right after this one's: before and after a change, side by side.
 """
 
 from __future__ import annotations
@@ -57,9 +60,11 @@ CLI = (
 )
 
 
-def measured(body: str, repeat: int) -> tuple[float, int]:
+def measured(body: str, repeat: int, site: str | None = None) -> tuple[float, int]:
     """Best seconds and the peak RSS (bytes) of that run, of ``body`` in fresh interpreters
-    (imports included: each step starts as a user's command does)."""
+    (imports included: each step starts as a user's command does). ``site``: import recfn
+    from that folder instead (run outside this checkout, so that it does not come first)."""
+    env = None if site is None else dict(os.environ, PYTHONPATH=site)
     best: tuple[float, int] | None = None
     for _ in range(repeat):
         done = subprocess.run(
@@ -67,7 +72,8 @@ def measured(body: str, repeat: int) -> tuple[float, int]:
             capture_output=True,
             text=True,
             check=True,
-            cwd=ROOT,
+            cwd=ROOT if site is None else tempfile.gettempdir(),
+            env=env,
         )
         seconds, rss = done.stdout.split()[-2:]
         found = (float(seconds), int(rss))
@@ -118,6 +124,9 @@ def main() -> None:
     parser.add_argument("--data", help="folder for the generated files (kept, reused)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--no-load", action="store_true", help="skip recfn.load(path).summary()")
+    parser.add_argument(
+        "--baseline", metavar="SITE", help="also run each recfn step with this recfn"
+    )
     options = parser.parse_args()
     sizes = [int(s) for s in options.sizes.split(",") if s]
     data = options.data or tempfile.mkdtemp(prefix="recfn-bench-summary-")
@@ -140,12 +149,14 @@ def main() -> None:
         if not options.no_load:
             steps.insert(0, ("`recfn.load(path).summary()`", LOAD))
         for step, body in steps:
-            seconds, rss = measured(body.format(source=source), options.repeat)
-            print(
-                f"| {label} | {step} | {seconds:.2f} | {rss / 2**20:.0f} | "
-                f"{seconds / base_s:.1f}x | {rss / base_rss:.1f}x |",
-                flush=True,
-            )
+            runs = [("", None)] + ([(", baseline", options.baseline)] if options.baseline else [])
+            for suffix, site in runs:
+                seconds, rss = measured(body.format(source=source), options.repeat, site)
+                print(
+                    f"| {label} | {step}{suffix} | {seconds:.2f} | {rss / 2**20:.0f} | "
+                    f"{seconds / base_s:.1f}x | {rss / base_rss:.1f}x |",
+                    flush=True,
+                )
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 
