@@ -386,7 +386,8 @@ def load(
     (None) files of ``LAZY_ROWS`` events or more are: ``summary()`` then runs out of core, reading
     only what it needs (verified all the same), and ``.table`` or ``.to_pandas()`` read the whole
     file. A lazy load checks the file's footer and schema now and its values when they are read;
-    other formats, and Parquet that recfn did not write, are always read now.
+    other formats, and Parquet that recfn did not write, are always read now, and datasets
+    always lazily. TypeError for a ``lazy`` that is not a bool or None.
 
     ``clock_offsets`` lines up hosts whose clocks disagree (``recfn.formats.clocks``): ``{host: ns}``
     added to each host's times, or the name of a mark every process recorded at the same moment
@@ -401,6 +402,8 @@ def load(
     """
     from recfn.formats import dataset, io
 
+    if lazy is not None and not isinstance(lazy, bool):
+        raise RecfnTypeError(f"lazy must be True, False or None, got {type(lazy).__name__}")
     if clock_offsets is not None and not isinstance(clock_offsets, str):
         from recfn.formats.clocks import check_offsets
 

@@ -384,3 +384,11 @@ def test_a_file_with_memory_events_is_summarised_in_memory_even_when_lazy(
     got = recfn.load(path, lazy=True).summary()
     assert "allocated_bytes" in got.columns  # the in-memory summary's memory columns
     same(got, recfn.load(path, lazy=False).summary())
+
+
+def test_lazy_must_be_a_bool_or_none(tmp_path: Path) -> None:
+    (path,) = write_fleet(tmp_path, processes=1, ranges=10)
+    with pytest.raises(TypeError, match="lazy must be True, False or None, got str"):
+        recfn.load(path, lazy="yes")
+    with pytest.raises(TypeError, match="lazy must be True, False or None, got int"):
+        recfn.load(tmp_path, lazy=1)
