@@ -94,15 +94,16 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> Any:
+def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None, lazy: Any = None) -> Any:
     """A ``recfn.Trace`` of a trace file: recfn Parquet, any Parquet with the event table's
     columns, or Chrome JSON (``.json``/``.json.gz``), told apart by content; of a folder, glob
     or list of them, read lazily. ``as_pandas=True`` returns ``trace.to_pandas()`` instead;
-    ``clock_offsets`` (``{host: ns}`` or a mark's name) lines up the hosts' clocks (see
-    ``recfn.formats.trace.load``)."""
+    ``clock_offsets`` (``{host: ns}`` or a mark's name) lines up the hosts' clocks; ``lazy``
+    reads a recfn Parquet file when first used (default: files of 1M events or more), so that
+    ``summary()`` runs out of core (see ``recfn.formats.trace.load``)."""
     from recfn.formats.trace import load as load_trace
 
-    return load_trace(path, as_pandas=as_pandas, clock_offsets=clock_offsets)
+    return load_trace(path, as_pandas=as_pandas, clock_offsets=clock_offsets, lazy=lazy)
 
 
 def session() -> Any:
@@ -149,6 +150,8 @@ def _files_summary(files: Any, footers: Any, **options: Any) -> Any:
     outofcore = importlib.import_module("recfn.analysis.outofcore.files")
     if not outofcore.supports(files, options):
         return None
+    if len(files) == 1 and outofcore.holds_any(files[0], footers, outofcore.IN_MEMORY_ONLY):
+        return None  # a file's memory or GPU columns: the in-memory summary has them
     return outofcore.summarize_files(files, footers=footers, **options)
 
 

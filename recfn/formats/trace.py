@@ -63,6 +63,7 @@ class Trace:
         self._footers: Optional[Footers] = None
         self._summaries: dict[Any, pd.DataFrame] = {}
         self._dropped: Optional[int] = None  # stands for the files' count (from_files)
+        self._one_file = False  # a file loaded lazily: .table reads it as load reads one file
 
     @classmethod
     def from_files(
@@ -116,9 +117,9 @@ class Trace:
     def table(self) -> pa.Table:
         """The events as a ``pyarrow.Table`` (docs/schema.md); a trace of files reads them now."""
         if self._table is None:
-            from recfn.formats.dataset import read
+            from recfn.formats.dataset import read, read_one
 
-            table = read(self._files)
+            table = read_one(self._files[0]) if self._one_file else read(self._files)
             if self._clock_offsets is not None:
                 from recfn.formats.clocks import apply_clock_offsets
 
@@ -367,13 +368,26 @@ def describe_error(exc: Optional[BaseException]) -> Optional[str]:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> Any:
+def load(
+    path: Any,
+    as_pandas: bool = False,
+    *,
+    clock_offsets: Any = None,
+    lazy: Optional[bool] = None,
+) -> Any:
     """A ``Trace`` of a trace file: recfn Parquet, any Parquet with the event table's columns, or
     Chrome JSON (``.json``/``.json.gz``, torch.profiler's too), told apart by the first bytes.
 
     A folder (a dataset of ``profile(output=...)``), a glob pattern or a list of paths gives one
     trace over all their files, read lazily (``recfn.formats.dataset``; ``Trace.files``).
     ``as_pandas=True`` returns ``trace.to_pandas()`` instead.
+
+    ``lazy``: whether a recfn Parquet file is read when first used rather than now. By default
+    (None) files of ``LAZY_ROWS`` events or more are: ``summary()`` then runs out of core, reading
+    only what it needs (verified all the same), and ``.table`` or ``.to_pandas()`` read the whole
+    file. A lazy load checks the file's footer and schema now and its values when they are read;
+    other formats, and Parquet that recfn did not write, are always read now, and datasets
+    always lazily. TypeError for a ``lazy`` that is not a bool or None.
 
     ``clock_offsets`` lines up hosts whose clocks disagree (``recfn.formats.clocks``): ``{host: ns}``
     added to each host's times, or the name of a mark every process recorded at the same moment
@@ -388,6 +402,8 @@ def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> An
     """
     from recfn.formats import dataset, io
 
+    if lazy is not None and not isinstance(lazy, bool):
+        raise RecfnTypeError(f"lazy must be True, False or None, got {type(lazy).__name__}")
     if clock_offsets is not None and not isinstance(clock_offsets, str):
         from recfn.formats.clocks import check_offsets
 
@@ -402,12 +418,42 @@ def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> An
 
     name = io.path_name(path)
     label = os.path.basename(name)
+    if lazy is not False and io.sniff(name) == io.PARQUET:
+        footers = dataset.Footers()
+        if _reads_lazily(name, footers, lazy):
+            one = Trace.from_files([name], name=label)
+            one._one_file = True
+            one._footers = footers
+            one._clock_offsets = clock_offsets
+            return one.to_pandas() if as_pandas else one
     trace = Trace(dataset.read_one(name), name=label)
     if clock_offsets is not None:
         from recfn.formats.clocks import apply_clock_offsets
 
         trace = Trace(apply_clock_offsets(trace.table, clock_offsets), name=label)
     return trace.to_pandas() if as_pandas else trace
+
+
+LAZY_ROWS = 1_000_000
+"""``load`` reads recfn Parquet files of this many events or more lazily (``lazy=None``)."""
+
+
+def _reads_lazily(name: str, footers: Footers, lazy: Optional[bool]) -> bool:
+    """Whether ``load`` keeps the Parquet file ``name`` unread: a recfn file (its schema
+    version in the footer) that ``lazy`` asks to be, or by default one of ``LAZY_ROWS`` events
+    or more. Its footer and schema are checked here (``io.check_footer``), as a read checks
+    them first; TraceFormatError when they are broken."""
+    from recfn.formats import io
+    from recfn.formats.schema import SCHEMA_VERSION_KEY
+
+    footer = footers(name)
+    arrow_schema = footers.schema(name)
+    if SCHEMA_VERSION_KEY.encode() not in (arrow_schema.metadata or {}):
+        return False  # foreign Parquet: conformed as it is read
+    if not lazy and footer.num_rows < LAZY_ROWS:
+        return False
+    io.check_footer(name, footer, arrow_schema)
+    return True
 
 
 def _label(source: Any) -> str:

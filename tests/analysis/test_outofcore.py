@@ -324,3 +324,71 @@ def test_a_process_folder_without_parts_is_warned_about(tmp_path: Path) -> None:
     (tmp_path / "hostname=h" / "process=99").mkdir(parents=True)
     with pytest.warns(RuntimeWarning, match=r"1 process folder\(s\) .* hold no part"):
         recfn.load(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["plain", "deep recursion", "with marks", "overlapping"])
+def test_a_lazily_loaded_file_summarises_as_in_memory_without_reading_it(
+    tmp_path: Path, kind: str
+) -> None:
+    """``recfn.load(path, lazy=True).summary()`` runs out of core (the table stays unread) and
+    gives the in-memory summary's numbers; ``.table`` then reads the file as ``load`` does."""
+    frames = {
+        "plain": lambda: make_synthetic_trace(5000, n_threads=3, seed=1),
+        "deep recursion": lambda: make_synthetic_trace(5000, n_threads=2, seed=2, max_depth=24),
+        "with marks": lambda: make_synthetic_trace(5000, n_threads=2, seed=3, n_marks=40),
+        "overlapping": lambda: overlapping(77),
+    }
+    path = tmp_path / "one.parquet"
+    recfn.Trace.from_pandas(frames[kind]()).save(path)
+    expected = recfn.load(path, lazy=False)
+    trace = recfn.load(path, lazy=True)
+    for options in ({}, {"by": ["pid", "name"], "sort_by": "self_ns", "top": 4}):
+        got = trace.summary(**options)
+        assert trace._table is None
+        want = expected.summary(**options)
+        same(got, want)
+        assert got.attrs["self_total_ns"] == want.attrs["self_total_ns"]
+        assert got.attrs["wall_ns"] == want.attrs["wall_ns"]
+    assert trace.metadata == expected.metadata
+    assert trace.table.equals(expected.table)
+
+
+def test_a_lazy_load_checks_the_footer_now_and_the_values_when_read(tmp_path: Path) -> None:
+    (path,) = write_fleet(tmp_path, processes=1, ranges=50)
+    damaged = tmp_path / "damaged.parquet"
+    damaged.write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
+    with pytest.raises(TraceFormatError, match="damaged.parquet' is not a readable Parquet"):
+        recfn.load(damaged, lazy=True)
+
+    def later_end(table: pa.Table) -> pa.Table:
+        ends = table.column("end_ns").to_pylist()
+        ends[0] += 1_000
+        index = table.schema.get_field_index("end_ns")
+        return table.set_column(index, "end_ns", pa.array(ends, pa.int64()))
+
+    rewritten(path, later_end)
+    trace = recfn.load(path, lazy=True)  # the footer is sound
+    refused = "content hash mismatch in column 'end_ns'"
+    with pytest.raises(TraceFormatError, match=refused):
+        trace.summary()
+    with pytest.raises(TraceFormatError, match=refused):
+        _ = trace.table
+
+
+def test_a_file_with_memory_events_is_summarised_in_memory_even_when_lazy(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "memory.parquet"
+    df = make_synthetic_trace(2000, n_threads=2, seed=4, n_memory_events=100)
+    recfn.Trace.from_pandas(df).save(path)
+    got = recfn.load(path, lazy=True).summary()
+    assert "allocated_bytes" in got.columns  # the in-memory summary's memory columns
+    same(got, recfn.load(path, lazy=False).summary())
+
+
+def test_lazy_must_be_a_bool_or_none(tmp_path: Path) -> None:
+    (path,) = write_fleet(tmp_path, processes=1, ranges=10)
+    with pytest.raises(TypeError, match="lazy must be True, False or None, got str"):
+        recfn.load(path, lazy="yes")
+    with pytest.raises(TypeError, match="lazy must be True, False or None, got int"):
+        recfn.load(tmp_path, lazy=1)
