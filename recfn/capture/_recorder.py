@@ -3,8 +3,9 @@
 Compiled with mypyc. Each thread appends to its own ``_ThreadBuffer``: chunks of ``librt`` vecs
 (ids, parents, start gaps, durations, interned names and packed metadata: int32 each), 24 bytes a
 row, never one Python object per event. A plain in-memory capture (no streaming, flight recorder
-or call tracer: those read the vec chunks) keeps the same rows in a ``recfn.native._crange.Rows`` per
-thread instead, which the engine's range fast path writes directly. Optional per-event data
+or call tracer: those read the vec chunks) keeps the same rows in a ``recfn.native._crange.Rows``
+per thread instead (16 bytes a row: ids by the row order, name and metadata in one label), which
+the engine's range fast path writes directly and which decodes itself into the table's columns. Optional per-event data
 (args, shapes, stacks, memory, flops) goes into sparse side lists only when the option that
 needs it is on. ``recfn.capture._table`` turns the buffers into one Arrow table without touching events
 one by one.

@@ -2,8 +2,9 @@
 
 The fixed columns are read from the vec buffers through the buffer protocol and decoded with a
 few numpy passes per chunk, straight into each column's slice (``decode_chunk``: the int32
-sequence numbers, gaps and durations become int64 ids, parents and timestamps); a thread's
-traced calls from the C hook are merged with its rows in one pass in C (``merge_traced``).
+sequence numbers, gaps and durations become int64 ids, parents and timestamps); native rows
+(``recfn.native._crange.Rows``) decode themselves into the slices in one pass in C, and a thread's
+traced calls from the C hook are merged with its rows in one pass in C too (``merge_traced``).
 Arrow wraps the columns without copying and sparse columns are scattered with one ``take``. No
 per-event Python work happens for the fixed columns.
 """
@@ -174,15 +175,34 @@ def _row_count(buf: Any) -> int:
     return recorded + sum(len(part) for part in _traced(buf))
 
 
-def _chunks(buf: Any) -> list[Any]:
-    """A buffer's chunks: a native buffer's read-only views of its Rows, else its vec chunks."""
-    native = getattr(buf, "native", None)
-    return native.chunks() if native is not None else list(buf.chunks)
+def _decode_native(
+    rows: Any, tid: int, fixed: dict[str, np.ndarray], unpacked: dict[str, np.ndarray], at: int
+) -> None:
+    """Decode a native buffer's rows (a ``recfn.native._crange.Rows``) into rows ``at`` onwards
+    of the table's columns: one pass in C, no per-chunk arrays."""
+    columns = {**fixed, **unpacked}
+    rows_slice = slice(at, at + len(rows))
+    rows.decode(
+        tuple(columns[field][rows_slice] for field, _ in MERGED_COLUMNS),
+        int(tid) << TID_SHIFT,
+    )
+
+
+def decode_rows(rows: Any, tid: int) -> dict[str, np.ndarray]:
+    """A native Rows' rows as ``decode_chunk``'s columns (for comparing with vec chunks)."""
+    n = len(rows)
+    merged = {field: np.empty(n, dtype) for field, dtype in MERGED_COLUMNS}
+    rows.decode(tuple(merged[field] for field, _ in MERGED_COLUMNS), int(tid) << TID_SHIFT)
+    out = {field: merged[field] for field, _ in DECODED_COLUMNS if field != "meta"}
+    out["meta"] = _joined_meta(merged)
+    return out
 
 
 def _decode_buffer(buf: Any) -> dict[str, np.ndarray]:
     """Every recorded row of a thread buffer as ``decode_chunk``'s columns."""
-    chunks = _chunks(buf)
+    if getattr(buf, "native", None) is not None:
+        return decode_rows(buf.native, buf.tid)
+    chunks = list(buf.chunks)
     sizes = [len(chunk.seqs) for chunk in chunks]
     out = {field: np.empty(sum(sizes), dtype) for field, dtype in DECODED_COLUMNS}
     at = 0
@@ -295,7 +315,12 @@ def build_table(
             at += _row_count(buf)
             continue
         places.append(None)
-        for chunk in _chunks(buf):
+        native = getattr(buf, "native", None)
+        if native is not None:
+            _decode_native(native, buf.tid, fixed, unpacked, at)
+            at += len(native)
+            continue
+        for chunk in buf.chunks:
             if isinstance(chunk, DecodedRows):
                 rows = slice(at, at + len(chunk.columns["id"]))
                 for field, values in fixed.items():
