@@ -3,8 +3,9 @@
 Compiled with mypyc. Each thread appends to its own ``_ThreadBuffer``: chunks of ``librt`` vecs
 (ids, parents, start gaps, durations, interned names and packed metadata: int32 each), 24 bytes a
 row, never one Python object per event. A plain in-memory capture (no streaming, flight recorder
-or call tracer: those read the vec chunks) keeps the same rows in a ``recfn.native._crange.Rows`` per
-thread instead, which the engine's range fast path writes directly. Optional per-event data
+or call tracer: those read the vec chunks) keeps the same rows in a ``recfn.native._crange.Rows``
+per thread instead (16 bytes a row: ids by the row order, name and metadata in one label), which
+the engine's range fast path writes directly and which decodes itself into the table's columns. Optional per-event data
 (args, shapes, stacks, memory, flops) goes into sparse side lists only when the option that
 needs it is on. ``recfn.capture._table`` turns the buffers into one Arrow table without touching events
 one by one.
@@ -27,7 +28,6 @@ from mypy_extensions import i32, i64
 from recfn.capture._stacks import FrameTable, StackCache
 from recfn.engine.ranges import (
     ALL_SCOPES_MASK,
-    META_DEPTH_SHIFT,
     TID_SHIFT,
     RecordFunction,
     RecordFunctionCallback,
@@ -49,6 +49,12 @@ from recfn.native.constants import (  # Recorder.gate is shared with the C hooks
     GATE_EVENTS,
     GATE_SIZE,
     GATE_STOPPED,
+    META_ASYNC_BIT,
+    META_DEPTH_SHIFT,
+    META_KIND_MASK,
+    META_KIND_SHIFT,
+    META_LOW,
+    META_SCOPE_MASK,
 )
 
 # Later chunks reserve CHUNK_ROWS. A vec's whole capacity is zero-filled (resident) when it is
@@ -58,11 +64,12 @@ KIND_RANGE: Final[i32] = 0
 KIND_MARK: Final[i32] = 1
 KIND_MEMORY: Final[i32] = 2
 # meta packs scope | kind << KIND_SHIFT | async << 6 | depth << DEPTH_SHIFT into an int32
-SCOPE_MASK: Final[i32] = (1 << 4) - 1
-KIND_SHIFT: Final = 4
-KIND_MASK: Final[i32] = (1 << 2) - 1  # after shifting by KIND_SHIFT
-ASYNC_BIT: Final[i32] = 1 << 6
-LOW_META: Final[i32] = (1 << 7) - 1  # scope, kind and async bits
+# (recfn/native/constants.py: the C merge of traced calls reads it too)
+SCOPE_MASK: Final[i32] = META_SCOPE_MASK
+KIND_SHIFT: Final = META_KIND_SHIFT
+KIND_MASK: Final[i32] = META_KIND_MASK  # after shifting by KIND_SHIFT
+ASYNC_BIT: Final[i32] = META_ASYNC_BIT
+LOW_META: Final[i32] = META_LOW  # scope, kind and async bits
 DEPTH_SHIFT: Final = META_DEPTH_SHIFT
 OPEN_END: Final[i64] = 0
 NATIVE_START: Final[i64] = -1  # sink_start of a row open_row opened (its Rows keeps the start)
@@ -211,6 +218,10 @@ class _ThreadBuffer:
     # with_stack: rows (within this buffer) and their FrameTable nodes, symbolized at the end
     stack_rows: vec[i64]
     stack_nodes: vec[i64]
+    # trace_calls on the C hook: the thread's traced calls (recfn.native._ctrace.TracedRows),
+    # handed over when tracing stopped; recfn.capture._table merges them with the rows above
+    # while it builds the table. Row numbers above (extra_rows, ...) count recorded rows only.
+    traced: list[Any]
 
     def __init__(self, owner: Recorder, td: _ThreadData) -> None:
         self.owner = owner
@@ -247,6 +258,7 @@ class _ThreadBuffer:
         self.stacks = StackCache()
         self.stack_rows = vec[i64]()
         self.stack_nodes = vec[i64]()
+        self.traced = []
 
     def clear(self) -> None:
         """Forget every row (the spill hook took them) and start a fresh chunk.
@@ -271,6 +283,7 @@ class _ThreadBuffer:
         self.mem_devices = []
         self.stack_rows = vec[i64]()
         self.stack_nodes = vec[i64]()
+        self.traced = []
 
     def add_row(self, rid: i64, parent: i64, start: i64, name: i32, meta: i32) -> i64:
         """Append one open row; returns its number within the current chunk. When the chunk is

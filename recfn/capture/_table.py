@@ -2,9 +2,11 @@
 
 The fixed columns are read from the vec buffers through the buffer protocol and decoded with a
 few numpy passes per chunk, straight into each column's slice (``decode_chunk``: the int32
-sequence numbers, gaps and durations become int64 ids, parents and timestamps); Arrow wraps the
-columns without copying and sparse columns are scattered with one ``take``. No per-event Python
-work happens for the fixed columns.
+sequence numbers, gaps and durations become int64 ids, parents and timestamps); native rows
+(``recfn.native._crange.Rows``) decode themselves into the slices in one pass in C, and a thread's
+traced calls from the C hook are merged with its rows in one pass in C too (``merge_traced``).
+Arrow wraps the columns without copying and sparse columns are scattered with one ``take``. No
+per-event Python work happens for the fixed columns.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from recfn.capture._recorder import (
     _Chunk,
     _ThreadBuffer,
 )
-from recfn.capture._tracer import CallStats
+from recfn.capture._tracer import NATIVE_SEQ, CallStats, merge_traced
 from recfn.engine.ranges import TID_SHIFT
 from recfn.engine.scope import SCOPE_LABELS
 from recfn.formats.schema import KINDS, build_metadata, column_type
@@ -159,16 +161,122 @@ def _scatter(n: int, rows: np.ndarray, values: pa.Array) -> pa.Array:
     return values.take(pa.array(index, mask=index < 0))
 
 
+def _traced(buf: Any) -> list[Any]:
+    """The traced calls the C hook handed to a thread buffer (trace_calls), to be merged (a
+    thread that traced none keeps its rows as recorded)."""
+    return [part for part in getattr(buf, "traced", None) or () if len(part)]
+
+
 def _row_count(buf: Any) -> int:
-    """Rows of a thread buffer (or of the snapshots streaming and the flight recorder pass)."""
+    """Rows of a thread buffer (or of the snapshots streaming and the flight recorder pass),
+    its traced calls included."""
     native = getattr(buf, "native", None)
-    return len(native) if native is not None else int(buf.rows)
+    recorded = len(native) if native is not None else int(buf.rows)
+    return recorded + sum(len(part) for part in _traced(buf))
 
 
-def _chunks(buf: Any) -> list[Any]:
-    """A buffer's chunks: a native buffer's read-only views of its Rows, else its vec chunks."""
-    native = getattr(buf, "native", None)
-    return native.chunks() if native is not None else list(buf.chunks)
+def _decode_native(
+    rows: Any, tid: int, fixed: dict[str, np.ndarray], unpacked: dict[str, np.ndarray], at: int
+) -> None:
+    """Decode a native buffer's rows (a ``recfn.native._crange.Rows``) into rows ``at`` onwards
+    of the table's columns: one pass in C, no per-chunk arrays."""
+    columns = {**fixed, **unpacked}
+    rows_slice = slice(at, at + len(rows))
+    rows.decode(
+        tuple(columns[field][rows_slice] for field, _ in MERGED_COLUMNS),
+        int(tid) << TID_SHIFT,
+    )
+
+
+def decode_rows(rows: Any, tid: int) -> dict[str, np.ndarray]:
+    """A native Rows' rows as ``decode_chunk``'s columns (for comparing with vec chunks)."""
+    n = len(rows)
+    merged = {field: np.empty(n, dtype) for field, dtype in MERGED_COLUMNS}
+    rows.decode(tuple(merged[field] for field, _ in MERGED_COLUMNS), int(tid) << TID_SHIFT)
+    out = {field: merged[field] for field, _ in DECODED_COLUMNS if field != "meta"}
+    out["meta"] = _joined_meta(merged)
+    return out
+
+
+def _decode_buffer(buf: Any) -> dict[str, np.ndarray]:
+    """Every recorded row of a thread buffer as ``decode_chunk``'s columns."""
+    if getattr(buf, "native", None) is not None:
+        return decode_rows(buf.native, buf.tid)
+    chunks = list(buf.chunks)
+    sizes = [len(chunk.seqs) for chunk in chunks]
+    out = {field: np.empty(sum(sizes), dtype) for field, dtype in DECODED_COLUMNS}
+    at = 0
+    for chunk, size in zip(chunks, sizes):
+        if size:  # a thread's first chunk may hold no row yet
+            _decode_into(chunk, buf.tid, out, at)
+            out["meta"][at : at + size] = _view(chunk.meta, np.int32)
+            at += size
+    return out
+
+
+MERGED_COLUMNS: Final = (
+    ("id", np.int64),
+    ("parent_id", np.int64),
+    ("start_ns", np.int64),
+    ("end_ns", np.int64),
+    ("name", np.int32),
+    ("depth", np.int32),
+    ("kind", np.int8),
+    ("scope", np.int8),
+    ("is_async", np.bool_),
+)
+
+
+def _merge_traced(
+    buf: Any, fixed: dict[str, np.ndarray], unpacked: dict[str, np.ndarray], at: int
+) -> np.ndarray:
+    """Decode a buffer with traced calls into rows ``at`` onwards of the table's columns: its
+    recorded rows and each part of its traced calls merged in start order (``merge_traced``),
+    the last merge writing the table's columns themselves. Returns each recorded row's place
+    among the buffer's rows (the sparse columns' row numbers count recorded rows)."""
+    recorded = _decode_buffer(buf)
+    place = np.arange(len(recorded["id"]), dtype=np.int64)
+    high = int(buf.tid) << TID_SHIFT
+    parts = _traced(buf)
+    done = 0
+    columns = {**fixed, **unpacked}
+    for i, part in enumerate(parts):
+        size = len(recorded["id"]) + len(part)
+        if i == len(parts) - 1:
+            merged = {field: columns[field][at : at + size] for field, _ in MERGED_COLUMNS}
+        else:
+            merged = {field: np.empty(size, dtype) for field, dtype in MERGED_COLUMNS}
+        new_of_old = np.empty(len(recorded["id"]), np.int64)
+        merge_traced(
+            part,
+            tuple(recorded[field] for field, _ in DECODED_COLUMNS),
+            tuple(merged[field] for field, _ in MERGED_COLUMNS),
+            new_of_old,
+            NATIVE_SEQ + done,
+            high,
+        )
+        place = new_of_old[place]
+        done += len(part)
+        if i < len(parts) - 1:  # the next part merges with these rows
+            recorded = {field: merged[field] for field, _ in DECODED_COLUMNS if field != "meta"}
+            recorded["meta"] = _joined_meta(merged)
+    return place
+
+
+def _joined_meta(columns: dict[str, np.ndarray]) -> np.ndarray:
+    """Packed meta from the kind, scope, depth and is_async columns (``_split_meta`` undone)."""
+    meta = columns["depth"].astype(np.int32) << DEPTH_SHIFT
+    meta |= columns["scope"].astype(np.int32)
+    meta |= columns["kind"].astype(np.int32) << KIND_SHIFT
+    meta |= columns["is_async"].astype(np.int32) * ASYNC_BIT
+    return meta
+
+
+def _table_rows(rows: Any, offset: int, place: Optional[np.ndarray]) -> np.ndarray:
+    """The table's rows of a buffer's row numbers ``rows`` (``place``: where its recorded rows
+    went among its traced calls)."""
+    numbers = np.asarray(rows, dtype=np.int64)
+    return (numbers if place is None else place[numbers]) + offset
 
 
 def build_table(
@@ -200,8 +308,19 @@ def build_table(
         "is_async": np.empty(n, np.bool_),
     }
     at = 0
+    places: list[Optional[np.ndarray]] = []  # per buffer, where traced calls were merged in
     for buf in buffers:
-        for chunk in _chunks(buf):
+        if _traced(buf):
+            places.append(_merge_traced(buf, fixed, unpacked, at))
+            at += _row_count(buf)
+            continue
+        places.append(None)
+        native = getattr(buf, "native", None)
+        if native is not None:
+            _decode_native(native, buf.tid, fixed, unpacked, at)
+            at += len(native)
+            continue
+        for chunk in buf.chunks:
             if isinstance(chunk, DecodedRows):
                 rows = slice(at, at + len(chunk.columns["id"]))
                 for field, values in fixed.items():
@@ -225,14 +344,18 @@ def build_table(
     else:
         thread_name_idx = constant(0, np.int32)
 
-    numbered = [(buf, offset) for buf, offset in zip(buffers, buffer_offsets) if len(buf.seq_rows)]
+    numbered = [
+        (buf, offset, place)
+        for buf, offset, place in zip(buffers, buffer_offsets, places)
+        if len(buf.seq_rows)
+    ]
     if numbered:
         sequence_nr = np.full(n, -1, dtype=np.int64)
         fwd_thread_id = np.zeros(n, dtype=np.int64)
-        for buf, offset in numbered:
-            rows = _view(buf.seq_rows, np.int64) + offset
-            sequence_nr[rows] = _view(buf.seq_vals, np.int64)
-            fwd_thread_id[rows] = _view(buf.fwd_vals, np.int64)
+        for buf, offset, place in numbered:
+            numbered_rows = _table_rows(_view(buf.seq_rows, np.int64), offset, place)
+            sequence_nr[numbered_rows] = _view(buf.seq_vals, np.int64)
+            fwd_thread_id[numbered_rows] = _view(buf.fwd_vals, np.int64)
     else:
         sequence_nr = constant(-1, np.int64)
         fwd_thread_id = constant(0, np.int64)
@@ -257,7 +380,7 @@ def build_table(
         "host": _dictionary("host", constant(0, np.int32), [_identity.host()]),
         "rank": pa.array(constant(_identity.rank(), np.int32)),
     }
-    columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
+    columns.update(_optional_columns(recorder, buffers, buffer_offsets, places, n))
     if device_times is not None:
         columns.update(_device_columns(columns, device_times, n))
     if call_stats is not None and call_stats.follow:
@@ -294,11 +417,16 @@ def _hidden_column(ids: pa.Array, stats: CallStats) -> pa.Array:
 
 
 def _optional_columns(
-    recorder: Recorder, buffers: Sequence[_ThreadBuffer], offsets: np.ndarray, n: int
+    recorder: Recorder,
+    buffers: Sequence[_ThreadBuffer],
+    offsets: np.ndarray,
+    places: Sequence[Optional[np.ndarray]],
+    n: int,
 ) -> dict[str, pa.Array]:
     out: dict[str, pa.Array] = {}
     extra_rows = [
-        np.asarray(buf.extra_rows, dtype=np.int64) + offset for buf, offset in zip(buffers, offsets)
+        _table_rows(buf.extra_rows, offset, place)
+        for buf, offset, place in zip(buffers, offsets, places)
     ]
     rows = np.concatenate(extra_rows) if extra_rows else np.empty(0, dtype=np.int64)
 
@@ -316,14 +444,20 @@ def _optional_columns(
             n, rows, pa.array(gather("extra_dtypes"), column_type("input_dtypes"))
         )
     if recorder.with_stack:
-        stack_rows = [_view(b.stack_rows, np.int64) + offset for b, offset in zip(buffers, offsets)]
+        stack_rows = [
+            _table_rows(_view(b.stack_rows, np.int64), offset, place)
+            for b, offset, place in zip(buffers, offsets, places)
+        ]
         nodes = [_view(b.stack_nodes, np.int64) for b in buffers]
         out["stack"] = _scatter(
             n,
             np.concatenate(stack_rows) if stack_rows else np.empty(0, dtype=np.int64),
             _stacks(recorder, np.concatenate(nodes) if nodes else np.empty(0, dtype=np.int64)),
         )
-    mem_rows = [_view(buf.mem_rows, np.int64) + offset for buf, offset in zip(buffers, offsets)]
+    mem_rows = [
+        _table_rows(_view(buf.mem_rows, np.int64), offset, place)
+        for buf, offset, place in zip(buffers, offsets, places)
+    ]
     if recorder.profile_memory or any(len(r) for r in mem_rows):
         all_rows = np.concatenate(mem_rows) if mem_rows else np.empty(0, dtype=np.int64)
         nbytes = [_view(buf.mem_bytes, np.int64) for buf in buffers]

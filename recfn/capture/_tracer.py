@@ -3,8 +3,9 @@
 Compiled with mypyc. Where ``recfn.native._ctrace`` is built (compiled installs), a C profile hook
 records the calls into per-thread C buffers instead, asking this module only to name a code
 object once and for the engine's innermost range when a recorded range started or ended;
-``merge_native_rows`` then interleaves those rows with the recorder's when tracing stops, with
-the parents and depths described below. The Python tracer here is the fallback (pure installs,
+when tracing stops each thread's rows go to its recorder buffer, and ``recfn.capture._table``
+interleaves them with the recorder's rows (``merge_traced``, in C) while it decodes the buffer
+into the table's columns, with the parents and depths described below. The Python tracer here is the fallback (pure installs,
 NVTX forwarding, streaming, ``RECFN_CTRACE=0``).
 
 Python tracer: each traced thread has a ``_ThreadTracer``: on 3.10-3.11 it is that thread's
@@ -59,14 +60,12 @@ from recfn.engine.ranges import TID_SHIFT, _current_var, _innermost, _thread_dat
 from recfn.engine.scope import SCOPE_FUNCTION
 from recfn.errors import RecfnStateError, RecfnTypeError, RecfnValueError
 from recfn.native.constants import (
-    CHUNK_ROWS,
     CODE_KIND_MASK,
     CODE_KIND_SHIFT,
     CODE_LIBRARY,
     CODE_PACKAGE_SHIFT,
     CODE_RECFN,
     CODE_USER,
-    ESCAPED,
     NAME_EXCLUDED,
     NAME_NOT_NOW,
 )
@@ -367,14 +366,17 @@ class Tracer:
         native.attach()
 
     def _merge_native(self, native: Any) -> None:
-        """Move the stopped C hook's rows into the recorder's buffers."""
-        merged: dict[int, i64] = {}  # rows merged per buffer so far, by id(buffer)
+        """Hand the stopped C hook's rows to the recorder's buffers: ``recfn.capture._table``
+        merges them with the recorded rows (``merge_traced``) while it builds the table."""
         for state in native.threads:
             info = state.info
             assert isinstance(info, _NativeThread)
-            done = merged.get(id(info.buf), 0)
-            merged[id(info.buf)] = done + merge_native_rows(info.buf, state.take(), done)
-            if self.stats is not None:  # the rows above are numbered from NATIVE_SEQ + done
+            buf = info.buf
+            done: i64 = 0  # this buffer's traced rows so far: these are numbered after them
+            for part in buf.traced:
+                done += len(part)
+            buf.traced.append(state.take())
+            if self.stats is not None:  # the rows are numbered from NATIVE_SEQ + done
                 self.stats.add_native(state, (info.td.tid << TID_SHIFT) | (NATIVE_SEQ + done))
         self.native = None
 
@@ -1203,138 +1205,30 @@ class CallStats:
         }
 
 
-def merge_native_rows(buf: _ThreadBuffer, data: bytes, done: i64) -> i64:
-    """Interleave one thread's C hook rows (``data``) with its recorder rows in start order,
-    parenting and nesting every row as ``_ThreadTracer`` and ``fix_nesting`` do; returns how
-    many rows were added. The traced rows are numbered from ``NATIVE_SEQ + done``."""
-    t_start = vec[i64]()
-    t_end = vec[i64]()
-    t_user = vec[i64]()
-    t_nid = vec[i32]()
-    t_parent = vec[i64]()
-    for values in struct.iter_unpack(NATIVE_ROW, data):
-        t_start = append(t_start, values[0])
-        t_end = append(t_end, values[1])
-        t_user = append(t_user, values[2] & LOW32)
-        t_nid = append(t_nid, values[3])
-        t_parent = append(t_parent, values[4])
-    nt: i64 = len(t_start)
-    if nt == 0:
-        return 0
-    r_seq = vec[i64]()
-    r_parent = vec[i64]()
-    r_start = vec[i64]()
-    r_end = vec[i64]()
-    r_name = vec[i32]()
-    r_meta = vec[i32]()
-    for chunk in buf.chunks:
-        ends: dict[i64, i64] = {}
-        for j in range(len(chunk.big_end_rows)):
-            ends[chunk.big_end_rows[j]] = chunk.big_ends[j]
-        big: i64 = 0
-        begin: i64 = 0
-        for row in range(len(chunk.seqs)):
-            gap = chunk.gaps[row]
-            if gap == ESCAPED:
-                begin = chunk.big_starts[big]
-                big += 1
-            else:
-                begin += i64(gap)
-            span = i64(chunk.spans[row])
-            r_seq = append(r_seq, chunk.seq_at(row))
-            r_parent = append(r_parent, chunk.parent_seq_at(row))
-            r_start = append(r_start, begin)
-            r_end = append(
-                r_end, 0 if span == 0 else ends[row] if span == ESCAPED else begin + span - 1
-            )
-            r_name = append(r_name, chunk.names[row])
-            r_meta = append(r_meta, chunk.meta[row])
-    nr: i64 = len(r_seq)
-    first = NATIVE_SEQ + done
-    buf.cur = _Chunk(min(nr + nt, CHUNK_ROWS))  # rewritten in merged order (no spill: stopped)
-    buf.chunks = [buf.cur]
-    buf.cur_rows = 0
-    buf.rows = 0
-    new_of_old = vec[i64]()  # recorder row -> merged row
-    t_pos = vec[i64]()  # traced row -> merged row
-    seq_pos: dict[i64, i64] = {}  # recorder row's sequence number -> merged row
-    depth_at = vec[i64]()  # merged row -> depth
-    st_id = vec[i64]()  # the traced calls open at the current row (ends: 0 while open)
-    st_pos = vec[i64]()
-    st_end = vec[i64]()
-    top: i64 = 0
-    i: i64 = 0
-    k: i64 = 0
-    while i < nr or k < nt:
-        traced = k < nt and (
-            i >= nr
-            or t_start[k] < r_start[i]
-            or (t_start[k] == r_start[i] and t_user[k] != r_seq[i])
-        )
-        now = t_start[k] if traced else r_start[i]
-        while top > 0 and st_end[top - 1] != 0 and st_end[top - 1] <= now:
-            top -= 1
-        parent: i64 = 0
-        d: i64 = 0
-        if traced:
-            up = t_parent[k]
-            user = t_user[k]
-            user_pos = seq_pos.get(user, -1) if user != 0 else -1
-            if up >= 0 and user_pos < t_pos[up]:
-                parent = first + up
-                d = depth_at[t_pos[up]] + 1
-            elif user_pos >= 0:
-                parent = user
-                d = depth_at[user_pos] + 1
-            rid = first + k
-            end = t_end[k]
-            pos = _write_row(buf, rid, parent, now, end, t_nid[k], TRACED_META & LOW_META, d)
-            depth_at = append(depth_at, d)
-            t_pos = append(t_pos, pos)
-            if top < len(st_id):
-                st_id[top] = rid
-                st_pos[top] = pos
-                st_end[top] = end
-            else:
-                st_id = append(st_id, rid)
-                st_pos = append(st_pos, pos)
-                st_end = append(st_end, end)
-            top += 1
-            k += 1
-        else:
-            parent = r_parent[i]
-            meta = r_meta[i]
-            if top > 0 and (parent == 0 or st_pos[top - 1] > seq_pos.get(parent, -1)):
-                parent = st_id[top - 1]
-                d = depth_at[st_pos[top - 1]] + 1
-            elif parent != 0:
-                known = seq_pos.get(parent, -1)
-                d = depth_at[known] + 1 if known >= 0 else i64(meta >> DEPTH_SHIFT)
-            seq = r_seq[i]
-            pos = _write_row(buf, seq, parent, now, r_end[i], r_name[i], meta & LOW_META, d)
-            depth_at = append(depth_at, d)
-            seq_pos[seq] = pos
-            new_of_old = append(new_of_old, pos)
-            i += 1
-    buf.extra_rows = [int(new_of_old[r]) for r in buf.extra_rows]
-    buf.seq_rows = _moved(buf.seq_rows, new_of_old)
-    buf.mem_rows = _moved(buf.mem_rows, new_of_old)
-    buf.stack_rows = _moved(buf.stack_rows, new_of_old)
-    return nt
+def merge_traced(
+    traced: Any,
+    recorded: tuple[Any, ...],
+    out: tuple[Any, ...],
+    new_of_old: Any,
+    first: i64,
+    high: i64,
+) -> None:
+    """Interleave one thread's C hook rows (a ``recfn.native._ctrace.TracedRows``) with its
+    recorded rows in start order, parenting and nesting every row as ``_ThreadTracer`` and
+    ``fix_nesting`` do, straight into the table's columns (``recfn.capture._table`` calls it
+    while it decodes the buffer).
 
-
-def _moved(rows: vec[i64], new_of_old: vec[i64]) -> vec[i64]:
-    out = vec[i64]()
-    for r in rows:
-        out = append(out, new_of_old[r])
-    return out
-
-
-def _write_row(
-    buf: _ThreadBuffer, rid: i64, parent: i64, start: i64, end: i64, name: i32, low: i32, depth: i64
-) -> i64:
-    """Append one row (``end`` 0: open) to ``buf``; returns its number in the buffer."""
-    row = buf.add_row(rid, parent, start, name, low | i32(depth << DEPTH_SHIFT))
-    if end != 0:
-        buf.cur.set_end(row, start, end)
-    return buf.rows - 1
+    ``recorded`` holds the recorded rows' ``id``, ``parent_id``, ``start_ns``, ``end_ns``
+    (int64), ``name`` and packed ``meta`` (int32) columns; ``out`` the merged rows' ``id``,
+    ``parent_id``, ``start_ns``, ``end_ns``, ``name``, ``depth``, ``kind``, ``scope`` and
+    ``is_async`` columns, as the table has them (``high``: the thread id's bits of every id);
+    ``new_of_old`` receives each recorded row's place. The C hook's values are converted from
+    the TSC as they are read (no pass of their own). The traced rows are numbered from
+    ``first`` (``NATIVE_SEQ`` and up). A traced row goes before a recorded row starting at the
+    same ns unless that row is its user range. The traced calls open at a row's start form a
+    stack; a traced row's parent is its enclosing traced call, or its user range where that
+    started later; a recorded row's parent becomes the stack's top when that is more inner
+    than the parent the engine gave it. Depths follow the parents (a parent outside the
+    buffer: the engine's depth).
+    """
+    _NATIVE.merge(traced, recorded, out, new_of_old, first, high, TRACED_META & LOW_META)

@@ -46,7 +46,7 @@ from mypy_extensions import i32, i64, mypyc_attr
 from recfn import native
 from recfn.engine.scope import NUM_SCOPES, SCOPE_USER, RecordScope, as_scope
 from recfn.errors import RecfnStateError, RecfnTypeError, RecfnValueError
-from recfn.native.constants import ROW_ARGS_LOOP
+from recfn.native.constants import META_DEPTH_SHIFT, ROW_ARGS_LOOP
 
 _log: Final = logging.getLogger("recfn")
 
@@ -57,7 +57,6 @@ TID_SHIFT: Final = (
 _SCOPES: Final = tuple(RecordScope)
 # Until asyncio is imported, each range asks sys.modules for it: one module lookup fewer.
 _modules: Final = sys.modules
-META_DEPTH_SHIFT: Final = 8  # a row's packed meta is scope | ... | depth << META_DEPTH_SHIFT
 
 
 def _no_thread() -> object:

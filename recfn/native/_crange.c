@@ -8,11 +8,16 @@
  * the same ``Rows`` through its methods, so a thread has one row store and its row numbers
  * stay stable.
  *
- * A ``Rows`` holds one recorder's rows of one thread in exactly the layout of
- * recfn.capture._recorder._Chunk: per row int32 seq, parent, gap, span, name and meta (24 bytes), gaps and
- * spans that do not fit escaped into int64 side arrays, in chunks of CHUNK_ROWS rows that never
- * move (a row's chunk is its number >> CHUNK_SHIFT). A chunk's six columns are one mapped
- * block: pages the rows have not reached are never touched, so they cost no memory.
+ * A ``Rows`` holds one recorder's rows of one thread, every value exact, in 16 bytes a row: int32
+ * parent, gap, span (as recfn.capture._recorder._Chunk keeps them) and label, the name and the
+ * packed meta in one int32 (name << LABEL_NAME_SHIFT | meta's low 16 bits). Ids are implied by
+ * the row order (a thread's ranges are numbered in order): a chunk lists only the ids that do
+ * not follow the previous row's (its first row's always). Gaps and spans that do not fit, ids
+ * that do not follow and wide labels (a name from LABEL_NAME_LIMIT or a depth from 255 on) are
+ * escaped into int64 side arrays. Chunks hold CHUNK_ROWS rows and never move (a row's chunk is
+ * its number >> CHUNK_SHIFT); a chunk's four columns are one mapped block: pages the rows have
+ * not reached are never touched, so they cost no memory. decode() writes the rows into the
+ * table's columns in one pass (recfn.capture._table).
  *
  * The clock is CLOCK_MONOTONIC, time.perf_counter_ns's, plus the recorder's clock offset, so
  * rows written here and by the slow path interleave exactly. Admission uses the recorder's
@@ -32,8 +37,19 @@
 
 _Static_assert(CHUNK_ROWS == (1 << CHUNK_SHIFT), "CHUNK_ROWS is 1 << CHUNK_SHIFT");
 
-enum { C_SEQS, C_PARENTS, C_GAPS, C_SPANS, C_NAMES, C_META, N_COLS };
+enum { C_PARENTS, C_GAPS, C_SPANS, C_LABELS, N_COLS };
+/* a chunk's escapes, each an array of int64 in row order (big ends: in the order rows ended) */
+enum {
+    E_BIG_START_ROWS, E_BIG_STARTS, E_BIG_END_ROWS, E_BIG_ENDS, E_ID_ROWS, E_ID_VALUES,
+    E_WIDE_ROWS, E_WIDE_NAMES, E_WIDE_META, N_ESCAPES
+};
 #define CHUNK_MASK (CHUNK_ROWS - 1)
+#define LABEL_NAME_SHIFT 16
+#define LABEL_NAME_LIMIT ((1 << 16) - 1)          /* names below it fit a label */
+#define LABEL_META_LIMIT (((1 << 8) - 1) << 8)   /* metas below it (depth < 255) fit a label */
+#define LABEL_FLAGS ((1 << META_DEPTH_SHIFT) - 1) /* meta's low byte: scope, kind, async */
+#define WIDE_LABEL ((int32_t) ~(uint32_t)LABEL_FLAGS) /* all bits above the flags: escaped */
+_Static_assert(META_DEPTH_SHIFT == 8, "a label keeps meta's flags in its low byte");
 
 static inline int64_t now_ns(void) {
     struct timespec t;
@@ -65,7 +81,8 @@ typedef struct {
     Py_ssize_t n, cap;
 } I64s;
 
-static int i64s_push(I64s *a, int64_t x) {
+/* Room for one more value (so that a row's escapes are all pushed or none). */
+static int i64s_reserve(I64s *a) {
     if (a->n == a->cap) {
         Py_ssize_t cap = a->cap ? a->cap * 2 : 16;
         int64_t *v = PyMem_Realloc(a->v, (size_t)cap * sizeof(int64_t));
@@ -76,14 +93,16 @@ static int i64s_push(I64s *a, int64_t x) {
         a->v = v;
         a->cap = cap;
     }
-    a->v[a->n++] = x;
     return 0;
 }
+
+static inline void i64s_push(I64s *a, int64_t x) { a->v[a->n++] = x; } /* reserved */
 
 typedef struct {
     int32_t *cols; /* N_COLS columns of CHUNK_ROWS int32 each, one block */
     int64_t last_start;
-    I64s big_start_rows, big_starts, big_end_rows, big_ends;
+    uint32_t last_id; /* the low 32 bits of the last row's id */
+    I64s escapes[N_ESCAPES];
 } Chunk;
 
 typedef struct {
@@ -110,162 +129,6 @@ typedef struct {
 } Rows;
 
 static PyTypeObject RowsType;
-
-/* -- read-only columns for recfn.capture._table ------------------------------------------------------- */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *owner; /* the Rows whose chunk memory ``buf`` points into, or NULL: owned copy */
-    void *buf;
-    Py_ssize_t n, itemsize;
-    int owned;
-    char format[2];
-} Column;
-
-static int64_t empty_column[1];
-
-static int col_getbuffer(Column *c, Py_buffer *view, int flags) {
-    if (flags & PyBUF_WRITABLE) {
-        PyErr_SetString(PyExc_BufferError, "recfn.native._crange columns are read-only");
-        view->obj = NULL;
-        return -1;
-    }
-    view->obj = Py_NewRef(c);
-    view->buf = c->buf;
-    view->len = c->n * c->itemsize;
-    view->readonly = 1;
-    view->itemsize = c->itemsize;
-    view->format = (flags & PyBUF_FORMAT) ? c->format : NULL;
-    view->ndim = 1;
-    view->shape = (flags & PyBUF_ND) ? &c->n : NULL;
-    view->strides = ((flags & PyBUF_STRIDES) == PyBUF_STRIDES) ? &c->itemsize : NULL;
-    view->suboffsets = NULL;
-    view->internal = NULL;
-    return 0;
-}
-
-static Py_ssize_t col_len(Column *c) { return c->n; }
-
-static void col_dealloc(Column *c) {
-    Py_XDECREF(c->owner);
-    if (c->owned) PyMem_Free(c->buf);
-    Py_TYPE(c)->tp_free((PyObject *)c);
-}
-
-static PyBufferProcs col_as_buffer = {(getbufferproc)col_getbuffer, NULL};
-static PySequenceMethods col_as_sequence = {.sq_length = (lenfunc)col_len};
-
-static PyTypeObject ColumnType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn.native._crange.Column",
-    .tp_basicsize = sizeof(Column),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One column of a chunk of rows: a read-only int32 or int64 buffer.",
-    .tp_dealloc = (destructor)col_dealloc,
-    .tp_as_buffer = &col_as_buffer,
-    .tp_as_sequence = &col_as_sequence,
-};
-
-/* A column over ``n`` int32 values of a chunk (held alive through ``owner``). */
-static PyObject *col_view(PyObject *owner, int32_t *values, Py_ssize_t n) {
-    Column *c = PyObject_New(Column, &ColumnType);
-    if (c == NULL) return NULL;
-    c->owner = Py_NewRef(owner);
-    c->buf = n ? (void *)values : (void *)empty_column;
-    c->n = n;
-    c->itemsize = 4;
-    c->owned = 0;
-    c->format[0] = 'i';
-    c->format[1] = '\0';
-    return (PyObject *)c;
-}
-
-/* A column holding a copy of an escape array (those may still grow and move). */
-static PyObject *col_copy(const I64s *a) {
-    Column *c = PyObject_New(Column, &ColumnType);
-    if (c == NULL) return NULL;
-    c->owner = NULL;
-    c->n = a->n;
-    c->itemsize = 8;
-    c->format[0] = 'q';
-    c->format[1] = '\0';
-    c->owned = 0;
-    c->buf = empty_column;
-    if (a->n) {
-        c->buf = PyMem_Malloc((size_t)a->n * sizeof(int64_t));
-        if (c->buf == NULL) {
-            c->buf = empty_column;
-            Py_DECREF(c);
-            return PyErr_NoMemory();
-        }
-        c->owned = 1;
-        memcpy(c->buf, a->v, (size_t)a->n * sizeof(int64_t));
-    }
-    return (PyObject *)c;
-}
-
-/* -- a chunk as recfn.capture._table reads it ------------------------------------------------------- */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *cols[N_COLS];
-    PyObject *big_start_rows, *big_starts, *big_end_rows, *big_ends;
-} ChunkView;
-
-static void cv_dealloc(ChunkView *v) {
-    for (int i = 0; i < N_COLS; i++) Py_XDECREF(v->cols[i]);
-    Py_XDECREF(v->big_start_rows);
-    Py_XDECREF(v->big_starts);
-    Py_XDECREF(v->big_end_rows);
-    Py_XDECREF(v->big_ends);
-    Py_TYPE(v)->tp_free((PyObject *)v);
-}
-
-#define CV_MEMBER(name, field) \
-    {name, T_OBJECT_EX, offsetof(ChunkView, field), READONLY, NULL}
-static PyMemberDef cv_members[] = {
-    CV_MEMBER("seqs", cols[C_SEQS]),
-    CV_MEMBER("parents", cols[C_PARENTS]),
-    CV_MEMBER("gaps", cols[C_GAPS]),
-    CV_MEMBER("spans", cols[C_SPANS]),
-    CV_MEMBER("names", cols[C_NAMES]),
-    CV_MEMBER("meta", cols[C_META]),
-    CV_MEMBER("big_start_rows", big_start_rows),
-    CV_MEMBER("big_starts", big_starts),
-    CV_MEMBER("big_end_rows", big_end_rows),
-    CV_MEMBER("big_ends", big_ends),
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyTypeObject ChunkViewType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn.native._crange.ChunkView",
-    .tp_basicsize = sizeof(ChunkView),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One chunk of a Rows, read-only, with recfn.capture._recorder._Chunk's attribute names.",
-    .tp_dealloc = (destructor)cv_dealloc,
-    .tp_members = cv_members,
-};
-
-static PyObject *chunk_view(Rows *r, Py_ssize_t ci) {
-    Chunk *c = &r->chunks[ci];
-    int64_t rows = r->n - ((int64_t)ci << CHUNK_SHIFT);
-    Py_ssize_t n = (Py_ssize_t)(rows < CHUNK_ROWS ? rows : CHUNK_ROWS);
-    ChunkView *v = PyObject_New(ChunkView, &ChunkViewType);
-    if (v == NULL) return NULL;
-    for (int i = 0; i < N_COLS; i++) v->cols[i] = NULL;
-    v->big_start_rows = v->big_starts = v->big_end_rows = v->big_ends = NULL;
-    for (int i = 0; i < N_COLS; i++) {
-        v->cols[i] = col_view((PyObject *)r, c->cols + (size_t)i * CHUNK_ROWS, n);
-        if (v->cols[i] == NULL) goto fail;
-    }
-    if ((v->big_start_rows = col_copy(&c->big_start_rows)) == NULL) goto fail;
-    if ((v->big_starts = col_copy(&c->big_starts)) == NULL) goto fail;
-    if ((v->big_end_rows = col_copy(&c->big_end_rows)) == NULL) goto fail;
-    if ((v->big_ends = col_copy(&c->big_ends)) == NULL) goto fail;
-    return (PyObject *)v;
-fail:
-    Py_DECREF(v);
-    return NULL;
-}
 
 /* -- Rows ----------------------------------------------------------------------------------- */
 
@@ -343,10 +206,7 @@ static void rows_dealloc(Rows *r) {
     for (Py_ssize_t i = 0; i < r->n_chunks; i++) {
         Chunk *c = &r->chunks[i];
         unmap_columns(c->cols);
-        PyMem_Free(c->big_start_rows.v);
-        PyMem_Free(c->big_starts.v);
-        PyMem_Free(c->big_end_rows.v);
-        PyMem_Free(c->big_ends.v);
+        for (int e = 0; e < N_ESCAPES; e++) PyMem_Free(c->escapes[e].v);
     }
     PyMem_Free(r->chunks);
     PyMem_Free(r->open);
@@ -390,22 +250,42 @@ static int64_t append_row(Rows *r, int64_t rid, int64_t parent, int64_t start, i
     }
     Chunk *c = &r->chunks[ci];
     int64_t gap = (int64_t)((uint64_t)start - (uint64_t)c->last_start); /* no UB: wraps */
-    if (off == 0 || gap < 0 || gap >= ESCAPE_LIMIT) {
-        if (i64s_push(&c->big_start_rows, off) < 0) return -1;
-        if (i64s_push(&c->big_starts, start) < 0) {
-            c->big_start_rows.n--;
+    uint32_t id = (uint32_t)(uint64_t)rid;
+    int32_t label = (int32_t)(((uint32_t)name << LABEL_NAME_SHIFT) | (uint32_t)meta);
+    int big_start = off == 0 || gap < 0 || gap >= ESCAPE_LIMIT;
+    int listed = off == 0 || id != c->last_id + 1u;
+    int wide = !((uint32_t)name < LABEL_NAME_LIMIT && (uint32_t)meta < LABEL_META_LIMIT);
+    if (big_start | listed | wide) { /* escapes: room for all of them first */
+        I64s *e = c->escapes;
+        if ((big_start && (i64s_reserve(&e[E_BIG_START_ROWS]) < 0 ||
+                           i64s_reserve(&e[E_BIG_STARTS]) < 0)) ||
+            (listed && (i64s_reserve(&e[E_ID_ROWS]) < 0 || i64s_reserve(&e[E_ID_VALUES]) < 0)) ||
+            (wide && (i64s_reserve(&e[E_WIDE_ROWS]) < 0 || i64s_reserve(&e[E_WIDE_NAMES]) < 0 ||
+                      i64s_reserve(&e[E_WIDE_META]) < 0)))
             return -1;
+        if (big_start) {
+            i64s_push(&e[E_BIG_START_ROWS], off);
+            i64s_push(&e[E_BIG_STARTS], start);
+            gap = ESCAPED;
         }
-        gap = ESCAPED;
+        if (listed) {
+            i64s_push(&e[E_ID_ROWS], off);
+            i64s_push(&e[E_ID_VALUES], id);
+        }
+        if (wide) {
+            i64s_push(&e[E_WIDE_ROWS], off);
+            i64s_push(&e[E_WIDE_NAMES], name);
+            i64s_push(&e[E_WIDE_META], meta);
+            label = WIDE_LABEL | (meta & LABEL_FLAGS);
+        }
     }
     c->last_start = start;
+    c->last_id = id;
     int32_t *cols = c->cols;
-    cols[C_SEQS * CHUNK_ROWS + off] = low32(rid);
     cols[C_PARENTS * CHUNK_ROWS + off] = low32(parent);
     cols[C_GAPS * CHUNK_ROWS + off] = (int32_t)gap;
     cols[C_SPANS * CHUNK_ROWS + off] = 0;
-    cols[C_NAMES * CHUNK_ROWS + off] = name;
-    cols[C_META * CHUNK_ROWS + off] = meta;
+    cols[C_LABELS * CHUNK_ROWS + off] = label;
     r->n = row + 1;
     return row;
 }
@@ -418,11 +298,11 @@ static int set_end(Rows *r, int64_t row, int64_t start, int64_t end) {
         c->cols[C_SPANS * CHUNK_ROWS + off] = (int32_t)span;
         return 0;
     }
-    if (i64s_push(&c->big_end_rows, off) < 0) return -1;
-    if (i64s_push(&c->big_ends, end) < 0) {
-        c->big_end_rows.n--;
+    if (i64s_reserve(&c->escapes[E_BIG_END_ROWS]) < 0 ||
+        i64s_reserve(&c->escapes[E_BIG_ENDS]) < 0)
         return -1;
-    }
+    i64s_push(&c->escapes[E_BIG_END_ROWS], off);
+    i64s_push(&c->escapes[E_BIG_ENDS], end);
     c->cols[C_SPANS * CHUNK_ROWS + off] = ESCAPED;
     return 0;
 }
@@ -494,6 +374,17 @@ static int as_i32(PyObject *o, const char *what, int32_t *out) {
     return 0;
 }
 
+/* Flag bits of a row's meta (its low byte, which its label keeps in place). */
+static int as_flags(PyObject *o, int32_t *out) {
+    if (as_i32(o, "bits", out) < 0) return -1;
+    if (*out < 0 || *out > LABEL_FLAGS) {
+        PyErr_Format(PyExc_ValueError, "bits must be flags of a row's meta (0..%d), got %d",
+                     LABEL_FLAGS, (int)*out);
+        return -1;
+    }
+    return 0;
+}
+
 static int check_args(const char *fn, Py_ssize_t nargs, Py_ssize_t want) {
     if (nargs != want) {
         PyErr_Format(PyExc_TypeError, "%s takes %zd arguments (%zd given)", fn, want, nargs);
@@ -542,7 +433,7 @@ static PyObject *open_core(Rows *r, PyObject *key, int64_t seq, int64_t parent, 
  * closed). */
 static PyObject *do_close(Rows *r, PyObject *key, PyObject *bits_arg) {
     int32_t bits;
-    if (check_ready(r) < 0 || as_i32(bits_arg, "bits", &bits) < 0) return NULL;
+    if (check_ready(r) < 0 || as_flags(bits_arg, &bits) < 0) return NULL;
     if (r->gate[GATE_STOPPED]) Py_RETURN_NONE;
     Py_ssize_t i = r->n_open;
     while (i > 0 && r->open[i - 1].key != key) i--;
@@ -551,7 +442,7 @@ static PyObject *do_close(Rows *r, PyObject *key, PyObject *bits_arg) {
     memmove(&r->open[i - 1], &r->open[i], (size_t)(r->n_open - i) * sizeof(Open));
     r->n_open--;
     if (set_end(r, row, start, now_ns() + r->clock_offset) < 0) return NULL;
-    r->chunks[row >> CHUNK_SHIFT].cols[C_META * CHUNK_ROWS + (row & CHUNK_MASK)] |= bits;
+    r->chunks[row >> CHUNK_SHIFT].cols[C_LABELS * CHUNK_ROWS + (row & CHUNK_MASK)] |= bits;
     r->gate[GATE_EPOCH]++;
     Py_RETURN_NONE;
 }
@@ -589,25 +480,121 @@ static PyObject *rows_or_meta(Rows *r, PyObject *const *args, Py_ssize_t nargs) 
     int64_t row;
     int32_t bits;
     if (check_args("or_meta", nargs, 2) < 0 || check_ready(r) < 0) return NULL;
-    if (as_i64(args[0], "row", &row) < 0 || as_i32(args[1], "bits", &bits) < 0 ||
+    if (as_i64(args[0], "row", &row) < 0 || as_flags(args[1], &bits) < 0 ||
         check_row(r, row) < 0)
         return NULL;
-    r->chunks[row >> CHUNK_SHIFT].cols[C_META * CHUNK_ROWS + (row & CHUNK_MASK)] |= bits;
+    r->chunks[row >> CHUNK_SHIFT].cols[C_LABELS * CHUNK_ROWS + (row & CHUNK_MASK)] |= bits;
     Py_RETURN_NONE;
 }
 
-static PyObject *rows_chunks(Rows *r, PyObject *Py_UNUSED(ignored)) {
-    PyObject *out = PyList_New(r->n_chunks);
-    if (out == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < r->n_chunks; i++) {
-        PyObject *v = chunk_view(r, i);
-        if (v == NULL) {
-            Py_DECREF(out);
+/* A 1-D C-contiguous writable buffer of n integers of `size` bytes (bool for size 1). */
+static int out_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t size, Py_ssize_t n,
+                      const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<') f++;
+    int kind = (size == 8 && (*f == 'q' || *f == 'l')) || (size == 4 && *f == 'i') ||
+               (size == 1 && (*f == 'b' || *f == '?'));
+    if (!kind || f[1] != '\0' || view->itemsize != size || view->len != n * size) {
+        PyErr_Format(PyExc_ValueError, "decode: %s must be %zd int%zd values", what, n,
+                     size * 8);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+enum { O_ID, O_PARENT, O_START, O_END, O_NAME, O_DEPTH, O_KIND, O_SCOPE, O_ASYNC, N_OUT };
+static const char *const out_names[N_OUT] = {"id",    "parent_id", "start_ns", "end_ns",  "name",
+                                             "depth", "kind",      "scope",    "is_async"};
+static const Py_ssize_t out_sizes[N_OUT] = {8, 8, 8, 8, 4, 4, 1, 1, 1};
+
+/* decode(out, high): every row into the out columns, in one pass per chunk. */
+static PyObject *rows_decode(Rows *r, PyObject *const *args, Py_ssize_t nargs) {
+    long long high;
+    if (check_args("decode", nargs, 2) < 0) return NULL;
+    if (!PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != N_OUT) {
+        PyErr_SetString(PyExc_TypeError, "decode(out: 9 columns, high: int)");
+        return NULL;
+    }
+    high = PyLong_AsLongLong(args[1]);
+    if (high == -1 && PyErr_Occurred()) return NULL;
+    if ((high & 0xffffffffLL) != 0) {
+        PyErr_SetString(PyExc_ValueError, "decode: high must have its low 32 bits clear");
+        return NULL;
+    }
+    Py_buffer out[N_OUT];
+    int got = 0;
+    for (; got < N_OUT; got++)
+        if (out_buffer(PyTuple_GET_ITEM(args[0], got), &out[got], out_sizes[got],
+                       (Py_ssize_t)r->n, out_names[got]) < 0) {
+            for (int i = 0; i < got; i++) PyBuffer_Release(&out[i]);
             return NULL;
         }
-        PyList_SET_ITEM(out, i, v);
+    /* restrict: the int8 columns' stores may otherwise alias everything the loop reads */
+    int64_t *restrict o_id = out[O_ID].buf, *restrict o_parent = out[O_PARENT].buf;
+    int64_t *restrict o_start = out[O_START].buf, *restrict o_end = out[O_END].buf;
+    int32_t *restrict o_name = out[O_NAME].buf, *restrict o_depth = out[O_DEPTH].buf;
+    int8_t *restrict o_kind = out[O_KIND].buf, *restrict o_scope = out[O_SCOPE].buf;
+    uint8_t *restrict o_async = out[O_ASYNC].buf;
+    for (Py_ssize_t ci = 0; ci < r->n_chunks; ci++) {
+        const Chunk *c = &r->chunks[ci];
+        int64_t base = (int64_t)ci << CHUNK_SHIFT, left = r->n - base;
+        Py_ssize_t n = (Py_ssize_t)(left < CHUNK_ROWS ? left : CHUNK_ROWS);
+        const int32_t *restrict parents = c->cols + C_PARENTS * CHUNK_ROWS;
+        const int32_t *restrict gaps = c->cols + C_GAPS * CHUNK_ROWS;
+        const int32_t *restrict spans = c->cols + C_SPANS * CHUNK_ROWS;
+        const int32_t *restrict labels = c->cols + C_LABELS * CHUNK_ROWS;
+        const I64s *e = c->escapes;
+        const int64_t *restrict id_rows = e[E_ID_ROWS].v, *restrict id_values = e[E_ID_VALUES].v;
+        const int64_t *restrict start_rows = e[E_BIG_START_ROWS].v;
+        const int64_t *restrict big_starts = e[E_BIG_STARTS].v;
+        const int64_t *restrict wide_rows = e[E_WIDE_ROWS].v;
+        const int64_t *restrict wide_names = e[E_WIDE_NAMES].v;
+        const int64_t *restrict wide_meta = e[E_WIDE_META].v;
+        const Py_ssize_t n_ids = e[E_ID_ROWS].n, n_starts = e[E_BIG_START_ROWS].n;
+        const Py_ssize_t n_wide = e[E_WIDE_ROWS].n;
+        Py_ssize_t next_id = 0, next_start = 0, next_wide = 0;
+        uint32_t id = 0;
+        int64_t start = 0;
+        for (Py_ssize_t off = 0; off < n; off++) {
+            Py_ssize_t at = (Py_ssize_t)base + off;
+            if (next_id < n_ids && id_rows[next_id] == off)
+                id = (uint32_t)id_values[next_id++];
+            else
+                id++;
+            int32_t gap = gaps[off];
+            if (gap == ESCAPED && next_start < n_starts && start_rows[next_start] == off)
+                start = big_starts[next_start++];
+            else
+                start += gap;
+            int32_t span = spans[off], label = labels[off], name, meta;
+            if ((label & WIDE_LABEL) == WIDE_LABEL && next_wide < n_wide &&
+                wide_rows[next_wide] == off) {
+                name = (int32_t)wide_names[next_wide];
+                meta = ((int32_t)wide_meta[next_wide] & ~LABEL_FLAGS) | (label & LABEL_FLAGS);
+                next_wide++;
+            } else {
+                name = (int32_t)((uint32_t)label >> LABEL_NAME_SHIFT);
+                meta = label & 0xffff;
+            }
+            uint32_t parent = (uint32_t)parents[off];
+            o_id[at] = high | (int64_t)id;
+            o_parent[at] = parent ? (high | (int64_t)parent) : 0;
+            o_start[at] = start;
+            o_end[at] = span > 0 ? start + span - 1 : 0; /* escaped ends: below */
+            o_name[at] = name;
+            o_depth[at] = meta >> META_DEPTH_SHIFT;
+            o_kind[at] = (int8_t)((meta >> META_KIND_SHIFT) & META_KIND_MASK);
+            o_scope[at] = (int8_t)(meta & META_SCOPE_MASK);
+            o_async[at] = (meta & META_ASYNC_BIT) != 0;
+        }
+        for (Py_ssize_t j = 0; j < e[E_BIG_END_ROWS].n; j++)
+            o_end[base + e[E_BIG_END_ROWS].v[j]] = e[E_BIG_ENDS].v[j];
     }
-    return out;
+    for (int i = 0; i < N_OUT; i++) PyBuffer_Release(&out[i]);
+    Py_RETURN_NONE;
 }
 
 static Py_ssize_t rows_len(Rows *r) { return (Py_ssize_t)r->n; }
@@ -619,8 +606,10 @@ static PyMethodDef rows_methods[] = {
      "set_end(row, start, end): end ``row``, which started at ``start``."},
     {"or_meta", (PyCFunction)(void (*)(void))rows_or_meta, METH_FASTCALL,
      "or_meta(row, bits): set bits in the row's packed metadata."},
-    {"chunks", (PyCFunction)rows_chunks, METH_NOARGS,
-     "chunks() -> list of read-only chunks with _Chunk's column names (read once stopped)."},
+    {"decode", (PyCFunction)(void (*)(void))rows_decode, METH_FASTCALL,
+     "decode(out, high): every row into the out columns (id, parent_id, start_ns, end_ns: "
+     "int64; name, depth: int32; kind, scope: int8; is_async: bool; len() values each), ids "
+     "and parents with the thread's bits ``high``, ends 0 where open."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -631,7 +620,7 @@ static PyTypeObject RowsType = {
     .tp_basicsize = sizeof(Rows),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "Rows(gate, max_events, clock_offset, name_ids, intern, row_args=None): one "
-              "recorder's rows of one thread, in recfn.capture._recorder._Chunk's layout.",
+              "recorder's rows of one thread, 16 bytes a row (decode() reads them).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)rows_init,
     .tp_traverse = (traverseproc)rows_traverse,
@@ -884,8 +873,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__crange(void) {
-    if (PyType_Ready(&RowsType) < 0 || PyType_Ready(&ColumnType) < 0 ||
-        PyType_Ready(&ChunkViewType) < 0)
+    if (PyType_Ready(&RowsType) < 0)
         return NULL;
     events_name = PyUnicode_InternFromString("asyncio.events");
     if (events_name == NULL) return NULL;

@@ -3,8 +3,9 @@
  * Per call the hook reads the clock once, looks the name id of the code object (with
  * trace_c_calls, of the C function or bound C method) up in a cache (a miss asks the Python
  * Tracer once), bounds the depth, takes an event from the recorder's shared counters and appends
- * a 32-byte row to its thread's buffer: no Python code runs per call.
- * recfn.capture._tracer merges each thread's rows into the recorder's buffer when tracing stops.
+ * a 32-byte row to its thread's buffer: no Python code runs per call. When tracing stops each
+ * thread's rows go to its recorder buffer (take()), and recfn.capture._table merges them with
+ * the recorded rows straight into the table's columns (merge(): one pass, in C).
  *
  * On 3.10-3.11 the hook is installed with PyEval_SetProfile on the tracing thread and, through
  * threading.setprofile, on threads started while tracing. On 3.12+ the CTracer's on_* methods
@@ -18,8 +19,8 @@
  * The clock. Rows are in CLOCK_MONOTONIC ns (time.perf_counter_ns's clock, the recorded ranges'),
  * plus the recorder's clock offset. On x86-64, where the kernel's own clocksource is the TSC,
  * the hook reads the TSC (one instruction) instead of calling clock_gettime: each thread keeps
- * anchors, (tsc, monotonic ns) read back to back, and take() converts its rows by interpolating
- * linearly between the two anchors around each value. A thread takes an anchor at its first
+ * anchors, (tsc, monotonic ns) read back to back, and its rows are converted (as merge() reads
+ * them) by interpolating linearly between the two anchors around each value. A thread takes an anchor at its first
  * clock read, at the first read after any recorded range started or ended (that read is the
  * anchor: exact, so a traced call never converts to before a range boundary it follows), once
  * ANCHOR_TICKS have passed since the last one, and when tracing stops. So every value lies
@@ -84,7 +85,7 @@ typedef struct {
     int64_t last_info;
     PyObject *ctx; /* the context frame when `user` was looked up (strong), NULL: none yet */
     int64_t epoch, user;
-    int tsc;              /* rows hold TSC values until take() converts them */
+    int tsc;              /* rows hold TSC values, converted to ns when merged */
     Anchor *anchors;
     Py_ssize_t n_anchors, anchors_cap;
     int64_t anchor_due, anchor_epoch; /* the next read is an anchor from this TSC value on, or
@@ -219,14 +220,43 @@ static inline int64_t tick(ThreadState *ts) {
     return anchor(ts);
 }
 
-/* The monotonic ns of TSC value `v` by `n` anchors increasing in both fields: interpolated
- * linearly between the two around it (within them), clamped to the first and last anchors.
- * `*hint` is the last pair used (tried first: values come mostly in order). */
-static int64_t to_ns(const Anchor *a, Py_ssize_t n, Py_ssize_t *hint, int64_t v) {
-    if (v <= a[0].tsc) return a[0].ns;
-    if (v >= a[n - 1].tsc) return a[n - 1].ns;
-    Py_ssize_t lo = *hint;
-    if (!(a[lo].tsc <= v && v < a[lo + 1].tsc)) {
+/* The monotonic ns of TSC values by anchors increasing in both fields (tsc strictly):
+ * interpolated linearly between the two around a value (within them), clamped to the first and
+ * last anchors, rounded down: l.ns + floor((v - l.tsc) * (r.ns - l.ns) / (r.tsc - l.tsc)).
+ * Values come mostly in order, so the pair last used is tried first; for it, where its ns
+ * span is below its TSC span (a TSC above 1 GHz), the quotient is taken by a multiplication
+ * with its 64-bit reciprocal and one exact correction instead of a 128-bit division. */
+typedef struct {
+    const Anchor *a;
+    Py_ssize_t n, lo; /* the pair a[lo], a[lo + 1] */
+    int fast;         /* scale is the pair's reciprocal */
+    uint64_t scale;   /* floor(2**64 * (r.ns - l.ns) / (r.tsc - l.tsc)) */
+} Interp;
+
+static void interp_pair(Interp *c, Py_ssize_t lo) {
+    const Anchor *l = &c->a[lo], *r = &c->a[lo + 1];
+    uint64_t dn = (uint64_t)(r->ns - l->ns), span = (uint64_t)(r->tsc - l->tsc);
+    c->lo = lo;
+    c->fast = dn < span;
+    c->scale = c->fast ? (uint64_t)(((unsigned __int128)dn << 64) / span) : 0;
+}
+
+static void interp_init(Interp *c, const Anchor *a, Py_ssize_t n) {
+    c->a = a;
+    c->n = n;
+    c->lo = 0;
+    c->fast = 0;
+    c->scale = 0;
+    if (n > 1) interp_pair(c, 0);
+}
+
+static inline int64_t to_ns(Interp *c, int64_t v) {
+    const Anchor *a = c->a;
+    Py_ssize_t lo = c->lo;
+    if (!(c->n > 1 && a[lo].tsc <= v && v < a[lo + 1].tsc)) { /* not in the pair last used */
+        Py_ssize_t n = c->n;
+        if (v <= a[0].tsc) return a[0].ns;
+        if (v >= a[n - 1].tsc) return a[n - 1].ns;
         Py_ssize_t hi = n - 1; /* a[lo].tsc <= v < a[hi].tsc */
         lo = 0;
         while (hi - lo > 1) {
@@ -234,27 +264,17 @@ static int64_t to_ns(const Anchor *a, Py_ssize_t n, Py_ssize_t *hint, int64_t v)
             if (a[mid].tsc <= v) lo = mid;
             else hi = mid;
         }
-        *hint = lo;
+        interp_pair(c, lo);
     }
     const Anchor *l = &a[lo], *r = &a[lo + 1];
-    __int128 dt = (__int128)v - l->tsc, span = (__int128)r->tsc - l->tsc;
-    return l->ns + (int64_t)(dt * ((__int128)r->ns - l->ns) / span);
-}
-
-/* The thread's rows in ns since the Unix epoch: converted from the TSC by its anchors (with a
- * last one read now), plus the recorder's clock offset; an end of 0 (still open) stays 0. */
-static void rows_to_ns(ThreadState *ts) {
-    if (ts->tsc && ts->n > 0) anchor(ts);
-    Py_ssize_t start_hint = 0, end_hint = 0;
-    for (Py_ssize_t i = 0; i < ts->n; i++) {
-        Row *row = &ts->rows[i];
-        if (ts->tsc) {
-            row->start = to_ns(ts->anchors, ts->n_anchors, &start_hint, row->start);
-            if (row->end != 0) row->end = to_ns(ts->anchors, ts->n_anchors, &end_hint, row->end);
-        }
-        row->start += ts->owner->clock_offset;
-        if (row->end != 0) row->end += ts->owner->clock_offset;
-    }
+    uint64_t dt = (uint64_t)(v - l->tsc), dn = (uint64_t)(r->ns - l->ns);
+    uint64_t span = (uint64_t)(r->tsc - l->tsc);
+    if (!c->fast) return l->ns + (int64_t)((unsigned __int128)dt * dn / span);
+    /* scale undershoots dn / span by less than 2**-64 and dt < 2**63: q is the quotient or
+     * one less, and the remainder says which. */
+    uint64_t q = (uint64_t)(((unsigned __int128)dt * c->scale) >> 64);
+    if ((unsigned __int128)dt * dn - (unsigned __int128)q * span >= span) q++;
+    return l->ns + (int64_t)q;
 }
 
 /* A failure inside the hook: the Python Tracer logs it once; the program never sees it. */
@@ -765,21 +785,128 @@ static void ts_dealloc(ThreadState *ts) {
     PyObject_GC_Del(ts);
 }
 
+/* -- TracedRows: one thread's rows once tracing stopped -------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    Row *rows;
+    Py_ssize_t n;
+    Anchor *anchors; /* tsc: the rows hold TSC values, converted by these when merged */
+    Py_ssize_t n_anchors;
+    int tsc;
+    int64_t offset; /* added to every converted value (the recorder's clock offset) */
+} TracedRows;
+
+static PyTypeObject TracedRowsType;
+
+/* TracedRows(data): rows given as bytes (ROW_BYTES a row) in ns, copied: for tests. The parents
+ * must nest as the hook writes them (each -1 or a call still open). */
+static PyObject *tr_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    Py_buffer data;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "TracedRows takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*:TracedRows", &data)) return NULL;
+    if (data.len % (Py_ssize_t)sizeof(Row) != 0) {
+        PyErr_Format(PyExc_ValueError, "TracedRows needs a multiple of %zd bytes, got %zd",
+                     (Py_ssize_t)sizeof(Row), data.len);
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    Py_ssize_t n = data.len / (Py_ssize_t)sizeof(Row);
+    int32_t *stack = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    if (stack == NULL) {
+        PyBuffer_Release(&data);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t top = 0; /* the calls open, as the parents say */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Row row;
+        memcpy(&row, (const char *)data.buf + i * (Py_ssize_t)sizeof(Row), sizeof(Row));
+        while (top > 0 && stack[top - 1] > row.parent) top--;
+        if (row.parent != -1 && (top == 0 || stack[top - 1] != row.parent)) {
+            PyErr_Format(PyExc_ValueError, "row %zd: parent %d is not -1 or a call still open "
+                         "(rows nest as calls do)", i, (int)row.parent);
+            PyMem_Free(stack);
+            PyBuffer_Release(&data);
+            return NULL;
+        }
+        stack[top++] = (int32_t)i;
+    }
+    PyMem_Free(stack);
+    TracedRows *tr = (TracedRows *)type->tp_alloc(type, 0);
+    if (tr != NULL) {
+        tr->rows = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Row));
+        tr->n = n;
+        if (tr->rows == NULL) {
+            Py_DECREF(tr);
+            tr = NULL;
+            PyErr_NoMemory();
+        } else {
+            memcpy(tr->rows, data.buf, (size_t)data.len);
+        }
+    }
+    PyBuffer_Release(&data);
+    return (PyObject *)tr;
+}
+
+static void tr_dealloc(TracedRows *tr) {
+    PyMem_Free(tr->rows);
+    PyMem_Free(tr->anchors);
+    Py_TYPE(tr)->tp_free((PyObject *)tr);
+}
+
+static Py_ssize_t tr_len(TracedRows *tr) { return tr->n; }
+
+static PySequenceMethods tr_as_sequence = {.sq_length = (lenfunc)tr_len};
+
+static PyTypeObject TracedRowsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn.native._ctrace.TracedRows",
+    .tp_basicsize = sizeof(TracedRows),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "TracedRows(data): one thread's traced calls, as ThreadState.take() hands them "
+              "over (or copied from bytes, ROW_BYTES a row, in ns): len() rows; merge() places "
+              "them.",
+    .tp_new = tr_new,
+    .tp_dealloc = (destructor)tr_dealloc,
+    .tp_as_sequence = &tr_as_sequence,
+};
+
 static PyObject *ts_take(ThreadState *ts, PyObject *Py_UNUSED(ignored)) {
-    /* The rows as bytes (start, end, user: int64; nid, parent: int32, native order); the frames
-     * of calls still open are dropped (they would keep their locals alive). */
+    /* The rows moved into a TracedRows, with what converts them to ns when they are merged
+     * (converting here would be one more pass over every row); the frames of calls still open
+     * are dropped (they would keep their locals alive). */
     drop_stack(ts);
     Py_CLEAR(ts->ctx);
-    Py_ssize_t size = ts->n * (Py_ssize_t)sizeof(Row);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    TracedRows *out = PyObject_New(TracedRows, &TracedRowsType);
     if (out == NULL) return NULL; /* the rows stay as they were: take() can be retried */
-    rows_to_ns(ts);
-    if (size) memcpy(PyBytes_AS_STRING(out), ts->rows, (size_t)size);
-    PyMem_Free(ts->rows);
+    out->rows = NULL;
+    out->n = 0;
+    out->tsc = ts->tsc && ts->n > 0;
+    out->offset = ts->owner->clock_offset;
+    out->anchors = NULL;
+    out->n_anchors = 0;
+    if (out->tsc) {
+        anchor(ts); /* the last one, read now: every row's values lie within the anchors */
+        out->anchors = PyMem_Malloc((size_t)ts->n_anchors * sizeof(Anchor));
+        if (out->anchors == NULL) {
+            Py_DECREF(out);
+            return PyErr_NoMemory();
+        }
+        memcpy(out->anchors, ts->anchors, (size_t)ts->n_anchors * sizeof(Anchor));
+        out->n_anchors = ts->n_anchors;
+    }
+    out->rows = ts->rows;
+    out->n = ts->n;
+    if (ts->n < ts->cap) { /* give the spare capacity back (the rows may live long) */
+        Row *fit = PyMem_Realloc(ts->rows, (size_t)(ts->n ? ts->n : 1) * sizeof(Row));
+        if (fit != NULL) out->rows = fit;
+    }
     ts->rows = NULL;
     ts->n = ts->cap = 0;
     ts->n_anchors = 0;
-    return out;
+    return (PyObject *)out;
 }
 
 static PyObject *ts_take_hidden(ThreadState *ts, PyObject *Py_UNUSED(ignored)) {
@@ -811,7 +938,8 @@ static PyObject *ts_get_info(ThreadState *ts, void *Py_UNUSED(closure)) {
 }
 
 static PyMethodDef ts_methods[] = {
-    {"take", (PyCFunction)ts_take, METH_NOARGS, "The thread's rows as bytes, once tracing stopped."},
+    {"take", (PyCFunction)ts_take, METH_NOARGS,
+     "The thread's rows as a TracedRows, once tracing stopped (the state keeps none)."},
     {"take_hidden", (PyCFunction)ts_take_hidden, METH_NOARGS,
      "(rows, packages): hidden library calls per traced row and per package, as int64 bytes."},
     {NULL, NULL, 0, NULL},
@@ -1090,6 +1218,255 @@ static PyTypeObject CTracerType = {
     .tp_getset = ct_getset,
 };
 
+/* -- merge(): a thread's traced calls and recorded rows, into the table's columns -------------- */
+
+/* Places of recorded rows by their sequence number (the low 32 bits of their ids): open
+ * addressing, later rows replacing earlier ones with the same number, as a dict would. */
+typedef struct {
+    int64_t *keys; /* -1: empty */
+    int64_t *pos;
+    uint64_t mask;
+    int shift;
+} SeqIndex;
+
+static int seq_index_init(SeqIndex *ix, Py_ssize_t n) {
+    uint64_t cap = 16;
+    int bits = 4;
+    while (cap < (uint64_t)n * 2) {
+        cap <<= 1;
+        bits++;
+    }
+    ix->keys = PyMem_Malloc(cap * sizeof(int64_t));
+    ix->pos = PyMem_Malloc(cap * sizeof(int64_t));
+    if (ix->keys == NULL || ix->pos == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(ix->keys, 0xff, cap * sizeof(int64_t));
+    ix->mask = cap - 1;
+    ix->shift = 64 - bits;
+    return 0;
+}
+
+static inline uint64_t seq_slot(const SeqIndex *ix, int64_t key) {
+    return ((uint64_t)key * 0x9E3779B97F4A7C15ull) >> ix->shift;
+}
+
+static inline int64_t seq_find(const SeqIndex *ix, int64_t key) {
+    for (uint64_t i = seq_slot(ix, key);; i = (i + 1) & ix->mask) {
+        if (ix->keys[i] == key) return ix->pos[i];
+        if (ix->keys[i] < 0) return -1;
+    }
+}
+
+static inline void seq_put(SeqIndex *ix, int64_t key, int64_t pos) {
+    uint64_t i = seq_slot(ix, key);
+    while (ix->keys[i] >= 0 && ix->keys[i] != key) i = (i + 1) & ix->mask;
+    ix->keys[i] = key;
+    ix->pos[i] = pos;
+}
+
+/* A 1-D C-contiguous buffer of n integers of `size` bytes (bool for size 1; writable when
+ * asked). */
+static int int_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t size, Py_ssize_t n, int writable,
+                      const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<') f++;
+    int kind = (size == 8 && (*f == 'q' || *f == 'l')) || (size == 4 && *f == 'i') ||
+               (size == 1 && (*f == 'b' || *f == '?'));
+    if (!kind || f[1] != '\0' || view->itemsize != size || view->len != n * size) {
+        PyErr_Format(PyExc_ValueError, "merge: %s must be %zd int%zd values", what, n, size * 8);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+enum { M_ID, M_PARENT, M_START, M_END, M_NAME, M_META, M_IN };
+enum { O_ID, O_PARENT, O_START, O_END, O_NAME, O_DEPTH, O_KIND, O_SCOPE, O_ASYNC, M_OUT };
+static const char *const in_names[M_IN] = {"id", "parent_id", "start_ns", "end_ns", "name", "meta"};
+static const Py_ssize_t in_sizes[M_IN] = {8, 8, 8, 8, 4, 4};
+static const char *const out_names[M_OUT] = {"id",    "parent_id", "start_ns", "end_ns",  "name",
+                                             "depth", "kind",      "scope",    "is_async"};
+static const Py_ssize_t out_sizes[M_OUT] = {8, 8, 8, 8, 4, 4, 1, 1, 1};
+#define LOW32_MASK (((int64_t)1 << 32) - 1)
+
+/* merge(traced, recorded, out, new_of_old, first, high, traced_flags): what
+ * recfn.capture._tracer.merge_traced says, in one pass. */
+static PyObject *mod_merge(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !Py_IS_TYPE(args[0], &TracedRowsType) || !PyTuple_Check(args[1]) ||
+        !PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[1]) != M_IN ||
+        PyTuple_GET_SIZE(args[2]) != M_OUT) {
+        PyErr_SetString(PyExc_TypeError, "merge(traced: TracedRows, recorded: 6 columns, out: 9 "
+                                         "columns, new_of_old, first: int, high: int, "
+                                         "traced_flags: int)");
+        return NULL;
+    }
+    const TracedRows *tr = (const TracedRows *)args[0];
+    long long first = PyLong_AsLongLong(args[4]), high = PyLong_AsLongLong(args[5]);
+    long traced_flags = PyLong_AsLong(args[6]);
+    if (PyErr_Occurred()) return NULL;
+    if (traced_flags < 0 || traced_flags > META_LOW) {
+        PyErr_Format(PyExc_ValueError, "merge: traced_flags %ld is not within META_LOW",
+                     traced_flags);
+        return NULL;
+    }
+    Py_ssize_t nt = tr->n, nr = PyObject_Length(PyTuple_GET_ITEM(args[1], M_ID));
+    if (nr < 0) return NULL;
+    Py_buffer in[M_IN], out[M_OUT], moved;
+    int got_in = 0, got_out = 0, got_moved = 0;
+    PyObject *result = NULL;
+    int64_t *st_id = NULL, *st_pos = NULL, *st_end = NULL, *hook_row = NULL, *hook_pos = NULL;
+    SeqIndex ix = {NULL, NULL, 0, 0};
+    for (; got_in < M_IN; got_in++)
+        if (int_buffer(PyTuple_GET_ITEM(args[1], got_in), &in[got_in], in_sizes[got_in], nr, 0,
+                       in_names[got_in]) < 0)
+            goto done;
+    for (; got_out < M_OUT; got_out++)
+        if (int_buffer(PyTuple_GET_ITEM(args[2], got_out), &out[got_out], out_sizes[got_out],
+                       nr + nt, 1, out_names[got_out]) < 0)
+            goto done;
+    if (int_buffer(args[3], &moved, 8, nr, 1, "new_of_old") < 0) goto done;
+    got_moved = 1;
+    /* Two stacks of traced calls, each at most as deep as the calls nest (their untouched
+     * pages cost nothing): the merge's (the calls open at the current row's start) and the
+     * hook's own (the calls open when the current traced call started, as its parent rows
+     * say: a row's parent is on it, as the hook's stack was last-in first-out). */
+    size_t stack_bytes = (size_t)(nt + 1) * sizeof(int64_t); /* each: a bottom entry too */
+    st_id = PyMem_Malloc(stack_bytes);
+    st_pos = PyMem_Malloc(stack_bytes);
+    st_end = PyMem_Malloc(stack_bytes);
+    hook_row = PyMem_Malloc(stack_bytes);
+    hook_pos = PyMem_Malloc(stack_bytes);
+    if (st_id == NULL || st_pos == NULL || st_end == NULL || hook_row == NULL ||
+        hook_pos == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (seq_index_init(&ix, nr) < 0) goto done;
+
+    const int64_t *r_id = in[M_ID].buf, *r_parent = in[M_PARENT].buf;
+    const int64_t *r_start = in[M_START].buf, *r_end = in[M_END].buf;
+    const int32_t *r_name = in[M_NAME].buf, *r_meta = in[M_META].buf;
+    /* restrict: the int8 columns' stores may otherwise alias everything the loop reads */
+    int64_t *restrict o_id = out[O_ID].buf, *restrict o_parent = out[O_PARENT].buf;
+    int64_t *restrict o_start = out[O_START].buf, *restrict o_end = out[O_END].buf;
+    int32_t *restrict o_name = out[O_NAME].buf, *restrict o_depth = out[O_DEPTH].buf;
+    int8_t *restrict o_kind = out[O_KIND].buf, *restrict o_scope = out[O_SCOPE].buf;
+    uint8_t *restrict o_async = out[O_ASYNC].buf;
+    int64_t *restrict new_of_old = moved.buf;
+    const Row *restrict t = tr->rows;
+    const int tsc = tr->tsc;
+    const int64_t offset = tr->offset;
+    int64_t *restrict s_id = st_id, *restrict s_pos = st_pos, *restrict s_end = st_end;
+    int64_t *restrict h_row = hook_row, *restrict h_pos = hook_pos;
+    Interp starts, ends;
+    interp_init(&starts, tr->anchors, tr->n_anchors);
+    interp_init(&ends, tr->anchors, tr->n_anchors);
+#define IN_NS(interp, v) ((tsc ? to_ns(&(interp), (v)) : (v)) + offset)
+    int64_t t_start = nt ? IN_NS(starts, t[0].start) : 0; /* the next traced row's start */
+    int64_t cached_user = -1, cached_pos = -1; /* the last traced row's user range lookup */
+    /* Both stacks count from 1 over a bottom entry that never leaves: the merge's ends as
+     * INT64_MAX (as a call still open), the hook's rows as -1. */
+    Py_ssize_t i = 0, k = 0, pos = 0, top = 0, hook_top = 0;
+    s_end[0] = INT64_MAX;
+    s_id[0] = s_pos[0] = 0;
+    h_row[0] = -1;
+    h_pos[0] = -1;
+    const int8_t traced_scope = (int8_t)(traced_flags & META_SCOPE_MASK);
+    const int8_t traced_kind = (int8_t)((traced_flags >> META_KIND_SHIFT) & META_KIND_MASK);
+    const uint8_t traced_async = (traced_flags & META_ASYNC_BIT) != 0;
+    while (i < nr || k < nt) {
+        int traced = k < nt && (i >= nr || t_start < r_start[i] ||
+                                (t_start == r_start[i] &&
+                                 (t[k].user & LOW32_MASK) != (r_id[i] & LOW32_MASK)));
+        int64_t now = traced ? t_start : r_start[i];
+        while (s_end[top] <= now) top--;
+        int64_t parent = 0, d = 0;
+        if (traced) {
+            int64_t up = t[k].parent, user = t[k].user & LOW32_MASK, user_pos = -1;
+            while (h_row[hook_top] > up) hook_top--; /* calls that had returned */
+            int64_t up_pos = h_pos[hook_top];        /* up's place (-1: none) */
+            if (user != 0) {
+                if (user != cached_user) {
+                    cached_user = user;
+                    cached_pos = seq_find(&ix, user);
+                }
+                user_pos = cached_pos;
+            }
+            if (up >= 0 && user_pos < up_pos) {
+                parent = first + up;
+                d = o_depth[up_pos] + 1;
+            } else if (user_pos >= 0) {
+                parent = user;
+                d = o_depth[user_pos] + 1;
+            }
+            int64_t rid = first + k, end = t[k].end == 0 ? 0 : IN_NS(ends, t[k].end);
+            uint64_t parent32 = (uint64_t)parent & LOW32_MASK;
+            o_id[pos] = high | (int64_t)((uint64_t)rid & LOW32_MASK);
+            o_parent[pos] = parent32 ? (high | (int64_t)parent32) : 0;
+            o_start[pos] = now;
+            o_end[pos] = end;
+            o_name[pos] = t[k].nid;
+            o_depth[pos] = (int32_t)d;
+            o_scope[pos] = traced_scope;
+            o_kind[pos] = traced_kind;
+            o_async[pos] = traced_async;
+            hook_top++;
+            h_row[hook_top] = k;
+            h_pos[hook_top] = pos;
+            top++;
+            s_id[top] = rid;
+            s_pos[top] = pos;
+            s_end[top] = end == 0 ? INT64_MAX : end;
+            k++;
+            if (k < nt) t_start = IN_NS(starts, t[k].start);
+        } else {
+            int32_t meta = r_meta[i], flags = meta & META_LOW;
+            int64_t seq = r_id[i] & LOW32_MASK;
+            parent = r_parent[i] & LOW32_MASK;
+            if (top > 0 && (parent == 0 || s_pos[top] > seq_find(&ix, parent))) {
+                parent = s_id[top];
+                d = o_depth[s_pos[top]] + 1;
+            } else if (parent != 0) {
+                int64_t known = seq_find(&ix, parent);
+                d = known >= 0 ? o_depth[known] + 1 : (int64_t)(meta >> META_DEPTH_SHIFT);
+            }
+            uint64_t parent32 = (uint64_t)parent & LOW32_MASK;
+            o_id[pos] = high | seq;
+            o_parent[pos] = parent32 ? (high | (int64_t)parent32) : 0;
+            o_start[pos] = now;
+            o_end[pos] = r_end[i];
+            o_name[pos] = r_name[i];
+            o_depth[pos] = (int32_t)d;
+            o_scope[pos] = (int8_t)(flags & META_SCOPE_MASK);
+            o_kind[pos] = (int8_t)((flags >> META_KIND_SHIFT) & META_KIND_MASK);
+            o_async[pos] = (flags & META_ASYNC_BIT) != 0;
+            seq_put(&ix, seq, pos);
+            if (seq == cached_user) cached_user = -1;
+            new_of_old[i] = pos;
+            i++;
+        }
+        pos++;
+    }
+#undef IN_NS
+    result = Py_NewRef(Py_None);
+done:
+    for (int c = 0; c < got_in; c++) PyBuffer_Release(&in[c]);
+    for (int c = 0; c < got_out; c++) PyBuffer_Release(&out[c]);
+    if (got_moved) PyBuffer_Release(&moved);
+    PyMem_Free(hook_row);
+    PyMem_Free(hook_pos);
+    PyMem_Free(st_id);
+    PyMem_Free(st_pos);
+    PyMem_Free(st_end);
+    PyMem_Free(ix.keys);
+    PyMem_Free(ix.pos);
+    return result;
+}
+
 /* interpolate(anchors, values): to_ns over int64 buffers, for tests: anchors (tsc, ns) pairs
  * increasing in both, values TSC values (0 kept). */
 static PyObject *mod_interpolate(PyObject *Py_UNUSED(m), PyObject *args) {
@@ -1115,11 +1492,12 @@ static PyObject *mod_interpolate(PyObject *Py_UNUSED(m), PyObject *args) {
     }
     out = PyBytes_FromStringAndSize(NULL, vb.len);
     if (out == NULL) goto done;
-    Py_ssize_t hint = 0;
+    Interp interp;
+    interp_init(&interp, a, n);
     for (Py_ssize_t i = 0; i < nv; i++) {
         int64_t v;
         memcpy(&v, (const char *)vb.buf + 8 * i, 8);
-        v = v == 0 ? 0 : to_ns(a, n, &hint, v);
+        v = v == 0 ? 0 : to_ns(&interp, v);
         memcpy(PyBytes_AS_STRING(out) + 8 * i, &v, 8);
     }
 done:
@@ -1130,9 +1508,17 @@ done:
 }
 
 static PyMethodDef mod_methods[] = {
+    {"merge", (PyCFunction)(void (*)(void))mod_merge, METH_FASTCALL,
+     "merge(traced, recorded, out, new_of_old, first, high, traced_flags): interleave a "
+     "TracedRows with a thread's recorded rows (recorded: its id, parent_id, start_ns, end_ns, "
+     "name and meta columns, int64 x4 and int32 x2) in start order into the out columns (id, "
+     "parent_id, start_ns, end_ns: int64; name, depth: int32; kind, scope: int8; is_async: "
+     "bool; as many rows as both), parenting and nesting every row as "
+     "recfn.capture._tracer.merge_traced says; new_of_old (int64, one per recorded row) "
+     "receives each recorded row's place in out."},
     {"interpolate", mod_interpolate, METH_VARARGS,
      "interpolate(anchors, values): TSC values (int64) in monotonic ns by the (tsc, ns) anchors,"
-     " as take() converts rows; 0 stays 0."},
+     " as merge() converts rows; 0 stays 0."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1143,7 +1529,9 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__ctrace(void) {
     kernel_uses_tsc = clocksource_is_tsc();
-    if (PyType_Ready(&ThreadStateType) < 0 || PyType_Ready(&CTracerType) < 0) return NULL;
+    if (PyType_Ready(&ThreadStateType) < 0 || PyType_Ready(&CTracerType) < 0 ||
+        PyType_Ready(&TracedRowsType) < 0)
+        return NULL;
     if (!(str_code_name = PyUnicode_InternFromString("code_name")) ||
         !(str_c_name = PyUnicode_InternFromString("c_name")) ||
         !(str_innermost = PyUnicode_InternFromString("innermost")) ||
@@ -1154,6 +1542,7 @@ PyMODINIT_FUNC PyInit__ctrace(void) {
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "CTracer", (PyObject *)&CTracerType) < 0 ||
         PyModule_AddObjectRef(m, "ThreadState", (PyObject *)&ThreadStateType) < 0 ||
+        PyModule_AddObjectRef(m, "TracedRows", (PyObject *)&TracedRowsType) < 0 ||
         PyModule_AddIntConstant(m, "ROW_BYTES", (long)sizeof(Row)) < 0 ||
         PyModule_AddObjectRef(m, "TSC", kernel_uses_tsc ? Py_True : Py_False) < 0) {
         Py_DECREF(m);

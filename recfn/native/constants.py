@@ -23,6 +23,15 @@ CHUNK_ROWS: Final[i64] = 1 << 14
 ESCAPED: Final[i32] = -1  # a gap or span too large for int32, kept in a chunk's side vectors
 ESCAPE_LIMIT: Final[i64] = (1 << 31) - 1
 
+# A row's packed meta (int32): scope | kind << META_KIND_SHIFT | async bit | depth <<
+# META_DEPTH_SHIFT; META_LOW: the scope, kind and async bits.
+META_SCOPE_MASK: Final[i32] = (1 << 4) - 1
+META_KIND_SHIFT: Final = 4
+META_KIND_MASK: Final[i32] = (1 << 2) - 1  # after shifting by META_KIND_SHIFT
+META_ASYNC_BIT: Final[i32] = 1 << 6
+META_LOW: Final[i32] = (1 << 7) - 1
+META_DEPTH_SHIFT: Final = 8
+
 # A thread's row arguments (int64): the slot where the fast path learns an event loop runs.
 ROW_ARGS_LOOP: Final = 3
 

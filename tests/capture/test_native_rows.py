@@ -1,13 +1,14 @@
-"""recfn.native._crange.Rows stores rows exactly as recfn.capture._recorder._Chunk does.
+"""recfn.native._crange.Rows keeps rows exactly, as recfn.capture._recorder._Chunk does.
 
-The same rows written into a Rows and into _Chunks decode (``recfn.capture._table.decode_chunk``) to
-the same columns: escapes of big and negative gaps and spans, chunk boundaries. Admission,
-interning and bad arguments are checked on the Rows directly.
+The same rows written into a Rows (16 bytes a row, decoded in C by ``Rows.decode``) and into
+_Chunks (24 bytes a row, decoded by ``recfn.capture._table.decode_chunk``) decode to the same
+columns: escapes of big and negative gaps and spans, ids that do not follow, names and depths
+past a label's limits, chunk boundaries. Admission, interning and bad arguments are checked on
+the Rows directly.
 """
 
 from __future__ import annotations
 
-import gc
 from array import array
 from typing import Any
 
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 import recfn
 from recfn.capture._recorder import _Chunk
-from recfn.capture._table import decode_chunk
+from recfn.capture._table import decode_chunk, decode_rows
 from recfn.engine import ranges as _engine
 from recfn.native.constants import CHUNK_ROWS, ESCAPE_LIMIT
 
@@ -70,6 +71,10 @@ def decoded(chunks: list[Any]) -> dict[str, np.ndarray]:
     return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
 
 
+def native(rows: Any) -> dict[str, np.ndarray]:
+    return decode_rows(getattr(rows, "rows", rows), TID)
+
+
 def write_both(events: list[tuple[int, int, int, int, int, int]]) -> tuple[Any, list[_Chunk]]:
     """(rid, parent, start, end or 0, name, meta) rows into a Rows and into _Chunks."""
     rows, _, _ = make_rows()
@@ -89,12 +94,11 @@ def write_both(events: list[tuple[int, int, int, int, int, int]]) -> tuple[Any, 
 def assert_same(events: list[tuple[int, int, int, int, int, int]]) -> None:
     rows, chunks = write_both(events)
     assert len(rows) == len(events)
-    views = rows.chunks()
-    assert [len(v.seqs) for v in views] == [len(c.seqs) for c in chunks]
-    native, vecs = decoded(views), decoded(chunks)
-    assert native.keys() == vecs.keys()
-    for key in native:
-        np.testing.assert_array_equal(native[key], vecs[key], err_msg=key)
+    assert len(rows) == sum(len(c.seqs) for c in chunks)
+    from_rows, vecs = native(rows), decoded(chunks)
+    assert from_rows.keys() == vecs.keys()
+    for key in from_rows:
+        np.testing.assert_array_equal(from_rows[key], vecs[key], err_msg=key)
 
 
 BASE = 1_700_000_000_000_000_000
@@ -114,8 +118,8 @@ def test_escaped_gaps_and_spans_decode_like_chunks() -> None:
 def test_rows_across_chunk_boundaries_decode_like_chunks() -> None:
     n = 2 * CHUNK_ROWS + 5
     events = [(i + 1, i, BASE + 10 * i, BASE + 10 * i + 3, 0, 0) for i in range(n)]
-    rows, _ = write_both(events)
-    assert [len(v.seqs) for v in rows.chunks()] == [CHUNK_ROWS, CHUNK_ROWS, 5]
+    rows, chunks = write_both(events)
+    assert len(rows) == 2 * CHUNK_ROWS + 5 and len(chunks) == 3
     assert_same(events)
 
 
@@ -161,7 +165,7 @@ def test_open_and_close_admit_time_and_count_like_the_recorder() -> None:
     rows.close(c, 0)  # stopped: nothing
     assert rows.open(d, 5, 0, 0, "a") is False
     assert list(gate) == [3, 1, 1, 5]
-    cols = decoded(rows.chunks())
+    cols = native(rows)
     assert list(cols["name"]) == [0, 1, 0]
     assert list(cols["id"] & 0xFFFFFFFF) == [1, 2, 3]
     assert list(cols["parent_id"]) == [0, TID << 32 | 1, 0]
@@ -181,7 +185,7 @@ def test_open_row_reads_its_numbers_from_row_args() -> None:
     row_args[2] = 1 << 40
     with pytest.raises(ValueError, match="int32"):
         crange.open_row(rows, None, "x")
-    cols = decoded(rows.chunks())
+    cols = native(rows)
     assert list(cols["id"] & 0xFFFFFFFF) == [7, 8]
     assert list(cols["parent_id"]) == [TID << 32 | 5] * 2
     assert list(cols["meta"]) == [(3 << 8) | 1] * 2
@@ -193,7 +197,7 @@ def test_close_finds_the_innermost_row_of_a_key() -> None:
     rows.open(key, 1, 0, 0, "outer")
     rows.open(key, 2, 1, 1 << 8, "inner")  # the same key again (a reused object)
     rows.close(key, 0)
-    ends = decoded(rows.chunks())["end_ns"]
+    ends = native(rows)["end_ns"]
     assert ends[0] == 0 and ends[1] > 0
 
 
@@ -201,24 +205,59 @@ def test_or_meta_sets_bits() -> None:
     rows, _, _ = make_rows()
     rows.add(1, 0, BASE, 0, 5 << 8)
     rows.or_meta(0, 1 << 6)
-    assert decoded(rows.chunks())["meta"][0] == (5 << 8) | (1 << 6)
+    assert native(rows)["meta"][0] == (5 << 8) | (1 << 6)
 
 
-def test_chunk_views_outlive_their_rows() -> None:
-    rows, _ = write_both([(i + 1, 0, BASE + i, BASE + i, 0, 0) for i in range(10)])
-    views = rows.chunks()
-    del rows
-    gc.collect()
-    assert list(decoded(views)["id"]) == [(TID << 32) | (i + 1) for i in range(10)]
-    with pytest.raises(TypeError):
-        views[0].seqs[0] = 1  # type: ignore[index]
-    assert memoryview(views[0].meta).readonly
-    assert not np.frombuffer(views[0].meta, np.int32).flags.writeable
+def test_ids_that_skip_wrap_or_repeat_and_wide_labels_decode_like_chunks() -> None:
+    """Ids are kept by the row order: those that do not follow the previous row's are listed;
+    names and depths past a label's limits are kept whole, flags set afterwards included."""
+    ids = [5, 6, 7, 9, 9, 3, 0xFFFFFFFF, 1 << 32, (1 << 32) + 1, 2, 3]
+    names = [0, 65534, 65535, 70000, 1, 2, 0x7FFFFFFF, 3, 65535, 0, 1]
+    depths = [0, 254, 255, 3, 1000, 0, 2, 255, 1, 0x7FFFFF, 4]
+    events = [
+        (TID << 32 | rid, 0, BASE + 10 * i, BASE + 10 * i + 5, name, (depth << 8) | (i % 4))
+        for i, (rid, name, depth) in enumerate(zip(ids, names, depths))
+    ]
+    rows, chunks = write_both(events)
+    for row in range(len(events)):
+        rows.or_meta(row, 1 << 6)
+        chunks[0].meta[row] = chunks[0].meta[row] | (1 << 6)
+    from_rows, vecs = native(rows), decoded(chunks)
+    for key in from_rows:
+        np.testing.assert_array_equal(from_rows[key], vecs[key], err_msg=key)
+    assert list(from_rows["name"]) == names
+    assert list(from_rows["meta"] >> 8) == depths
 
 
-def test_empty_rows_have_no_chunks() -> None:
+def test_or_meta_and_close_refuse_bits_outside_the_flags() -> None:
     rows, _, _ = make_rows()
-    assert len(rows) == 0 and rows.chunks() == []
+    key = object()
+    rows.open(key, 1, 0, 0, "a")
+    with pytest.raises(ValueError, match="flags"):
+        rows.or_meta(0, 1 << 8)
+    with pytest.raises(ValueError, match="flags"):
+        rows.close(key, -1)
+
+
+def test_decode_refuses_columns_of_the_wrong_size_or_type() -> None:
+    rows, _ = write_both([(i + 1, 0, BASE + i, BASE + i, 0, 0) for i in range(3)])
+    types = (np.int64,) * 4 + (np.int32,) * 2 + (np.int8, np.int8, np.bool_)
+    out = tuple(np.empty(3, t) for t in types)
+    rows.decode(out, TID << 32)
+    assert list(out[0]) == [(TID << 32) | (i + 1) for i in range(3)]
+    with pytest.raises(ValueError, match="end_ns must be 3 int64 values"):
+        rows.decode(out[:3] + (np.empty(2, np.int64),) + out[4:], 0)
+    with pytest.raises(ValueError, match="name must be 3 int32 values"):
+        rows.decode(out[:4] + (np.empty(3, np.float32),) + out[5:], 0)
+    with pytest.raises(ValueError, match="low 32 bits"):
+        rows.decode(out, 1)
+    with pytest.raises(TypeError):
+        rows.decode(out[:8], 0)
+
+
+def test_empty_rows_decode_to_no_rows() -> None:
+    rows, _, _ = make_rows()
+    assert len(rows) == 0 and all(len(v) == 0 for v in native(rows).values())
 
 
 def test_bad_arguments_raise_type_or_value_errors() -> None:
