@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from recfn.analysis.columns import RANGE
+from recfn.analysis.stats.runs import RunStats, group_stats, nested_self, stats_table
 from recfn.analysis.stats.summary import PARTIAL_COLUMNS, PROFILER_SPAN_SCOPES, add_partials
 from recfn.analysis.stats.tree import (
     Nodes,
@@ -130,32 +131,110 @@ def _summarize_partition(
     files: list[str], keys: list[str], flops: bool, footers: Footers
 ) -> tuple[pd.DataFrame, int]:
     """The summed statistics of the processes in ``files`` and their self-time total."""
+    extra = ["flops"] if flops else []
+    parts, total = [], 0
+    for pieces, rows, where in _processes(files, [*EVENT_COLUMNS, *keys, *extra], footers):
+        part, own = _summarize_process(pieces, rows, keys, extra, where)
+        parts.append(part)
+        total += own
+    return pd.concat(parts, ignore_index=True), total
+
+
+Pieces = Callable[[list[str]], Iterator[pa.Table]]
+"""``pieces(columns)``: a process's rows, those columns, in pieces (a file's row groups)."""
+
+
+def _processes(
+    files: list[str], columns: list[str], footers: Footers
+) -> Iterator[tuple[Pieces, int, str]]:
+    """The processes in ``files`` (files that hold whole processes, `partitions`): for each,
+    its `Pieces`, its number of rows and the name that errors give it. One process is read a
+    row group at a time; files that mix processes are read (``columns``) and split."""
     parquets = [pq.ParquetFile(name, metadata=footers(name)) for name in files]
     where = files[0] if len(files) == 1 else os.path.dirname(files[0])
-    extra = ["flops"] if flops else []
     if all(_one_value(parquets, c) for c in ("host", "pid")):  # one process: row group by group
 
         def pieces(columns: list[str]) -> Iterator[pa.Table]:
             return _row_groups(parquets, columns)
 
-        rows = sum(parquet.metadata.num_rows for parquet in parquets)
-        return _summarize_process(pieces, rows, keys, extra, where)
-    table = _read(parquets, [*EVENT_COLUMNS, *keys, "host", "pid", *extra])
+        yield pieces, sum(parquet.metadata.num_rows for parquet in parquets), where
+        return
+    table = _read(parquets, [*columns, "host", "pid"])
     found = process_rows(table)
     processes = [table] if found is None else [table.take(rows) for _, rows in found]
     del table, found
-    parts, total = [], 0
     while processes:
         process = processes.pop()
 
         def select(columns: list[str], process: pa.Table = process) -> Iterator[pa.Table]:
             yield process.select([c for c in dict.fromkeys(columns) if c in process.column_names])
 
-        part, own = _summarize_process(select, process.num_rows, keys, extra, where)
+        yield select, process.num_rows, where
         del process, select
-        parts.append(part)
-        total += own
-    return pd.concat(parts, ignore_index=True), total
+
+
+def run_stats(
+    files: Sequence[str],
+    keys: list[str],
+    *,
+    label: str = "run",
+    keep_calls: bool = False,
+    footers: Footers | None = None,
+) -> RunStats:
+    """The statistics of one run (``recfn.analysis.stats.runs.RunStats``) from its Parquet
+    ``files`` (one trace, or a dataset of several processes), out of core: one process at a
+    time, only the columns needed, as `summarize_files` reads them. ``keys`` must include
+    ``name``. ``keep_calls`` keeps every group's calls (comparisons over calls need them).
+    TraceFormatError for a file that is not a trace; ValueError for a missing key column."""
+    if "name" not in keys:
+        raise RecfnValueError("the out-of-core statistics group by name (plus any other columns)")
+    if not files:
+        raise RecfnValueError("no files in the run")
+    footers = Footers() if footers is None else footers
+    present: set[str] = set()
+    for name in files:
+        names = footers.schema(name).names
+        lacking = [c for c in EVENT_COLUMNS if c not in names]
+        if lacking:
+            raise not_a_trace(name, lacking)
+        present.update(names)
+    missing = [k for k in keys if k not in present]
+    if missing:
+        raise RecfnValueError(f"{label}: the files have no column(s) {missing}")
+    lookup: dict[tuple[Any, ...], int] = {}
+    codes, durations, owns, counts = [], [], [], []
+    workload = 0
+    for group in partitions(list(files)):
+        for pieces, rows, where in _processes(group, [*EVENT_COLUMNS, *keys], footers):
+            found = _process_rows(pieces, rows, keys, where, exact_self=False)
+            mapping = np.array(
+                [lookup.setdefault(key, len(lookup)) for key in found.groups], dtype=np.int64
+            )
+            if mapping.size and np.any(mapping != np.arange(mapping.size)):
+                code = mapping[found.code]
+            else:
+                code = found.code.astype(np.int64)
+            code[~found.closed] = -1  # group_stats leaves these rows out
+            codes.append(code)
+            durations.append(found.duration)
+            owns.append(found.own)
+            counts.append(found.counted)
+            workload += found.total
+            del found, code
+
+    def joined(parts: list[np.ndarray]) -> np.ndarray:
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    columns, kept = group_stats(
+        joined(codes), len(lookup), joined(durations), joined(owns), joined(counts), keep_calls
+    )
+    groups = list(lookup)
+    table = stats_table(keys, groups, columns)
+    calls = None
+    if kept is not None:
+        seen = np.flatnonzero(columns["calls"]).tolist()
+        calls = {groups[g]: found_calls for g, found_calls in zip(seen, kept)}
+    return RunStats(table, keys, workload, label=label, calls=calls)
 
 
 def _row_groups(parquets: list[pq.ParquetFile], columns: list[str]) -> Iterator[pa.Table]:
@@ -272,17 +351,31 @@ def _is(array: pa.Array, wanted: Sequence[str]) -> np.ndarray:
     return found
 
 
-def _summarize_process(
-    pieces: Callable[[list[str]], Iterator[pa.Table]],
-    n: int,
-    keys: list[str],
-    extra: list[str],
-    where: str,
-) -> tuple[pd.DataFrame, int]:
-    """One process's statistics per group, in a form that adds up, and its self-time total.
-    ``pieces(columns)`` gives its ``n`` rows' columns in pieces (a file's row groups), read a
-    few columns at a time into compact arrays, so that large processes hold only what each
-    step needs: int32 positions, dictionary codes, one piece of Arrow data at a time."""
+class _ProcessRows(NamedTuple):
+    """One process's ranges as the statistics need them, one entry per row."""
+
+    closed: np.ndarray
+    duration: np.ndarray
+    """``end - start`` of closed ranges (any value on other rows)."""
+    own: np.ndarray
+    """Self time of closed ranges, 0 on other rows."""
+    code: np.ndarray
+    """Group of each row (dense codes), whose key values are ``groups[code]``."""
+    groups: list[tuple[Any, ...]]
+    counted: np.ndarray
+    """Whether a row counts in its group's total: no ancestor of its own group."""
+    total: int
+    """The self-time total, profiler spans left out (what percentages divide by)."""
+
+
+def _process_rows(
+    pieces: Pieces, n: int, keys: list[str], where: str, exact_self: bool = True
+) -> _ProcessRows:
+    """One process's `_ProcessRows`. ``pieces(columns)`` gives its ``n`` rows' columns in
+    pieces (a file's row groups), read a few columns at a time into compact arrays, so that
+    large processes hold only what each step needs: int32 positions, dictionary codes, one
+    piece of Arrow data at a time. Self time is the summary's with `exact_self`, else
+    ``runs.nested_self`` (no sort; the same unless children overlap)."""
     parent = _parents(pieces, n, where)
     start = np.empty(n, dtype=np.int64)
     end = np.empty(n, dtype=np.int64)  # what lies under nulls is never read: those rows are open
@@ -316,19 +409,38 @@ def _summarize_process(
     # Closed ranges under closed ranges are all that self time and nesting look at.
     linked = linked_parents(forest)
     del forest, parent
-    own = self_durations(linked, start, end, closed)
+    if exact_self:
+        own = self_durations(linked, start, end, closed)
+        duration = np.subtract(end, start, out=end)
+    else:
+        duration = np.subtract(end, start, out=end)
+        own = nested_self(linked, duration, closed)
+    del start
     total = int(own.sum()) - int(own[np.concatenate(spans)].sum())  # own is 0 unless closed
     code, groups = _group_codes(pieces, n, keys)
     counted = outermost(linked, code)
     del linked
+    return _ProcessRows(closed, duration, own, code, groups, counted, total)
+
+
+def _summarize_process(
+    pieces: Callable[[list[str]], Iterator[pa.Table]],
+    n: int,
+    keys: list[str],
+    extra: list[str],
+    where: str,
+) -> tuple[pd.DataFrame, int]:
+    """One process's statistics per group, in a form that adds up, and its self-time total
+    (`_process_rows`, then one pass of ``bincount`` or ``ufunc.at`` per statistic)."""
+    found = _process_rows(pieces, n, keys, where)
+    closed, duration, own, code, groups, counted, total = found
+    del found
     # Each closed range adds to its group's slot (code + 1); slot 0 gathers the other rows.
     slots = len(groups) + 1
     slot: np.ndarray = code.astype(np.int32 if slots < 2**31 else np.int64)
     del code
     slot += 1
     slot[~closed] = 0
-    duration = np.subtract(end, start, out=end)
-    del start, end
     count = np.bincount(slot, minlength=slots)
     sums = {}
     for name, values_of in (("duration_ns", duration), ("self_ns", own)):
@@ -348,9 +460,9 @@ def _summarize_process(
         column = np.zeros(n, dtype=np.int64)
         at = 0
         for piece in pieces([name]):
-            found = _column(piece, name)
-            if found is not None:
-                column[at : at + piece.num_rows] = _ints(found, 0)
+            found_column = _column(piece, name)
+            if found_column is not None:
+                column[at : at + piece.num_rows] = _ints(found_column, 0)
             at += piece.num_rows
         sums[name] = np.zeros(slots, dtype=np.int64)
         np.add.at(sums[name], slot, column)
