@@ -56,6 +56,14 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print no summary")
     parser.add_argument("--force", action="store_true", help=FORCE_HELP)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        metavar="N",
+        help="run the script N times, each in a fresh interpreter, into a run set: -o FOLDER/ "
+        "gets one dataset per run (run-0001/, ...; numbering goes on after the runs already "
+        "there), for recfn compare",
+    )
 
 
 def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
@@ -94,6 +102,8 @@ def run(parser: Parser, argv: Sequence[str]) -> int:
         )
     script, script_args = rest[0], rest[1:]
     args = run_parser.parse_args([*own, script])
+    if args.repeat is not None:
+        return _repeat(args, own, script, script_args)
     if not os.path.exists(script):
         raise CLIError(f"run: no such script: {script!r}")
     if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
@@ -226,3 +236,46 @@ def _print_script_traceback(exc: BaseException, script_path: str) -> None:
             break
         tb = tb.tb_next
     traceback.print_exception(type(exc), exc, tb)
+
+
+def _repeat(args: argparse.Namespace, own: list[str], script: str, script_args: list[str]) -> int:
+    """``--repeat N -o FOLDER/``: the script run N times, each by ``recfn run`` in a fresh
+    interpreter (so no run inherits another's imports or caches), into ``FOLDER/run-<k>/``.
+    Stops at the first run that exits non-zero, with its code; the runs recorded stay."""
+    import subprocess
+
+    from recfn.analysis.runsets import next_run_folders
+
+    check_positive(args.repeat, "--repeat")
+    folder = _dataset_folder(args.output) if args.output is not None else None
+    if folder is None:
+        raise CLIError("run: --repeat needs -o FOLDER/ (a run set: one folder per run)", EXIT_USAGE)
+    if args.timeline is not None:
+        raise CLIError("run: --repeat writes no --timeline (draw one run's afterwards)", EXIT_USAGE)
+    if not os.path.exists(script):
+        raise CLIError(f"run: no such script: {script!r}")
+    kept = []  # recfn's own options but --repeat (and -o, given anew per run)
+    skip = False
+    for token in own:
+        if skip:
+            skip = False
+        elif token in ("--repeat", "-o", "--output"):
+            skip = True
+        elif not token.startswith(("--repeat=", "--output=", "-o=")):
+            kept.append(token)
+    os.makedirs(folder, exist_ok=True)
+    code = EXIT_OK
+    targets = next_run_folders(folder, args.repeat)
+    for k, target in enumerate(targets, 1):
+        sys.stderr.write(f"recfn: run {k}/{args.repeat} -> {target}\n")
+        command = [sys.executable, "-m", "recfn", "run", *kept, "-q", "-o", target + os.sep]
+        code = subprocess.run([*command, "--", script, *script_args]).returncode
+        if code != EXIT_OK:
+            sys.stderr.write(f"recfn: run {k} exited with {code}; stopping\n")
+            break
+    done = [t for t in targets if os.path.isdir(t)]
+    sys.stderr.write(
+        f"recfn: {len(done)} run{'s' if len(done) != 1 else ''} in {folder} "
+        f"(compare: recfn compare BASELINE {folder})\n"
+    )
+    return code
