@@ -73,7 +73,8 @@ class Run:
         versions.discard(None)
         if len(versions) > 1:
             raise RunSetError(
-                f"{self.label}: its files carry different schema versions {sorted(versions)}"
+                f"{self.label}: its files carry different schema versions "
+                f"{sorted(str(v) for v in versions)}"
             )
         return versions.pop() if versions else None
 
@@ -362,7 +363,7 @@ def compare(
         [("baseline", base_runs), ("candidate", cand_runs)], keys, keep_calls, threads
     )
     check_versions(stats, {"baseline": base_runs, "candidate": cand_runs})
-    options = dict(
+    options: dict[str, Any] = dict(
         confidence=confidence,
         min_change=min_change,
         resamples=resamples,
