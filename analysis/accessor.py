@@ -72,18 +72,21 @@ class RecfnAccessor:
         columns. Columns: ``count``, ``total_ns``, ``self_ns`` (the range's time minus what
         its direct children cover; concurrent children, such as gathered asyncio tasks, count
         once), ``mean_ns``, ``min_ns``, ``max_ns`` (of one range's duration), ``total_pct``
-        and ``self_pct`` (shares of the self time of all ranges but profiler spans, see
-        `summary.PROFILER_SPAN_SCOPES`), then ``total_memory_bytes`` / ``self_memory_bytes``
-        (allocated in the range's subtree / by its own memory events) when the frame has
-        memory events, and ``flops`` when it has a flops column. When any range has GPU time
+        (``total_ns`` as a share of the trace's wall time, from its first range's start to its
+        last range's end: a range over the whole trace reads 100%, a name busy on several
+        threads at once can read more) and ``self_pct`` (a share of the self time of all
+        ranges but profiler spans, see `summary.PROFILER_SPAN_SCOPES`; they add up to 100%),
+        then the memory columns when the frame has memory events (`summary.MEMORY_COLUMNS`:
+        net bytes of the range's subtree and of its own events, bytes its subtree allocated
+        and freed), and ``flops`` when it has a flops column. When any range has GPU time
         (``profile(cuda=True)``), ``device_count`` (ranges with GPU time), ``device_total_ns``,
         ``device_self_ns``, ``device_mean_ns`` and ``device`` (the devices, comma-separated;
         not when grouping by device) follow the CPU columns; they are absent otherwise.
 
         Totals (``total_ns``, ``device_total_ns``, ``total_memory_bytes``) count a group's
         outermost ranges only: a range nested in a range of its own group (recursion) is
-        already inside that range's total, so "Total %" stays within 100%. ``count``,
-        ``mean_ns``, ``min_ns`` and ``max_ns`` still count every call.
+        already inside that range's total, so on one thread "Total %" stays within 100%.
+        ``count``, ``mean_ns``, ``min_ns`` and ``max_ns`` still count every call.
 
         Sorted by `sort_by`, descending (ascending for a group key); `top` keeps the first
         rows. `as_timedelta` gives every ``*_ns`` column as ``timedelta64[ns]`` named without

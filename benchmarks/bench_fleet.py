@@ -2,7 +2,7 @@
 peak memory, as a Markdown table.
 
 Run: ``python benchmarks/bench_fleet.py`` (``--events N``, ``--processes P``, ``--ranges R``,
-``--single``, ``--no-pandas``). A generator spawns P processes, two at a time, each writing N/P
+``--single``, ``--no-pandas``, ``--baseline SITE``). A generator spawns P processes, two at a time, each writing N/P
 synthetic events (``make_synthetic_trace``) as the parts that ``profile(output=...)`` writes:
 ``hostname=.../process=.../part-N.parquet`` of ``spill_rows(1M)`` rows, the wall time in the last
 part only (written directly, not recorded: recording 100M ranges takes too long on 2 cores).
@@ -10,7 +10,10 @@ Then each measured step runs in a fresh interpreter that reports its own peak RS
 in this run: ``recfn summary <folder>`` against loading the dataset into pandas and summarising
 it there, ``recfn summary`` of one file of N events (``--single``), and streaming capture of R
 ranges in one process with ``max_events=1M``, into a dataset folder and (up to 10M ranges) in
-memory.
+memory. ``--baseline SITE`` also runs each ``recfn summary`` step with another recfn (a folder
+that holds a ``recfn`` package, ``recfn/analysis`` and ``recfn/notebook_ext`` included, such as
+``git archive`` of an earlier commit laid out so) on the same files, right after this one's, and
+gives the ratio: before and after a change, side by side on the same machine.
 """
 
 from __future__ import annotations
@@ -37,17 +40,20 @@ print(elapsed, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime)
 """
 
 
-def measured(body: str) -> tuple[float, int, float]:
+def measured(body: str, site: str | None = None) -> tuple[float, int, float]:
     """Seconds, peak RSS (bytes) and CPU seconds of ``body`` run in a fresh interpreter (CPU
     time varies less than wall time on a loaded machine). The peak RSS counts this process's
     size when it started the interpreter (Linux keeps it across fork and exec): so this process
-    stays small, its large work runs in pools."""
+    stays small, its large work runs in pools. ``site``: import recfn from that folder instead
+    (run outside this checkout, so that it does not come first)."""
+    env = None if site is None else dict(os.environ, PYTHONPATH=site)
     done = subprocess.run(
         [sys.executable, "-c", MEASURE.format(body=body)],
         capture_output=True,
         text=True,
         check=True,
-        cwd=ROOT,
+        cwd=ROOT if site is None else tempfile.gettempdir(),
+        env=env,
     )
     seconds, rss, cpu = done.stdout.split()[-3:]
     return float(seconds), int(rss), float(cpu)
@@ -99,13 +105,31 @@ def generate(folder: str, events: int, processes: int, max_events: int = 1_000_0
         return sum(pool.imap_unordered(write_process, jobs))
 
 
-def summary_row(what: str, source: str, n: int) -> tuple[str, float, int, str]:
-    seconds, rss, cpu = measured(
-        "from recfn.cli import main\n"
-        "import contextlib, io\n"
-        f"with contextlib.redirect_stdout(io.StringIO()): assert main(['summary', {source!r}]) == 0"
-    )
-    return what, seconds, rss, f"{n / seconds / 1e6:.2f} M events/s, {cpu:.1f} CPU s"
+SUMMARY = (
+    "from recfn.cli import main\n"
+    "import contextlib, io\n"
+    "with contextlib.redirect_stdout(io.StringIO()): assert main(['summary', {source!r}]) == 0"
+)
+
+
+def summary_rows(
+    what: str, source: str, n: int, baseline: str | None = None
+) -> list[tuple[str, float, int, str]]:
+    """``recfn summary source``, and with ``baseline`` the same by that recfn, with the ratio."""
+    seconds, rss, cpu = measured(SUMMARY.format(source=source))
+    rows = [(what, seconds, rss, f"{n / seconds / 1e6:.2f} M events/s, {cpu:.1f} CPU s")]
+    if baseline is not None:
+        b_seconds, b_rss, b_cpu = measured(SUMMARY.format(source=source), site=baseline)
+        rows.append(
+            (
+                f"{what}, baseline",
+                b_seconds,
+                b_rss,
+                f"{b_cpu:.1f} CPU s; this one: {seconds / b_seconds:.2f}x the time, "
+                f"{cpu / b_cpu:.2f}x the CPU, {rss / b_rss:.2f}x the RSS",
+            )
+        )
+    return rows
 
 
 def main() -> None:
@@ -115,6 +139,7 @@ def main() -> None:
     parser.add_argument("--ranges", type=int, default=3_000_000, help="0: no streaming")
     parser.add_argument("--single", action="store_true", help="also one file of --events")
     parser.add_argument("--no-pandas", action="store_true", help="skip the in-memory summary")
+    parser.add_argument("--baseline", metavar="SITE", help="also summarise with this recfn")
     options = parser.parse_args()
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
     rows: list[tuple[str, float, int, str]] = []
@@ -134,17 +159,18 @@ def main() -> None:
                     f"{len(files)} parts, {size / 2**20:.0f} MiB Parquet",
                 )
             )
-            rows.append(summary_row("`recfn summary traces/`", folder, n))
+            rows += summary_rows("`recfn summary traces/`", folder, n, options.baseline)
             if not options.no_pandas:
                 pandas_s, pandas_rss, _ = measured(
                     f"import recfn\nrecfn.load({folder!r}, as_pandas=True).recfn.summary()"
                 )
+                ours = rows[-2] if options.baseline else rows[-1]
                 rows.append(
                     (
                         "load + pandas summary",
                         pandas_s,
                         pandas_rss,
-                        f"{pandas_s / rows[-1][1]:.1f}x the time, {pandas_rss / rows[-1][2]:.1f}x "
+                        f"{pandas_s / ours[1]:.1f}x the time, {pandas_rss / ours[2]:.1f}x "
                         "the RSS of `recfn summary`",
                     )
                 )
@@ -154,7 +180,9 @@ def main() -> None:
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 n = pool.apply(write_process, ((one, 0, options.events, options.events),))
             (path,) = Path(one).rglob("*.parquet")
-            rows.append(summary_row(f"`recfn summary` of one file of {n:,} events", str(path), n))
+            rows += summary_rows(
+                f"`recfn summary` of one file of {n:,} events", str(path), n, options.baseline
+            )
         if options.ranges:
             stream = os.path.join(tmp, "stream")
             body = (

@@ -6,7 +6,7 @@ Cases are timed in interleaved rounds and the best round is kept.
 
 Two settings, each in its own process because NVTX looks for a tool once, at its first call:
 no NVTX tool attached (a plain run: what users pay when not under Nsight), and a do-nothing tool
-attached (tests/profiler/nvtx_injection.c built with gcc, logging off: recfn's own forwarding cost
+attached (tests/gpu/nvtx_injection.c built with gcc, logging off: recfn's own forwarding cost
 plus NVTX's dispatch, without any tool's work; skipped without gcc or the nvidia-nvtx-cu12 headers).
 """
 
@@ -106,7 +106,7 @@ def injection_library() -> Iterator[Optional[Path]]:
         return
     with tempfile.TemporaryDirectory() as tmp:
         lib = Path(tmp) / "libinjection.so"
-        source = ROOT / "tests" / "profiler" / "nvtx_injection.c"
+        source = ROOT / "tests" / "gpu" / "nvtx_injection.c"
         cmd = [gcc, "-O2", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(lib)]
         subprocess.run([*cmd, "-lpthread"], check=True)
         yield lib

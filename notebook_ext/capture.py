@@ -8,15 +8,17 @@ swallows the exception: the caller decides how to show it.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import time
 import weakref
-from typing import Any, Optional
+from typing import Any, Final, Optional
 
 import recfn
 from recfn.capture.options import ProfilerConfig
 from recfn.errors import CaptureError
-from recfn.formats.trace import Trace
+from recfn.formats.trace import Trace, describe_error
 
 
 def start_profile(
@@ -111,7 +113,9 @@ class Capture:
         try:
             rng.__exit__(exc_type, exc, tb)
         finally:
+            stopping = time.perf_counter_ns()
             prof.__exit__(exc_type, exc, tb)  # a flight recorder dumps on an exception
+            stop_ns = time.perf_counter_ns() - stopping
         if self.dataset is not None and prof.trace.files:  # this process's parts, read lazily
             self.trace = Trace.from_files(prof.trace.files, name=self.name, wall_ns=prof.wall_ns)
             self.trace.error = describe_error(exc)
@@ -124,32 +128,63 @@ class Capture:
             error=describe_error(exc),
             execution_count=self.execution_count,
         )
-        _OVERHEAD[self.trace] = _estimate(self.trace, self.config)
-
-
-def describe_error(exc: Optional[BaseException]) -> Optional[str]:
-    """``"KeyboardInterrupt"`` or ``"ValueError: bad"`` for the header; None when all went well."""
-    if exc is None:
-        return None
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if len(first) > 80:
-        first = first[:77] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+        recording = _estimate(self.trace) + stop_ns
+        _OVERHEAD[self.trace] = (recording, self.trace.wall_ns + stop_ns)
 
 
 CALIBRATION_CALLS = 2_000
-_costs: Optional[tuple[float, float]] = None
-_OVERHEAD: weakref.WeakKeyDictionary[Trace, int] = weakref.WeakKeyDictionary()
-
-
-def _leaf() -> None:
+CALIBRATION_SOURCE = """
+def leaf():
     pass
 
-
-def _calls(count: int) -> None:
+def calls(count):
     for _ in range(count):
-        _leaf()
+        leaf()
+
+def c_calls(count):
+    empty = ()
+    for _ in range(count):
+        len(empty)
+
+class Point:
+    def __init__(self):
+        self.x = 1.5
+        self.named = {"k": 2}
+
+def bytecode(count):
+    point = Point()
+    named = point.named
+    total = 0.0
+    for i in range(count):
+        total += point.x * 2.0 + named["k"] - i % 3
+        if total > 1e12:
+            total = 0.0
+    return total
+"""
+"""Calibration workloads, compiled as user code (module ``__main__``, no file): ``leaf`` calls
+are recorded unless a pattern excludes them; ``bytecode`` runs Python code without calls."""
+BYTECODE_STEPS = 20 * CALIBRATION_CALLS
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordingCosts:
+    """What recording costs in this process, in ns (``recording_costs``): a recorded range
+    (``range_ns``), a recorded traced call, both its callbacks included (``call_ns``), and one
+    callback of the call tracer on a call it does not record, Python (``python_callback_ns``)
+    or C (``c_callback_ns``: sys.setprofile sees every C call). ``python_slowdown``: how much
+    slower Python code runs while calls are traced (3.11's profile function turns specialised
+    instructions off: about 2x; 1.0 where it costs nothing)."""
+
+    range_ns: float
+    call_ns: float
+    python_callback_ns: float
+    c_callback_ns: float
+    python_slowdown: float
+
+
+NO_COSTS: Final = RecordingCosts(0.0, 0.0, 0.0, 0.0, 1.0)
+_costs: Optional[RecordingCosts] = None
+_OVERHEAD: weakref.WeakKeyDictionary[Trace, tuple[int, int]] = weakref.WeakKeyDictionary()
 
 
 def _ranges(count: int) -> None:
@@ -158,53 +193,117 @@ def _ranges(count: int) -> None:
             pass
 
 
-def _extra_ns(run: Any, **options: Any) -> float:
-    """Nanoseconds per step that ``run`` takes longer under a profile with ``options``
-    (best of three, so a busy machine inflates it less)."""
-    best = float("inf")
+def _timed(run: Any, steps: int, **options: Any) -> tuple[float, float, dict[str, Any]]:
+    """The best of three times (so a busy machine inflates them less) of ``run(steps)`` plain
+    and under a profile with ``options``, in ns, and that profile's call tracing counts
+    (``recfn.call_tracing``; empty without tracing)."""
+    best_plain = best_profiled = float("inf")
+    counts: dict[str, Any] = {}
     for _ in range(3):
         began = time.perf_counter_ns()
-        run(CALIBRATION_CALLS)
-        plain = time.perf_counter_ns() - began
-        with recfn.profile(max_events=4 * CALIBRATION_CALLS, **options):
+        run(steps)
+        best_plain = min(best_plain, time.perf_counter_ns() - began)
+        with recfn.profile(max_events=4 * CALIBRATION_CALLS, **options) as prof:
             began = time.perf_counter_ns()
-            run(CALIBRATION_CALLS)
-            profiled = time.perf_counter_ns() - began
-        best = min(best, max(profiled - plain, 0) / CALIBRATION_CALLS)
-    return best
+            run(steps)
+            best_profiled = min(best_profiled, time.perf_counter_ns() - began)
+        counts = call_tracing(prof.trace)
+    return best_plain, best_profiled, counts
 
 
-def recording_costs() -> tuple[float, float]:
-    """What one recorded range and one traced call cost in this process, in ns (measured on the
-    first call: a few milliseconds); (0, 0) when a profiler already runs here."""
+def _extra_ns(run: Any, **options: Any) -> tuple[float, dict[str, Any]]:
+    """Nanoseconds that ``run(CALIBRATION_CALLS)`` takes longer under a profile with
+    ``options``, and that profile's call tracing counts."""
+    plain, profiled, counts = _timed(run, CALIBRATION_CALLS, **options)
+    return max(profiled - plain, 0.0), counts
+
+
+def _per(extra_ns: float, count: int) -> float:
+    return extra_ns / count if count > 0 else 0.0
+
+
+def recording_costs() -> RecordingCosts:
+    """What recording costs in this process (measured on the first call: a few milliseconds);
+    no costs when a profiler already runs here."""
     global _costs
     if _costs is None:
+        workloads: dict[str, Any] = {"__name__": "__main__"}
+        exec(compile(CALIBRATION_SOURCE, "<recfn calibration>", "exec"), workloads)
+        follow: dict[str, Any] = {"trace_calls": True, "trace_user_code": True}
+        unrecorded = {**follow, "trace_exclude": ["__main__::leaf"]}
         try:
-            _costs = (_extra_ns(_ranges), _extra_ns(_calls, trace_calls=True))
+            range_extra, _ = _extra_ns(_ranges)
+            call_extra, _ = _extra_ns(workloads["calls"], **follow)
+            python_extra, python_counts = _extra_ns(workloads["calls"], **unrecorded)
+            c_extra, c_counts = _extra_ns(workloads["c_calls"], **unrecorded)
+            plain, profiled, _ = _timed(workloads["bytecode"], BYTECODE_STEPS, **follow)
         except RuntimeError:  # a profiler is running: the capture will say so
-            return 0.0, 0.0
+            return NO_COSTS
+        _costs = RecordingCosts(
+            range_ns=_per(range_extra, CALIBRATION_CALLS),
+            call_ns=_per(call_extra, CALIBRATION_CALLS),
+            python_callback_ns=_per(python_extra, python_counts["callbacks"]["python"]),
+            c_callback_ns=_per(c_extra, c_counts["callbacks"]["c"]),
+            python_slowdown=max(profiled / plain, 1.0) if plain > 0 else 1.0,
+        )
     return _costs
 
 
-def _estimate(trace: Trace, config: ProfilerConfig) -> int:
+def call_tracing(trace: Trace) -> dict[str, Any]:
+    """What the call tracer did in ``trace`` (its metadata ``recfn.call_tracing``), or {}."""
+    from recfn.formats.schema import CALL_TRACING_KEY
+
+    raw = trace.metadata.get(CALL_TRACING_KEY)
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _estimate(trace: Trace) -> int:
+    """The cost of recording ``trace``: its ranges, and with call tracing its recorded calls,
+    every callback on a call the tracer saw but did not record, and (3.10-3.11) the slowdown
+    of the time the traced threads ran Python code, at this process's costs."""
     import pyarrow.compute as pc
 
-    per_range, per_call = recording_costs()
+    costs = recording_costs()
     table = trace.table
-    if not table.num_rows:
-        return 0
-    ranges = pc.sum(pc.equal(table.column("kind"), "range")).as_py() or 0
-    calls = 0
-    if config.trace_calls:
-        calls = pc.sum(pc.equal(table.column("scope"), "function")).as_py() or 0
-        ranges -= min(calls, ranges)
-    return int(ranges * per_range + calls * per_call)
+    ranges = 0
+    if table.num_rows:
+        ranges = pc.sum(pc.equal(table.column("kind"), "range")).as_py() or 0
+    tracing = call_tracing(trace)
+    callbacks = tracing.get("callbacks", {})
+    recorded = int(tracing.get("recorded", 0))
+    python_callbacks = int(callbacks.get("python", 0))
+    c_callbacks = int(callbacks.get("c", 0))
+    ranges -= min(recorded, ranges)
+    callbacks_ns = (
+        recorded * costs.call_ns
+        + max(python_callbacks - 2 * recorded, 0) * costs.python_callback_ns
+        + c_callbacks * costs.c_callback_ns
+    )
+    python_ns = max(int(tracing.get("python_ns", 0)) - callbacks_ns, 0.0)
+    slowed_ns = python_ns * (1.0 - 1.0 / costs.python_slowdown)
+    return int(ranges * costs.range_ns + callbacks_ns + slowed_ns)
 
 
 def estimated_overhead_ns(trace: Trace) -> Optional[int]:
-    """A lower bound of the recording overhead of a trace captured here: its ranges times the
-    calibrated cost of one (``recording_costs``). With ``trace_calls`` every call below the depth
-    bound or outside the patterns still runs the tracer's callback, which this does not count
-    (on pandas code at depth 4 that is most of it: see benchmarks/bench_notebook.py).
-    None for traces not captured in this process."""
-    return _OVERHEAD.get(trace)
+    """What recording cost a trace captured here, in ns: its ranges and traced calls, the call
+    tracer's callbacks on the calls it saw but did not record (counted; each at the cost
+    ``recording_costs`` measured once per process) and the time taken to stop and build the
+    table (measured). None for traces not captured in this process."""
+    measured = _OVERHEAD.get(trace)
+    return None if measured is None else measured[0]
+
+
+def overhead_share(trace: Trace) -> Optional[float]:
+    """``estimated_overhead_ns`` as a share of the time the capture took (its wall time plus
+    stopping); None for traces not captured in this process."""
+    measured = _OVERHEAD.get(trace)
+    if measured is None:
+        return None
+    recording, elapsed = measured
+    return recording / elapsed if elapsed > 0 else 0.0

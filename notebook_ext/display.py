@@ -6,6 +6,7 @@ so the output renders the same in JupyterLab, VS Code, nbviewer and exported HTM
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import math
@@ -14,9 +15,14 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
-from recfn.notebook_ext.capture import estimated_overhead_ns
+from recfn.notebook_ext.capture import call_tracing, estimated_overhead_ns, overhead_share
+from recfn.notebook_ext.export import no_progress_bars
 from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET
-from recfn.notebook_ext.options import ZERO_ANNOTATION_DEPTH, config_flags, is_zero_annotation
+from recfn.notebook_ext.options import (
+    ZERO_ANNOTATION_EXCLUDE,
+    config_flags,
+    follows_user_code,
+)
 from recfn.notebook_ext.widget import make_widget
 
 if TYPE_CHECKING:
@@ -26,13 +32,12 @@ if TYPE_CHECKING:
 
 TIMELINE_WIDTH_IN = 10.0
 TIMELINE_DPI = 96
-PICTURE_RESERVE = 250_000
-"""Bytes of the output budget kept for the timeline PNG (base64) when the HTML view is sized."""
 
 _STYLE = (
     "<style>"
     ".recfn-header{font-family:monospace;margin:0 0 4px 0}"
     ".recfn-interrupted{color:#b00020}"
+    ".recfn-note{font-size:85%;opacity:0.8;margin:2px 0}"
     "table.recfn-summary td,table.recfn-summary th{text-align:right;padding:1px 8px}"
     "table.recfn-summary td:first-child,table.recfn-summary th:first-child{text-align:left}"
     "</style>"
@@ -68,10 +73,10 @@ def format_count(count: Any) -> str:
 
 
 def header_text(trace: Trace) -> str:
-    """One line: name, wall time, events, threads, dropped, the recording overhead (at least: see
-    ``estimated_overhead_ns``), the
-    capture options that differ from the defaults (as flags; the zero-annotation default in
-    words), and how the cell ended."""
+    """One line: name, wall time, events, threads, dropped, the recording overhead (measured:
+    see ``estimated_overhead_ns``) as a share of the capture's time, the capture options that
+    differ from the defaults (as flags; the zero-annotation default in words), the library
+    frames hidden by following user code, and how the cell ended."""
     parts = [
         f"recfn · {trace.name}",
         f"{format_ns(trace.wall_ns)} wall",
@@ -80,14 +85,19 @@ def header_text(trace: Trace) -> str:
         f"{trace.dropped_events:,} dropped",
     ]
     overhead = estimated_overhead_ns(trace)
-    if overhead is not None:
-        share = overhead / trace.wall_ns if trace.wall_ns else 0.0
-        parts.append(f"≥{format_ns(overhead)} recording overhead ({share:.0%})")
-    config = trace.config
+    share = overhead_share(trace)
+    if overhead is not None and share is not None:
+        parts.append(f"≈{format_ns(overhead)} recording overhead ({share:.0%} of the time)")
+    config = dict(trace.config)
     skip = ["sampling_prob"]
-    if is_zero_annotation(config):
-        parts.append(f"calls traced {ZERO_ANNOTATION_DEPTH} deep (--no-trace-calls: off)")
-        skip += ["trace_calls", "trace_max_depth", "trace_exclude"]
+    if follows_user_code(config):
+        parts.append("your code's calls and the library calls it makes (--no-trace-calls: off)")
+        skip += ["trace_calls", "trace_user_code"]
+        exclude = [p for p in config.get("trace_exclude") or () if p not in ZERO_ANNOTATION_EXCLUDE]
+        config["trace_exclude"] = exclude or None
+        hidden = hidden_text(trace)
+        if hidden:
+            parts.append(hidden)
     sample = config.get("sampling_prob", 1.0)
     if isinstance(sample, (int, float)) and sample < 1.0:
         parts.append(f"ranges sampled at {sample:.0%}")
@@ -98,32 +108,99 @@ def header_text(trace: Trace) -> str:
         parts.append(f"{len(trace.cells)} cells")
     if trace.error:
         parts.append(f"interrupted by {trace.error}")
+    if trace.files:
+        from recfn.formats.dataset import unfinished_captures
+
+        lost = unfinished_captures(trace.files, trace.footers)
+        if lost:
+            parts.append(
+                f"{len(lost)} process{'es' if len(lost) != 1 else ''} never stopped (killed?): "
+                "what they recorded after their last part is lost "
+                "(recfn.dataset.unfinished_captures)"
+            )
     return " · ".join(parts)
 
 
+def hidden_text(trace: Trace, packages: int = 3) -> str:
+    """``"80,151 library frames hidden (pandas 80,140, numpy 11)"``: the library calls that call
+    tracing counted without recording them (``recfn.call_tracing``), the largest ``packages``
+    named; empty when none were hidden."""
+    hidden = call_tracing(trace).get("hidden") or {}
+    counts = sorted(
+        ((str(name), int(count)) for name, count in hidden.items() if int(count) > 0),
+        key=lambda item: (-item[1], item[0]),
+    )
+    total = sum(count for _, count in counts)
+    if not total:
+        return ""
+    named = ", ".join(f"{name} {count:,}" for name, count in counts[:packages])
+    more = ", ..." if len(counts) > packages else ""
+    return f"{total:,} library frame{'s' if total != 1 else ''} hidden ({named}{more})"
+
+
+MEMORY_LABELS = {
+    "allocated_bytes": "allocated",
+    "freed_bytes": "freed",
+    "total_memory_bytes": "net memory",
+    "self_memory_bytes": "self net memory",
+}
+"""What the summary's memory columns are called in the tables shown (notes explain them)."""
+MEMORY_NOTE = (
+    "memory: bytes of the memory events in each range and the ranges it calls; allocated, "
+    "freed, and net = allocated − freed (negative: the range freed more than it allocated, "
+    "such as memory allocated before it); self net memory: its own events only."
+)
+
+
+def format_cell(label: str, value: Any) -> str:
+    """One value of a summary or diff column ``label`` as text with its unit: ``*_pct`` as a
+    percent (``new`` for a change from zero), ``*_ns`` as a time, bytes and FLOPs scaled,
+    counts with thousands separators."""
+    if label.endswith("_pct"):
+        return _percent(value)
+    if "_ns" in label:
+        return format_ns(value)
+    if "bytes" in label:
+        return format_bytes(value)
+    if label == "flops":
+        return format_count(value)
+    return "" if _is_missing(value) else _plain(value)
+
+
 def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:
-    """A summary or diff frame of the accessor as strings with units, its group keys (the
-    index) first: ``*_pct`` columns as percents (``new`` for a change from zero), ``*_ns``
-    as times, bytes and FLOPs scaled."""
+    """A summary or diff frame of the accessor as strings with units (`format_cell`), its
+    group keys (the index) first, columns named for reading (``total %``, ``self``, the
+    `MEMORY_LABELS`)."""
     import pandas as pd
 
     if any(name is not None for name in frame.index.names):
         frame = frame.reset_index()
     out = pd.DataFrame(index=frame.index)
     for column in frame.columns:
-        values = frame[column]
         label = str(column)
         if label.endswith("_pct"):
-            out[label[:-4].replace("_ns", "") + " %"] = [_percent(v) for v in values]
+            title = label[:-4].replace("_ns", "") + " %"
+        elif label in MEMORY_LABELS:
+            title = MEMORY_LABELS[label]
         elif "_ns" in label:
-            out[label.replace("_ns", "")] = [format_ns(v) for v in values]
-        elif "bytes" in label:
-            out[label] = [format_bytes(v) for v in values]
-        elif label == "flops":
-            out[label] = [format_count(v) for v in values]
+            title = label.replace("_ns", "")
         else:
-            out[label] = ["" if _is_missing(v) else _plain(v) for v in values]
+            title = label
+        out[title] = [format_cell(label, v) for v in frame[column]]
     return out
+
+
+def summary_notes(frame: pd.DataFrame) -> list[str]:
+    """What the summary's columns mean, where it is not plain: ``total %`` (a share of the
+    trace's wall time) and the memory columns."""
+    notes = []
+    if "total_pct" in frame.columns:
+        wall = frame.attrs.get("wall_ns")
+        of = f" ({format_ns(wall)})" if wall else ""
+        notes.append(f"total %: a share of the trace's wall time{of}, first start to last end")
+    if any(column in frame.columns for column in MEMORY_LABELS):
+        notes.append(MEMORY_NOTE)
+    return notes
 
 
 def _percent(value: Any) -> str:
@@ -154,13 +231,15 @@ def _plain(value: Any) -> str:
 
 
 def _summary_or_note(trace: Trace, top: int) -> tuple[Optional[pd.DataFrame], str]:
+    """The summary shown (`summary_for_display`) and what its columns mean, or why there is
+    none."""
     try:
         summary = trace.summary(top=top)
     except (ValueError, AttributeError) as exc:  # e.g. no ranges at all
         return None, f"no summary: {exc}"
     if summary is None or len(summary) == 0:
         return None, "no ranges recorded"
-    return summary_for_display(summary), ""
+    return summary_for_display(summary), "; ".join(summary_notes(summary))
 
 
 def header_html(trace: Trace) -> str:
@@ -177,6 +256,8 @@ def trace_html(trace: Trace, top: int = 15) -> str:
         parts.append(f"<p>{html.escape(note)}</p>")
     else:
         parts.append(table.to_html(index=False, border=0, classes="recfn-summary", escape=True))
+        if note:
+            parts.append(f'<p class="recfn-note">{html.escape(note)}</p>')
     return "".join(parts)
 
 
@@ -187,6 +268,8 @@ def trace_text(trace: Trace, top: int = 15) -> str:
     """
     table, note = _summary_or_note(trace, top)
     body = note if table is None else table.to_string(index=False)
+    if table is not None and note:
+        body += f"\n{note}"
     return f"{header_text(trace)}\n{body}"
 
 
@@ -271,6 +354,19 @@ def widget_bundle(widget: Any) -> dict[str, Any]:
     return dict(bundle or {})
 
 
+def picture_bundle(png: bytes, alt: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The timeline picture's display bundle and metadata: ``image/png`` with its alt text in
+    the metadata (``{"image/png": {"alt": ...}}``), ``text/plain`` the alt text (what shows
+    where images do not), and ``text/html`` the same picture as an ``<img>`` with that ``alt``:
+    nbconvert's HTML takes an image's alt text from nowhere else, and says "No description"."""
+    encoded = base64.b64encode(png).decode("ascii")
+    image = (
+        f'<img class="recfn-timeline-png" alt="{html.escape(alt)}" '
+        f'src="data:image/png;base64,{encoded}">'
+    )
+    return {"image/png": png, "text/html": image, "text/plain": alt}, {"image/png": {"alt": alt}}
+
+
 def show(
     trace: Trace,
     *,
@@ -280,61 +376,74 @@ def show(
     saved_path: Optional[str] = None,
 ) -> int:
     """Publish the trace: header and summary (HTML + text); then, when the frontend shows images
-    and ``timeline`` is on, the interactive view (a widget when a kernel can run one) with its
-    HTML stand-in (``fallback``), and the timeline PNG. All of it stays within ``budget`` bytes:
-    the stand-in gets what the table leaves less ``PICTURE_RESERVE``, the picture is left out
-    when it does not fit what is left. Returns the bytes published.
+    and ``timeline`` is on, the interactive view (a widget when a kernel can run one), its HTML
+    stand-in (``fallback``) and the timeline picture, each its own output. All of it stays
+    within ``budget`` bytes: the picture first, the stand-in gets what is left (its embedded
+    trace left out first); a picture that does not fit is left out, with a note. Returns the
+    bytes published.
 
-    With a widget the header goes out first and the widget right after it; the summary table
-    and the stand-in then fill those outputs in place (``update_display``), so a large trace's
-    view paints without waiting for the table.
+    Each output is published once and never replaced (a replaced widget output is a new view:
+    a flicker that loses a zoom made meanwhile), except the header, which the summary table
+    fills in place: with a widget the header goes out first and the widget right after it, so a
+    large trace's view paints without waiting for the table. The stand-in is an output of its
+    own, so that an exported notebook shows it whether or not it stored the widget's state;
+    where the widget runs, its stylesheet hides the stand-in of its own cell. No progress bar
+    reaches the outputs (`export.no_progress_bars`).
     """
+    with no_progress_bars():
+        return _show(trace, shell, timeline, budget, saved_path)
+
+
+def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Optional[str]) -> int:
     from IPython.display import display
 
     from recfn.notebook_ext.fallback import fallback_html
 
+    pictures = timeline and wants_png(shell)
+    widget = make_widget(trace, shell) if pictures else None
     summary_handle = None
-    widget = make_widget(trace, shell) if timeline and wants_png(shell) else None
-    view = widget_bundle(widget)
-    view["text/plain"] = f"<recfn view of {trace.name}>"
-    view_handle = None
+    used = 0
     if widget is not None:
         header = {"text/html": header_html(trace), "text/plain": header_text(trace)}
         summary_handle = display(header, raw=True, display_id=True)  # type: ignore[no-untyped-call]
-        view_handle = display(view, raw=True, display_id=True)  # type: ignore[no-untyped-call]
+        view = widget_bundle(widget)
+        view["text/plain"] = f"<recfn view of {trace.name}>"
+        view["text/html"] = ""  # where the widget cannot show: the stand-in below speaks
+        display(view, raw=True)  # type: ignore[no-untyped-call]
+        used += bundle_size(view)
+        widget.fill_summary()  # the pane's table, once the timeline is on its way
     summary = {"text/html": trace_html(trace), "text/plain": trace_text(trace)}
     if summary_handle is not None:
         summary_handle.update(summary, raw=True)
     else:
         display(summary, raw=True)  # type: ignore[no-untyped-call]
-    used = bundle_size(summary)
-    if not (timeline and wants_png(shell)):
+    used += bundle_size(summary)
+    if not pictures:
         return used
-    room = budget - used - bundle_size(view) - min(PICTURE_RESERVE, budget // 4)
+    picture: Optional[tuple[dict[str, Any], dict[str, Any]]] = None
     try:
-        view["text/html"] = fallback_html(
-            trace, room, index=getattr(widget, "index", None), saved_path=saved_path
-        )
-    except Exception as exc:  # the table is already there; say why this is missing
-        print(f"recfn: no HTML view: {type(exc).__name__}: {exc}", file=sys.stderr)
-    if view_handle is not None:
-        view_handle.update(view, raw=True)
-    elif view.get("text/html"):
-        display(view, raw=True)  # type: ignore[no-untyped-call]
-    if view_handle is not None or view.get("text/html"):
-        used += bundle_size(view)
-    try:
-        png, alt = timeline_png(trace)
+        picture = picture_bundle(*timeline_png(trace))
     except Exception as exc:  # a drawing problem must not hide the captured result
         print(f"recfn: timeline not drawn: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return used
-    picture = {"image/png": png, "text/plain": alt}  # text/plain: what shows where images do not
-    if used + bundle_size(picture) > budget:
+    if picture is not None and used + bundle_size(picture[0]) > budget:
         print(
             f"recfn: timeline picture left out: over the cell output budget ({budget:,} bytes; "
             "--max-output-bytes)",
             file=sys.stderr,
         )
-        return used
-    display(picture, raw=True)  # type: ignore[no-untyped-call]
-    return used + bundle_size(picture)
+        picture = None
+    room = budget - used - (bundle_size(picture[0]) if picture is not None else 0)
+    try:
+        stand_in = fallback_html(
+            trace, room, index=getattr(widget, "index", None), saved_path=saved_path
+        )
+    except Exception as exc:  # the table is already there; say why this is missing
+        print(f"recfn: no HTML view: {type(exc).__name__}: {exc}", file=sys.stderr)
+        stand_in = ""
+    if stand_in:
+        display({"text/html": stand_in}, raw=True)  # type: ignore[no-untyped-call]
+        used += len(stand_in.encode())
+    if picture is not None:
+        display(picture[0], raw=True, metadata=picture[1])  # type: ignore[no-untyped-call]
+        used += bundle_size(picture[0])
+    return used

@@ -5,15 +5,36 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from recfn.formats.trace import Trace
 
 
+@contextmanager
+def no_progress_bars() -> Iterator[None]:
+    """Within it, recfn's work shows no progress bar: in a kernel a bar is a widget in the cell's
+    output, which the notebook keeps (a frozen bar with a temporary file's name, "model not
+    found" after a reload). What the magic and the view do while a cell's output is written is
+    short, and the view says so itself. (``RECFN_PROGRESS=0``, which recfn reads as a bar
+    starts, set for the block: the bars of other threads meanwhile are left out too.)"""
+    before = os.environ.get("RECFN_PROGRESS")
+    os.environ["RECFN_PROGRESS"] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("RECFN_PROGRESS", None)
+        else:
+            os.environ["RECFN_PROGRESS"] = before
+
+
 def chrome_gz(trace: Trace) -> bytes:
-    """The trace as gzipped Chrome/Perfetto JSON, as ``recfn convert t.parquet t.json.gz``."""
-    with tempfile.TemporaryDirectory(prefix="recfn-") as folder:
+    """The trace as gzipped Chrome/Perfetto JSON, as ``recfn convert t.parquet t.json.gz``
+    (no progress bar: `no_progress_bars`)."""
+    with no_progress_bars(), tempfile.TemporaryDirectory(prefix="recfn-") as folder:
         path = os.path.join(folder, "trace.json.gz")
         trace.save(path)
         with open(path, "rb") as written:

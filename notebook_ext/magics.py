@@ -5,9 +5,11 @@ The cell runs inside a USER_SCOPE range named NAME (default ``cell[<execution co
 ``recfn.profile``; then a header line, the summary table (HTML), the interactive view (a widget
 in a live kernel, with an HTML stand-in for exported notebooks: ``fallback``) and the timeline
 (PNG) are shown, together within ``--max-output-bytes`` (1 MB by default).
-Zero-annotation default: without a trace flag, calls are traced ``ZERO_ANNOTATION_DEPTH`` (4)
-deep, the cell's own calls and the libraries they call, so plain code gets a call tree; the header
-says so. ``--no-trace-calls`` keeps only the cell's ranges, ``--trace-calls`` traces every depth.
+Zero-annotation default: without a trace flag, the calls of user code (the cell's and any code
+that is not the standard library, an installed package or recfn) and the library calls it makes
+are traced at any depth, the library's own calls below those counted, not recorded
+(``trace_user_code``), so plain code gets a call tree down to its callbacks; the header says so.
+``--no-trace-calls`` keeps only the cell's ranges, ``--trace-calls`` traces every call.
 If the cell raises (KeyboardInterrupt included) what was captured is still kept and shown,
 marked as interrupted, and the exception then propagates so the traceback shows as usual.
 """
@@ -100,7 +102,12 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
             f"(the embedded trace first) are left out (default {DEFAULT_OUTPUT_BUDGET:,})",
         ),
         *reversed(capture_options),
-        argument("--var", metavar="NAME", help="store the events DataFrame in variable NAME"),
+        argument(
+            "--var",
+            metavar="NAME",
+            help="keep the trace (a recfn.Trace) in variable NAME: NAME.to_pandas() is the "
+            "events DataFrame, NAME.summary() its summary, NAME.table the Arrow table",
+        ),
         argument(
             "--compare",
             metavar="VAR_OR_PATH",
@@ -348,14 +355,14 @@ class RecordFunctionMagics(Magics):
         return body, last_expr
 
     def _keep(self, trace: Trace, args: Any, *, written: bool = False) -> None:
-        """Store the trace in the session, --var and --output (unless the capture ``written``
+        """Store the trace in the session, --var (the Trace itself) and --output (unless the capture ``written``
         it there already: a dataset folder, a flight recorder's file); then show it unless
         --quiet."""
         session = current_session()
         session.add(trace, append=args.append)
         kept = session.trace() if args.append else trace
         if args.var is not None:
-            self.ip.user_ns[args.var] = kept.to_pandas()
+            self.ip.user_ns[args.var] = kept
         if args.output is not None and not written:
             try:
                 kept.save(args.output, overwrite=args.force)
@@ -400,15 +407,20 @@ def _show_comparison(shell: Any, trace: Trace, source: str, budget: int) -> None
 def register(ipython: Any) -> None:
     """Register the magics on ``ipython`` and make sure ``df.recfn`` exists."""
     import recfn.analysis as analysis  # noqa: F401  (registers the df.recfn accessor for --var frames)
+    from recfn.notebook_ext import frames
     from recfn.notebook_ext.widget import can_show
 
     ipython.register_magics(RecordFunctionMagics)
+    frames.register(ipython)  # summaries shown with units
     if can_show(ipython):  # import the widget now, not in the first profiled cell's first paint
         import recfn.notebook_ext.widget.view  # noqa: F401
 
 
 def unregister(ipython: Any) -> None:
-    """Remove the magics registered by ``register``."""
+    """Remove the magics (and the summaries' formatters) registered by ``register``."""
+    from recfn.notebook_ext import frames
+
+    frames.unregister(ipython)
     magics = ipython.magics_manager.magics
     for kind in ("line", "cell"):
         magics[kind].pop(MAGIC_NAME, None)

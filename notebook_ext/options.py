@@ -23,9 +23,6 @@ from recfn.capture.options import (
 )
 from recfn.errors import OptionError, RecfnValueError
 
-ZERO_ANNOTATION_DEPTH = 4
-"""Traced-call depth when the magic or ``recfn run`` gets no ``--trace-calls`` flag: the cell's
-or script's own calls and three levels of the libraries they call."""
 ZERO_ANNOTATION_EXCLUDE = ("__main__::<module>",)
 """The cell's or script's own module body: the outer range already stands for it."""
 
@@ -136,11 +133,12 @@ def config_from_args(
 def zero_annotation_base(
     args: argparse.Namespace | Mapping[str, Any],
 ) -> Optional[ProfilerConfig]:
-    """The base configuration of the magic and ``recfn run``: calls traced ``ZERO_ANNOTATION_DEPTH``
-    deep, so plain code without ranges of its own still shows where its time goes.
+    """The base configuration of the magic and ``recfn run``: the calls of user code and the
+    library calls it makes, at any depth (``trace_user_code``), so plain code without ranges of
+    its own still shows where its time goes, down to the user function a library calls back.
 
     None (the library's defaults) when the flags decide about tracing: ``--trace-calls`` (then
-    every depth, as ``recfn.profile(trace_calls=True)``), ``--no-trace-calls``, or
+    every call, as ``recfn.profile(trace_calls=True)``), ``--no-trace-calls``, or
     ``--record-scopes`` without ``function``.
     """
     values = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
@@ -151,7 +149,7 @@ def zero_annotation_base(
         return None
     return ProfilerConfig(
         trace_calls=True,
-        trace_max_depth=ZERO_ANNOTATION_DEPTH,
+        trace_user_code=True,
         trace_exclude=ZERO_ANNOTATION_EXCLUDE,
     )
 
@@ -167,11 +165,17 @@ def front_end_config(args: argparse.Namespace) -> ProfilerConfig:
     return config
 
 
+def follows_user_code(config: Mapping[str, Any]) -> bool:
+    """Whether a stored configuration (``Trace.config``) traced the calls of user code and its
+    library entry points (the front ends' default, perhaps widened or narrowed by flags)."""
+    return config.get("trace_calls") is True and config.get("trace_user_code") is True
+
+
 def is_zero_annotation(config: Mapping[str, Any]) -> bool:
     """Whether a stored configuration (``Trace.config``) traced calls by the front ends' default."""
     return (
-        config.get("trace_calls") is True
-        and config.get("trace_max_depth") == ZERO_ANNOTATION_DEPTH
+        follows_user_code(config)
+        and config.get("trace_max_depth") is None
         and not config.get("trace_include")
         and list(config.get("trace_exclude") or ()) == list(ZERO_ANNOTATION_EXCLUDE)
     )

@@ -19,12 +19,13 @@ def record(output: str, rank: int, steps: int) -> None:
 
 
 def record_until_killed(output: str, written: Any) -> None:
-    """Record for ever; set ``written`` once a part of this process is on disk."""
+    """Record for ever; set ``written`` once a part of its events is on disk (past the empty
+    one that says it started)."""
     own = os.path.join(output, "*", f"process={os.getpid()}", "*.parquet")
     with recfn.profile(output=output, max_events=70_000), recfn.record_function("forever"):
         while True:
             for _ in range(1000):
                 with recfn.record_function("step"):
                     pass
-            if not written.is_set() and glob.glob(own):
+            if not written.is_set() and len(glob.glob(own)) >= 2:
                 written.set()

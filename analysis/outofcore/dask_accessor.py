@@ -21,6 +21,9 @@ from recfn.analysis.stats.summary import PARTIAL_COLUMNS, _summarize, add_partia
 from recfn.errors import RecfnTypeError, RecfnValueError
 
 _TOTAL = "__process_self_total"
+_FIRST = "__process_first_start"
+_LAST = "__process_last_end"
+_INT64 = np.iinfo(np.int64)
 
 
 def register() -> None:
@@ -62,7 +65,7 @@ def _partial(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         raise RecfnTypeError(
             f"{', '.join(lossy)} read as float64, which cannot hold nanosecond timestamps "
             "exactly; read the dataset with dd.read_parquet(path, "
-            "dtype_backend='numpy_nullable') or recfn.analysis.outofcore.dask_accessor.read_dataset"
+            "dtype_backend='numpy_nullable') or recfn.analysis.outofcore.files.dask_accessor.read_dataset"
         )
     if df.empty:
         return _empty(keys)
@@ -72,9 +75,15 @@ def _partial(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     out["duration_ns"] = np.rint(result["mean_ns"] * result["count"]).astype(np.int64)
     for key in keys:
         out[key] = out[key].astype(object)
-    out[_TOTAL] = 0  # the frame's self-time total rides on its first row, to be summed
+    # The frame's self-time total and the span of its ranges ride on its first row, to be
+    # summed and to give the wall time (the earliest start and the latest end of all).
+    out[_TOTAL] = 0
+    out[_FIRST] = _INT64.max
+    out[_LAST] = _INT64.min
     if len(out):
         out.loc[out.index[0], _TOTAL] = found.total
+        out.loc[out.index[0], _FIRST] = found.first
+        out.loc[out.index[0], _LAST] = found.first + found.wall
     return out
 
 
@@ -82,7 +91,8 @@ def _empty(keys: list[str]) -> pd.DataFrame:
     columns: dict[str, Any] = {key: pd.Series([], dtype=object) for key in keys}
     for name in PARTIAL_COLUMNS:
         columns[name] = pd.Series([], dtype=np.int64)
-    columns[_TOTAL] = pd.Series([], dtype=np.int64)
+    for name in (_TOTAL, _FIRST, _LAST):
+        columns[name] = pd.Series([], dtype=np.int64)
     return pd.DataFrame(columns)
 
 
@@ -119,4 +129,6 @@ class DaskRecfnAccessor:
             partials = ddf.groupby(process, observed=True).apply(_partial, keys, meta=meta)
         parts = partials.compute()
         total = int(parts[_TOTAL].sum()) if len(parts) else 0
-        return add_partials(parts.drop(columns=_TOTAL), keys, [], total, sort_by, top, as_index)
+        wall = int(parts[_LAST].max()) - int(parts[_FIRST].min()) if len(parts) else 0
+        partial = parts.drop(columns=[_TOTAL, _FIRST, _LAST])
+        return add_partials(partial, keys, [], total, sort_by, top, as_index, max(wall, 0))

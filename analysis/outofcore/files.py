@@ -10,6 +10,14 @@ memory is that of the largest process, and two processes are summarised at once.
 files are read a row group at a time into compact arrays (int32 positions, dictionary codes,
 the two timestamps), so that a 10M-event process stays well under 1 GB; each statistic is then
 one pass of ``bincount`` or ``ufunc.at`` over the rows, with no sort by group.
+
+Every file is verified as ``recfn.load`` verifies it, while it is read: its footer and schema
+(``recfn.formats.io.check_footer``), the page checksums, the content hash (a row group at a time:
+each row group is read whole once, hashed, checked for nulls where the schema has none and then
+cut into the compact arrays; a mismatch is raised once the file's last row group is in), and
+the events: no end before its start, ids unique within a process (across its parts too), a
+parent that is a row unless the file is a part of a streamed capture, no cycles. Processes met in
+more than one group of files (a copied process folder) are checked for ids they share.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from recfn.analysis.columns import RANGE
-from recfn.analysis.stats.runs import RunStats, group_stats, nested_self, stats_table
+from recfn.analysis.stats.runs import RunStats, calls_part, calls_table
 from recfn.analysis.stats.summary import PARTIAL_COLUMNS, PROFILER_SPAN_SCOPES, add_partials
 from recfn.analysis.stats.tree import (
     Nodes,
@@ -36,8 +44,30 @@ from recfn.analysis.stats.tree import (
     self_durations,
 )
 from recfn.errors import RecfnValueError, TraceFormatError
-from recfn.formats.dataset import Footers, in_process_folder
-from recfn.formats.schema import not_a_trace, process_rows
+from recfn.formats.dataset import (
+    Footers,
+    asked_columns,
+    in_process_folder,
+    padded_columns,
+    process_label,
+    repeated_id,
+    repeated_ids_message,
+)
+from recfn.formats.io import (
+    DECODE_ERRORS,
+    RowGroupCheck,
+    check_footer,
+    decoded,
+    unreadable_parquet,
+)
+from recfn.formats.schema import (
+    PART_KEY,
+    PROCESS_KEYS,
+    SCHEMA_VERSION_KEY,
+    metadata_of,
+    not_a_trace,
+    process_rows,
+)
 
 EVENT_COLUMNS = ("id", "parent_id", "kind", "scope", "start_ns", "end_ns")
 """The columns every summary reads, besides its keys (and ``flops`` when present)."""
@@ -80,7 +110,8 @@ def summarize_files(
     (recursion) counts in the count, mean, min and max but not again in the total; other keys
     may be any columns (``rank``, ``host``, ``pid``...). ``flops`` is summed when the
     files have it; the memory columns are left out. ``threads`` processes are summarised at
-    once (default 2). ``attrs["self_total_ns"]`` holds the time the percentages divide by,
+    once (default 2). ``attrs["self_total_ns"]`` holds the time ``self_pct`` divides by,
+    ``attrs["wall_ns"]`` the wall time ``total_pct`` divides by,
     ``attrs["events"]`` the number of closed ranges. ValueError for other groupings and for
     options that only the in-memory summary offers; TraceFormatError for a file that is not a
     trace, or whose ids or parents are broken. ``footers`` are the files' footers read so far
@@ -100,15 +131,17 @@ def summarize_files(
     footers = Footers() if footers is None else footers
     present: set[str] = set()
     for name in files:
-        names = footers.schema(name).names
+        arrow_schema = footers.schema(name)
+        names = arrow_schema.names
         lacking = [c for c in EVENT_COLUMNS if c not in names]
         if lacking:
             raise not_a_trace(name, lacking)
+        check_footer(name, footers(name), arrow_schema)
         present.update(names)
     missing = [k for k in keys if k not in present]
     if missing:
         raise RecfnValueError(f"the files have no column(s) {missing}")
-    flops = "flops" in present
+    flops = any(_holds(footers, name, "flops") for name in files)
     groups = partitions(files)
     with ThreadPoolExecutor(max_workers=min(threads or 2, len(groups))) as pool:
         found = list(
@@ -118,59 +151,18 @@ def summarize_files(
                 desc="recfn: summarising",
             )
         )
-    parts = [part for part, _ in found]
-    total = sum(own for _, own in found)
+    parts = [part for part, _, _, _ in found]
+    total = sum(own for _, own, _, _ in found)
+    _refuse_shared_ids([spans for _, _, spans, _ in found], groups, footers)
+    first = min((extent[0] for _, _, _, extent in found), default=0)
+    last = max((extent[1] for _, _, _, extent in found), default=0)
     joined = pd.concat(parts, ignore_index=True)
     ranges = int(joined["count"].sum())
-    result = add_partials(joined, keys, ["flops"] if flops else [], total, sort_by, top, as_index)
+    extra = ["flops"] if flops else []
+    wall = max(last - first, 0)
+    result = add_partials(joined, keys, extra, total, sort_by, top, as_index, wall)
     result.attrs["events"] = ranges  # closed ranges summarised
     return result
-
-
-def _summarize_partition(
-    files: list[str], keys: list[str], flops: bool, footers: Footers
-) -> tuple[pd.DataFrame, int]:
-    """The summed statistics of the processes in ``files`` and their self-time total."""
-    extra = ["flops"] if flops else []
-    parts, total = [], 0
-    for pieces, rows, where in _processes(files, [*EVENT_COLUMNS, *keys, *extra], footers):
-        part, own = _summarize_process(pieces, rows, keys, extra, where)
-        parts.append(part)
-        total += own
-    return pd.concat(parts, ignore_index=True), total
-
-
-Pieces = Callable[[list[str]], Iterator[pa.Table]]
-"""``pieces(columns)``: a process's rows, those columns, in pieces (a file's row groups)."""
-
-
-def _processes(
-    files: list[str], columns: list[str], footers: Footers
-) -> Iterator[tuple[Pieces, int, str]]:
-    """The processes in ``files`` (files that hold whole processes, `partitions`): for each,
-    its `Pieces`, its number of rows and the name that errors give it. One process is read a
-    row group at a time; files that mix processes are read (``columns``) and split."""
-    parquets = [pq.ParquetFile(name, metadata=footers(name)) for name in files]
-    where = files[0] if len(files) == 1 else os.path.dirname(files[0])
-    if all(_one_value(parquets, c) for c in ("host", "pid")):  # one process: row group by group
-
-        def pieces(columns: list[str]) -> Iterator[pa.Table]:
-            return _row_groups(parquets, columns)
-
-        yield pieces, sum(parquet.metadata.num_rows for parquet in parquets), where
-        return
-    table = _read(parquets, [*columns, "host", "pid"])
-    found = process_rows(table)
-    processes = [table] if found is None else [table.take(rows) for _, rows in found]
-    del table, found
-    while processes:
-        process = processes.pop()
-
-        def select(columns: list[str], process: pa.Table = process) -> Iterator[pa.Table]:
-            yield process.select([c for c in dict.fromkeys(columns) if c in process.column_names])
-
-        yield select, process.num_rows, where
-        del process, select
 
 
 def run_stats(
@@ -182,10 +174,12 @@ def run_stats(
     footers: Footers | None = None,
 ) -> RunStats:
     """The statistics of one run (``recfn.analysis.stats.runs.RunStats``) from its Parquet
-    ``files`` (one trace, or a dataset of several processes), out of core: one process at a
-    time, only the columns needed, as `summarize_files` reads them. ``keys`` must include
-    ``name``. ``keep_calls`` keeps every group's calls (comparisons over calls need them).
-    TraceFormatError for a file that is not a trace; ValueError for a missing key column."""
+    ``files`` (one trace, or a dataset of several processes), out of core and verified as
+    `summarize_files` reads and verifies them (footers, page checksums, content hashes, ids and
+    parents, ids shared across files), one process at a time and only the columns needed.
+    ``keys`` must include ``name``. ``keep_calls`` keeps every group's calls (comparisons over
+    calls need them). TraceFormatError for a file that is not a trace or fails a check;
+    ValueError for a missing key column."""
     if "name" not in keys:
         raise RecfnValueError("the out-of-core statistics group by name (plus any other columns)")
     if not files:
@@ -193,48 +187,143 @@ def run_stats(
     footers = Footers() if footers is None else footers
     present: set[str] = set()
     for name in files:
-        names = footers.schema(name).names
-        lacking = [c for c in EVENT_COLUMNS if c not in names]
+        arrow_schema = footers.schema(name)
+        lacking = [c for c in EVENT_COLUMNS if c not in arrow_schema.names]
         if lacking:
             raise not_a_trace(name, lacking)
-        present.update(names)
+        check_footer(name, footers(name), arrow_schema)
+        present.update(arrow_schema.names)
     missing = [k for k in keys if k not in present]
     if missing:
         raise RecfnValueError(f"{label}: the files have no column(s) {missing}")
-    lookup: dict[tuple[Any, ...], int] = {}
-    codes, durations, owns, counts = [], [], [], []
-    workload = 0
-    for group in partitions(list(files)):
-        for pieces, rows, where in _processes(group, [*EVENT_COLUMNS, *keys], footers):
-            found = _process_rows(pieces, rows, keys, where, exact_self=False)
-            mapping = np.array(
-                [lookup.setdefault(key, len(lookup)) for key in found.groups], dtype=np.int64
-            )
-            if mapping.size and np.any(mapping != np.arange(mapping.size)):
-                code = mapping[found.code]
-            else:
-                code = found.code.astype(np.int64)
-            code[~found.closed] = -1  # group_stats leaves these rows out
-            codes.append(code)
-            durations.append(found.duration)
-            owns.append(found.own)
-            counts.append(found.counted)
-            workload += found.total
-            del found, code
-
-    def joined(parts: list[np.ndarray]) -> np.ndarray:
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-    columns, kept = group_stats(
-        joined(codes), len(lookup), joined(durations), joined(owns), joined(counts), keep_calls
-    )
-    groups = list(lookup)
-    table = stats_table(keys, groups, columns)
-    calls = None
-    if kept is not None:
-        seen = np.flatnonzero(columns["calls"]).tolist()
-        calls = {groups[g]: found_calls for g, found_calls in zip(seen, kept)}
+    groups = partitions(list(files))
+    found = [_summarize_partition(group, keys, False, footers, _calls_part) for group in groups]
+    _refuse_shared_ids([spans for _, _, spans, _ in found], groups, footers)
+    parts = pd.concat([part for part, _, _, _ in found], ignore_index=True)
+    workload = sum(own for _, own, _, _ in found)
+    table, calls = calls_table(parts, keys, keep_calls)
     return RunStats(table, keys, workload, label=label, calls=calls)
+
+
+def _calls_part(
+    pieces: _Pieces, n: int, keys: list[str], extra: list[str], where: str, whole: bool
+) -> tuple[pd.DataFrame, int, int, int, tuple[int, int]]:
+    """One process's calls per group (``recfn.analysis.stats.runs.calls_part``), read and
+    verified as `_summarize_process` reads them, with the same self-time total, ids and
+    extent."""
+    found = _process_rows(pieces, n, keys, extra, where, whole)
+    duration = np.subtract(found.end, found.start, out=found.end)
+    part = calls_part(
+        keys, found.groups, found.code, found.closed, duration, found.own, found.counted
+    )
+    return part, found.total, found.low, found.high, found.extent
+
+
+_Span = tuple[str, int, int, str]
+"""A process met in a group of files: its label, lowest and highest id, and where."""
+
+
+def _summarize_partition(
+    files: list[str],
+    keys: list[str],
+    flops: bool,
+    footers: Footers,
+    summarize: Callable[..., tuple[pd.DataFrame, int, int, int, tuple[int, int]]] | None = None,
+) -> tuple[pd.DataFrame, int, list[_Span], tuple[int, int]]:
+    """The summed statistics of the processes in ``files``, their self-time total, the span of
+    each process's ids, and the earliest start and latest end of their closed ranges
+    (`NO_EXTENT` without any). ``summarize`` (``_summarize_process`` unless given) makes each
+    process's part."""
+    summarize = _summarize_process if summarize is None else summarize
+    try:
+        parquets = [
+            pq.ParquetFile(name, metadata=footers(name), page_checksum_verification=True)
+            for name in files
+        ]
+    except DECODE_ERRORS as exc:
+        raise unreadable_parquet(files[0], exc) from None
+    where = files[0] if len(files) == 1 else os.path.dirname(files[0])
+    whole = not any(_is_part(footers, name) for name in files)
+    extra = ["flops"] if flops else []
+    single = [_one_value(parquets, c) for c in PROCESS_KEYS]
+    if all(found is not None for found in single):  # one process: row group by group
+        checks = [RowGroupCheck(name, parquet) for name, parquet in zip(files, parquets)]
+
+        def pieces(columns: list[str], verify: bool = False) -> Iterator[pa.Table]:
+            if verify:
+                return _verified_row_groups(parquets, checks, columns)
+            return _row_groups(parquets, columns)
+
+        rows = sum(parquet.metadata.num_rows for parquet in parquets)
+        part, own, low, high, extent = summarize(pieces, rows, keys, extra, where, whole)
+        label = ", ".join(f"{k}={v[0]}" for k, v in zip(PROCESS_KEYS, single) if v is not None)
+        return part, own, ([(label, low, high, where)] if rows else []), extent
+    table = _read(files, parquets)
+    found = process_rows(table)
+    if found is None:
+        processes = [(process_label(table) if table.num_rows else "", table)]
+    else:
+        processes = [(label, table.take(rows)) for label, rows in found]
+    del table, found
+    parts, total, spans, extent = [], 0, [], NO_EXTENT
+    while processes:
+        label, process = processes.pop()
+
+        def select(
+            columns: list[str], verify: bool = False, process: pa.Table = process
+        ) -> Iterator[pa.Table]:
+            yield process.select([c for c in dict.fromkeys(columns) if c in process.column_names])
+
+        part, own, low, high, here = summarize(select, process.num_rows, keys, extra, where, whole)
+        if process.num_rows:
+            spans.append((label, low, high, where))
+        del process, select
+        parts.append(part)
+        total += own
+        extent = (min(extent[0], here[0]), max(extent[1], here[1]))
+    return pd.concat(parts, ignore_index=True), total, spans, extent
+
+
+def _holds(footers: Footers, name: str, column: str) -> bool:
+    """Whether the file has ``column`` as a capture in memory would: a streamed part holds
+    every column, so there only one that a row uses or an option asked for counts."""
+    arrow_schema = footers.schema(name)
+    if column not in arrow_schema.names:
+        return False
+    if not _is_part(footers, name) or column not in padded_columns():
+        return True
+    if column in asked_columns(metadata_of(arrow_schema.empty_table())):
+        return True
+    footer = footers(name)
+    index = next(i for i in range(footer.num_columns) if footer.schema.column(i).path == column)
+    for group in range(footer.num_row_groups):
+        chunk = footer.row_group(group).column(index)
+        if not chunk.num_values:
+            continue
+        stats = chunk.statistics
+        if stats is None or stats.null_count != chunk.num_values:
+            return True
+    return False
+
+
+def _is_part(footers: Footers, name: str) -> bool:
+    """Whether a file is a part of a streamed capture (its parents may be in other parts)."""
+    return PART_KEY.encode() in (footers.schema(name).metadata or {})
+
+
+def _verified_row_groups(
+    parquets: list[pq.ParquetFile], checks: list[RowGroupCheck], columns: list[str]
+) -> Iterator[pa.Table]:
+    """``columns`` of the files a row group at a time, as ``_row_groups``, each row group read
+    whole and verified (``RowGroupCheck``) on the way."""
+    for parquet, check in zip(parquets, checks):
+        names = parquet.schema_arrow.names
+        wanted = [c for c in dict.fromkeys(columns) if c in names]
+        for group in range(parquet.metadata.num_row_groups):
+            piece = decoded(check.path, parquet.read_row_group, group)
+            check.add(piece)
+            yield piece.select(wanted)
+        check.finish()
 
 
 def _row_groups(parquets: list[pq.ParquetFile], columns: list[str]) -> Iterator[pa.Table]:
@@ -246,30 +335,75 @@ def _row_groups(parquets: list[pq.ParquetFile], columns: list[str]) -> Iterator[
             yield parquet.read_row_group(group, columns=wanted)
 
 
-def _read(parquets: list[pq.ParquetFile], columns: list[str]) -> pa.Table:
-    """``columns`` of the files (those they have) as one table."""
+def _read(files: list[str], parquets: list[pq.ParquetFile]) -> pa.Table:
+    """The files read whole and verified as ``recfn.load`` verifies them, as one table."""
+    from recfn.formats.io import read_parquet
+
     tables = []
-    for parquet in parquets:
-        names = parquet.schema_arrow.names
-        tables.append(parquet.read(columns=list(dict.fromkeys(c for c in columns if c in names))))
+    for name, parquet in zip(files, parquets):
+        if SCHEMA_VERSION_KEY.encode() in (parquet.schema_arrow.metadata or {}):
+            tables.append(read_parquet(name))
+        else:  # foreign Parquet: as it is (conform would make up what it lacks)
+            check = RowGroupCheck(name, parquet)
+            table = decoded(check.path, parquet.read)
+            check.add(table)
+            tables.append(table)
     return pa.concat_tables(tables, promote_options="default").unify_dictionaries()
 
 
-def _one_value(parquets: list[pq.ParquetFile], column: str) -> bool:
-    """Whether the files' statistics show one value, never null, in ``column`` (a file that
-    lacks the column counts as all null)."""
+def _refuse_shared_ids(found: list[list[_Span]], groups: list[list[str]], footers: Footers) -> None:
+    """``TraceFormatError`` when a process met in two groups of files (a process folder copied
+    elsewhere, a trace saved inside its dataset) has ids in both: the ids of groups whose spans
+    of ids overlap are read again and compared."""
+    by_label: dict[str, list[tuple[int, int, str, int]]] = {}
+    for index, found_here in enumerate(found):
+        for label, low, high, where in found_here:
+            by_label.setdefault(label, []).append((low, high, where, index))
+    for label, met in by_label.items():
+        for i, (low, high, where, index) in enumerate(met):
+            for other_low, other_high, other_where, other_index in met[i + 1 :]:
+                if other_low > high or low > other_high:
+                    continue
+                ids = np.concatenate(
+                    [_process_ids(groups[g], label, footers) for g in (index, other_index)]
+                )
+                repeated = repeated_id(ids)
+                if repeated is not None:
+                    message = repeated_ids_message(label, repeated, [where, other_where])
+                    raise TraceFormatError(message)
+
+
+def _process_ids(files: list[str], label: str, footers: Footers) -> np.ndarray:
+    """The ids of the process ``label`` in ``files``."""
+    tables = [
+        pq.ParquetFile(name, metadata=footers(name)).read(
+            columns=[c for c in ("id", *PROCESS_KEYS) if c in footers.schema(name).names]
+        )
+        for name in files
+    ]
+    table = pa.concat_tables(tables, promote_options="default")
+    found = process_rows(table)
+    ids = table.column("id")
+    if found is not None:
+        ids = ids.take(dict(found)[label])
+    return np.asarray(ids.to_numpy(), dtype=np.int64)
+
+
+def _one_value(parquets: list[pq.ParquetFile], column: str) -> tuple[Any] | None:
+    """The one value, never null, that the files' statistics show in ``column`` (in a tuple),
+    else None (a file that lacks the column counts as all null)."""
     seen: set[Any] = set()
     for parquet in parquets:
         metadata = parquet.metadata
         found = [i for i in range(metadata.num_columns) if metadata.schema.column(i).name == column]
         if not found:
-            return False
+            return None
         for group in range(metadata.num_row_groups):
             stats = metadata.row_group(group).column(found[0]).statistics
             if stats is None or not stats.has_min_max or stats.null_count != 0:
-                return False
+                return None
             seen.update((stats.min, stats.max))
-    return len(seen) <= 1
+    return (next(iter(seen)),) if len(seen) == 1 else None if seen else (None,)
 
 
 def _column(table: pa.Table, name: str) -> pa.Array | None:
@@ -351,55 +485,90 @@ def _is(array: pa.Array, wanted: Sequence[str]) -> np.ndarray:
     return found
 
 
-class _ProcessRows(NamedTuple):
-    """One process's ranges as the statistics need them, one entry per row."""
+NO_EXTENT = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+"""The (first start, last end) of no ranges: what min and max start from."""
 
+
+_Pieces = Callable[..., Iterator[pa.Table]]
+"""``pieces(columns, verify=False)``: a process's rows, those columns, a piece at a time (a
+row group); with ``verify`` every piece is read whole and verified on the way (``RowGroupCheck``)."""
+
+
+class ProcessRows(NamedTuple):
+    """One process's rows as its statistics need them (`_process_rows`), one entry per row."""
+
+    start: np.ndarray
+    end: np.ndarray
+    """``end_ns`` (any value on rows that are not closed ranges)."""
     closed: np.ndarray
-    duration: np.ndarray
-    """``end - start`` of closed ranges (any value on other rows)."""
     own: np.ndarray
     """Self time of closed ranges, 0 on other rows."""
     code: np.ndarray
-    """Group of each row (dense codes), whose key values are ``groups[code]``."""
+    """Each row's group (dense codes), whose key values are ``groups[code]``."""
     groups: list[tuple[Any, ...]]
     counted: np.ndarray
     """Whether a row counts in its group's total: no ancestor of its own group."""
+    extras: dict[str, np.ndarray]
     total: int
     """The self-time total, profiler spans left out (what percentages divide by)."""
+    low: int
+    high: int
+    """The lowest and highest id."""
+    extent: tuple[int, int]
+    """The earliest start and latest end of the closed ranges (`NO_EXTENT` without any)."""
 
 
 def _process_rows(
-    pieces: Pieces, n: int, keys: list[str], where: str, exact_self: bool = True
-) -> _ProcessRows:
-    """One process's `_ProcessRows`. ``pieces(columns)`` gives its ``n`` rows' columns in
-    pieces (a file's row groups), read a few columns at a time into compact arrays, so that
-    large processes hold only what each step needs: int32 positions, dictionary codes, one
-    piece of Arrow data at a time. Self time is the summary's with `exact_self`, else
-    ``runs.nested_self`` (no sort; the same unless children overlap)."""
-    parent = _parents(pieces, n, where)
+    pieces: _Pieces, n: int, keys: list[str], extra: list[str], where: str, whole: bool
+) -> ProcessRows:
+    """One process's `ProcessRows`. ``pieces`` gives its ``n`` rows in pieces (a file's row
+    groups): each piece is read once, verified, and cut into compact arrays (int32 positions,
+    dictionary codes, the two timestamps), so that large processes hold only what each step
+    needs. ``whole``: the rows are whole files, not parts of a streamed capture, so every
+    parent must be one of them."""
+    links = _Links(n, where, whole)
     start = np.empty(n, dtype=np.int64)
     end = np.empty(n, dtype=np.int64)  # what lies under nulls is never read: those rows are open
     closed = np.empty(n, dtype=bool)
     spans = [np.zeros(0, dtype=np.intp)]  # a file may have no row group at all
+    coders = [_Codes() for _ in keys]
+    key_codes = [np.empty(n, dtype=np.int32) for _ in keys]
+    extras = {name: np.zeros(n, dtype=np.int64) for name in extra}
+    columns = ["id", "parent_id", "start_ns", "end_ns", "kind", "scope", *keys, *extra]
     at = 0
-    for piece in pieces(["start_ns", "end_ns", "kind", "scope"]):
+    for piece in pieces(columns, verify=True):
         rows = piece.num_rows
-        start_column, end_column, kind, scope = (
-            _column(piece, name) for name in ("start_ns", "end_ns", "kind", "scope")
+        ids, parent_ids, start_column, end_column, kind, scope = (
+            _column(piece, name)
+            for name in ("id", "parent_id", "start_ns", "end_ns", "kind", "scope")
         )
-        assert start_column is not None and end_column is not None  # EVENT_COLUMNS
+        assert ids is not None and parent_ids is not None  # EVENT_COLUMNS
+        assert start_column is not None and end_column is not None
         assert kind is not None and scope is not None
+        if ids.null_count:
+            raise TraceFormatError(f"{where}: a range has a null id")
         if start_column.null_count:
             raise TraceFormatError(f"{where}: a range has a null start_ns")
-        start[at : at + rows] = _ints(start_column, 0)
-        end[at : at + rows] = _stored(end_column)
-        here = _is(kind, [RANGE])
-        here &= _valid(end_column)
-        closed[at : at + rows] = here
+        links.add(ids, parent_ids, at)
+        here_start = _ints(start_column, 0)
+        here_end = _stored(end_column)
+        ended = _valid(end_column)
+        if np.any(ended & (here_end < here_start)):
+            raise TraceFormatError(f"{where}: an event ends before it starts")
+        start[at : at + rows] = here_start
+        end[at : at + rows] = here_end
+        closed[at : at + rows] = _is(kind, [RANGE]) & ended
         spans.append(np.flatnonzero(_is(scope, PROFILER_SPAN_SCOPES)) + at)
+        for key, coder, column in zip(keys, coders, key_codes):
+            column[at : at + rows] = coder.of(_column(piece, key), rows)
+        for name, values in extras.items():
+            found = _column(piece, name)
+            if found is not None:
+                values[at : at + rows] = _ints(found, 0)
         at += rows
-    if np.any(closed & (end < start)):
-        raise TraceFormatError(f"{where}: a range ends before it starts")
+    parent, low, high = links.result(pieces)
+    del links
+    extent = (int(start[closed].min()), int(end[closed].max())) if closed.any() else NO_EXTENT
     forest = Nodes(parent, start, end, closed, ~closed)
     if not parents_come_first(parent, start):
         try:
@@ -409,31 +578,26 @@ def _process_rows(
     # Closed ranges under closed ranges are all that self time and nesting look at.
     linked = linked_parents(forest)
     del forest, parent
-    if exact_self:
-        own = self_durations(linked, start, end, closed)
-        duration = np.subtract(end, start, out=end)
-    else:
-        duration = np.subtract(end, start, out=end)
-        own = nested_self(linked, duration, closed)
-    del start
+    own = self_durations(linked, start, end, closed)
     total = int(own.sum()) - int(own[np.concatenate(spans)].sum())  # own is 0 unless closed
-    code, groups = _group_codes(pieces, n, keys)
+    code, groups = _combined_codes(coders, key_codes)
+    del key_codes
     counted = outermost(linked, code)
     del linked
-    return _ProcessRows(closed, duration, own, code, groups, counted, total)
+    return ProcessRows(
+        start, end, closed, own, code, groups, counted, extras, total, low, high, extent
+    )
 
 
 def _summarize_process(
-    pieces: Callable[[list[str]], Iterator[pa.Table]],
-    n: int,
-    keys: list[str],
-    extra: list[str],
-    where: str,
-) -> tuple[pd.DataFrame, int]:
-    """One process's statistics per group, in a form that adds up, and its self-time total
-    (`_process_rows`, then one pass of ``bincount`` or ``ufunc.at`` per statistic)."""
-    found = _process_rows(pieces, n, keys, where)
-    closed, duration, own, code, groups, counted, total = found
+    pieces: _Pieces, n: int, keys: list[str], extra: list[str], where: str, whole: bool
+) -> tuple[pd.DataFrame, int, int, int, tuple[int, int]]:
+    """One process's statistics per group, in a form that adds up, its self-time total, its
+    lowest and highest id, and the earliest start and latest end of its closed ranges (for the
+    wall time ``total_pct`` is of): `_process_rows`, then one pass of ``bincount`` or
+    ``ufunc.at`` per statistic, with no sort by group."""
+    found = _process_rows(pieces, n, keys, extra, where, whole)
+    start, end, closed, own, code, groups, counted, extras, total, low, high, extent = found
     del found
     # Each closed range adds to its group's slot (code + 1); slot 0 gathers the other rows.
     slots = len(groups) + 1
@@ -441,32 +605,26 @@ def _summarize_process(
     del code
     slot += 1
     slot[~closed] = 0
+    duration = np.subtract(end, start, out=end)
+    del start, end
     count = np.bincount(slot, minlength=slots)
     sums = {}
     for name, values_of in (("duration_ns", duration), ("self_ns", own)):
         sums[name] = np.zeros(slots, dtype=np.int64)
         np.add.at(sums[name], slot, values_of)
     del own
-    low = np.full(slots, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(low, slot, duration)
-    high = np.full(slots, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(high, slot, duration)
+    minimum = np.full(slots, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(minimum, slot, duration)
+    maximum = np.full(slots, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(maximum, slot, duration)
     duration[~counted] = 0
     del counted
     sums["total_ns"] = np.zeros(slots, dtype=np.int64)
     np.add.at(sums["total_ns"], slot, duration)
     del duration
     for name in extra:
-        column = np.zeros(n, dtype=np.int64)
-        at = 0
-        for piece in pieces([name]):
-            found_column = _column(piece, name)
-            if found_column is not None:
-                column[at : at + piece.num_rows] = _ints(found_column, 0)
-            at += piece.num_rows
         sums[name] = np.zeros(slots, dtype=np.int64)
-        np.add.at(sums[name], slot, column)
-        del column
+        np.add.at(sums[name], slot, extras.pop(name))
     seen = np.flatnonzero(count[1:])  # the groups that have closed ranges
     part = pd.DataFrame(
         {
@@ -475,88 +633,106 @@ def _summarize_process(
         }
     )
     if not len(seen):
-        return _empty_part(part, extra), total
+        return _empty_part(part, extra), total, low, high, extent
     seen += 1
     part["count"] = count[seen]
     for name in ("total_ns", "self_ns"):
         part[name] = sums[name][seen]
-    part["min_ns"] = low[seen]
-    part["max_ns"] = high[seen]
+    part["min_ns"] = minimum[seen]
+    part["max_ns"] = maximum[seen]
     for name in ("duration_ns", *extra):
         part[name] = sums[name][seen]
-    return part, total
+    return part, total, low, high, extent
 
 
-def _parents(pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, where: str) -> Any:
+class _Links:
     """Row positions of the parents (-1 for roots and parents not in the process's rows),
-    int32 below 2**31 rows. Ids that count up from the first row's, as recorded, need no
-    lookup: a parent's position is its id minus the first id."""
-    parent = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
-    first: int | None = None
-    at = 0
-    for ids, parent_ids in _id_columns(pieces, where):
+    int32 below 2**31 rows, met a piece at a time (``add``). Ids that count up from the first
+    row's, as recorded, need no lookup: a parent's position is its id minus the first id;
+    other ids are looked up in an index of all of them once every piece is in (``result``
+    reads the ids again). Ids must be unique, and with ``whole`` every parent a row."""
+
+    def __init__(self, n: int, where: str, whole: bool) -> None:
+        self.n, self.where, self.whole = n, where, whole
+        self.parent: np.ndarray | None = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
+        self.first: int | None = None
+        self.low = np.iinfo(np.int64).max
+        self.high = np.iinfo(np.int64).min
+
+    def add(self, ids: pa.Array, parent_ids: pa.Array, at: int) -> None:
         rows = len(ids)
         if not rows:
-            continue
+            return
         values = _ints(ids, 0)
-        first = int(values[0]) if first is None else first
-        if int(values[0]) != first + at or int(values[-1]) - int(values[0]) != rows - 1:
-            return _looked_up(pieces, n, where)
-        if not np.all(values[1:] > values[:-1]):
-            return _looked_up(pieces, n, where)
+        self.low = min(self.low, int(values.min()))
+        self.high = max(self.high, int(values.max()))
+        parent = self.parent
+        if parent is None:
+            return
+        first = int(values[0]) if self.first is None else self.first
+        self.first = first
+        if (
+            int(values[0]) != first + at
+            or int(values[-1]) - int(values[0]) != rows - 1
+            or not np.all(values[1:] > values[:-1])
+        ):
+            self.parent = None  # not counting up: looked up in the end
+            return
         # As unsigned, id - first (wrapping) is at most n - 1 exactly for the ids of rows.
         offset = np.subtract(_stored(parent_ids), first)
-        outside = offset.view(np.uint64) > min(n - 1, np.iinfo(np.int64).max - first)
+        outside = offset.view(np.uint64) > min(self.n - 1, np.iinfo(np.int64).max - first)
         if parent_ids.null_count:
-            outside |= ~_valid(parent_ids)
+            has_parent = _valid(parent_ids)
+            dangling = outside & has_parent
+            outside |= ~has_parent
+        else:
+            dangling = outside
+        if self.whole and dangling.any():
+            row = int(np.argmax(dangling))
+            self._dangling(int(_stored(parent_ids)[row]))
         here = parent[at : at + rows]
         np.copyto(here, offset, casting="unsafe")  # the int32 that every kept value fits
         here[outside] = -1
-        at += rows
-    return parent
+
+    def result(self, pieces: _Pieces) -> tuple[np.ndarray, int, int]:
+        """The parents' positions and the lowest and highest id."""
+        parent = self.parent
+        if parent is None:
+            parent = self._looked_up(pieces)
+        return parent, self.low, self.high
+
+    def _looked_up(self, pieces: _Pieces) -> np.ndarray:
+        """The parents of ids in any order: looked up in an index of all the process's ids."""
+        n, where = self.n, self.where
+        ids = np.empty(n, dtype=np.int64)
+        parent_ids = np.empty(n, dtype=np.int64)
+        has_parent = np.empty(n, dtype=bool)
+        at = 0
+        for piece in pieces(["id", "parent_id"]):
+            id_column, parent_column = _column(piece, "id"), _column(piece, "parent_id")
+            assert id_column is not None and parent_column is not None  # EVENT_COLUMNS
+            rows = len(id_column)
+            ids[at : at + rows] = _ints(id_column, 0)
+            parent_ids[at : at + rows] = _stored(parent_column)
+            has_parent[at : at + rows] = _valid(parent_column)
+            at += rows
+        parent: np.ndarray = _positions(ids, parent_ids, has_parent, where)
+        if self.whole:
+            dangling = has_parent & (parent < 0)
+            if dangling.any():
+                self._dangling(int(parent_ids[int(np.argmax(dangling))]))
+        return parent.astype(np.int32) if n < 2**31 else parent
+
+    def _dangling(self, parent_id: int) -> None:
+        raise TraceFormatError(f"{self.where}: parent_id {parent_id} is not the id of any row")
 
 
-def _id_columns(
-    pieces: Callable[[list[str]], Iterator[pa.Table]], where: str
-) -> Iterator[tuple[pa.Array, pa.Array]]:
-    """Each piece's id and parent_id columns; TraceFormatError for a null id."""
-    for piece in pieces(["id", "parent_id"]):
-        ids, parent_ids = _column(piece, "id"), _column(piece, "parent_id")
-        assert ids is not None and parent_ids is not None  # EVENT_COLUMNS
-        if ids.null_count:
-            raise TraceFormatError(f"{where}: a range has a null id")
-        yield ids, parent_ids
-
-
-def _looked_up(pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, where: str) -> Any:
-    """`_parents` for ids in any order: looked up in an index of all the process's ids."""
-    ids = np.empty(n, dtype=np.int64)
-    parent_ids = np.empty(n, dtype=np.int64)
-    has_parent = np.empty(n, dtype=bool)
-    at = 0
-    for id_column, parent_column in _id_columns(pieces, where):
-        rows = len(id_column)
-        ids[at : at + rows] = _ints(id_column, 0)
-        parent_ids[at : at + rows] = _stored(parent_column)
-        has_parent[at : at + rows] = _valid(parent_column)
-        at += rows
-    parent = _positions(ids, parent_ids, has_parent, where)
-    return parent.astype(np.int32) if n < 2**31 else parent
-
-
-def _group_codes(
-    pieces: Callable[[list[str]], Iterator[pa.Table]], n: int, keys: list[str]
+def _combined_codes(
+    coders: list[_Codes], columns: list[np.ndarray]
 ) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
-    """Each row's group (dense codes, 0, 1, ... in order of first appearance) and each
-    group's key values."""
-    coders = [_Codes() for _ in keys]
-    columns = [np.empty(n, dtype=np.int32) for _ in keys]
-    at = 0
-    for piece in pieces(keys):
-        rows = piece.num_rows
-        for key, coder, column in zip(keys, coders, columns):
-            column[at : at + rows] = coder.of(_column(piece, key), rows)
-        at += rows
+    """Each row's group (dense codes, 0, 1, ... in order of first appearance) from each key's
+    codes, and each group's key values."""
+    columns = list(columns)
     code = columns.pop(0)
     groups = [(value,) for value in coders[0].values]
     for coder, column in zip(coders[1:], columns):
@@ -585,7 +761,10 @@ def _positions(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray, 
     """Row positions of the parents (-1 for roots and parents not in the process's rows)."""
     index = pd.Index(ids)
     if not index.is_unique:
-        raise TraceFormatError(f"{where}: ids repeat within a process")
+        repeated = repeated_id(ids)
+        raise TraceFormatError(
+            f"{where}: ids repeat within a process (id {repeated} is used twice: a copied part?)"
+        )
     parent = np.full(len(ids), -1, dtype=np.int64)
     wanted = np.flatnonzero(has_parent)
     parent[wanted] = index.get_indexer(parent_ids[wanted])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 import matplotlib as mpl
@@ -16,6 +16,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from recfn.analysis.columns import RANGE, codes, equals, ints, nulls
 from recfn.analysis.units import printable
 from recfn.errors import RecfnValueError
 
@@ -48,16 +49,134 @@ PALETTE = _palette()
 def name_colors(values: Iterable[object]) -> np.ndarray:
     """One RGBA row per value: the same value always gets the same colour, in every plot,
     cell and process (a blake2b hash of its text picks it; Python's ``hash`` is salted per
-    process). Different names can share a colour; the legend and the labels tell them apart.
-    None and NaN get `NULL_COLOR`."""
-    rows = []
-    for value in values:
-        if value is None or (isinstance(value, float) and np.isnan(value)):
-            rows.append(np.array(to_rgba(NULL_COLOR)))
-            continue
-        digest = hashlib.blake2b(str(value).encode("utf-8", "surrogatepass"), digest_size=8)
-        rows.append(PALETTE[int.from_bytes(digest.digest(), "little") % len(PALETTE)])
+    process). Different names can share a colour: plots colour with `assign_colors`, which
+    starts from this colour and keeps the heaviest names of a plot apart. None and NaN get
+    `NULL_COLOR`."""
+    rows = [
+        np.array(to_rgba(NULL_COLOR)) if _is_null(value) else PALETTE[_slot(str(value))]
+        for value in values
+    ]
     return np.array(rows).reshape(-1, 4)
+
+
+DISTINCT_TOP = 16
+"""The heaviest names of a plot whose colours no other name of that plot shares."""
+
+
+def assign_colors(values: Sequence[object], weights: np.ndarray) -> np.ndarray:
+    """One RGBA row per value of one plot (a trace, a frame): see `NameColors`."""
+    return NameColors(values, weights).all()
+
+
+class NameColors:
+    """The colours of the values of one plot: each value's own colour (`name_colors`) unless
+    a heavier value of the plot took it first.
+
+    Values are taken heaviest first (`weights`: time per value; ties by text), and each takes
+    the first free palette colour from its own: so up to ``len(PALETTE)`` values get distinct
+    colours, and the `DISTINCT_TOP` heaviest share theirs with no other value however many
+    there are. A value keeps its colour across plots and cells unless two heavy values of one
+    plot hash alike. The timeline, the flame graph and the interactive view all colour with
+    this, from the same weights, so a name has one colour in all of them. None and NaN get
+    `NULL_COLOR`. Colours past the heaviest are worked out when first asked for, so a view of
+    many names pays only for those it shows.
+    """
+
+    def __init__(self, values: Sequence[object], weights: np.ndarray) -> None:
+        self.texts = [None if _is_null(v) else str(v) for v in values]
+        weight = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if weight.size != len(self.texts):
+            raise ValueError(f"NameColors: {len(self.texts)} values but {weight.size} weights")
+        size = len(PALETTE)
+        known = np.array([text is not None for text in self.texts], dtype=bool)
+        candidates = np.flatnonzero(known)
+        if candidates.size > size:  # the heaviest `size`, and any tied with the last of them
+            bar = np.partition(-weight[candidates], size - 1)[size - 1]
+            candidates = candidates[-weight[candidates] <= bar]
+        heaviest = sorted(candidates.tolist(), key=lambda i: (-weight[i], self.texts[i]))[:size]
+        self._slots: dict[int, int] = {}
+        taken = np.zeros(size, dtype=bool)
+        self._reserved = np.zeros(size, dtype=bool)
+        for rank, i in enumerate(heaviest):
+            slot = self._free(_slot(str(self.texts[i])), taken)
+            self._slots[i] = slot
+            taken[slot] = True
+            if rank < DISTINCT_TOP:
+                self._reserved[slot] = True
+
+    @staticmethod
+    def _free(slot: int, blocked: np.ndarray) -> int:
+        if blocked.all():  # only with a palette smaller than DISTINCT_TOP
+            return slot
+        while blocked[slot]:
+            slot = (slot + 1) % len(blocked)
+        return slot
+
+    def slot(self, index: int) -> int:
+        """The palette row of value ``index``; -1 for a null value."""
+        found = self._slots.get(index)
+        if found is None:
+            text = self.texts[index]
+            if text is None:
+                return -1
+            found = self._slots[index] = self._free(_slot(text), self._reserved)
+        return found
+
+    def rgba(self, indices: Iterable[int]) -> np.ndarray:
+        """One RGBA row per value index (`NULL_COLOR` for nulls)."""
+        null = np.array(to_rgba(NULL_COLOR))
+        rows = [null if (slot := self.slot(int(i))) < 0 else PALETTE[slot] for i in indices]
+        return np.array(rows).reshape(-1, 4)
+
+    def all(self) -> np.ndarray:
+        """`rgba` of every value, in one pass (the probing done for all values at once)."""
+        size = len(PALETTE)
+        slots = np.array([-1 if t is None else _slot(t) for t in self.texts], dtype=np.int64)
+        slots = slots.reshape(-1)
+        rest = np.flatnonzero(slots >= 0)
+        rest = rest[~np.isin(rest, np.fromiter(self._slots, dtype=np.int64))]
+        if not self._reserved.all():
+            for _ in range(size):
+                blocked = rest[self._reserved[slots[rest]]]
+                if blocked.size == 0:
+                    break
+                slots[blocked] = (slots[blocked] + 1) % size
+        for index, slot in self._slots.items():
+            slots[index] = slot
+        rows = np.tile(np.array(to_rgba(NULL_COLOR)), (len(self.texts), 1))
+        rows[slots >= 0] = PALETTE[slots[slots >= 0]]
+        return rows.reshape(-1, 4)
+
+    def hex(self, index: int) -> str:
+        """``#rrggbb`` of value ``index`` (what the interactive view draws with)."""
+        return hex_color(self.rgba([index])[0])
+
+
+def column_colors(df: Any, column: str = "name") -> tuple[np.ndarray, Any, np.ndarray]:
+    """The codes of `df[column]`, its distinct values, and their colours (`assign_colors`
+    weighted by the time of each value's closed ranges; one extra last row, `NULL_COLOR`,
+    for code -1)."""
+    value_codes, values = codes(df[column])
+    closed = equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
+    duration = np.where(closed, ints(df["end_ns"], 0) - ints(df["start_ns"], 0), 0)
+    weight = np.bincount(value_codes + 1, weights=duration, minlength=len(values) + 1)[1:]
+    palette = np.vstack([assign_colors(values, weight), to_rgba(NULL_COLOR)])
+    return value_codes, values, palette
+
+
+def hex_color(rgba: np.ndarray) -> str:
+    """``#rrggbb`` of an RGBA row (what the interactive view draws with)."""
+    red, green, blue = (round(float(c) * 255) for c in rgba[:3])
+    return f"#{red:02x}{green:02x}{blue:02x}"
+
+
+def _slot(text: str) -> int:
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "little") % len(PALETTE)
+
+
+def _is_null(value: object) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
 
 
 _ALT_TEXT: weakref.WeakKeyDictionary[Artist, str] = weakref.WeakKeyDictionary()

@@ -10,6 +10,7 @@ out of it.
 from __future__ import annotations
 
 import os
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -21,7 +22,7 @@ from recfn.analysis.plots.drawing import (
     MAX_BARS,
     add_labels,
     add_rectangles,
-    name_colors,
+    column_colors,
     plain_text,
     set_alt_text,
 )
@@ -61,7 +62,8 @@ def flame(
     drawn = np.flatnonzero(shown & (pixels >= MIN_BAR_PX))
     drawn = drawn[np.argsort(-pixels[drawn], kind="stable")[:MAX_BARS]]
     left, right, y = x0[drawn] / 1e6, (x0[drawn] + width[drawn]) / 1e6, tree.depth[drawn]
-    colors = name_colors([*tree.names.tolist(), None])[tree.name]  # code -1 takes the last
+    _, _, palette = column_colors(df, "name")  # the timeline's; codes as the tree's names
+    colors = palette[tree.name]  # code -1 takes the last row
     add_rectangles(ax, left, right, y, 0.45, colors[drawn], pixels[drawn])
     names = np.array([*map(str, tree.names), ""], dtype=object)[tree.name[drawn]]  # "" for code -1
     add_labels(ax, names, left, y, pixels[drawn], ns_per_px / 1e6)
@@ -88,11 +90,13 @@ def flame(
 def to_collapsed_stacks(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write ``root;child;leaf <self_ns>`` lines, one per call path with self time, sorted.
 
-    That is the input of flamegraph.pl and speedscope. ";" in names becomes ":" and line breaks
-    become spaces, as the format has no escapes.
+    That is the input of flamegraph.pl and speedscope, which read it alike (`frame_name`): ";" in
+    names becomes ":" and line breaks become spaces, as the format has no escapes, and a name
+    that ends in whitespace and a number (``task 0``) gets an invisible word joiner after it:
+    flamegraph.pl would read a leaf's number as a second count (a differential line).
     """
     tree = call_tree(df)
-    names = [str(n).replace(";", ":").replace("\n", " ").replace("\r", " ") for n in tree.names]
+    names = [frame_name(str(n)) for n in tree.names]
     stacks: list[str] = []
     for parent, code in zip(tree.parent.tolist(), tree.name.tolist()):
         name = names[code] if code >= 0 else ""
@@ -100,6 +104,21 @@ def to_collapsed_stacks(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     lines = sorted(f"{stacks[p]} {tree.self[p]}\n" for p in np.flatnonzero(tree.self > 0).tolist())
     with open(path, "w", encoding="utf-8") as out:
         out.writelines(lines)
+
+
+_NUMBER_AT_END = re.compile(r"\s(?:\d+(?:\.\d*)?)$")
+"""A name's end that flamegraph.pl reads as a count: whitespace (Unicode's: it reads UTF-8), then
+a number."""
+WORD_JOINER = "\u2060"
+"""Invisible, and neither whitespace nor a digit to flamegraph.pl and speedscope."""
+
+
+def frame_name(name: str) -> str:
+    """`name` as a frame of a collapsed stack that flamegraph.pl and speedscope read as it
+    looks: ";" (the frame separator) as ":", line breaks as spaces, and a `WORD_JOINER` after a
+    number that ends it after whitespace."""
+    name = name.replace(";", ":").replace("\n", " ").replace("\r", " ")
+    return name + WORD_JOINER if _NUMBER_AT_END.search(name) else name
 
 
 def _offsets(tree: CallTree, width: np.ndarray) -> np.ndarray:

@@ -28,7 +28,6 @@ from recfn.analysis.columns import (
     MEMORY,
     RANGE,
     as_threads,
-    codes,
     equals,
     gpu_spans,
     ints,
@@ -41,7 +40,7 @@ from recfn.analysis.plots.drawing import (
     MAX_BARS,
     add_labels,
     add_rectangles,
-    name_colors,
+    column_colors,
     plain_text,
     set_alt_text,
 )
@@ -61,6 +60,12 @@ MAX_IMAGE_ROWS = 2_000
 """Most lines in the raster image: about the pixel height of the tallest figure."""
 LEGEND_CHARS = 40
 """Longest legend label; longer names are cut with an ellipsis (the bars carry them whole)."""
+MIN_DENSITY_ALPHA = 0.12
+"""Opacity of a pixel holding narrow bars that cover almost none of its time: narrow bars are
+painted as density, as opaque as the share of the pixel's time they cover, but never fainter
+than this, so that a pixel with a range in it stays visible."""
+PROFILER_MARKS = ("__start_profile", "__stop_profile")
+"""Marks the profiler records about itself at its start and stop: not drawn, not in the legend."""
 GPU_LANE = "{device} (GPU time)"
 """Label of the band that holds the GPU time of the ranges timed on `device`."""
 UNITS: tuple[tuple[str, int], ...] = (("s", 10**9), ("ms", 10**6), ("µs", 10**3), ("ns", 1))
@@ -125,7 +130,7 @@ def timeline(
     if min_duration_ns is not None:
         bars &= forest.still_open | (forest.duration >= min_duration_ns)
         on_gpu &= gpu.end - gpu.start >= min_duration_ns
-    marks = visible & equals(df["kind"], MARK)
+    marks = visible & equals(df["kind"], MARK) & ~df["name"].isin(PROFILER_MARKS).to_numpy()
     if not bars.any() and not marks.any() and not on_gpu.any():
         raise NothingToDrawError(
             "timeline: no ranges or marks in the selected threads and time window"
@@ -300,8 +305,7 @@ def _draw_ranges(
 ) -> list[Artist]:
     """Wide bars as rectangles with labels, narrow ones rasterised; returns legend handles:
     the `TOP_COLORS` values with most CPU time (the first `n_cpu` bars), then how many more."""
-    value_codes, values = codes(df[color_by])
-    palette = name_colors([*values.tolist(), None])  # code -1 (null) takes the last row
+    value_codes, values, palette = column_colors(df, color_by)  # code -1 takes the last row
     colors = palette[value_codes[rows]]
 
     pixels = (x1 - x0) / scale.ns_per_px
@@ -352,7 +356,10 @@ def _draw_raster(
     layout: _Layout,
     scale: _Scale,
 ) -> None:
-    """Paint narrow bars into one RGBA image: per (row, pixel column), the longest bar's colour.
+    """Paint narrow bars into one RGBA image as density: per (row, pixel column), the colour
+    of the longest bar there, as opaque as the share of the pixel's time the narrow
+    bars cover (at least `MIN_DENSITY_ALPHA`), so a pixel holding one 60 ns call does not look
+    as busy as a pixel the calls fill.
 
     The image has `SUBROWS` lines per nesting row while that stays within `MAX_IMAGE_ROWS`
     (no screen shows more), else one line per row, and past that several rows share a line:
@@ -364,9 +371,15 @@ def _draw_raster(
     lines = min(layout.n_rows * subrows, MAX_IMAGE_ROWS)
     line = y * lines // layout.n_rows  # the first of the row's `subrows` lines
     cell = line * scale.width_px + column
-    order = np.lexsort((-duration, cell))
-    first = order[np.r_[True, cell[order][1:] != cell[order][:-1]]]
-    rgba = np.rint(colors[first] * 255).astype(np.uint8)
+    cells, inverse = np.unique(cell, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    covered = np.bincount(inverse, weights=duration, minlength=cells.size)
+    order = np.lexsort((-duration, inverse))
+    first = order[np.r_[True, inverse[order][1:] != inverse[order][:-1]]]
+    rgba = colors[first].copy()
+    share = covered[inverse[first]] / max(scale.ns_per_px, 1e-9)
+    rgba[:, 3] = np.clip(share, MIN_DENSITY_ALPHA, 1.0)
+    rgba = np.rint(rgba * 255).astype(np.uint8)
     image = np.zeros((lines, scale.width_px, 4), dtype=np.uint8)
     for k in range(1, subrows - 1):  # the top and bottom lines stay clear, as bars are 0.8 tall
         image[line[first] + k, column[first]] = rgba

@@ -23,13 +23,14 @@ from recfn.analysis.stats.summary import self_time_total
 from recfn.analysis.stats.tree import linked_parents, nodes, outermost
 from recfn.errors import RecfnValueError
 
+CALL_QUANTILES: tuple[float, ...] = (0.25, 0.5, 0.75)
+CALL_QUANTILE_COLUMNS: tuple[str, ...] = ("call_q1_ns", "call_median_ns", "call_q3_ns")
+
 RUN_COLUMNS: tuple[str, ...] = (
     "calls",
     "total_ns",
     "self_ns",
-    "call_q1_ns",
-    "call_median_ns",
-    "call_q3_ns",
+    *CALL_QUANTILE_COLUMNS,
     "call_self_median_ns",
 )
 """Columns of `RunStats.table` after the group keys: the summary's ``count`` (as ``calls``),
@@ -75,82 +76,91 @@ def nested_self(linked: np.ndarray, duration: np.ndarray, closed: np.ndarray) ->
     return found
 
 
-def group_stats(
+def calls_part(
+    keys: list[str],
+    groups: Sequence[tuple[Any, ...]],
     code: np.ndarray,
-    n_groups: int,
+    closed: np.ndarray,
     duration: np.ndarray,
     own: np.ndarray,
     counted: np.ndarray,
-    keep_calls: bool = False,
-) -> tuple[dict[str, np.ndarray], Optional[list[Calls]]]:
-    """Per group (codes ``0..n_groups-1`` of the closed ranges; -1 marks rows to leave out):
-    `RUN_COLUMNS` as arrays of ``n_groups`` values, and each group's calls with `keep_calls`.
-    `counted` marks the ranges that count in the total (outermost of their group)."""
-    keep = code >= 0
-    if not keep.all():
-        code, duration, own, counted = code[keep], duration[keep], own[keep], counted[keep]
-    calls = np.bincount(code, minlength=n_groups)
-    total = np.bincount(code, weights=np.where(counted, duration, 0), minlength=n_groups)
-    self_sum = np.bincount(code, weights=own, minlength=n_groups)
-    if n_groups <= np.iinfo(np.uint16).max:  # numpy sorts 16-bit keys by radix: linear time
-        code = code.astype(np.uint8 if n_groups <= np.iinfo(np.uint8).max else np.uint16)
-    order = np.argsort(code, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(calls)])
-    by_group = duration[order]
-    own_by_group = own[order]
-    del order
-    quartiles = np.full((n_groups, 3), np.nan)
-    self_median = np.full(n_groups, np.nan)
-    kept: Optional[list[Calls]] = [] if keep_calls else None
-    for g in np.flatnonzero(calls).tolist():
-        lo, hi = int(bounds[g]), int(bounds[g + 1])
-        times = by_group[lo:hi]
-        selfs = own_by_group[lo:hi]
-        if kept is not None:
-            times, selfs = np.sort(times), np.sort(selfs)
-            kept.append(Calls(times, selfs))
-            quartiles[g] = _sorted_quartiles(times)
-            self_median[g] = _sorted_quartiles(selfs)[1]
-        else:
-            quartiles[g] = np.percentile(times, (25, 50, 75))
-            self_median[g] = np.median(selfs)
-    columns = {
-        "calls": calls.astype(np.int64),
-        "total_ns": np.rint(total).astype(np.int64),
-        "self_ns": np.rint(self_sum).astype(np.int64),
-        "call_q1_ns": quartiles[:, 0],
-        "call_median_ns": quartiles[:, 1],
-        "call_q3_ns": quartiles[:, 2],
-        "call_self_median_ns": self_median,
-    }
-    return columns, kept
-
-
-def _sorted_quartiles(values: np.ndarray) -> np.ndarray:
-    """`np.percentile(values, (25, 50, 75))` of sorted values, without sorting them again."""
-    position = (len(values) - 1) * np.array([0.25, 0.5, 0.75])
-    low = np.floor(position).astype(np.int64)
-    high = np.minimum(low + 1, len(values) - 1)
-    weight = position - low
-    found: np.ndarray = values[low] * (1 - weight) + values[high] * weight
-    return found
-
-
-def stats_table(
-    keys: list[str], groups: Sequence[tuple[Any, ...]], columns: dict[str, np.ndarray]
 ) -> pd.DataFrame:
-    """A `RunStats.table` from the groups' key values and `group_stats` columns (groups
-    without calls left out)."""
-    seen = np.flatnonzero(columns["calls"])
-    table = pd.DataFrame(
+    """The calls of one process per group: the key columns, then ``calls``, ``total_ns``
+    (`counted` rows only: those outermost in their group), ``self_ns``, and the group's call
+    ``durations`` and ``self_times`` (arrays, in no particular order). ``code`` gives each
+    row's group (``groups[code]``); only `closed` rows are calls."""
+    rows = np.flatnonzero(closed)
+    code = code[rows]
+    n_groups = len(groups)
+    calls = np.bincount(code, minlength=n_groups)
+    seen = np.flatnonzero(calls)
+    part = pd.DataFrame(
         {
             key: pd.Series([groups[g][i] for g in seen.tolist()], dtype=object)
             for i, key in enumerate(keys)
         }
     )
-    for name in RUN_COLUMNS:
-        table[name] = columns[name][seen]
-    return table
+    duration, own = duration[rows], own[rows]
+    total = np.bincount(code, weights=np.where(counted[rows], duration, 0), minlength=n_groups)
+    self_sum = np.bincount(code, weights=own, minlength=n_groups)
+    if n_groups <= np.iinfo(np.uint16).max:  # numpy sorts 16-bit keys by radix: linear time
+        code = code.astype(np.uint8 if n_groups <= np.iinfo(np.uint8).max else np.uint16)
+    order = np.argsort(code, kind="stable")
+    bounds = np.cumsum(calls)[:-1] if n_groups else np.zeros(0, dtype=np.int64)
+    by_group = [np.split(values[order], bounds) for values in (duration, own)]
+    del order
+    part["calls"] = calls[seen].astype(np.int64)
+    part["total_ns"] = np.rint(total[seen]).astype(np.int64)
+    part["self_ns"] = np.rint(self_sum[seen]).astype(np.int64)
+    for name, split in zip(("durations", "self_times"), by_group):
+        values = np.empty(len(seen), dtype=object)
+        values[:] = [split[g] for g in seen.tolist()]
+        part[name] = values
+    return part
+
+
+def calls_table(
+    parts: pd.DataFrame, keys: list[str], keep_calls: bool = False
+) -> tuple[pd.DataFrame, Optional[dict[tuple[Any, ...], Calls]]]:
+    """A `RunStats.table` (and, with `keep_calls`, each group's `Calls`) from `calls_part`
+    parts of one run, concatenated: a group found in several processes adds up."""
+    if len(parts) and parts.duplicated(keys).any():
+        grouped = parts.groupby(keys, sort=False, dropna=False)
+        parts = grouped.agg(
+            calls=("calls", "sum"),
+            total_ns=("total_ns", "sum"),
+            self_ns=("self_ns", "sum"),
+            durations=("durations", lambda found: np.concatenate(list(found))),
+            self_times=("self_times", lambda found: np.concatenate(list(found))),
+        ).reset_index()
+    table = parts[[*keys, "calls", "total_ns", "self_ns"]].reset_index(drop=True)
+    quantiles = np.full((len(parts), len(CALL_QUANTILES)), np.nan)
+    self_median = np.full(len(parts), np.nan)
+    kept: Optional[dict[tuple[Any, ...], Calls]] = {} if keep_calls else None
+    group_keys = list(zip(*(parts[key].tolist() for key in keys)))
+    for g, (times, selfs) in enumerate(zip(parts["durations"], parts["self_times"])):
+        if kept is not None:
+            times, selfs = np.sort(times), np.sort(selfs)
+            kept[group_keys[g]] = Calls(times, selfs)
+            quantiles[g] = sorted_quantiles(times, CALL_QUANTILES)
+            self_median[g] = sorted_quantiles(selfs, (0.5,))[0]
+        else:
+            quantiles[g] = np.quantile(times, CALL_QUANTILES)
+            self_median[g] = np.median(selfs)
+    for i, name in enumerate(CALL_QUANTILE_COLUMNS):
+        table[name] = quantiles[:, i]
+    table["call_self_median_ns"] = self_median
+    return table[[*keys, *RUN_COLUMNS]], kept
+
+
+def sorted_quantiles(values: np.ndarray, at: Sequence[float]) -> np.ndarray:
+    """`np.quantile(values, at)` of sorted values, without sorting them again."""
+    position = (len(values) - 1) * np.asarray(at, dtype=float)
+    low = np.floor(position).astype(np.int64)
+    high = np.minimum(low + 1, len(values) - 1)
+    weight = position - low
+    found: np.ndarray = values[low] * (1 - weight) + values[high] * weight
+    return found
 
 
 def frame_stats(
@@ -182,12 +192,8 @@ def frame_stats(
     else:
         groups = []
     counted = outermost(linked, code)
-    columns, kept = group_stats(code, len(groups), duration, own, counted, keep_calls)
-    table = stats_table(keys, groups, columns)
-    calls = None
-    if kept is not None:
-        seen = np.flatnonzero(columns["calls"]).tolist()
-        calls = {groups[g]: found for g, found in zip(seen, kept)}
+    part = calls_part(keys, groups, code, forest.closed, duration, own, counted)
+    table, calls = calls_table(part, keys, keep_calls)
     version = df.attrs.get("recfn", {}).get("recfn.schema_version")
     return RunStats(
         table,

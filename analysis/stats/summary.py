@@ -47,6 +47,18 @@ DEVICE_COLUMNS: tuple[str, ...] = (
 ``device`` (the devices of the group's GPU ranges, comma-separated) is left out when it is a
 group key."""
 
+MEMORY_COLUMNS: tuple[str, ...] = (
+    "allocated_bytes",
+    "freed_bytes",
+    "total_memory_bytes",
+    "self_memory_bytes",
+)
+"""Memory columns, when the frame has memory events (``profile(profile_memory=True)``): the
+bytes allocated and the bytes freed (a positive count) by the memory events in a range and
+every range it contains; their net (allocated less freed) there, and in the range's own events
+only. Net is negative where a range freed more than it allocated (memory allocated before it,
+such as the previous batch)."""
+
 PROFILER_SPAN_SCOPES: tuple[str, ...] = ("Trace",)
 """Scopes of ranges that a profiler records about itself rather than about the program:
 torch.profiler traces hold one ``PyTorch Profiler (N)`` span over the whole capture, on a
@@ -74,7 +86,21 @@ def summarize(
         sort_by += "_ns"  # the name that the column has with as_timedelta
     found = _summarize(df, by, sort_by, top, group_by_input_shape, group_by_stack_n)
     result = timedeltas(found.table) if as_timedelta else found.table
-    return result.set_index(found.keys) if as_index else result
+    result = result.set_index(found.keys) if as_index else result
+    mark_summary(result, found.total, found.wall)
+    return result
+
+
+SUMMARY_ATTR = "recfn.summary"
+"""The ``attrs`` key that marks a frame as a summary (a notebook shows it with units)."""
+
+
+def mark_summary(result: pd.DataFrame, total: int, wall: int) -> None:
+    """Mark ``result`` as a summary (`SUMMARY_ATTR`) and keep what its percentages divide by:
+    ``attrs["self_total_ns"]`` (``self_pct``) and ``attrs["wall_ns"]`` (``total_pct``)."""
+    result.attrs[SUMMARY_ATTR] = True
+    result.attrs["self_total_ns"] = total
+    result.attrs["wall_ns"] = wall
 
 
 def timedeltas(summary: pd.DataFrame) -> pd.DataFrame:
@@ -110,6 +136,10 @@ class _Summary(NamedTuple):
     """The self-time total that percentages divide by."""
     groups: int
     """How many groups there are before `top` cuts them."""
+    first: int
+    """The earliest start of a closed range (`range_span`)."""
+    wall: int
+    """The wall time that ``total_pct`` divides by (`range_span`)."""
 
 
 def _summarize(
@@ -167,7 +197,7 @@ def _summarize(
     }
     for column, values in _memory_columns(df, forest).items():
         # A subtree's bytes count once per group, as its time does.
-        nested = column == "total_memory_bytes"
+        nested = column != "self_memory_bytes"
         frame[column] = np.where(counted, values[rows], 0) if nested else values[rows]
         stats[column] = (column, "sum")
     if "flops" in df.columns:
@@ -189,7 +219,9 @@ def _summarize(
             group_of = groups.ngroup().to_numpy(dtype=np.int64)  # numbered as `result` is
             result["device"] = _device_labels(device["device"], group_of, len(result))
     total = self_time_total(df, forest, own)
-    result["total_pct"] = 100.0 * result["total_ns"] / total if total else np.nan
+    first, last = range_span(forest)
+    wall = last - first
+    result["total_pct"] = 100.0 * result["total_ns"] / wall if wall else np.nan
     result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
     gpu = [c for c in DEVICE_COLUMNS if c in result.columns and c not in group_keys]
     ordered = [*group_keys, *STAT_COLUMNS, *gpu]
@@ -202,7 +234,7 @@ def _summarize(
     groups_found = len(result)
     if top is not None:
         result = result.head(top)
-    return _Summary(result.reset_index(drop=True), group_keys, total, groups_found)
+    return _Summary(result.reset_index(drop=True), group_keys, total, groups_found, first, wall)
 
 
 def _device_columns(
@@ -237,6 +269,17 @@ def _device_labels(labels: np.ndarray, group: np.ndarray, n_groups: int) -> list
     return [str(v) for v in joined.reindex(range(n_groups), fill_value="").tolist()]
 
 
+def range_span(forest: Nodes) -> tuple[int, int]:
+    """The earliest start and the latest end of the closed ranges; (0, 0) without any. Their
+    difference is the trace's wall time, which ``total_pct`` divides by: a range that covers
+    the whole trace reads 100%; a name busy on several threads at once can read more, as CPU
+    time does."""
+    closed = forest.closed
+    if not closed.any():
+        return 0, 0
+    return int(forest.start[closed].min()), int(forest.end[closed].max())
+
+
 def self_time_total(df: pd.DataFrame, forest: Nodes, own: np.ndarray) -> int:
     """The time that summary percentages divide by: the self time of all closed ranges but
     profiler spans (`PROFILER_SPAN_SCOPES`), i.e. the time the program spent in ranges,
@@ -251,7 +294,8 @@ def self_time_total(df: pd.DataFrame, forest: Nodes, own: np.ndarray) -> int:
 
 
 def _memory_columns(df: pd.DataFrame, forest: Nodes) -> dict[str, np.ndarray]:
-    """Bytes allocated by each range's whole subtree, and by its own memory events."""
+    """Per range, the net bytes (allocated less freed) of its whole subtree's memory events and
+    of its own, and the bytes its subtree allocated and freed (`MEMORY_COLUMNS`)."""
     if "memory_bytes" not in df.columns:
         return {}
     parent = forest.parent
@@ -262,8 +306,15 @@ def _memory_columns(df: pd.DataFrame, forest: Nodes) -> dict[str, np.ndarray]:
         parent[events], weights=ints(df["memory_bytes"], 0)[events], minlength=len(df)
     )
     own = np.rint(own).astype(np.int64)
+    change = ints(df["memory_bytes"], 0)
+    allocated = np.bincount(
+        parent[events], weights=np.maximum(change, 0)[events], minlength=len(df)
+    )
+    freed = np.bincount(parent[events], weights=np.maximum(-change, 0)[events], minlength=len(df))
     linked = linked_parents(forest)
     return {
+        "allocated_bytes": subtree_sums(linked, np.rint(allocated).astype(np.int64)),
+        "freed_bytes": subtree_sums(linked, np.rint(freed).astype(np.int64)),
         "total_memory_bytes": subtree_sums(linked, own),
         "self_memory_bytes": own,
     }
@@ -327,8 +378,10 @@ def render_text(
         ("GPU Mean", "device_mean_ns", format_ns),
         ("GPU Calls", "device_count", lambda v: f"{int(v)}"),
         ("Device", "device", lambda v: printable(str(v)) or "-"),
-        ("Self Mem", "self_memory_bytes", format_bytes),
-        ("Total Mem", "total_memory_bytes", format_bytes),
+        ("Alloc", "allocated_bytes", format_bytes),
+        ("Freed", "freed_bytes", format_bytes),
+        ("Net Mem", "total_memory_bytes", format_bytes),
+        ("Self Net Mem", "self_memory_bytes", format_bytes),
         ("FLOPs", "flops", format_count),
     ]
     for title, column, fmt in formats:
@@ -372,10 +425,12 @@ def add_partials(
     sort_by: str,
     top: int | None,
     as_index: bool,
+    wall: int,
 ) -> pd.DataFrame:
     """The summary of partial summaries added up (per process, out of core or on Dask): their
     ``count``, ``total_ns``, ``self_ns``, ``duration_ns`` and `extra` summed, ``min_ns`` and
-    ``max_ns`` taken per group, laid out by `finish_summary`."""
+    ``max_ns`` taken per group, laid out by `finish_summary` (``wall``: the whole trace's
+    wall time, see `range_span`)."""
     sums = ["count", "total_ns", "self_ns", "duration_ns", *extra]
     if len(parts):
         grouped = parts.groupby(keys, sort=False, dropna=False)
@@ -386,7 +441,7 @@ def add_partials(
     else:
         result = parts[[*keys, *sums, "min_ns", "max_ns"]].copy()
     result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
-    return finish_summary(result, keys, extra, total, sort_by, top, as_index)
+    return finish_summary(result, keys, extra, total, sort_by, top, as_index, wall)
 
 
 def finish_summary(
@@ -397,10 +452,12 @@ def finish_summary(
     sort_by: str,
     top: int | None,
     as_index: bool,
+    wall: int,
 ) -> pd.DataFrame:
     """A summary added up from parts (out of core, on Dask) laid out as ``summary()`` lays it
-    out: percentages of ``total``, columns, order, ``top``, index and ``attrs["self_total_ns"]``."""
-    result["total_pct"] = 100.0 * result["total_ns"] / total if total else np.nan
+    out: ``total_pct`` of the ``wall`` time, ``self_pct`` of the self-time ``total``, columns,
+    order, ``top``, index, ``attrs["self_total_ns"]`` and ``attrs["wall_ns"]``."""
+    result["total_pct"] = 100.0 * result["total_ns"] / wall if wall else np.nan
     result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
     ordered = [*keys, *STAT_COLUMNS, *extra]
     result = result[ordered]
@@ -413,5 +470,5 @@ def finish_summary(
         result = result.head(top)
     result = result.reset_index(drop=True)
     result = result.set_index(keys) if as_index else result
-    result.attrs["self_total_ns"] = total  # what the percentages divide by
+    mark_summary(result, total, wall)
     return result

@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from recfn.notebook_ext.widget.view import TimelineWidget
 
 
-def timeline_widget(trace: Any) -> TimelineWidget:
+def timeline_widget(trace: Any, *, summary: bool = True) -> TimelineWidget:
     """The interactive view of ``trace``: a ``pyarrow.Table`` of events or anything with a
-    ``.table`` that is one (a ``Trace``). Needs ``anywidget`` (``pip install recfn[notebook]``)."""
+    ``.table`` that is one (a ``Trace``). Needs ``anywidget`` (``pip install recfn[notebook]``).
+    ``summary=False``: the summary pane's table comes later (``fill_summary``)."""
     import pyarrow as pa
 
     table = trace if isinstance(trace, pa.Table) else getattr(trace, "table", None)
@@ -29,7 +30,7 @@ def timeline_widget(trace: Any) -> TimelineWidget:
         )
     from recfn.notebook_ext.widget.view import TimelineWidget
 
-    return TimelineWidget(table, name=str(getattr(trace, "name", "trace")))
+    return TimelineWidget(table, name=str(getattr(trace, "name", "trace")), summary=summary)
 
 
 def can_show(shell: Any) -> bool:
@@ -45,7 +46,7 @@ def make_widget(trace: Any, shell: Any) -> Optional[TimelineWidget]:
     if not can_show(shell) or getattr(trace, "table", None) is None or not trace.table.num_rows:
         return None
     try:
-        return timeline_widget(trace)
+        return timeline_widget(trace, summary=False)  # show() fills it once the view is out
     except Exception as exc:  # the static output is shown anyway; say why this is missing
         print(
             f"recfn: interactive timeline not shown: {type(exc).__name__}: {exc}", file=sys.stderr

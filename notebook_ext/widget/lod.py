@@ -13,15 +13,18 @@ event), which a JavaScript double holds exactly for 104 days.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recfn.analysis.plots.drawing import NameColors
 from recfn.analysis.stats.tree import parents_from_ids, self_durations
 from recfn.errors import QueryError
+from recfn.notebook_ext.widget.names import short_name
 
 MAX_RANGES = 5_000
 """Ranges drawn one by one per response at most; the shortest beyond it merge into density."""
@@ -58,6 +61,25 @@ def _ints(table: pa.Table, name: str, null: int) -> np.ndarray:
     return np.asarray(column.to_numpy(), dtype=np.int64)
 
 
+def _lanes_of(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``columns`` side by side, sorted (``np.unique(axis=0)``), and the
+    index of each row's: each column coded on its own first, then one 1-D unique of the
+    combined code (a sort of int64, many times quicker than sorting rows of three)."""
+    values, codes = zip(*(np.unique(column, return_inverse=True) for column in columns))
+    if float(np.prod([v.size for v in values], dtype=np.float64)) >= 2.0**62:  # no room
+        keys, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
+        return keys.astype(np.int64), np.asarray(inverse, dtype=np.int64).reshape(-1)
+    combined = np.zeros(columns[0].size, dtype=np.int64)
+    for distinct, code in zip(values, codes):
+        combined = combined * distinct.size + code.reshape(-1)
+    keys, inverse = np.unique(combined, return_inverse=True)
+    lane_keys = np.empty((keys.size, len(columns)), dtype=np.int64)
+    for i in reversed(range(len(columns))):
+        lane_keys[:, i] = values[i][keys % values[i].size]
+        keys = keys // values[i].size
+    return lane_keys, np.asarray(inverse, dtype=np.int64).reshape(-1)
+
+
 class TimelineIndex:
     """Sorted arrays of one trace that answer viewport, tooltip, search and call-tree requests.
 
@@ -79,7 +101,10 @@ class TimelineIndex:
             )
         self.table = table
         kind_codes, kinds = _codes(table.column("kind"))
-        kind = np.array(kinds + [""], dtype=object)[kind_codes]
+
+        def of_kind(name: str) -> np.ndarray:
+            return kind_codes == kinds.index(name) if name in kinds else kind_codes < -1
+
         self.name_codes, self.names = _codes(table.column("name"))
         start = _ints(table, "start_ns", 0)
         has_end = np.asarray(table.column("end_ns").is_valid().to_numpy(zero_copy_only=False))
@@ -89,8 +114,9 @@ class TimelineIndex:
         last = int(max(start.max(initial=0), raw_end.max(initial=0))) if n else 0
         end = np.where(has_end, raw_end, last)
         self.span_ns = max(last - self.origin_ns, 1)
+        self.has_end = has_end
 
-        is_range = kind == "range"
+        is_range = of_kind("range")
         ids = _ints(table, "id", -1)
         parent = parents_from_ids(
             ids,
@@ -103,9 +129,19 @@ class TimelineIndex:
         self.start = start - self.origin_ns
         self.end = end - self.origin_ns
 
+        closed = is_range & has_end
+        weight = np.bincount(
+            self.name_codes[closed] + 1,
+            weights=(end - start)[closed].astype(np.float64),
+            minlength=len(self.names) + 1,
+        )[1:]
+        self.colors = NameColors(self.names, weight)  # as the PNG and the flame graph colour
+        self._short: dict[int, str] = {}
+        self._matches: tuple[tuple[int, ...], np.ndarray] = ((), np.zeros(1, dtype=np.int64))
+
         self.lanes: list[Lane] = []
         self._build_range_lanes(table, is_range)
-        self._build_memory_lanes(table, kind == "memory")
+        self._build_memory_lanes(table, of_kind("memory"))
 
     # -- building ----------------------------------------------------------------------------
 
@@ -130,15 +166,17 @@ class TimelineIndex:
             host_rank = np.where(host_codes >= 0, by_name[np.maximum(host_codes, 0)], -1)
         else:
             host_rank, host_names = np.full(len(is_range), -1), []
-        keys = np.stack([host_rank[rows], pid[rows], thread[rows]], axis=1).astype(np.int64)
-        lane_keys, lane_of = np.unique(keys.reshape(-1, 3), axis=0, return_inverse=True)
-        lane_of = np.asarray(lane_of, dtype=np.int64).reshape(-1)
+        lane_keys, lane_of = _lanes_of(host_rank[rows], pid[rows], thread[rows])
         lane_hosts = sorted(host_names)
         several_hosts = len(np.unique(lane_keys[:, 0])) > 1
         several_pids = len(np.unique(lane_keys[:, :2], axis=0)) > 1
         depth = depth_all[rows]
         # One sorted run per (lane, depth): rows sorted by start inside it.
-        order = np.lexsort((self.start[rows], depth, lane_of))
+        starts = self.start[rows]
+        if bool(np.all(starts[1:] >= starts[:-1])):  # as recorded: a stable sort keeps it
+            order = np.argsort(lane_of * (int(depth.max(initial=0)) + 1) + depth, kind="stable")
+        else:
+            order = np.lexsort((starts, depth, lane_of))
         self._rows = rows[order]
         self._lane = lane_of[order]
         self._depth = depth[order]
@@ -202,14 +240,18 @@ class TimelineIndex:
             ],
         }
 
-    def query(self, t0: float, t1: float, width_px: int) -> dict[str, Any]:
+    def query(
+        self, t0: float, t1: float, width_px: int, highlight: Sequence[int] = ()
+    ) -> dict[str, Any]:
         """What the window ``[t0, t1)`` (ns from ``origin_ns``) shows at ``width_px`` pixels.
 
         Returns ``ranges`` (columns ``lane, depth, start, end, name, self, row``: the ranges of
         at least one pixel, the longest ``MAX_RANGES``), ``density`` (columns ``lane, depth,
         px, count, busy``: ranges merged per bucket of ``bucket_px`` pixels, ``busy`` in 1/255
-        of the bucket), ``memory`` (per memory lane, the min and max level per pixel) and
-        ``names`` (id -> name for the names used). Raises `QueryError` for an empty window or a
+        of the bucket; with ``highlight``, name ids, also ``match``: how many of the merged
+        ranges have one of those names, and ``matches``: how many ranges of the whole trace
+        do), ``memory`` (per memory lane, the min and max level per pixel) and the names used
+        (`names_of`). Raises `QueryError` for an empty window or a
         width outside 1..``MAX_WIDTH_PX``.
         """
         if not (isinstance(width_px, (int, np.integer)) and 1 <= width_px <= MAX_WIDTH_PX):
@@ -236,7 +278,8 @@ class TimelineIndex:
             keep = np.argpartition(-self._dur[drawn], MAX_RANGES - 1)[:MAX_RANGES]
             drawn = drawn[keep]
         drawn = np.sort(drawn)
-        density = self._density(short_runs, drawn, t0, t1, width)
+        matching = self._match_sums(highlight) if len(highlight) else None
+        density = self._density(short_runs, drawn, t0, t1, width, matching)
         rows = self._rows[drawn]
         name_ids = self.name_codes[rows]
         used = np.unique(name_ids[name_ids >= 0])
@@ -255,8 +298,42 @@ class TimelineIndex:
             },
             "density": density,
             "memory": self._memory_levels(t0, t1, width),
-            "names": {int(i): self.names[i] for i in used.tolist()},
+            "matches": int(matching[-1]) if matching is not None else 0,
+            **self.names_of(used.tolist()),
         }
+
+    def names_of(self, ids: Iterable[int]) -> dict[str, dict[int, str]]:
+        """What a view needs to show the names ``ids``: ``names`` (id -> full name), ``short``
+        (id -> short name, where it differs: `names.short_name`) and ``colors`` (id ->
+        ``#rrggbb``, `NameColors`: the colours of the PNG timeline and the flame graph)."""
+        full: dict[int, str] = {}
+        short: dict[int, str] = {}
+        colors: dict[int, str] = {}
+        for i in ids:
+            i = int(i)
+            if not 0 <= i < len(self.names):
+                continue
+            full[i] = self.names[i]
+            brief = self._short.get(i)
+            if brief is None:
+                brief = self._short[i] = short_name(self.names[i])
+            if brief != full[i]:
+                short[i] = brief
+            colors[i] = self.colors.hex(i)
+        return {"names": full, "short": short, "colors": colors}
+
+    def _match_sums(self, highlight: Sequence[int]) -> np.ndarray:
+        """Prefix sums, in the runs' order, of the ranges whose name is in ``highlight`` (kept
+        for the last set asked for: a search is followed by many queries with it)."""
+        key = tuple(sorted({int(i) for i in highlight}))
+        if key != self._matches[0]:
+            hit = np.isin(self.name_codes[self._rows], np.array(key, dtype=np.int64))
+            self._matches = (key, np.concatenate([[0], np.cumsum(hit, dtype=np.int64)]))
+        return self._matches[1]
+
+    def matches(self, ids: Sequence[int]) -> int:
+        """How many ranges have one of the names ``ids``."""
+        return int(self._match_sums(ids)[-1]) if len(ids) else 0
 
     def _density(
         self,
@@ -265,16 +342,20 @@ class TimelineIndex:
         t0: float,
         t1: float,
         width: int,
+        matching: Optional[np.ndarray] = None,
     ) -> dict[str, Any]:
         """Per (lane, depth) row, the ranges not drawn, merged per bucket by their start.
 
         All ranges starting in a bucket come from the run's prefix sums (two binary searches per
-        bucket edge); the drawn ones are then taken back out.
+        bucket edge); the drawn ones are then taken back out. ``matching``, prefix sums of the
+        highlighted ranges (`_match_sums`), adds how many of each bucket's are highlighted.
         """
         bucket_px = 1
         while len(runs) * (width // bucket_px + 1) > 4 * MAX_DENSITY_CELLS and bucket_px < width:
             bucket_px *= 2
         out: dict[str, list[Any]] = {"lane": [], "depth": [], "px": [], "count": [], "busy": []}
+        if matching is not None:
+            out["match"] = []
         while True:
             buckets = -(-width // bucket_px)
             step = (t1 - t0) / width * bucket_px
@@ -286,6 +367,7 @@ class TimelineIndex:
                 position = lo + np.searchsorted(self._s[lo:hi], edges, side="left")
                 count = np.diff(position)
                 busy = np.diff(self._csum[position]).astype(np.float64)
+                match = np.diff(matching[position]) if matching is not None else None
                 mine = drawn[np.searchsorted(drawn, lo) : np.searchsorted(drawn, hi)]
                 if mine.size:
                     bucket = np.clip(((self._s[mine] - t0) // step).astype(np.int64), 0, None)
@@ -295,6 +377,11 @@ class TimelineIndex:
                     bucket, mine = bucket[inside], mine[inside]
                     count -= np.bincount(bucket, minlength=buckets)
                     busy -= np.bincount(bucket, weights=self._dur[mine], minlength=buckets)
+                    if match is not None and matching is not None:
+                        lit = (matching[mine + 1] - matching[mine]).astype(np.int64)
+                        match -= np.bincount(bucket, weights=lit, minlength=buckets).astype(
+                            np.int64
+                        )
                 hit = np.flatnonzero(count > 0)
                 if hit.size == 0:
                     continue
@@ -305,6 +392,8 @@ class TimelineIndex:
                 out["px"].append((hit * bucket_px).tolist())
                 out["count"].append(count[hit].tolist())
                 out["busy"].append(level.tolist())
+                if match is not None:
+                    out["match"].append(match[hit].tolist())
             if cells <= MAX_DENSITY_CELLS or bucket_px >= width:
                 return {"bucket_px": bucket_px, **out}
             bucket_px *= 2
@@ -348,15 +437,35 @@ class TimelineIndex:
                     info[column] = value
         return info
 
-    def search(self, text: str) -> list[int]:
-        """Ids of the names containing ``text`` (case-insensitive), at most ``MAX_SEARCH_NAMES``."""
+    def search(self, text: str) -> dict[str, Any]:
+        """The names containing ``text`` (case-insensitive): ``ids`` (at most
+        ``MAX_SEARCH_NAMES``), ``names`` (how many names matched) and ``matches`` (how many
+        ranges have one of the names in ``ids``)."""
         if not isinstance(text, str):
             raise QueryError(f"search text must be a str, got {type(text).__name__}")
         needle = text.casefold()
-        if not needle:
-            return []
         found = [i for i, name in enumerate(self.names) if needle in name.casefold()]
-        return found[:MAX_SEARCH_NAMES]
+        if not needle:
+            found = []
+        ids = found[:MAX_SEARCH_NAMES]
+        return {"ids": ids, "names": len(found), "matches": self.matches(ids)}
+
+    def longest(self, name_id: int) -> dict[str, Any]:
+        """The longest range named ``name_id``: ``row``, ``lane``, ``depth``, ``start``, ``end``
+        (what a click on a summary row zooms to); QueryError for a name with no range."""
+        if not (isinstance(name_id, (int, np.integer)) and 0 <= name_id < len(self.names)):
+            raise QueryError(f"name must be an id in 0..{len(self.names) - 1}, got {name_id!r}")
+        mine = np.flatnonzero(self.name_codes[self._rows] == int(name_id))
+        if mine.size == 0:
+            raise QueryError(f"no range is named {self.names[int(name_id)]!r}")
+        best = int(mine[np.argmax(self._dur[mine])])
+        return {
+            "row": int(self._rows[best]),
+            "lane": int(self._lane[best]),
+            "depth": int(self._depth[best]),
+            "start": int(self._s[best]),
+            "end": int(self._e[best]),
+        }
 
     def name_ids(self, name: str) -> list[int]:
         """The id of the name equal to ``name`` (a one-element list), or an empty list."""
@@ -419,7 +528,7 @@ class TimelineIndex:
             "self": own[order].astype(np.int64).tolist(),
             "count": count[order].tolist(),
             "nodes": int(nodes),
-            "names": {int(i): self.names[i] for i in used.tolist() if i >= 0},
+            **self.names_of(used.tolist()),
         }
 
 

@@ -5,10 +5,13 @@ held under ``INITIAL_STATE_BUDGET`` bytes; every zoom, pan, hover, search or cal
 a custom message (``{"type": "query" | "detail" | "search" | "tree", "id": n, ...}``) answered
 with ``{"id": n, "result": ...}`` or ``{"id": n, "error": "..."}``; ``{"type": "export"}`` is
 answered with the trace as a ``.json.gz`` in the reply's binary buffer (download, Perfetto).
+``{"type": "summary", ...}`` answers the summary pane (``table.SummaryTable.query``),
+``{"type": "longest", "name": id}`` the range a click on one of its rows zooms to.
 """
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +21,13 @@ import traitlets
 
 from recfn.errors import QueryError, RecfnTypeError
 from recfn.notebook_ext.widget.lod import TimelineIndex, first_view, response_size
+from recfn.notebook_ext.widget.table import SummaryError, SummaryTable, summary_table
 
 INITIAL_STATE_BUDGET = 1_000_000
 """Bytes of JSON the widget's initial state may take in a notebook (the issue's per-cell budget)."""
 INITIAL_WIDTH_PX = 1200
+SUMMARY_RESERVE = 40_000
+"""Bytes of the initial state kept for the summary pane's table (at most 100 rows)."""
 
 _HERE = Path(__file__).parent
 
@@ -34,18 +40,28 @@ class TimelineWidget(anywidget.AnyWidget):
     info = traitlets.Dict().tag(sync=True)
     view = traitlets.Dict().tag(sync=True)
     tree = traitlets.Dict().tag(sync=True)  # empty: the view asks for it on first toggle
+    summary = traitlets.Dict().tag(sync=True)  # the whole trace's table, by total time
 
     def __init__(
-        self, table: pa.Table, *, width_px: int = INITIAL_WIDTH_PX, name: str = "trace"
+        self,
+        table: pa.Table,
+        *,
+        width_px: int = INITIAL_WIDTH_PX,
+        name: str = "trace",
+        summary: bool = True,
     ) -> None:
+        """``summary=False`` leaves the summary pane's table out of the initial state, for
+        `fill_summary` to send once the view is shown: the timeline paints without waiting
+        for it."""
         if not isinstance(table, pa.Table):
             raise RecfnTypeError(
                 f"TimelineWidget needs a pyarrow.Table, got {type(table).__name__}"
             )
         index = TimelineIndex(table)
-        info = index.describe()
+        info = {**index.describe(), "uid": uuid.uuid4().hex}
         view = first_view(index, width_px)
-        while response_size(view) + response_size(info) > INITIAL_STATE_BUDGET and width_px > 64:
+        fixed = response_size(info) + SUMMARY_RESERVE
+        while response_size(view) + fixed > INITIAL_STATE_BUDGET and width_px > 64:
             width_px //= 2
             view = first_view(index, width_px)
         super().__init__(info=info, view=view)
@@ -53,31 +69,63 @@ class TimelineWidget(anywidget.AnyWidget):
         self._table = table
         self.trace_name = name
         self.on_msg(self._answer)
+        if summary:
+            self.fill_summary()
+
+    @property
+    def summary_table(self) -> SummaryTable:
+        """The summary pane's table of this trace (`table.summary_table`, built once)."""
+        return summary_table(self.index)
+
+    def fill_summary(self) -> None:
+        """Send the summary pane its whole-trace table (by total time), if not sent yet."""
+        if not self.summary:
+            self.summary = self.summary_table.query()
 
     def initial_state_size(self) -> int:
         """Bytes of JSON in the initial state (what a saved notebook stores for this output)."""
-        return response_size(self.info) + response_size(self.view) + response_size(self.tree)
+        return sum(response_size(part) for part in (self.info, self.view, self.tree, self.summary))
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
         """The reply to one request from the view (also what tests call without a browser)."""
         reply: dict[str, Any] = {"id": message.get("id")}
         try:
             reply["result"] = self._result(message)
-        except (QueryError, KeyError, TypeError) as exc:
+        except (QueryError, SummaryError, KeyError, TypeError) as exc:
             reply["error"] = f"{type(exc).__name__}: {exc}"
         return reply
 
     def _result(self, message: dict[str, Any]) -> Any:
         kind = message.get("type")
         if kind == "query":
-            return self.index.query(message["t0"], message["t1"], message["width"])
+            highlight = message.get("highlight") or []
+            if not isinstance(highlight, list):
+                raise QueryError(f"highlight must be a list of name ids, got {highlight!r}")
+            return self.index.query(message["t0"], message["t1"], message["width"], highlight)
         if kind == "detail":
-            return self.index.detail(message["row"])
+            detail = self.index.detail(message["row"])
+            name_id = int(self.index.name_codes[detail["row"]])
+            if name_id >= 0:
+                detail["location"] = self.summary_table.location(name_id)
+            return detail
         if kind == "search":
             return self.index.search(message["text"])
         if kind == "tree":
             return self.index.call_tree()
-        raise QueryError(f"unknown request type {kind!r}; expected query, detail, search or tree")
+        if kind == "summary":
+            return self.summary_table.query(
+                message.get("t0"),
+                message.get("t1"),
+                sort=message.get("sort", "total"),
+                descending=bool(message.get("descending", True)),
+                focus=message.get("focus"),
+            )
+        if kind == "longest":
+            return self.index.longest(message["name"])
+        raise QueryError(
+            f"unknown request type {kind!r}; expected query, detail, search, tree, summary or "
+            "longest"
+        )
 
     def export(self) -> tuple[str, bytes]:
         """The trace as gzipped Chrome/Perfetto JSON and a file name for it: what the view's

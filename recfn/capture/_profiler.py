@@ -167,6 +167,10 @@ class profile:
         self._trace: Optional[Trace] = None
         self._remote: list[pa.Table] = []
         self._inherited = False  # running in the parent when this process forked
+        self._error: Optional[str] = None  # the exception that ended the block, if any
+        self._run_env: Optional[tuple[str, Optional[str]]] = None  # RECFN_RUN set, and before
+        self._stopping: Optional[int] = None  # the thread running stop()
+        self._later: list[tuple[int, Any]] = []  # (thread, what to do) once stopped
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -202,6 +206,7 @@ class profile:
                 cfg.trace_exclude,
                 cfg.trace_max_depth,
                 cfg.trace_c_calls,
+                cfg.trace_user_code,
             )
         # Raise before anything starts: nvtx/torch missing, no CUDA device, NVTX already forwarded.
         cuda = CudaTimer(cfg.record_scopes) if cfg.cuda else None
@@ -227,10 +232,25 @@ class profile:
                 DatasetWriter,  # numpy and pyarrow: only when streaming
             )
 
-            self._writer = DatasetWriter(
-                self.output, recorder, self.config.to_dict(), self._start_ns
+            writer = DatasetWriter(
+                self.output,
+                recorder,
+                self.config.to_dict(),
+                self._start_ns,
+                flush_interval=cfg.flush_interval,
+                run=self._start_run() if self.follow_children else None,
             )
-            self._writer.attach(cfg.max_events)
+            try:
+                writer.attach(cfg.max_events)  # writes the part that says the capture started
+            except BaseException:  # not started: undo what was
+                self._end_run()
+                if self._nvtx is not None:
+                    self._nvtx.stop()
+                if self._started_tracemalloc:
+                    tracemalloc.stop()
+                raise
+            writer.after_write = self._after_write
+            self._writer = writer
         if self.follow_children:  # ``output`` is then a dataset folder (checked when created)
             _follow.follow(cast(str, self.output), self.config)
         self._recorder = recorder
@@ -238,7 +258,8 @@ class profile:
         with _active_lock:
             _active.append(self)
         recorder.use_native_rows(tracer is not None)  # after streaming/flight attached
-        recorder.record_instant("__start_profile", KIND_MARK, 0, "")
+        if self._writer is None:  # a streaming capture wrote its start mark as its first part
+            recorder.record_instant("__start_profile", KIND_MARK, 0, "")
         self._handle = _registry.add_global_callback(recorder)
         if cuda is not None:
             self._cuda = cuda
@@ -249,6 +270,62 @@ class profile:
         if self._ring is not None:
             self._install_signal()
         return self
+
+    def _start_run(self) -> str:
+        """The run this profile and the processes it starts belong to (``RECFN_RUN``): the
+        one it inherited, else a new one, set in the environment while it records."""
+        import uuid
+
+        from recfn.formats.dataset import RUN_ENV
+
+        inherited = os.environ.get(RUN_ENV)
+        if inherited:
+            return inherited
+        run = uuid.uuid4().hex[:16]
+        self._run_env = (run, inherited)
+        os.environ[RUN_ENV] = run
+        return run
+
+    def _end_run(self) -> None:
+        from recfn.formats.dataset import RUN_ENV
+
+        if self._run_env is None:
+            return
+        run, before = self._run_env
+        self._run_env = None
+        if os.environ.get(RUN_ENV) == run:
+            if before is None:
+                os.environ.pop(RUN_ENV, None)
+            else:
+                os.environ[RUN_ENV] = before
+
+    def stop_later(self, then: Any) -> bool:
+        """When this thread is writing a part or stopping this profile now (a signal handler
+        interrupted it), arrange for ``stop()`` and then ``then()`` once that is done, and
+        return True; else False (the caller may stop it now)."""
+        here = threading.get_ident()
+        writer = self._writer
+        if self._stopping == here or (writer is not None and writer.busy()):
+            self._later.append((here, then))
+            return True
+        return False
+
+    def _after_write(self) -> None:
+        """A part was written on this thread: do what a signal handler left for then."""
+        here = threading.get_ident()
+        if not any(thread == here for thread, _ in self._later) or self._stopping == here:
+            return
+        if self.running:
+            self.stop()  # runs what was left, at its end
+        else:
+            self._run_later()
+
+    def _run_later(self) -> None:
+        here = threading.get_ident()
+        mine = [then for thread, then in self._later if thread == here]
+        self._later = [(thread, then) for thread, then in self._later if thread != here]
+        for then in mine:
+            then()
 
     def _orphan(self) -> None:
         """Stop recording in a forked child (see ``_forget_after_fork``)."""
@@ -261,13 +338,28 @@ class profile:
                 self._tracer.stop()
 
     def stop(self) -> Trace:
-        """Stop capturing and consolidate the events; returns the ``Trace`` (also ``.trace``)."""
+        """Stop capturing and consolidate the events; returns the ``Trace`` (also ``.trace``).
+
+        With ``output`` (a dataset), what is left is written as the last part; a part that
+        cannot be written is counted as dropped and warned about, never raised."""
+        self._stopping = threading.get_ident()
+        try:
+            return self._stop()
+        finally:
+            self._stopping = None
+            self._end_run()
+            if self._later:
+                self._run_later()
+
+    def _stop(self) -> Trace:
         recorder = self._recorder
         inherited = self._inherited and self._trace is None
         if recorder is None or (recorder.stopped and not inherited):
             raise RecfnStateError(
                 "profiler is not running: call start() (or use it as a context manager) first"
             )
+        if self._writer is not None and not inherited:
+            self._writer.stop_flushing()
         if not inherited:
             _registry.remove_callback(self._handle)
             recorder.record_instant("__stop_profile", KIND_MARK, 0, "")
@@ -304,8 +396,8 @@ class profile:
                 self._write_dump(table, None)
             return self._trace
         if self._writer is not None and not inherited:
-            files = self._writer.finish(self._wall_ns)
-            self._trace = Trace.from_files(files, name="profile", wall_ns=self._wall_ns)
+            files = self._writer.finish(self._wall_ns, self._error)
+            self._trace = self._dataset_trace(files, recorder)
             self._warn_dropped(recorder, self._writer.errors)
             return self._trace
         table = build_table(
@@ -315,10 +407,46 @@ class profile:
             config=self.config.to_dict(),
             wall_ns=self._wall_ns,
             device_times=device_times,
+            call_stats=None if self._tracer is None else self._tracer.stats,
         )
-        self._trace = Trace(table, name="profile", wall_ns=self._wall_ns)
+        if self._error is not None:  # said by the table too, so by the files it is saved as
+            from recfn.formats.schema import ERROR_KEY
+
+            metadata = dict(table.schema.metadata or {})
+            metadata[ERROR_KEY.encode()] = self._error.encode()
+            table = table.replace_schema_metadata(metadata)
+        self._trace = Trace(table, name="profile", wall_ns=self._wall_ns, error=self._error)
         self._warn_dropped(recorder, [])
         return self._trace
+
+    def _dataset_trace(self, files: list[str], recorder: Recorder) -> Trace:
+        """This process's parts, read lazily; what they do not say (a last part that could not
+        be written) from the recorder."""
+        from recfn.formats.trace import Trace
+
+        dropped = int(recorder.dropped)
+        files = [name for name in files if os.path.exists(name)]  # the folder may be gone
+        if files:
+            return Trace.from_files(
+                files,
+                name="profile",
+                wall_ns=self._wall_ns,
+                error=self._error,
+                dropped_events=dropped,
+            )
+        from recfn.capture import _identity
+        from recfn.formats import schema
+
+        metadata = schema.build_metadata(
+            config=self.config.to_dict(),
+            dropped_events=dropped,
+            start_ns=self._start_ns,
+            wall_ns=self._wall_ns,
+            pid=int(recorder.pid),
+            host=_identity.host(),
+        )
+        table = schema.empty_table().replace_schema_metadata(metadata)
+        return Trace(table, name="profile", wall_ns=self._wall_ns, error=self._error)
 
     def _warn_dropped(self, recorder: Recorder, write_errors: list[str]) -> None:
         """Warn that events were dropped, and why: parts that could not be written (the
@@ -348,6 +476,9 @@ class profile:
         ):
             text = str(exc).strip().splitlines()
             self._crash = f"exception: {type(exc).__name__}" + (f": {text[0][:80]}" if text else "")
+            from recfn.formats.trace import describe_error
+
+            self._error = describe_error(exc)  # said by the trace and its files
         self.stop()
 
     # -- the flight recorder --------------------------------------------------------------------

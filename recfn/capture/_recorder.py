@@ -33,6 +33,7 @@ from recfn.engine.ranges import (
     RecordFunctionCallback,
     _close_row,
     _crange,
+    _Entry,
     _open_row,
     _thread_data,
     _ThreadData,
@@ -106,8 +107,9 @@ class _Chunk:
     big_end_rows: vec[i64]
     big_ends: vec[i64]
     lock: threading.Lock  # ends may be written from other threads (end(), futures)
+    owner: object  # the Recorder whose rows these are
 
-    def __init__(self, rows: i64) -> None:
+    def __init__(self, rows: i64, owner: object = None) -> None:
         self.seqs = vec[i32](capacity=rows)
         self.parents = vec[i32](capacity=rows)
         self.gaps = vec[i32](capacity=rows)
@@ -120,6 +122,7 @@ class _Chunk:
         self.big_end_rows = vec[i64]()
         self.big_ends = vec[i64]()
         self.lock = threading.Lock()
+        self.owner = owner
 
     def add(self, rid: i64, parent: i64, start: i64, name: i32, meta: i32) -> i64:
         """Append one open row; returns its number in this chunk."""
@@ -225,7 +228,7 @@ class _ThreadBuffer:
             if owner.native
             else None
         )
-        self.cur = _Chunk(0 if owner.native else FIRST_CHUNK_ROWS)
+        self.cur = _Chunk(0 if owner.native else FIRST_CHUNK_ROWS, owner)
         self.chunks = [] if owner.native else [self.cur]
         self.cur_rows = 0
         self.rows = 0
@@ -251,7 +254,7 @@ class _ThreadBuffer:
         ``__init__`` repeats these assignments instead of calling this: mypyc only treats an
         attribute as always defined when ``__init__`` assigns it directly, and the hot path
         then reads it without an undefined check."""
-        self.cur = _Chunk(CHUNK_ROWS)
+        self.cur = _Chunk(CHUNK_ROWS, self.owner)
         self.chunks = [self.cur]
         self.cur_rows = 0
         self.rows = 0
@@ -271,9 +274,10 @@ class _ThreadBuffer:
 
     def add_row(self, rid: i64, parent: i64, start: i64, name: i32, meta: i32) -> i64:
         """Append one open row; returns its number within the current chunk. When the chunk is
-        full and the buffer holds ``spill_rows`` rows, the owner's ``spill`` hook takes the rows
-        and ``clear``s the buffer first (streaming to a dataset). Native: the row's number in
-        the buffer."""
+        full and the buffer holds ``spill_rows`` rows, or the recorder's unwritten events
+        (every thread's) reach ``spill_total``, the owner's ``spill`` hook takes the rows and
+        ``clear``s the buffer first (streaming to a dataset). Native: the row's number in the
+        buffer."""
         native = self.native
         if native is not None:
             nrow: i64 = native.add(rid, parent, start, name, meta)
@@ -282,10 +286,12 @@ class _ThreadBuffer:
         if self.cur_rows == CHUNK_ROWS:
             owner = self.owner
             spill = owner.spill
-            if spill is not None and self.rows >= owner.spill_rows:
+            if spill is not None and (
+                self.rows >= owner.spill_rows or owner.gate[GATE_EVENTS] >= owner.spill_total
+            ):
                 spill(self)
         if self.cur_rows == CHUNK_ROWS:
-            self.cur = _Chunk(CHUNK_ROWS)
+            self.cur = _Chunk(CHUNK_ROWS, self.owner)
             self.chunks.append(self.cur)
             self.cur_rows = 0
         row = self.cur.add(rid, parent, start, name, meta)
@@ -313,6 +319,20 @@ class _ThreadBuffer:
         self.stack_nodes = append(self.stack_nodes, self.owner._stack(self))
 
 
+def _context_of(rf: RecordFunction, cb: object) -> object:
+    """What ``cb``'s ``on_start`` returned for ``rf`` (None when it did not run for it)."""
+    e0 = rf._e0
+    if e0 is not None and e0.cb is cb:
+        return rf._c0
+    more = rf._more_callbacks()
+    if more is not None:
+        for i in range(0, len(more), 2):
+            entry = more[i]
+            if isinstance(entry, _Entry) and entry.cb is cb:
+                return more[i + 1]
+    return None
+
+
 class Recorder(RecordFunctionCallback):
     """The profiler's callback: records every range it is selected for into thread buffers."""
 
@@ -327,6 +347,8 @@ class Recorder(RecordFunctionCallback):
     clock_offset: i64  # added to the monotonic clock: timestamps are ns since the Unix epoch
     spill: Optional[Callable[[_ThreadBuffer], None]]  # writes a full buffer out (streaming)
     spill_rows: i64
+    spill_total: i64  # a thread spills at a full chunk once the unwritten events reach this
+    relieve: Optional[Callable[[], bool]]  # writes every buffer out; True: admit the event
     native: (
         bool  # rows in recfn.native._crange.Rows (decided once by use_native_rows, before any row)
     )
@@ -368,6 +390,8 @@ class Recorder(RecordFunctionCallback):
         self.clock_offset = time.time_ns() - time.perf_counter_ns()
         self.spill = None
         self.spill_rows = 0
+        self.spill_total = max_events
+        self.relieve = None
         self.native = False
         self.buffers = []
         self.thread_buffers = {}
@@ -468,10 +492,25 @@ class Recorder(RecordFunctionCallback):
         if gate[GATE_STOPPED]:
             return False
         if gate[GATE_EVENTS] >= self.max_events:
-            gate[GATE_DROPPED] += 1
-            return False
+            relieve = self.relieve  # streaming: write the buffers out rather than drop
+            if relieve is None or not relieve():  # True: room was made (a few over is fine)
+                gate[GATE_DROPPED] += 1
+                return False
         gate[GATE_EVENTS] += 1
         return True
+
+    def records(self, buf: _ThreadBuffer, rf: RecordFunction) -> bool:
+        """Whether this recorder recorded ``rf``, a range open on ``buf``'s thread: only then
+        may its id be a parent here (a range opened before this profile started, or recorded
+        only by another profiler, is not a row of this capture)."""
+        if rf.sink_row >= 0:
+            sink = rf.sink_chunk
+            if isinstance(sink, _Chunk):
+                if sink.owner is self:
+                    return True
+            elif sink is not None and sink is buf.native:
+                return True
+        return isinstance(_context_of(rf, self), _RowRef)
 
     def on_start(self, rf: RecordFunction) -> object:
         td = rf._td
@@ -486,7 +525,7 @@ class Recorder(RecordFunctionCallback):
             self._memory_tick(td, buf, rf._parent)
         parent = rf._parent
         parent_id: i64 = 0  # typed: a conditional expression would box the handle
-        if parent is not None:
+        if parent is not None and self.records(buf, parent):
             parent_id = parent.handle
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
         start = _clock() + self.clock_offset
@@ -508,7 +547,7 @@ class Recorder(RecordFunctionCallback):
         buf = self._buffer(td)
         parent = rf._parent
         parent_seq: i64 = 0  # typed: a conditional expression would box the handle
-        if parent is not None:
+        if parent is not None and self.records(buf, parent):
             parent_seq = parent.handle  # the Rows keeps its low 32 bits
         meta: i32 = rf._scope | (rf.depth << DEPTH_SHIFT)
         native = buf.native
@@ -655,7 +694,8 @@ class Recorder(RecordFunctionCallback):
         parent_id: i64 = 0
         if parent is not None and parent._td is not None and parent._td.tid == buf.tid:
             depth = parent.depth + 1
-            parent_id = parent.handle
+            if self.records(buf, parent):
+                parent_id = parent.handle
         now = _clock() + self.clock_offset
         meta: i32 = MARK_SCOPE | (kind << KIND_SHIFT) | (depth << DEPTH_SHIFT)
         row = buf.add_row(rid, parent_id, now, self._name_id(name), meta)

@@ -1,31 +1,51 @@
-"""Streaming capture into a dataset: ``profile(output="traces/")`` writes full thread buffers
+"""Streaming capture into a dataset: ``profile(output="traces/")`` writes the thread buffers
 to new Parquet parts as it records, so memory stays bounded however long the process runs.
 
 The layout is Hive-partitioned, one folder per process: ``<output>/hostname=<host>/process=<pid>/
 part-<n>.parquet``. Processes write side by side without coordination, each part appears whole
 (``recfn.formats.files.write_atomic``), and a process that dies loses only its unwritten rows.
+Every part has every column of the schema (unused ones all null), so that readers which take one
+file's schema for all (DuckDB, polars, pyarrow.dataset) read a dataset whole; ``recfn.load``
+leaves the unused ones out again.
 
-The recorder calls ``DatasetWriter.spill`` from the recording thread when a thread's buffer is
-full (``Recorder.spill``); the writer takes the buffer's rows, clears it and writes a part. A
-range still open then (an ancestor of the running code) is held back, by reference to its row,
-and written in a later part once it has ended, so each event is written exactly once.
+A capture accounts for itself. It writes its start mark as a part of its own when it starts (the
+folder then says that it started, and when), and each part says what the capture had written so far and when
+(``recfn.stream``): a process killed before it stopped is known to have lost only what it
+recorded after its last part (``recfn.formats.dataset.unfinished_captures``). Parts are written
+
+- by the recording thread, when its buffer is full (``Recorder.spill``: ``spill_rows``) or when
+  the unwritten events of every thread together reach half of ``max_events``
+  (``Recorder.spill_total``), so several busy threads write rather than drop;
+- for every thread at once (``flush``), when an event would be dropped (``Recorder.relieve``:
+  writing wins over dropping whenever the disk allows) and every ``flush_interval`` seconds
+  from a helper thread, so a SIGKILL loses at most that much.
+
+A thread's own buffer is taken (its rows leave it); another thread's, which goes on recording
+meanwhile, is read as it is (``_Frozen``) and the rows written are remembered (``_seen``), so
+each event is written exactly once. A range still open (an ancestor of the running code) is
+held back, by reference to its row, and written in a later part once it has ended. A part that
+cannot be written is counted as dropped; one interrupted by Ctrl-C (or another exception that is
+not an ``Exception``) is kept and written later, by the next part or at ``stop()``.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import threading
+import time
+import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, cast
+from typing import TYPE_CHECKING, Any, Final, Optional, Union, cast
 
 import numpy as np
 
 from recfn.capture import _identity
 from recfn.capture._recorder import Recorder, _Chunk, _ThreadBuffer
 from recfn.capture._table import DECODED_COLUMNS, DecodedRows, decode_chunk
-from recfn.formats.dataset import PROCESS_FOLDER
+from recfn.formats.dataset import PROCESS_FOLDER, RUN_ENV
 from recfn.native.constants import CHUNK_ROWS
 
 if TYPE_CHECKING:
@@ -58,11 +78,12 @@ class _Held:
 
 
 def _held_rows(held: list[_Held], tid: int) -> DecodedRows:
-    """The held rows, decoded from their chunks as they are now (their ends written since)."""
+    """The held rows, decoded from their chunks as they are now (their ends written since;
+    copied first, as the chunk's thread may be appending to it)."""
     decoded: dict[int, dict[str, np.ndarray]] = {}
     for h in held:
         if id(h.chunk) not in decoded:
-            decoded[id(h.chunk)] = decode_chunk(h.chunk, tid)
+            decoded[id(h.chunk)] = decode_chunk(cast(_Chunk, _FrozenChunk(h.chunk)), tid)
     columns = {}
     for field, dtype in DECODED_COLUMNS:
         values = [decoded[id(h.chunk)][field][h.row] for h in held]
@@ -111,12 +132,13 @@ class _Snapshot:
         self.held = held
 
     def locate(self, row: int) -> tuple[Any, int]:
-        """The chunk and the row within it of snapshot row ``row`` (past the held rows)."""
+        """The chunk (the recorder's own, not a frozen copy of it) and the row within it of
+        snapshot row ``row`` (past the held rows)."""
         row -= len(self.held)
         for chunk in self.source_chunks:
             size = len(chunk.seqs)
             if row < size:
-                return chunk, row
+                return getattr(chunk, "source", chunk), row
             row -= size
         raise IndexError(row)
 
@@ -128,10 +150,11 @@ def _ints(vector: Any) -> np.ndarray:
 
 
 class _RecorderView:
-    """What ``build_table`` reads of the recorder, with one snapshot as its only buffer."""
+    """What ``build_table`` reads of the recorder, with one snapshot as its only buffer (or
+    none: an empty table)."""
 
-    def __init__(self, recorder: Recorder, snapshot: _Snapshot) -> None:
-        self.buffers = [snapshot]
+    def __init__(self, recorder: Recorder, snapshot: Optional[_Snapshot]) -> None:
+        self.buffers = [] if snapshot is None else [snapshot]
         self.name_list = list(recorder.name_list)
         self.pid = recorder.pid
         self.dropped = 0
@@ -153,8 +176,75 @@ def open_ranges(table: pa.Table) -> pa.ChunkedArray:
     )
 
 
+class _FrozenChunk:
+    """A chunk's rows as they are now, cut to the rows every column already has (another
+    thread may be appending to it); ``source`` is the chunk itself."""
+
+    def __init__(self, chunk: _Chunk) -> None:
+        self.source = chunk
+        vecs = (chunk.seqs, chunk.parents, chunk.gaps, chunk.spans, chunk.names, chunk.meta)
+        n = min(len(v) for v in vecs)
+        self.seqs, self.parents, self.gaps, self.spans, self.names, self.meta = (
+            _copy(v, np.int32)[:n] for v in vecs
+        )
+        self.big_start_rows, self.big_starts = _side(n, chunk.big_start_rows, chunk.big_starts)
+        self.big_end_rows, self.big_ends = _side(n, chunk.big_end_rows, chunk.big_ends)
+
+
+def _copy(vector: Any, dtype: Any) -> np.ndarray:
+    if not len(vector):
+        return np.empty(0, dtype=dtype)
+    return np.frombuffer(memoryview(vector), dtype=dtype).copy()
+
+
+class _Frozen:
+    """What ``_Snapshot`` reads of a thread buffer, frozen: its chunks and the side columns of
+    their rows (the buffer's thread goes on recording)."""
+
+    def __init__(self, buf: _ThreadBuffer) -> None:
+        self.tid = buf.tid
+        self.thread_name = buf.thread_name
+        self.chunks = [_FrozenChunk(chunk) for chunk in list(buf.chunks)]
+        rows = sum(len(chunk.seqs) for chunk in self.chunks)
+        self.rows = rows
+        extras = list(
+            zip(
+                list(buf.extra_rows),
+                list(buf.extra_args),
+                list(buf.extra_shapes),
+                list(buf.extra_dtypes),
+                list(buf.extra_flops),
+            )
+        )
+        extras = [e for e in extras if e[0] < rows]
+        self.extra_rows = [e[0] for e in extras]
+        self.extra_args = [e[1] for e in extras]
+        self.extra_shapes = [e[2] for e in extras]
+        self.extra_dtypes = [e[3] for e in extras]
+        self.extra_flops = [e[4] for e in extras]
+        self.seq_rows, self.seq_vals, self.fwd_vals = _side(
+            rows, buf.seq_rows, buf.seq_vals, buf.fwd_vals
+        )
+        self.stack_rows, self.stack_nodes = _side(rows, buf.stack_rows, buf.stack_nodes)
+        mem_rows, mem_bytes = _side(rows, buf.mem_rows, buf.mem_bytes)
+        devices = list(buf.mem_devices)[: len(mem_rows)]
+        self.mem_rows, self.mem_bytes = mem_rows[: len(devices)], mem_bytes[: len(devices)]
+        self.mem_devices = devices
+
+
+def _side(rows: int, row_vector: Any, *value_vectors: Any) -> tuple[np.ndarray, ...]:
+    """A sparse side column: its row numbers below ``rows`` and their values, cut alike."""
+    n = min(len(row_vector), *(len(v) for v in value_vectors))
+    row_numbers = _copy(row_vector, np.int64)[:n]
+    inside = row_numbers < rows
+    return (
+        row_numbers[inside],
+        *(_copy(v, np.int64)[:n][inside] for v in value_vectors),
+    )
+
+
 class BufferTaker:
-    """Takes full thread buffers from the recorder (its ``spill`` hook) as Arrow tables, ranges
+    """Takes thread buffers from the recorder (its ``spill`` hook) as Arrow tables, ranges
     still open held back until they end; a subclass keeps the tables (``_save``)."""
 
     def __init__(self, recorder: Recorder, config: dict[str, Any], start_ns: int) -> None:
@@ -163,12 +253,19 @@ class BufferTaker:
         self.start_ns = start_ns
         self.errors: list[str] = []  # tables that could not be kept (their rows are dropped)
         self._held: dict[int, list[_Held]] = {}
+        self._seen: dict[int, int] = {}  # rows of a thread's buffer written (or held) already
         self._lock = threading.Lock()
+        self._take_lock = threading.Lock()  # one take at a time: buffers, _held and _seen
         self._busy = threading.local()
+
+    def busy(self) -> bool:
+        """Whether this thread is taking or writing buffers now (a signal handler that runs on
+        it must not start another take)."""
+        return bool(getattr(self._busy, "on", False))
 
     def spill(self, buf: _ThreadBuffer) -> None:
         """The recorder's hook: take ``buf``'s rows (from its own thread, while recording)."""
-        if getattr(self._busy, "on", False):
+        if self.busy():
             return
         self._busy.on = True
         try:
@@ -177,36 +274,73 @@ class BufferTaker:
             self.errors.append(f"{type(exc).__name__}: {exc}")
         finally:
             self._busy.on = False
+            self._after_write()
+
+    def _after_write(self) -> None:
+        """Called on a thread that has just finished taking or writing (``spill``, ``flush``)."""
 
     def _write(self, buf: _ThreadBuffer, *, final: bool, wall_ns: Optional[int] = None) -> None:
-        """Take ``buf``'s rows and the held ones; those written (or lost, if this raises) leave
-        the recorder's event count, and lost ones are counted as dropped."""
+        """Take ``buf``'s rows and the held ones and keep them (``_save``)."""
+        table = self._take(buf, final=final, freeze=False, wall_ns=wall_ns)
+        if table is not None and table.num_rows:
+            self._keep(table, wall_ns)
+
+    def _take(
+        self, buf: _ThreadBuffer, *, final: bool, freeze: bool, wall_ns: Optional[int]
+    ) -> Optional[pa.Table]:
+        """The rows of ``buf`` not written yet and its held ones, as a table; ranges still open
+        are held again (unless ``final``). ``freeze``: ``buf`` belongs to another thread, which
+        goes on recording into it: its rows are read, not taken, and remembered as seen. The
+        rows of the table leave the recorder's event count; if no table can be made, the rows
+        are counted as dropped (and the exception raised)."""
         import pyarrow.compute as pc
 
-        held = self._held.pop(int(buf.tid), [])
-        taken = int(buf.rows) + len(held)  # counted in recorder.events until written or lost
-        taken_from_buffer = False
+        with self._take_lock:
+            tid = int(buf.tid)
+            source: Union[_ThreadBuffer, _Frozen] = _Frozen(buf) if freeze else buf
+            rows = int(source.rows)
+            seen = self._seen.get(tid, 0)
+            pending = rows - seen + len(self._held.get(tid, ()))  # counted in recorder.events
+            if pending <= 0:
+                return None
+            held = self._held.pop(tid, [])
+            self._seen.pop(tid, None)
+            cleared = False
+            try:
+                snapshot = _Snapshot(cast(_ThreadBuffer, source), held)
+                if freeze:
+                    self._seen[tid] = rows
+                else:
+                    buf.clear()  # rows recorded from here on (this thread's, even now) stay
+                    cleared = True
+                table = self._table(snapshot, 0 if wall_ns is None else wall_ns)
+                keep = np.ones(table.num_rows, dtype=bool)
+                keep[len(held) : len(held) + seen] = False  # written before: by a freeze
+                if not final:
+                    still_open = open_ranges(table).to_numpy(zero_copy_only=False) & keep
+                    open_rows = np.flatnonzero(still_open)
+                    if open_rows.size:
+                        self._held[tid] = [self._hold(snapshot, int(r)) for r in open_rows]
+                        keep &= ~still_open
+                if not keep.all():
+                    table = table.filter(pc.equal(pc.cast(_bools(keep), "int8"), 1))
+            except BaseException:
+                self.recorder.dropped += pending
+                self.recorder.events -= pending
+                if not freeze and not cleared:
+                    buf.clear()
+                raise
+            self.recorder.events -= int(table.num_rows)  # the ranges held again stay counted
+            return table
+
+    def _keep(self, table: pa.Table, wall_ns: Optional[int]) -> None:
+        """``_save`` the table; rows that cannot be saved are counted as dropped (and the
+        exception raised)."""
         try:
-            snapshot = _Snapshot(buf, held)
-            buf.clear()  # rows recorded from here on (this thread's, even during the write) stay
-            taken_from_buffer = True
-            table = self._table(snapshot, 0 if wall_ns is None else wall_ns)
-            if not final:
-                still_open = open_ranges(table)
-                rows = np.flatnonzero(still_open.to_numpy(zero_copy_only=False))
-                if rows.size:
-                    self._held[int(buf.tid)] = [self._hold(snapshot, int(r)) for r in rows]
-                    table = table.filter(pc.invert(still_open))
-            taken = table.num_rows  # the ranges held again stay counted
-            if taken:
-                self._save(table, wall_ns)
+            self._save(table, wall_ns)
         except Exception:
-            self.recorder.dropped += taken
-            if not taken_from_buffer:
-                buf.clear()
+            self.recorder.dropped += int(table.num_rows)
             raise
-        finally:
-            self.recorder.events -= taken
 
     def _table(self, snapshot: _Snapshot, wall_ns: int) -> pa.Table:
         """The rows of ``snapshot`` as a table."""
@@ -248,32 +382,209 @@ class BufferTaker:
         raise NotImplementedError
 
 
+def _bools(mask: np.ndarray) -> Any:
+    import pyarrow as pa
+
+    return pa.array(mask.view(np.int8))
+
+
+START_MARK: Final = "__start_profile"
+"""The mark a profile records when it starts (a streaming one writes it as its first part)."""
+FLUSH_FRACTION: Final = 2
+"""Threads write their buffers once the unwritten events of all of them reach
+``max_events // FLUSH_FRACTION``."""
+RELIEVE_PAUSE_S: Final = 0.05
+"""After a ``relieve`` that could write nothing (the disk fails, or open ranges fill the
+budget), the next one waits this long: events are dropped meanwhile, without a write tried for
+each."""
+
+_numbers_lock = threading.Lock()
+_next_numbers: dict[str, int] = {}  # process folder -> next part number, for every capture here
+
+
+def _claim_part_number(folder: str) -> int:
+    """A part number no capture of this process has used in ``folder`` (two profiles writing
+    into one folder at once never overwrite each other's parts), past those already there."""
+    with _numbers_lock:
+        number = _next_numbers.get(folder)
+        if number is None:
+            taken = [
+                int(m.group(1))
+                for path in glob.glob(os.path.join(glob.escape(folder), PART_PATTERN))
+                if (m := re.search(r"part-(\d+)\.parquet$", path))
+            ]
+            number = max(taken, default=-1) + 1
+        _next_numbers[folder] = number + 1
+        return number
+
+
+def _forget_numbers() -> None:
+    """A forked child writes into its own folder: the parent's numbers are not its."""
+    global _numbers_lock
+    _numbers_lock = threading.Lock()
+    _next_numbers.clear()
+
+
+os.register_at_fork(after_in_child=_forget_numbers)
+
+
 class DatasetWriter(BufferTaker):
     """Writes one process's capture as parts of a Hive-partitioned Parquet dataset."""
 
-    def __init__(self, output: str, recorder: Recorder, config: dict[str, Any], start_ns: int):
+    def __init__(
+        self,
+        output: str,
+        recorder: Recorder,
+        config: dict[str, Any],
+        start_ns: int,
+        *,
+        flush_interval: Optional[float] = None,
+        run: Optional[str] = None,
+    ):
         super().__init__(recorder, config, start_ns)
         self.output = output
         self.folder = process_folder(output, _identity.host(), recorder.pid)
         os.makedirs(self.folder, exist_ok=True)
         self.files: list[str] = []
+        self.capture = uuid.uuid4().hex[:16]
+        self.run = run if run is not None else os.environ.get(RUN_ENV) or None
+        self.flush_interval = flush_interval
+        self.error: Optional[str] = None  # how the capture ended, for its last part
         self._dropped_written = 0
-        taken = [
-            int(m.group(1))
-            for path in glob.glob(os.path.join(self.folder, PART_PATTERN))
-            if (m := re.search(r"part-(\d+)\.parquet$", path))
-        ]
-        self._next = max(taken, default=-1) + 1
+        self._written = 0  # rows in the parts written so far
+        self._unsaved: list[pa.Table] = []  # tables a Ctrl-C interrupted: written later
+        self._flusher: Optional[_Flusher] = None
+        self._relieved_at = 0.0  # time.monotonic() of a relieve that could write nothing
+        self._first = False  # the next part is the first, written by attach()
+        self._relieving = threading.Lock()  # one relieve at a time; the others wait for it
+        self.after_write: Optional[Any] = None  # called once a take or write on a thread ends
 
     def attach(self, max_events: int) -> None:
-        self.recorder.spill_rows = spill_rows(max_events)
-        self.recorder.spill = self.spill
+        """Record the start mark and write it as the first part, which says that the capture
+        started (and when); then hook into the recorder, so that parts are written as its
+        buffers fill, and on time. Raises when the first part cannot be written: the capture
+        has not started."""
+        from recfn.capture._recorder import KIND_MARK
+        from recfn.engine.ranges import _thread_data
 
-    def finish(self, wall_ns: int) -> list[str]:
-        """Write every buffer's remaining rows (open ranges as open); returns all parts."""
+        self.recorder.record_instant(START_MARK, KIND_MARK, 0, "")
+        buf = self.recorder.thread_buffers[int(_thread_data().tid)]
+        table = self._take(buf, final=False, freeze=False, wall_ns=None)
+        assert table is not None  # the mark
+        self._first = True
+        self._save(table, None)
+        self.recorder.spill_rows = spill_rows(max_events)
+        self.recorder.spill_total = max(max_events // FLUSH_FRACTION, 1)
+        self.recorder.spill = self.spill
+        self.recorder.relieve = self.relieve
+        if self.flush_interval is not None:
+            self._flusher = _Flusher(self, self.flush_interval)
+            self._flusher.start()
+
+    def relieve(self) -> bool:
+        """The recorder's hook when an event would be dropped: write every buffer out now,
+        and let the event in when that made room (the threads that wait for the write, one
+        event each, may go a little past ``max_events``). Threads that need room meanwhile
+        wait for that write rather than drop: the program slows down while the disk catches
+        up. False (the event is dropped) when this thread is writing already, or when nothing
+        could be written (the disk fails, or open ranges fill the budget; then for
+        ``RELIEVE_PAUSE_S`` no write is tried)."""
+        if self.busy():
+            return False
+        recorder = self.recorder
+        with self._relieving:
+            if int(recorder.events) < int(recorder.max_events):
+                return True  # another thread made room while this one waited
+            if time.monotonic() - self._relieved_at < RELIEVE_PAUSE_S:
+                return False
+            if self.flush() or int(recorder.events) < int(recorder.max_events):
+                return True
+            self._relieved_at = time.monotonic()
+            return False
+
+    def flush(self) -> int:
+        """Write what every thread has recorded and not written yet, as one part: this
+        thread's buffer is taken, the others' read as they are (they go on recording). A
+        failure is counted as dropped and said at ``stop()``. Returns the rows written."""
+        if self.busy():
+            return 0
+        written = 0
+        self._busy.on = True
+        try:
+            import pyarrow as pa
+
+            here = _this_thread_id()
+            tables = []
+            for buf in list(self.recorder.buffers):
+                try:
+                    table = self._take(buf, final=False, freeze=int(buf.tid) != here, wall_ns=None)
+                except Exception as exc:
+                    self.errors.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                if table is not None and table.num_rows:
+                    tables.append(table)
+            if tables:
+                joined = pa.concat_tables(
+                    [t.replace_schema_metadata(None) for t in tables], promote_options="default"
+                ).unify_dictionaries()
+                self._keep(joined.replace_schema_metadata(tables[0].schema.metadata), None)
+                written = joined.num_rows
+        except Exception as exc:
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            self._busy.on = False
+            self._after_write()
+        return written
+
+    def _after_write(self) -> None:
+        hook = self.after_write
+        if hook is not None:
+            hook()
+
+    def stop_flushing(self) -> None:
+        """No more parts on time (``flush_interval``): the capture is stopping."""
+        if self._flusher is not None:
+            self._flusher.stop()
+
+    def finish(self, wall_ns: int, error: Optional[str] = None) -> list[str]:
+        """Write every buffer's remaining rows (open ranges as open), the last part carrying
+        the wall time (and ``error``, how the capture ended); returns all parts written. A
+        part that cannot be written is counted as dropped, and said by ``errors``."""
         self.recorder.spill = None
+        self.recorder.relieve = None
+        self.stop_flushing()
+        self.error = error
+        import pyarrow as pa
+
+        tables = list(self._unsaved)
+        self._unsaved.clear()
         for buf in list(self.recorder.buffers):
-            self._write(buf, final=True, wall_ns=wall_ns)
+            try:
+                table = self._take(buf, final=True, freeze=False, wall_ns=wall_ns)
+            except Exception as exc:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                continue
+            if table is not None and table.num_rows:
+                tables.append(table)
+        if tables:
+            last = pa.concat_tables(
+                [t.replace_schema_metadata(None) for t in tables], promote_options="default"
+            ).unify_dictionaries()
+            last = last.replace_schema_metadata(tables[-1].schema.metadata)
+        else:  # nothing left: an empty last part still says that the capture stopped
+            from recfn.capture._table import build_table
+
+            last = build_table(
+                cast(Recorder, _RecorderView(self.recorder, None)),
+                start_ns=self.start_ns,
+                node_id=self.recorder.node_id,
+                config=self.config,
+                wall_ns=wall_ns,
+            )
+        try:
+            self._keep(last, wall_ns)
+        except Exception as exc:
+            self.errors.append(f"{type(exc).__name__}: {exc}")
         return list(self.files)
 
     def _save(self, table: pa.Table, wall_ns: Optional[int]) -> None:
@@ -281,23 +592,84 @@ class DatasetWriter(BufferTaker):
         from recfn.formats.files import write_atomic
         from recfn.formats.io import write_parquet
 
+        unsaved, self._unsaved = self._unsaved, []  # what a Ctrl-C interrupted goes first
+        if unsaved:
+            import pyarrow as pa
+
+            table = (
+                pa.concat_tables(
+                    [t.replace_schema_metadata(None) for t in [*unsaved, table]],
+                    promote_options="default",
+                )
+                .unify_dictionaries()
+                .replace_schema_metadata(table.schema.metadata)
+            )
+        number = _claim_part_number(self.folder)
         with self._lock:
-            number = self._next
-            self._next += 1
             dropped = int(self.recorder.dropped) - self._dropped_written
             self._dropped_written += dropped
+            written = self._written
         metadata = schema.metadata_of(table)
         metadata[schema.DROPPED_EVENTS_KEY] = str(dropped)
         metadata[schema.PART_KEY] = str(number)
+        facts = {
+            "capture": self.capture,
+            "run": self.run,
+            "written_ns": time.time_ns(),
+            "events": written + table.num_rows,
+            "flush_interval_s": self.flush_interval,
+        }
+        if self._first:  # the part that says the capture started: its start mark only
+            facts["first"] = True
+            self._first = False
+        metadata[schema.STREAM_KEY] = json.dumps(facts, sort_keys=True)
         if wall_ns is None:  # only the last part knows the capture's wall time
             metadata.pop(schema.WALL_NS_KEY, None)
-        table = table.replace_schema_metadata(metadata)
+        elif self.error is not None:
+            metadata[schema.ERROR_KEY] = self.error
+        table = schema.with_every_column(table).replace_schema_metadata(metadata)
         path = os.path.join(self.folder, f"part-{number:05d}.parquet")
         try:
             write_atomic(path, lambda temporary: write_parquet(table, temporary))
-        except BaseException:
+        except BaseException as exc:
             with self._lock:  # the next part reports these drops instead
                 self._dropped_written -= dropped
+            if not isinstance(exc, Exception):  # Ctrl-C: write the rows with the next part
+                self._unsaved.append(table)
             raise
         with self._lock:
+            self._written += table.num_rows
             self.files.append(path)
+
+
+def _this_thread_id() -> int:
+    """The engine's id of the calling thread (``_ThreadBuffer.tid``)."""
+    from recfn.engine.ranges import _thread_data
+
+    return int(_thread_data().tid)
+
+
+class _Flusher:
+    """Writes every buffer out every ``interval`` seconds (``DatasetWriter.flush``), from a
+    daemon thread, until ``stop()``."""
+
+    def __init__(self, writer: DatasetWriter, interval: float) -> None:
+        self.writer = writer
+        self.interval = interval
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="recfn-flush", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        from recfn.engine.registry import DisableRecordFunctionGuard
+
+        with DisableRecordFunctionGuard():  # its own work is not the program's
+            while not self.done.wait(self.interval):
+                self.writer.flush()
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join()

@@ -10,7 +10,7 @@ work happens for the fixed columns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Optional
+from typing import Any, Final, Optional, cast
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +27,7 @@ from recfn.capture._recorder import (
     _Chunk,
     _ThreadBuffer,
 )
+from recfn.capture._tracer import CallStats
 from recfn.engine.ranges import TID_SHIFT
 from recfn.engine.scope import SCOPE_LABELS
 from recfn.formats.schema import KINDS, build_metadata, column_type
@@ -178,9 +179,11 @@ def build_table(
     config: dict[str, Any],
     wall_ns: int,
     device_times: Optional[DeviceTimes] = None,
+    call_stats: Optional[CallStats] = None,
 ) -> pa.Table:
     """One table for everything ``recorder`` captured (it must be stopped), with the GPU times
-    of ``profile(cuda=True)``.
+    of ``profile(cuda=True)`` and what call tracing did (``call_stats``: the metadata
+    ``recfn.call_tracing``, and following user code the ``hidden_calls`` column).
 
     Each column is allocated once and every chunk decoded into its slice; Arrow wraps the
     numpy arrays without copying them.
@@ -257,6 +260,8 @@ def build_table(
     columns.update(_optional_columns(recorder, buffers, buffer_offsets, n))
     if device_times is not None:
         columns.update(_device_columns(columns, device_times, n))
+    if call_stats is not None and call_stats.follow:
+        columns["hidden_calls"] = _hidden_column(columns["id"], call_stats)
     metadata = build_metadata(
         config=config,
         dropped_events=recorder.dropped,
@@ -266,8 +271,26 @@ def build_table(
         rank=_identity.rank(),
         local_rank=_identity.local_rank(),
         world_size=_identity.world_size(),
+        call_tracing=None if call_stats is None else call_stats.to_dict(),
     )
     return pa.table(columns).replace_schema_metadata(metadata)
+
+
+def _hidden_column(ids: pa.Array, stats: CallStats) -> pa.Array:
+    """``hidden_calls``: each traced call's count of hidden library calls, found by its id."""
+    n = len(ids)
+    parts = [
+        np.frombuffer(memoryview(cast(Any, pairs)), dtype=np.int64).reshape(-1, 2) + [base, 0]
+        for base, pairs in stats.hidden_parts
+    ]
+    pairs = np.concatenate(parts) if parts else np.empty((0, 2), dtype=np.int64)
+    order = np.argsort(pairs[:, 0], kind="stable")
+    hidden_ids = pairs[order, 0]
+    row_ids = ids.to_numpy()
+    pos = np.minimum(np.searchsorted(hidden_ids, row_ids), max(len(hidden_ids) - 1, 0))
+    found = hidden_ids[pos] == row_ids if len(hidden_ids) else np.zeros(n, dtype=bool)
+    rows = np.flatnonzero(found)
+    return _scatter(n, rows, pa.array(pairs[order[pos[rows]], 1], pa.int64()))
 
 
 def _optional_columns(

@@ -33,8 +33,10 @@ import _thread
 import fnmatch
 import logging
 import os
+import site
 import struct
 import sys
+import sysconfig
 import threading
 import time
 import types
@@ -56,7 +58,18 @@ from recfn.capture._recorder import (
 from recfn.engine.ranges import TID_SHIFT, _current_var, _innermost, _thread_data, _ThreadData
 from recfn.engine.scope import SCOPE_FUNCTION
 from recfn.errors import RecfnStateError, RecfnTypeError, RecfnValueError
-from recfn.native.constants import CHUNK_ROWS, ESCAPED, NAME_EXCLUDED, NAME_NOT_NOW
+from recfn.native.constants import (
+    CHUNK_ROWS,
+    CODE_KIND_MASK,
+    CODE_KIND_SHIFT,
+    CODE_LIBRARY,
+    CODE_PACKAGE_SHIFT,
+    CODE_RECFN,
+    CODE_USER,
+    ESCAPED,
+    NAME_EXCLUDED,
+    NAME_NOT_NOW,
+)
 
 TRACED_BIT: Final[i32] = LOW_META + 1  # marks traced rows until fix_nesting clears it
 TRACED_META: Final[i32] = SCOPE_FUNCTION | TRACED_BIT
@@ -64,6 +77,7 @@ NOT_ENDED: Final[i64] = 1 << 62
 NO_LIMIT: Final[i64] = 1 << 62
 ALWAYS_EXCLUDED: Final = ("recfn", "recfn.*", "mypy_extensions")  # recfn, and its pure-mode helpers
 USES_MONITORING: Final = sys.version_info >= (3, 12)
+PACKAGE_DIRS: Final = ("site-packages", "dist-packages")  # where installers put packages
 
 NATIVE_SEQ: Final[i64] = 1 << 31  # the C hook's rows are numbered from here on each thread
 NATIVE_ROW: Final = (
@@ -106,9 +120,14 @@ def check_options(
     exclude: object,
     max_depth: object,
     record_scopes: object,
+    user_code: object = False,
 ) -> tuple[Optional[tuple[str, ...]], Optional[tuple[str, ...]]]:
     """Validate the ``trace_*`` profiler options; returns include/exclude as tuples."""
-    for field, value in (("trace_calls", trace_calls), ("trace_c_calls", trace_c_calls)):
+    for field, value in (
+        ("trace_calls", trace_calls),
+        ("trace_c_calls", trace_c_calls),
+        ("trace_user_code", user_code),
+    ):
         if not isinstance(value, bool):
             raise RecfnTypeError(f"ProfilerConfig.{field} must be a bool, got {value!r}")
     if max_depth is not None:
@@ -122,6 +141,8 @@ def check_options(
             )
     if trace_c_calls and not trace_calls:
         raise RecfnValueError("ProfilerConfig.trace_c_calls needs trace_calls=True")
+    if user_code and not trace_calls:
+        raise RecfnValueError("ProfilerConfig.trace_user_code needs trace_calls=True")
     if (
         trace_calls
         and isinstance(record_scopes, tuple)
@@ -156,8 +177,14 @@ class Tracer:
     """Trace every call of the profiled threads into ``recorder`` until ``stop()``.
 
     Calls are named ``module::qualname``. ``include``/``exclude`` are fnmatch patterns matched
-    against the module name alone, against ``module.qualname`` and against the recorded name
-    ``module::qualname``; ``max_depth`` bounds how many traced calls nest.
+    against the module name alone (or a package holding it), against ``module.qualname`` and
+    against the recorded name ``module::qualname``; ``max_depth`` bounds how many traced calls
+    nest.
+
+    ``follow`` (trace_user_code) records only the calls of user code (``code_kind``) and the
+    library calls that user code makes (entry points); the library calls below an entry point
+    are counted (hidden), by innermost traced call and by package, not recorded. ``include``
+    then names library code to record as if it were user code, rather than narrowing.
     """
 
     recorder: Recorder
@@ -165,7 +192,13 @@ class Tracer:
     exclude: tuple[str, ...]
     max_depth: i64
     c_calls: bool
-    names: dict[int, i32]  # id(code or C function) -> name id, or NAME_EXCLUDED
+    follow: bool
+    library_roots: tuple[str, ...]  # folders of the standard library and installed packages
+    packages: list[str]  # the top-level packages of library code, by number
+    package_ids: dict[str, i64]
+    stats: Optional[CallStats]  # what tracing did, once stopped
+    names: dict[int, i64]  # id(code) -> code info (name id, kind, package)
+    c_names: dict[int, i32]  # id(C function) -> name id, or NAME_EXCLUDED
     method_names: dict[tuple[type, str], i32]  # bound C methods, by (type of self, name)
     keep: list[object]  # what `names` holds ids of, kept alive so ids stay unique
     threads: list[_ThreadTracer]
@@ -186,13 +219,20 @@ class Tracer:
         exclude: Optional[tuple[str, ...]],
         max_depth: Optional[int],
         c_calls: bool,
+        follow: bool = False,
     ) -> None:
         self.recorder = recorder
         self.include = include or ()
         self.exclude = exclude or ()
         self.max_depth = NO_LIMIT if max_depth is None else max_depth
         self.c_calls = c_calls
+        self.follow = follow
+        self.library_roots = library_roots() if follow else ()
+        self.packages = []
+        self.package_ids = {}
+        self.stats = None
         self.names = {}
+        self.c_names = {}
         self.method_names = {}
         self.keep = []
         self.threads = []
@@ -255,8 +295,11 @@ class Tracer:
             if isinstance(sys.getprofile(), hook_type):
                 sys.setprofile(None)
             threading.setprofile(self.prev_thread_hook)  # type: ignore[arg-type]
+        stats = CallStats(self.follow)
+        self.stats = stats
         if native is not None:
             self._merge_native(native)
+            stats.name_packages(self.packages)
             return
         # Other threads drop their profile function at their next event (recorder.stopped).
         with self._lock:
@@ -264,6 +307,8 @@ class Tracer:
         for tt in threads:
             tt.fix_nesting()
             tt.release()
+            stats.add_thread(tt)
+        stats.name_packages(self.packages)
 
     def attach(self) -> _ThreadTracer:
         """The calling thread's tracer, created on first use."""
@@ -311,6 +356,7 @@ class Tracer:
             self.c_calls,
             disable,
             NATIVE_TSC,
+            self.follow,
         )
         self.native = native
         if USES_MONITORING:
@@ -328,6 +374,8 @@ class Tracer:
             assert isinstance(info, _NativeThread)
             done = merged.get(id(info.buf), 0)
             merged[id(info.buf)] = done + merge_native_rows(info.buf, state.take(), done)
+            if self.stats is not None:  # the rows above are numbered from NATIVE_SEQ + done
+                self.stats.add_native(state, (info.td.tid << TID_SHIFT) | (NATIVE_SEQ + done))
         self.native = None
 
     def thread_info(self) -> Optional[_NativeThread]:
@@ -348,18 +396,82 @@ class Tracer:
 
     # -- names --------------------------------------------------------------------------------
 
-    def code_name(self, code: types.CodeType, frame: Optional[types.FrameType]) -> i32:
-        """Name id for a Python function's code (NAME_EXCLUDED when filtered out), cached by identity."""
+    def code_name(self, code: types.CodeType, frame: Optional[types.FrameType]) -> i64:
+        """The code info of a Python function's code (recfn/native/constants.py): its name id
+        (NAME_EXCLUDED when filtered out), whose code it is and its package; cached by
+        identity. NAME_NOT_NOW when it cannot be named now."""
         key = id(code)
-        nid = self.names.get(key)
-        if nid is None:
+        info = self.names.get(key)
+        if info is None:
             module = _module_of(code, frame)
             qualname = str(getattr(code, "co_qualname", code.co_name))
             nid = self.classify(module, qualname)
-            if nid != NAME_NOT_NOW:
-                self.names[key] = nid
-                self.keep.append(code)
-        return nid
+            if nid == NAME_NOT_NOW:
+                return i64(NAME_NOT_NOW)
+            kind = self.code_kind(module, qualname, code.co_filename)
+            package: i64 = 0
+            if kind == CODE_LIBRARY:
+                package = self.package_id(module.partition(".")[0])
+            info = (i64(nid) & LOW32) | (kind << CODE_KIND_SHIFT) | (package << CODE_PACKAGE_SHIFT)
+            self.names[key] = info
+            self.keep.append(code)
+        return info
+
+    def code_kind(self, module: str, qualname: str, filename: str) -> i64:
+        """Whose code this is: recfn's (``ALWAYS_EXCLUDED``), user code (the running script or
+        notebook, ``__main__``; with ``follow`` also what ``include`` names) or library code
+        (the standard library and installed packages, by file; code made from a string
+        counts as its module's, library code when that has no file)."""
+        for pattern in ALWAYS_EXCLUDED:
+            if fnmatch.fnmatchcase(module, pattern):
+                return CODE_RECFN
+        if module == "__main__":
+            return CODE_USER
+        full, name = f"{module}.{qualname}", f"{module}::{qualname}"
+        if self.follow and self.include and _matches(self.include, module, full, name):
+            return CODE_USER
+        return CODE_LIBRARY if self.is_library_file(filename, module) else CODE_USER
+
+    def is_library_file(self, filename: str, module: str) -> bool:
+        """Whether ``filename`` (of code in ``module``) belongs to the standard library or an
+        installed package."""
+        if filename.startswith("<"):  # <frozen ...>, <string>: code not read from its own file
+            if filename.startswith("<frozen"):
+                return True
+            source = getattr(sys.modules.get(module), "__file__", None)
+            if not isinstance(source, str) or source.startswith("<"):
+                return True
+            filename = source
+        path = os.path.normcase(os.path.abspath(filename))
+        for folder in PACKAGE_DIRS:
+            if f"{os.sep}{folder}{os.sep}" in path:
+                return True
+        return path.startswith(self.library_roots)
+
+    def package_id(self, package: str) -> i64:
+        number = self.package_ids.get(package)
+        if number is None:
+            number = len(self.packages)
+            self.packages.append(package)
+            self.package_ids[package] = number
+        return number
+
+    def outer_caller_kind(self, code: types.CodeType, frame: Optional[types.FrameType]) -> i64:
+        """The kind of the code that called ``code`` from a frame that ran before tracing
+        began: ``frame``'s caller (3.10-3.11), else the frame below the one running ``code``."""
+        back: Optional[types.FrameType] = None
+        if frame is not None:
+            back = frame.f_back
+        else:
+            back = sys._getframe(0)
+            while back is not None and back.f_globals.get("__name__") == __name__:
+                back = back.f_back  # this tracer's own frames (pure Python)
+            if back is not None and back.f_code is code:
+                back = back.f_back
+        if back is None:
+            return CODE_LIBRARY
+        info = self.code_name(back.f_code, back)
+        return CODE_LIBRARY if info < 0 else (info >> CODE_KIND_SHIFT) & CODE_KIND_MASK
 
     def c_name(self, fn: object) -> i32:
         """Name id for a C function or method; methods bound to an object or a type (made anew
@@ -367,11 +479,11 @@ class Tracer:
         owner = getattr(fn, "__self__", None)
         if owner is None or isinstance(owner, types.ModuleType):
             key = id(fn)
-            nid = self.names.get(key)
+            nid = self.c_names.get(key)
             if nid is None:
                 nid = self.classify_c(fn, owner)
                 if nid != NAME_NOT_NOW:
-                    self.names[key] = nid
+                    self.c_names[key] = nid
                     self.keep.append(fn)
             return nid
         mkey = (
@@ -406,7 +518,7 @@ class Tracer:
                 return NAME_EXCLUDED
         full = f"{module}.{qualname}"
         name = f"{module}::{qualname}"
-        if self.include and not _matches(self.include, module, full, name):
+        if self.include and not self.follow and not _matches(self.include, module, full, name):
             return NAME_EXCLUDED
         if _matches(self.exclude, module, full, name):
             return NAME_EXCLUDED
@@ -485,6 +597,10 @@ class Tracer:
             tt = self._thread()
             if tt is None:
                 return None
+            tt.py_events += 1
+            if self.follow:  # every call is seen (and counted): nothing is disabled
+                tt.follow_call(code, None, code)
+                return None
             nid = tt.code_nid(code, None)
             if nid >= 0:
                 tt.enter(code, nid)
@@ -520,21 +636,32 @@ class Tracer:
             tt = self._thread()
             if tt is None:
                 return False
-            return not tt.leave(code) and self.names.get(id(code)) == NAME_EXCLUDED
+            tt.py_events += 1
+            if self.follow:
+                tt.pop_caller(code)
+                tt.leave(code)
+                return False
+            if tt.leave(code):
+                return False
+            info = self.names.get(id(code))
+            return info is not None and _info_nid(info) == NAME_EXCLUDED
         except Exception:
             self.report()
         return False
 
     def on_call(self, code: types.CodeType, offset: int, fn: object, arg0: object) -> object:
-        if self.recorder.stopped or isinstance(fn, (types.FunctionType, types.MethodType, type)):
+        if self.recorder.stopped:
             return None
         try:
             tt = self._thread()
             if tt is None:
                 return None
-            caller = tt.code_nid(code, None)  # only C calls made by traced code
-            if caller < 0:
-                return self.disable if caller == NAME_EXCLUDED else None
+            tt.c_events += 1
+            if isinstance(fn, (types.FunctionType, types.MethodType, type)):
+                return None
+            records = tt.records_c_calls_of(code, None)  # only C calls of traced (user) code
+            if records <= 0:
+                return self.disable if records == 0 else None  # CALL is a local event
             nid = self.c_name(fn)
             if nid >= 0:
                 tt.enter(fn, nid)
@@ -547,6 +674,7 @@ class Tracer:
             try:
                 tt = self._thread()
                 if tt is not None:
+                    tt.c_events += 1
                     tt.leave(fn)
             except Exception:
                 self.report()
@@ -566,7 +694,8 @@ def _module_of(code: types.CodeType, frame: Optional[types.FrameType]) -> str:
 
 
 def _matches(patterns: tuple[str, ...], module: str, full: str, name: str) -> bool:
-    """Whether a pattern matches the module, ``module.qualname`` or the recorded name."""
+    """Whether a pattern matches the module or a package holding it, ``module.qualname`` or
+    the recorded name."""
     for pattern in patterns:
         if (
             fnmatch.fnmatchcase(full, pattern)
@@ -574,7 +703,47 @@ def _matches(patterns: tuple[str, ...], module: str, full: str, name: str) -> bo
             or fnmatch.fnmatchcase(name, pattern)
         ):
             return True
+        package = module
+        while "." in package:
+            package = package.rpartition(".")[0]
+            if fnmatch.fnmatchcase(package, pattern):
+                return True
     return False
+
+
+def _info_nid(info: i64) -> i32:
+    """The name id in a code info's low 32 bits (NAME_EXCLUDED is stored unsigned)."""
+    low = info & LOW32
+    return i32(low - (1 << 32)) if low >= (1 << 31) else i32(low)
+
+
+def library_roots() -> tuple[str, ...]:
+    """The folders of the standard library and of installed packages (site-packages and
+    the like, also those on ``sys.path``), normalised, each ending in a separator."""
+    folders: list[str] = []
+    paths = sysconfig.get_paths()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        folder = paths.get(key)
+        if folder:
+            folders.append(folder)
+    getsitepackages: Any = getattr(site, "getsitepackages", None)
+    if getsitepackages is not None:
+        folders.extend(getsitepackages())
+    user_site = site.getusersitepackages()
+    if isinstance(user_site, str):
+        folders.append(user_site)
+    folders.extend(
+        entry
+        for entry in sys.path
+        if entry and os.path.basename(entry.rstrip(os.sep)) in PACKAGE_DIRS
+    )
+    roots: list[str] = []
+    for folder in folders:
+        for form in (os.path.abspath(folder), os.path.realpath(folder)):
+            root = os.path.join(os.path.normcase(form), "")
+            if root not in roots:
+                roots.append(root)
+    return tuple(roots)
 
 
 class _ThreadTracer:
@@ -596,12 +765,33 @@ class _ThreadTracer:
     starts: vec[i64]
     slots: vec[i64]
     sp: i64
+    hidden_open: vec[i64]  # library calls hidden while each open traced call was innermost
     # every traced call of this thread, in start order, for fix_nesting
     traced_ends: vec[i64]  # the buffer's row count when it returned (NOT_ENDED while open)
     last_code: object
-    last_nid: i32
+    last_info: i64
     call_event: object  # the str objects CPython passes as "call" and "return" events
     return_event: object
+    # following user code: every Python call open since tracing began, with its kind as the
+    # calls it makes see it (a call's key: its frame on 3.10-3.11, its code on 3.12+)
+    follow: bool
+    caller_keys: list[object]
+    caller_kinds: vec[i64]
+    n_callers: i64
+    # what the tracer did: callbacks on Python calls and on C calls, rows written, and the
+    # hidden library calls, by traced call (id, count pairs) and by package number
+    py_events: i64
+    c_events: i64
+    recorded: i64
+    hidden_pairs: vec[i64]
+    package_hidden: vec[i64]
+    # 3.10-3.11: the time this thread ran Python code, which a profile function slows (3.11
+    # turns specialised instructions off), told from time in C functions by the call events:
+    # what each open call runs (1: Python, 0: C), and since when Python code has run
+    runs: vec[i64]
+    n_runs: i64
+    python_ns: i64
+    python_since: i64
 
     def __init__(self, owner: Tracer, td: _ThreadData) -> None:
         self.owner = owner
@@ -619,11 +809,25 @@ class _ThreadTracer:
         self.starts = vec[i64]()
         self.slots = vec[i64]()
         self.sp = 0
+        self.hidden_open = vec[i64]()
         self.traced_ends = vec[i64]()
         self.last_code = None
-        self.last_nid = NAME_EXCLUDED
+        self.last_info = i64(NAME_NOT_NOW)
         self.call_event = None
         self.return_event = None
+        self.follow = owner.follow
+        self.caller_keys = []
+        self.caller_kinds = vec[i64]()
+        self.n_callers = 0
+        self.py_events = 0
+        self.c_events = 0
+        self.recorded = 0
+        self.hidden_pairs = vec[i64]()
+        self.package_hidden = vec[i64]()
+        self.runs = vec[i64]()
+        self.n_runs = 0
+        self.python_ns = 0
+        self.python_since = _clock()
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
         """``sys.setprofile`` events of this thread (3.10-3.11)."""
@@ -633,24 +837,73 @@ class _ThreadTracer:
         try:
             # CPython passes the same event str objects every time: compare identities first.
             if event is self.call_event:
-                nid = self.code_nid(frame.f_code, frame)
-                if nid >= 0:
-                    self.enter(frame, nid)
+                self.py_events += 1
+                self.push_run(1)
+                if self.follow:
+                    self.follow_call(frame.f_code, frame, frame)
+                else:
+                    nid = self.code_nid(frame.f_code, frame)
+                    if nid >= 0:
+                        self.enter(frame, nid)
             elif event is self.return_event:
+                self.py_events += 1
+                self.pop_run()
+                if self.follow:
+                    self.pop_caller(frame)
                 self.leave(frame)
             elif event == "call" or event == "return":
                 self.learn_event(frame, event)
-            elif self.c_calls:
+            else:
+                self.c_events += 1
                 if event == "c_call":
-                    # only C calls made by traced code (never recfn's own, which may hold its locks)
-                    if self.code_nid(frame.f_code, frame) >= 0:
-                        nid = self.owner.c_name(arg)
-                        if nid >= 0:
-                            self.enter(arg, nid)
-                else:  # c_return, c_exception
-                    self.leave(arg)
+                    self.push_run(0)
+                else:
+                    self.pop_run()
+                if self.c_calls:
+                    if event == "c_call":
+                        # only C calls made by traced (or user) code, never recfn's own, which
+                        # may hold its locks
+                        if self.records_c_calls_of(frame.f_code, frame) > 0:
+                            nid = self.owner.c_name(arg)
+                            if nid >= 0:
+                                self.enter(arg, nid)
+                    else:  # c_return, c_exception
+                        self.leave(arg)
         except Exception:
             self.owner.report()
+
+    def runs_python(self) -> i64:
+        return 1 if self.n_runs == 0 or self.runs[self.n_runs - 1] else 0
+
+    def switch_run(self, was: i64, python: i64) -> None:
+        """The innermost call now runs Python code (1) or C (0), from ``was``."""
+        if was != python:
+            if was:
+                self.python_ns += _clock() - self.python_since
+            else:
+                self.python_since = _clock()
+
+    def push_run(self, python: i64) -> None:
+        self.switch_run(self.runs_python(), python)
+        if self.n_runs < len(self.runs):
+            self.runs[self.n_runs] = python
+        else:
+            self.runs = append(self.runs, python)
+        self.n_runs += 1
+
+    def pop_run(self) -> None:
+        if self.n_runs > 0:  # else a frame that was running before tracing began
+            self.n_runs -= 1
+            self.switch_run(self.runs[self.n_runs], self.runs_python())
+
+    def python_time(self) -> i64:
+        """The time this thread ran Python code under the profile function, in ns (3.10-3.11)."""
+        if USES_MONITORING:
+            return 0
+        total = self.python_ns
+        if self.runs_python():
+            total += _clock() - self.python_since
+        return total
 
     def learn_event(self, frame: types.FrameType, event: str) -> None:
         """First "call"/"return" event: remember the str object CPython uses, then handle it."""
@@ -660,14 +913,83 @@ class _ThreadTracer:
             self.return_event = event
         self(frame, event, None)
 
-    def code_nid(self, code: types.CodeType, frame: Optional[types.FrameType]) -> i32:
+    def code_info(self, code: types.CodeType, frame: Optional[types.FrameType]) -> i64:
         if code is self.last_code:
-            return self.last_nid
-        nid = self.owner.code_name(code, frame)
-        if nid != NAME_NOT_NOW:
+            return self.last_info
+        info = self.owner.code_name(code, frame)
+        if info != NAME_NOT_NOW:
             self.last_code = code
-            self.last_nid = nid
-        return nid
+            self.last_info = info
+        return info
+
+    def code_nid(self, code: types.CodeType, frame: Optional[types.FrameType]) -> i32:
+        info = self.code_info(code, frame)
+        return NAME_NOT_NOW if info < 0 else _info_nid(info)
+
+    def records_c_calls_of(self, code: types.CodeType, frame: Optional[types.FrameType]) -> i64:
+        """Whether C calls made by ``code`` are recorded: made by user code when following
+        it, else by traced code (1 or 0); -1 when ``code`` cannot be named now."""
+        info = self.code_info(code, frame)
+        if info < 0:
+            return -1
+        if self.follow:
+            return 1 if (info >> CODE_KIND_SHIFT) & CODE_KIND_MASK == CODE_USER else 0
+        return 1 if _info_nid(info) >= 0 else 0
+
+    def follow_call(
+        self, code: types.CodeType, frame: Optional[types.FrameType], key: object
+    ) -> None:
+        """A Python call while following user code (``key``: what its exit will name). User
+        code is recorded; library code when user code called it (an entry point), else it is
+        only counted (hidden). Library code that recfn calls passes recfn's kind on, so recfn's
+        own work is neither recorded nor counted as hidden."""
+        info = self.code_info(code, frame)
+        if info < 0:
+            return  # cannot be named now: its callees see its caller's kind
+        caller: i64 = 0
+        if self.n_callers > 0:
+            caller = self.caller_kinds[self.n_callers - 1]
+        else:
+            caller = self.owner.outer_caller_kind(code, frame)
+        kind = (info >> CODE_KIND_SHIFT) & CODE_KIND_MASK
+        self.push_caller(key, CODE_RECFN if kind == CODE_LIBRARY and caller == CODE_RECFN else kind)
+        nid = _info_nid(info)
+        if kind == CODE_USER or (kind == CODE_LIBRARY and caller == CODE_USER):
+            if nid >= 0:
+                self.enter(key, nid)
+        elif kind == CODE_LIBRARY and caller == CODE_LIBRARY:
+            self.hide(info >> CODE_PACKAGE_SHIFT)
+
+    def push_caller(self, key: object, kind: i64) -> None:
+        n = self.n_callers
+        if n < len(self.caller_keys):
+            self.caller_keys[n] = key
+            self.caller_kinds[n] = kind
+        else:
+            self.caller_keys.append(key)
+            self.caller_kinds = append(self.caller_kinds, kind)
+        self.n_callers = n + 1
+
+    def pop_caller(self, key: object) -> None:
+        n = self.n_callers - 1
+        if n >= 0 and self.caller_keys[n] is key:
+            self.caller_keys[n] = None
+            self.n_callers = n
+
+    def hide(self, package: i64) -> None:
+        """One library call counted, not recorded: on the innermost traced call and its package."""
+        if self.sp > 0:
+            self.hidden_open[self.sp - 1] += 1
+        while len(self.package_hidden) <= package:
+            self.package_hidden = append(self.package_hidden, 0)
+        self.package_hidden[package] += 1
+
+    def keep_hidden(self, sp: i64) -> None:
+        """Keep how many library calls were hidden under the open traced call ``sp``."""
+        hidden = self.hidden_open[sp]
+        if hidden > 0:
+            self.hidden_pairs = append(self.hidden_pairs, self.ids[sp])
+            self.hidden_pairs = append(self.hidden_pairs, hidden)
 
     def enter(self, key: object, nid: i32) -> None:
         """A traced call starts: one row, pushed on the stack."""
@@ -679,13 +1001,20 @@ class _ThreadTracer:
         rid: i64 = (td.tid << TID_SHIFT) | td.next_seq
         parent: i64 = self.ids[sp - 1] if sp > 0 else 0
         cur = _innermost(td)
-        if cur is not None and cur._td is td and cur.handle > parent and cur._state == 1:
-            parent = cur.handle
         buf = self.buf
+        if (
+            cur is not None
+            and cur._td is td
+            and cur.handle > parent
+            and cur._state == 1
+            and self.recorder.records(buf, cur)
+        ):
+            parent = cur.handle
         start = _clock() + self.recorder.clock_offset
         row = buf.add_row(rid, parent, start, nid, TRACED_META)
         slot: i64 = len(self.traced_ends)
         self.traced_ends = append(self.traced_ends, NOT_ENDED)
+        self.recorded += 1
         if sp < len(self.keys):
             self.keys[sp] = key
             self.chunks[sp] = buf.cur
@@ -693,6 +1022,7 @@ class _ThreadTracer:
             self.rows[sp] = row
             self.starts[sp] = start
             self.slots[sp] = slot
+            self.hidden_open[sp] = 0
         else:
             self.keys.append(key)
             self.chunks.append(buf.cur)
@@ -700,6 +1030,7 @@ class _ThreadTracer:
             self.rows = append(self.rows, row)
             self.starts = append(self.starts, start)
             self.slots = append(self.slots, slot)
+            self.hidden_open = append(self.hidden_open, 0)
         self.sp = sp + 1
         if self.nvtx is not None:
             self.nvtx.push_traced(self.recorder.name_list[nid])
@@ -712,6 +1043,7 @@ class _ThreadTracer:
         now = _clock() + self.recorder.clock_offset
         self.chunks[sp].set_end(self.rows[sp], self.starts[sp], now)
         self.traced_ends[self.slots[sp]] = self.buf.rows
+        self.keep_hidden(sp)
         self.keys[sp] = None
         self.sp = sp
         if self.nvtx is not None:
@@ -719,10 +1051,15 @@ class _ThreadTracer:
         return True
 
     def release(self) -> None:
-        """Drop the frames of calls still open at stop (they would keep their locals alive)."""
+        """Drop the frames of calls still open at stop (they would keep their locals alive),
+        keeping what they hid."""
+        for sp in range(self.sp):
+            self.keep_hidden(sp)
         self.sp = 0
         self.keys = []
         self.chunks = []
+        self.caller_keys = []
+        self.n_callers = 0
         self.last_code = None
 
     def fix_nesting(self) -> None:
@@ -783,6 +1120,87 @@ class _NativeThread:
     def __init__(self, td: _ThreadData, buf: _ThreadBuffer) -> None:
         self.td = td
         self.buf = buf
+
+
+class CallStats:
+    """What call tracing did (``Tracer.stats``, once stopped): its callbacks on Python calls
+    and on C calls (recorded or not: what the recording overhead is made of), the calls it
+    recorded and, following user code, the library calls it hid (counted, not recorded).
+
+    ``hidden_parts`` holds, per thread, ``(id base, int64 (offset, count) pairs)``: the traced
+    call with id ``base + offset`` hid ``count`` library calls; ``hidden_by_package`` sums them
+    by top-level package.
+    """
+
+    follow: bool
+    python_callbacks: i64
+    c_callbacks: i64
+    recorded: i64
+    python_ns: i64  # 3.10-3.11: time the traced threads ran Python code (0 on 3.12+)
+    hidden_parts: list[tuple[int, object]]
+    hidden_by_package: dict[str, int]
+    package_counts: vec[i64]  # by package number, until name_packages
+
+    def __init__(self, follow: bool) -> None:
+        self.follow = follow
+        self.python_callbacks = 0
+        self.c_callbacks = 0
+        self.recorded = 0
+        self.python_ns = 0
+        self.hidden_parts = []
+        self.hidden_by_package = {}
+        self.package_counts = vec[i64]()
+
+    def add_thread(self, tt: _ThreadTracer) -> None:
+        """A Python tracer's thread (its pairs hold whole ids: base 0)."""
+        self.python_callbacks += tt.py_events
+        self.c_callbacks += tt.c_events
+        self.recorded += tt.recorded
+        self.python_ns += tt.python_time()
+        if len(tt.hidden_pairs):
+            self.hidden_parts.append((0, tt.hidden_pairs))
+        for number in range(len(tt.package_hidden)):
+            self._add_package(number, tt.package_hidden[number])
+
+    def add_native(self, state: Any, id_base: int) -> None:
+        """A C hook thread (``recfn.native._ctrace.ThreadState``) whose rows were numbered
+        from ``id_base``."""
+        python_callbacks, c_callbacks, recorded, python_ns = state.counts
+        self.python_callbacks += python_callbacks
+        self.c_callbacks += c_callbacks
+        self.recorded += recorded
+        self.python_ns += python_ns
+        rows, packages = state.take_hidden()
+        if len(rows):
+            self.hidden_parts.append((id_base, rows))
+        counts: Any = memoryview(packages).cast("q")
+        for number in range(len(counts)):
+            self._add_package(number, counts[number])
+
+    def _add_package(self, number: i64, count: i64) -> None:
+        while len(self.package_counts) <= number:
+            self.package_counts = append(self.package_counts, 0)
+        self.package_counts[number] += count
+
+    def name_packages(self, packages: list[str]) -> None:
+        """``hidden_by_package`` from the counts by number, most hidden first."""
+        named = [
+            (packages[number], int(self.package_counts[number]))
+            for number in range(min(len(packages), len(self.package_counts)))
+            if self.package_counts[number] > 0
+        ]
+        named.sort(key=lambda item: (-item[1], item[0]))
+        self.hidden_by_package = dict(named)
+
+    def to_dict(self) -> dict[str, object]:
+        """As stored in the trace metadata (``recfn.call_tracing``)."""
+        return {
+            "user_code": self.follow,
+            "callbacks": {"python": int(self.python_callbacks), "c": int(self.c_callbacks)},
+            "recorded": int(self.recorded),
+            "python_ns": int(self.python_ns),
+            "hidden": dict(self.hidden_by_package),
+        }
 
 
 def merge_native_rows(buf: _ThreadBuffer, data: bytes, done: i64) -> i64:

@@ -56,6 +56,12 @@ class ProfilerConfig:
         "keep at most this many events; the rest are only counted (dropped)",
         metavar="N",
     )
+    flush_interval: float = _option(
+        10.0,
+        "with output= a dataset folder: write the recorded events at least every S seconds, "
+        "so a process killed without warning loses at most the last S seconds",
+        metavar="S",
+    )
     flight_recorder: Optional[int] = _option(
         None,
         "flight recorder: keep only the last N events (and the ranges still open) and write "
@@ -79,10 +85,17 @@ class ProfilerConfig:
         False, "a FUNCTION-scope range per Python call of the profiled threads (not sampled)"
     )
     trace_c_calls: bool = _option(False, "with trace_calls: C function calls too")
+    trace_user_code: bool = _option(
+        False,
+        "with trace_calls: record the calls of user code (not the standard library, installed "
+        "packages or recfn) and the library calls it makes, at any depth; the library's own "
+        "calls below those are counted (hidden_calls), not recorded",
+    )
     trace_include: Optional[tuple[str, ...]] = _option(
         None,
         "with trace_calls: trace only calls matching one of these fnmatch patterns (matched "
-        "against the module, module.qualname and the recorded module::qualname)",
+        "against the module or a package holding it, module.qualname and the recorded "
+        "module::qualname); with trace_user_code: record the code they match as user code",
         metavar="PAT",
     )
     trace_exclude: Optional[tuple[str, ...]] = _option(
@@ -108,6 +121,11 @@ class ProfilerConfig:
         if self.max_events <= 0:
             raise RecfnValueError(
                 f"ProfilerConfig.max_events must be positive, got {self.max_events}"
+            )
+        if not 0.0 < self.flush_interval < float("inf"):
+            raise RecfnValueError(
+                "ProfilerConfig.flush_interval must be a positive number of seconds, got "
+                f"{self.flush_interval}"
             )
         if self.flight_recorder is not None and self.flight_recorder <= 0:
             raise RecfnValueError(
@@ -138,6 +156,7 @@ class ProfilerConfig:
             self.trace_exclude,
             self.trace_max_depth,
             self.record_scopes,
+            self.trace_user_code,
         )
         object.__setattr__(self, "trace_include", include)
         object.__setattr__(self, "trace_exclude", exclude)

@@ -1,33 +1,36 @@
-"""``recfn codegen ...``: handed to ``recfn.instrumentation.codegen``, which parses its own arguments."""
+"""``recfn codegen MODULE -o traced_module.py``: the arguments of
+``recfn.instrumentation.codegen``, parsed as every subcommand's (one-line errors), and its
+writer."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
 
-from recfn.cli._common import Parser, exit_code
+from recfn.cli._common import EXIT_OK, EXIT_USAGE, Parser, exit_code
 from recfn.errors import CLIError
 
 
 def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
-    """The ``codegen`` subcommand's parser, added to ``commands`` (the subparsers of ``recfn``)."""
+    """The ``codegen`` subcommand's entry in ``recfn --help``, added to ``commands`` (the
+    subparsers of ``recfn``); `run` parses its arguments with codegen's own parser."""
     return commands.add_parser(
         "codegen", help="generate recfn instrumentation (recfn codegen --help)", add_help=False
     )
 
 
 def run(argv: Sequence[str]) -> int:
-    """``recfn codegen ...``: handed to ``recfn.instrumentation.codegen.main`` (imported only when asked for)."""
-    import importlib
-    import importlib.util
+    """``recfn codegen ...``: parsed by ``recfn.instrumentation.codegen.build_parser`` as a
+    `Parser`, then written by its ``write``."""
+    from recfn.instrumentation import codegen
 
-    if importlib.util.find_spec("recfn.instrumentation.codegen") is None:
-        raise CLIError(
-            "codegen is not available in this recfn install (recfn.instrumentation.codegen is missing)"
-        )
-    codegen = importlib.import_module("recfn.instrumentation.codegen")
+    parser = codegen.build_parser(prog="recfn codegen", parser_class=Parser)
     try:
-        result = codegen.main(list(argv))
-    except SystemExit as exc:  # argparse's --help and usage errors inside codegen
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:  # --help
         return exit_code(exc.code)
-    return int(result or 0)
+    try:
+        codegen.write(args)
+    except (ImportError, ValueError) as exc:  # the module, --rename, --scope
+        raise CLIError(f"codegen: {exc}", EXIT_USAGE) from None
+    return EXIT_OK

@@ -33,6 +33,12 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
     convert.add_argument(
         "-o", "--output", dest="output_option", metavar="OUTPUT", help="the file to write"
     )
+    convert.add_argument(
+        "--split",
+        choices=["rank"],
+        help="write a Chrome file per rank into the folder OUTPUT (rank-N.json.gz, one time base), "
+        "as HTA reads a job",
+    )
     convert.add_argument("--force", action="store_true", help=FORCE_HELP)
     return convert
 
@@ -47,11 +53,35 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(
             "convert: the output would overwrite the input; choose another name", EXIT_USAGE
         )
+    if args.split is not None:
+        return _split(args)
     check_trace_path(args.output, "convert")
     trace = load_trace(args.input)
     _announce_size(trace, args.output)
     trace.save(args.output, overwrite=args.force)
     out(f"recfn: wrote {args.output} ({trace.events:,} events)")
+    return EXIT_OK
+
+
+def _split(args: argparse.Namespace) -> int:
+    """``--split rank``: a Chrome file per rank in the folder ``args.output``."""
+    from recfn.errors import RecfnValueError
+    from recfn.formats.chrome import write_chrome_ranks
+
+    folder = args.output
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise CLIError(
+            f"convert --split: {folder!r} is a file; OUTPUT must be a folder", EXIT_USAGE
+        )
+    parent = os.path.dirname(os.path.abspath(folder.rstrip("/" + os.sep)))
+    if not os.path.isdir(parent):
+        raise CLIError(f"convert --split: folder {parent!r} does not exist")
+    trace = load_trace(args.input)
+    try:
+        written = write_chrome_ranks(trace.table, folder, overwrite=args.force)
+    except RecfnValueError as exc:
+        raise CLIError(f"convert --split rank: {args.input}: {exc}") from None
+    out(f"recfn: wrote {len(written)} files to {folder} (one per rank, {trace.events:,} events)")
     return EXIT_OK
 
 

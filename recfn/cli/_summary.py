@@ -15,7 +15,7 @@ from recfn.cli._common import (
     out,
     summary_text,
 )
-from recfn.errors import CLIError
+from recfn.errors import CLIError, TraceFormatError
 
 SORT_KEYS = {"total": "total_ns", "self": "self_ns", "mean": "mean_ns", "max": "max_ns",
              "min": "min_ns", "count": "count", "calls": "count"}  # fmt: skip
@@ -99,7 +99,7 @@ def files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> O
     be (Chrome files, a grouping without name)."""
     from recfn.analysis.outofcore.files import summarize_files, supports
     from recfn.analysis.stats.summary import render_text
-    from recfn.formats.dataset import unfinished
+    from recfn.formats.dataset import unfinished_captures
 
     options = {"by": keys, "sort_by": sort_by, "top": top}
     if not supports(trace.files, options):
@@ -108,14 +108,13 @@ def files_summary_text(trace: Any, keys: list[str], top: int, sort_by: str) -> O
         result = summarize_files(
             trace.files, keys, sort_by=sort_by, top=top, as_index=False, footers=trace.footers
         )
+    except TraceFormatError:
+        raise  # a bad file, not a bad option: exit 1 (main says it)
     except ValueError as exc:
         raise CLIError(f"summary: {exc}", EXIT_USAGE) from None
     header = _files_header(trace, result.attrs["events"])
-    for folder in unfinished(trace.files, trace.footers):
-        header += (
-            f"\n{folder}: this process never stopped its profile (killed?), so what it recorded"
-            " after its last part is missing"
-        )
+    for capture in unfinished_captures(trace.files, trace.footers):
+        header += "\n" + capture.describe()
     return f"{header}\n{render_text(result, keys, result.attrs['self_total_ns'])}"
 
 
@@ -140,4 +139,6 @@ def _files_header(trace: Any, ranges: int) -> str:
         f"{ranges:,} ranges",
         f"{trace.dropped_events:,} dropped",
     ]
+    if trace.error:
+        parts.append(f"interrupted by {trace.error}")
     return " · ".join(parts)

@@ -729,7 +729,7 @@ class RecordFunction:
         args = td.row_args
         args[0] = td.next_seq
         parent_handle: i64 = 0  # typed: a conditional expression would box the handle
-        if parent is not None:
+        if parent is not None and parent.sink_chunk is rows:  # a row of this capture
             parent_handle = parent.handle
         args[1] = parent_handle
         args[2] = i64(self._scope | (self.depth << META_DEPTH_SHIFT))
@@ -1291,6 +1291,7 @@ def _install_call_protocol() -> bool:
     from a free list (``recfn.native._ccall``), and report to ``recfn.native`` whether that took;
     False where the classes are interpreted or the glue is not built."""
     if _ccall is None:
+        native.report_glue("call protocol", "recfn.native._ccall is not built (a pure build)")
         return False
     done = [
         _ccall.install_constructor(record_function, "_construct", 1, 2),

@@ -7,6 +7,12 @@ the type, the validity bitmap (packed, nulls dropped from the values after it), 
 fixed-width values as contiguous little-endian numbers, strings as lengths plus bytes, lists as
 lengths plus their flattened items, dictionaries as their used values sorted plus each row's rank
 among them. One digest per column lets a mismatch name the column that changed.
+
+Files are hashed a row group at a time (``ROW_GROUP_ALGORITHM``): each row group's column is
+digested as above, and the column's digest is the digest of its row groups' (their row counts and
+digests, in order). A reader that streams a file row group by row group (the out-of-core summary)
+then checks it without holding a whole column; ``ALGORITHM`` (one digest over the whole column)
+is what files written before it carry, and is still checked.
 """
 
 from __future__ import annotations
@@ -22,6 +28,10 @@ import xxhash
 ALGORITHM: Final = "xxh3_128"
 """XXH3, 128 bits: tens of GB/s, where hashlib's sha256 and blake2b do about 1 (this catches
 damage, not forgery: anyone who can edit a file can recompute any unkeyed hash)."""
+ROW_GROUP_ALGORITHM: Final = "xxh3_128/row_groups"
+"""XXH3-128 per row group and column, combined per column (``RowGroupDigest``)."""
+ROW_GROUP_ROWS: Final = 1 << 20
+"""Rows of each row group recfn writes (the last may hold fewer), as the digests were taken."""
 SCHEMA_PART: Final = ""
 """The digest of the column names, types and the other ``recfn.`` metadata has this key."""
 
@@ -29,19 +39,71 @@ SCHEMA_PART: Final = ""
 def table_digest(table: pa.Table, metadata: dict[bytes, bytes]) -> dict[str, str]:
     """Hex digests of ``table``: one per column, and one (``SCHEMA_PART``) of the column names
     and types in order together with ``metadata``."""
-    layout = xxhash.xxh3_128()
-    layout.update(json.dumps([[f.name, str(f.type)] for f in table.schema]).encode())
-    layout.update(repr(sorted(metadata.items())).encode())
-    digests = {SCHEMA_PART: layout.hexdigest()}
+    digests = {SCHEMA_PART: layout_digest(table.schema, metadata)}
     for field, column in zip(table.schema, table.columns):
-        h = xxhash.xxh3_128()
-        h.update(str(field.type).encode())
-        if column.num_chunks > 1 and pa.types.is_string(column.type):
-            _feed_chunked_strings(h, column)
-        else:
-            _feed(h, _contiguous(column))
-        digests[field.name] = h.hexdigest()
+        digests[field.name] = _column_digest(field, column).hex()
     return digests
+
+
+def layout_digest(schema: pa.Schema, metadata: dict[bytes, bytes]) -> str:
+    """The digest of the column names and types in order, with ``metadata``."""
+    layout = xxhash.xxh3_128()
+    layout.update(json.dumps([[f.name, str(f.type)] for f in schema]).encode())
+    layout.update(repr(sorted(metadata.items())).encode())
+    return str(layout.hexdigest())
+
+
+class RowGroupDigest:
+    """``ROW_GROUP_ALGORITHM``'s digests of a table met a row group at a time (``add``, in
+    order, every column each time); ``digests()`` then gives them as ``table_digest`` does."""
+
+    def __init__(self, schema: pa.Schema, metadata: dict[bytes, bytes]) -> None:
+        self.names = schema.names
+        self.layout = layout_digest(schema, metadata)
+        self.columns = [xxhash.xxh3_128() for _ in self.names]
+
+    def add(self, piece: pa.Table) -> None:
+        """One row group (a table with every column, in order); empty ones do not count."""
+        if not piece.num_rows:
+            return
+        rows = piece.num_rows.to_bytes(8, "little")
+        for combined, field, column in zip(self.columns, piece.schema, piece.columns):
+            combined.update(rows)
+            combined.update(_column_digest(field, column))
+
+    def digests(self) -> dict[str, str]:
+        found = {SCHEMA_PART: self.layout}
+        for name, combined in zip(self.names, self.columns):
+            found[name] = combined.hexdigest()
+        return found
+
+
+def row_group_digest(
+    table: pa.Table, metadata: dict[bytes, bytes], row_groups: list[int]
+) -> dict[str, str]:
+    """``ROW_GROUP_ALGORITHM``'s digests of ``table`` cut into row groups of these sizes."""
+    digest = RowGroupDigest(table.schema, metadata)
+    at = 0
+    for rows in row_groups:
+        digest.add(table.slice(at, rows))
+        at += rows
+    return digest.digests()
+
+
+def row_groups_of(rows: int) -> list[int]:
+    """The row group sizes recfn writes a table of ``rows`` rows with."""
+    return [min(ROW_GROUP_ROWS, rows - at) for at in range(0, rows, ROW_GROUP_ROWS)]
+
+
+def _column_digest(field: pa.Field, column: pa.ChunkedArray) -> bytes:
+    """The 16 bytes of one column's digest (as ``table_digest`` takes it)."""
+    h = xxhash.xxh3_128()
+    h.update(str(field.type).encode())
+    if column.num_chunks > 1 and pa.types.is_string(column.type):
+        _feed_chunked_strings(h, column)
+    else:
+        _feed(h, _contiguous(column))
+    return bytes(h.digest())
 
 
 def _contiguous(column: pa.ChunkedArray) -> pa.Array:

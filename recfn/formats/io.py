@@ -107,9 +107,12 @@ def write_parquet(table: pa.Table, path: PathLike) -> None:
     that changes afterwards."""
     import pyarrow.parquet as pq
 
+    from recfn.formats._digest import ROW_GROUP_ROWS
+
     pq.write_table(
         schema.with_content_hash(table),
         os.fspath(path),
+        row_group_size=ROW_GROUP_ROWS,  # the row groups the content hash was taken over
         write_page_checksum=True,
         **parquet_options(table),
     )
@@ -130,7 +133,7 @@ def unreadable_parquet(path: str, exc: BaseException) -> TraceFormatError:
     )
 
 
-def _metadata_copies_agree(footer: dict[bytes, bytes]) -> bool:
+def metadata_copies_agree(footer: dict[bytes, bytes]) -> bool:
     """Whether a recfn file's footer metadata equals the copy inside its stored Arrow schema.
 
     A damaged key (``recfn.content_hash`` spelt otherwise) would otherwise make a file look as
@@ -157,6 +160,92 @@ _ARROW_SCHEMA: Final = b"ARROW:schema"
 _PREFIX: Final = schema.METADATA_PREFIX.encode()
 
 
+def check_footer(path: str, footer: Any, arrow_schema: pa.Schema) -> None:
+    """What ``read_parquet`` checks before reading a file's values, from its footer (a
+    ``pyarrow.parquet.FileMetaData``) and Arrow schema: the footer's two copies of the metadata
+    agree, a stored content hash is readable, and a recfn file's schema is one this recfn
+    reads, with the exact types (``schema.check_schema``). ``TraceFormatError`` naming it."""
+    source = f"load({path!r})"
+    if not metadata_copies_agree(footer.metadata or {}):
+        raise TraceFormatError(
+            f"{source}: its metadata was altered (the footer's two copies of it differ)"
+        )
+    metadata = arrow_schema.metadata or {}
+    schema.stored_content_hash(metadata, source)
+    if schema.SCHEMA_VERSION_KEY.encode() in metadata:
+        schema.check_schema(arrow_schema, source, exact=True)
+
+
+class RowGroupCheck:
+    """Verifies one Parquet file as a reader streams it row group by row group (``add`` each
+    row group whole, every column, in order; ``finish`` after the last), as ``read_parquet``
+    verifies a file read whole: its content hash (taken a row group at a time; a file hashed
+    over whole columns, from before, is checked a column at a time when this is made) and no
+    null where the schema has none. ``TraceFormatError`` naming the file. The footer and the
+    schema are ``check_footer``'s; the events the reader's own."""
+
+    def __init__(self, path: str, parquet: Any) -> None:
+        from recfn.formats import _digest
+
+        self.path = path
+        self.source = f"load({path!r})"
+        arrow_schema = parquet.schema_arrow
+        stored = schema.stored_content_hash(arrow_schema.metadata or {}, self.source)
+        self.expected: dict[str, str] | None = None
+        self.digest: _digest.RowGroupDigest | None = None
+        if stored is not None:
+            algorithm, self.expected, covered = stored
+            if algorithm == _digest.ROW_GROUP_ALGORITHM:
+                self.digest = _digest.RowGroupDigest(arrow_schema, covered)
+            else:
+                self._check_whole_columns(parquet, covered)
+        # by position: every row group has every column
+        self.not_null = [i for i, name in enumerate(arrow_schema.names) if name in schema.NOT_NULL]
+        self.rows = 0
+
+    def _check_whole_columns(self, parquet: Any, covered: dict[bytes, bytes]) -> None:
+        from recfn.formats import _digest
+
+        assert self.expected is not None
+        actual = {_digest.SCHEMA_PART: _digest.layout_digest(parquet.schema_arrow, covered)}
+        for name in parquet.schema_arrow.names:
+            column = decoded(self.path, parquet.read, columns=[name])
+            actual[name] = _digest.table_digest(column, {})[name]
+            del column
+        schema.compare_digests(actual, self.expected, self.source)
+        self.expected = None
+
+    def add(self, piece: pa.Table) -> None:
+        import pyarrow.compute as pc
+
+        if self.digest is not None:
+            self.digest.add(piece)
+        for i in self.not_null:
+            column = piece.column(i)
+            if column.null_count:
+                row = self.rows + int(pc.index(pc.is_null(column), True).as_py())
+                raise TraceFormatError(
+                    f"{self.source}: row {row}: column {piece.column_names[i]!r} is null"
+                )
+        self.rows += piece.num_rows
+
+    def finish(self) -> None:
+        if self.digest is not None and self.expected is not None:
+            schema.compare_digests(self.digest.digests(), self.expected, self.source)
+
+
+def decoded(path: str, read: Any, *args: Any, **kwargs: Any) -> pa.Table:
+    """``read(*args, **kwargs)`` of the Parquet file ``path``; ``TraceFormatError`` naming it
+    for a value pyarrow cannot decode (a failed page checksum...)."""
+    try:
+        result: pa.Table = read(*args, **kwargs)
+    except MemoryError:
+        raise
+    except DECODE_ERRORS as exc:
+        raise unreadable_parquet(path, exc) from None
+    return result
+
+
 def read_parquet(path: str) -> pa.Table:
     """recfn's own Parquet, else any Parquet that has the event table's columns (conformed).
 
@@ -172,7 +261,10 @@ def read_parquet(path: str) -> pa.Table:
     try:
         parquet = pq.ParquetFile(pa.py_buffer(data), page_checksum_verification=True)
         table = parquet.read()
-        copies_agree = _metadata_copies_agree(parquet.metadata.metadata or {})
+        copies_agree = metadata_copies_agree(parquet.metadata.metadata or {})
+        row_groups = [
+            parquet.metadata.row_group(i).num_rows for i in range(parquet.metadata.num_row_groups)
+        ]
     except MemoryError:
         raise
     except DECODE_ERRORS as exc:
@@ -184,7 +276,7 @@ def read_parquet(path: str) -> pa.Table:
         )
     metadata = table.schema.metadata or {}
     if schema.CONTENT_HASH_KEY.encode() in metadata:
-        table = schema.check_content_hash(table, source)
+        table = schema.check_content_hash(table, source, row_groups)
     if schema.SCHEMA_VERSION_KEY.encode() in metadata:
         return schema.validate(table, source, exact=True)
     missing = [c for c in schema.ESSENTIAL if c not in table.column_names]

@@ -29,7 +29,12 @@ RANGE: Final = "range"
 MARK: Final = "mark"
 MEMORY: Final = "memory"
 KINDS: Final = (RANGE, MARK, MEMORY)
-"""The values of the ``kind`` column, in the order of their codes."""
+"""The values of the ``kind`` column that recfn records, in the order of their codes."""
+COUNTER: Final = "counter"
+FLOW: Final = "flow"
+IMPORTED_KINDS: Final = (*KINDS, COUNTER, FLOW)
+"""Every value of the ``kind`` column, in the order of their codes: imported traces also have
+counters (Chrome "C" events, their values in ``args``) and flow events (Chrome "s"/"t"/"f")."""
 
 # Schema metadata keys (bytes in the Arrow schema, ``df.attrs["recfn"]`` in pandas).
 SCHEMA_VERSION_KEY: Final = "recfn.schema_version"
@@ -54,6 +59,24 @@ FLIGHT_RECORDER_KEY: Final = "recfn.flight_recorder"
 lost (``recfn.capture._flight``)."""
 CLOCK_OFFSETS_KEY: Final = "recfn.clock_offsets"
 """In a trace loaded with ``clock_offsets``: JSON ``{host: ns}`` added to each host's times."""
+CALL_TRACING_KEY: Final = "recfn.call_tracing"
+"""In a trace captured with ``trace_calls`` (in memory): JSON of what the call tracer did: its
+callbacks on Python and C calls, the calls it recorded, and with ``trace_user_code`` the library
+calls it hid, by top-level package (``recfn.capture._tracer.CallStats.to_dict``)."""
+ERROR_KEY: Final = "recfn.error"
+"""The exception that ended the capture (``"KeyboardInterrupt"``, ``"KeyError: 'x'"``): a trace
+saved after a crash or Ctrl-C says so when loaded (``Trace.error``, ``Trace.interrupted``)."""
+STREAM_KEY: Final = "recfn.stream"
+"""In a part written by ``profile(output=...)``: JSON of what the capture had done when the part
+was written (``capture``: its id, ``written_ns``: when, ``events``: rows written so far, this
+part's included, ``flush_interval_s``: how often parts are written), so that a process that
+stopped writing is known to have lost only what came after (``recfn.formats.dataset``)."""
+CHROME_MEMBERS_KEY: Final = "recfn.chrome_members"
+"""In a trace imported from another tool's Chrome JSON: JSON of the file's top-level members
+other than its events (torch's ``distributedInfo``, ``deviceProperties``, ...), written back
+when the trace is saved as Chrome JSON."""
+UNKNOWN_HOST: Final = "unknown"
+"""The ``recfn.host`` of a trace recfn did not capture (imported from another tool)."""
 _HASH_NAME: Final = CONTENT_HASH_KEY.encode()
 METADATA_PREFIX: Final = "recfn."
 
@@ -96,7 +119,8 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("name", _STRINGS32, "category", True, False,
            "range / mark / counter name", NO_DEFAULT),
     Column("kind", _STRINGS8, "category", True, False,
-           '`"range"`, `"mark"` or `"memory"`', NO_DEFAULT),
+           '`"range"`, `"mark"` or `"memory"`; imported traces also `"counter"` and `"flow"`',
+           NO_DEFAULT),
     Column("scope", _STRINGS8, "category", True, False,
            'lower-case `RecordScope` name: `"function"`, `"user_scope"`, ...', "user_scope"),
     Column("start_ns", pa.int64(), "int64", True, False,
@@ -146,6 +170,10 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("device_duration_ns", pa.int64(), "Int64", False, True,
            "`cuda=True`: GPU time between the range's start and end events (CUDA event "
            "resolution, about 0.5 µs)"),
+    Column("hidden_calls", pa.int64(), "Int64", False, True,
+           "`trace_user_code=True`: library calls that ran inside this traced call, below it and "
+           "above its traced children, counted but not recorded (library frames hidden); null "
+           "where none"),
 )  # fmt: skip
 """Every column recfn knows, required ones first in table order."""
 
@@ -206,6 +234,9 @@ def build_metadata(
     world_size: Optional[int] = None,
     flight_recorder: Optional[Mapping[str, Any]] = None,
     clock_offsets: Optional[Mapping[str, int]] = None,
+    call_tracing: Optional[Mapping[str, Any]] = None,
+    error: Optional[str] = None,
+    chrome_members: Optional[Mapping[str, Any]] = None,
 ) -> dict[str, str]:
     """The schema metadata of a trace (every key is a ``*_KEY`` constant of this module)."""
     from recfn._version import __version__
@@ -233,47 +264,129 @@ def build_metadata(
         metadata[FLIGHT_RECORDER_KEY] = json.dumps(dict(flight_recorder), sort_keys=True)
     if clock_offsets is not None:
         metadata[CLOCK_OFFSETS_KEY] = json.dumps(dict(clock_offsets), sort_keys=True)
+    if call_tracing is not None:
+        metadata[CALL_TRACING_KEY] = json.dumps(dict(call_tracing), sort_keys=True)
+    if error is not None:
+        metadata[ERROR_KEY] = error
+    if chrome_members:
+        metadata[CHROME_MEMBERS_KEY] = json.dumps(dict(chrome_members))
     return metadata
 
 
 def with_content_hash(table: pa.Table) -> pa.Table:
     """``table`` with ``CONTENT_HASH_KEY`` in its metadata: JSON of the hash algorithm and the
-    digests of each column's values and of the layout and other metadata (``recfn.formats._digest``)."""
+    digests of each column's values and of the layout and other metadata (``recfn.formats._digest``),
+    taken a row group at a time as ``recfn.formats.io.write_parquet`` writes the row groups."""
     from recfn.formats import _digest
 
     raw = {k: v for k, v in (table.schema.metadata or {}).items() if k != _HASH_NAME}
-    digests = _digest.table_digest(table, raw)
-    value = json.dumps({"algorithm": _digest.ALGORITHM, "digests": digests}, sort_keys=True)
+    groups = _digest.row_groups_of(table.num_rows)
+    digests = _digest.row_group_digest(table, raw, groups)
+    value = json.dumps(
+        {"algorithm": _digest.ROW_GROUP_ALGORITHM, "digests": digests}, sort_keys=True
+    )
     return table.replace_schema_metadata({**raw, _HASH_NAME: value.encode()})
 
 
-def check_content_hash(table: pa.Table, source: str) -> pa.Table:
-    """``table`` without its ``CONTENT_HASH_KEY``, after checking that its values, layout and
-    metadata still hash to it; ``TraceFormatError`` naming ``source`` and what changed."""
+def stored_content_hash(
+    metadata: dict[bytes, bytes], source: str
+) -> Optional[tuple[str, dict[str, str], dict[bytes, bytes]]]:
+    """A file's stored content hash: its algorithm, its digests and the metadata it covers (the
+    rest); None when the file carries none. ``TraceFormatError`` naming ``source`` when it is
+    unreadable or of an algorithm this recfn does not know."""
     from recfn.formats import _digest
 
-    raw = dict(table.schema.metadata or {})
+    raw = dict(metadata)
     stored = raw.pop(_HASH_NAME, None)
-    table = table.replace_schema_metadata(raw)
+    if stored is None:
+        return None
     try:
-        parsed = json.loads(stored)  # None: TypeError
+        parsed = json.loads(stored)
         algorithm, expected = parsed["algorithm"], dict(parsed["digests"])
     except (ValueError, TypeError, KeyError):
         raise TraceFormatError(f"{source}: its {CONTENT_HASH_KEY} is unreadable") from None
-    if algorithm != _digest.ALGORITHM:
+    if algorithm not in (_digest.ALGORITHM, _digest.ROW_GROUP_ALGORITHM):
         raise TraceFormatError(f"{source}: unknown {CONTENT_HASH_KEY} algorithm {algorithm!r}")
-    actual = _digest.table_digest(table, raw)
-    if actual != expected:
-        changed = sorted(k for k in {*actual, *expected} if actual.get(k) != expected.get(k))
-        what = (
-            "its column names, types or metadata"
-            if _digest.SCHEMA_PART in changed
-            else f"column {', '.join(map(repr, changed))}"
-        )
-        raise TraceFormatError(
-            f"{source}: content hash mismatch in {what}: the file was altered after recfn wrote it"
-        )
+    return algorithm, expected, raw
+
+
+def compare_digests(actual: dict[str, str], expected: dict[str, str], source: str) -> None:
+    """``TraceFormatError`` naming ``source`` and what changed unless the digests agree."""
+    from recfn.formats import _digest
+
+    if actual == expected:
+        return
+    changed = sorted(k for k in {*actual, *expected} if actual.get(k) != expected.get(k))
+    what = (
+        "its column names, types or metadata"
+        if _digest.SCHEMA_PART in changed
+        else f"column {', '.join(map(repr, changed))}"
+    )
+    raise TraceFormatError(
+        f"{source}: content hash mismatch in {what}: the file was altered after recfn wrote it"
+    )
+
+
+def check_content_hash(
+    table: pa.Table, source: str, row_groups: Optional[list[int]] = None
+) -> pa.Table:
+    """``table`` without its ``CONTENT_HASH_KEY``, after checking that its values, layout and
+    metadata still hash to it; ``TraceFormatError`` naming ``source`` and what changed.
+    ``row_groups``: the sizes of the file's row groups (a hash taken a row group at a time is
+    checked over the same ones; by default those recfn writes)."""
+    from recfn.formats import _digest
+
+    found = stored_content_hash(table.schema.metadata or {}, source)
+    if found is None:
+        raise TraceFormatError(f"{source}: its {CONTENT_HASH_KEY} is unreadable")
+    algorithm, expected, raw = found
+    table = table.replace_schema_metadata(raw)
+    if algorithm == _digest.ALGORITHM:
+        actual = _digest.table_digest(table, raw)
+    else:
+        groups = _digest.row_groups_of(table.num_rows) if row_groups is None else row_groups
+        actual = _digest.row_group_digest(table, raw, groups)
+    compare_digests(actual, expected, source)
     return table
+
+
+def with_every_column(table: pa.Table) -> pa.Table:
+    """``table`` with every column of the schema, in ``COLUMNS`` order (those it lacks all
+    null), then any others: the parts of a dataset all look alike to readers that take one
+    file's schema for all (DuckDB, polars, ``pyarrow.dataset``). A column it lacks is its
+    default (null for the optional ones)."""
+    n = table.num_rows
+    columns: list[Any] = []
+    fields = []
+    for column in COLUMNS:
+        if column.name in table.column_names:
+            columns.append(_named_dictionary(table.column(column.name)))
+            fields.append(table.schema.field(column.name))
+        elif column.default is NO_DEFAULT:
+            raise TraceFormatError(f"with_every_column: the table lacks {column.name!r}")
+        else:
+            columns.append(_named_dictionary(constant_column(column, n)))
+            fields.append(pa.field(column.name, column.arrow_type))
+    for field in table.schema:
+        if field.name not in BY_NAME:
+            columns.append(table.column(field.name))
+            fields.append(field)
+    return pa.table(columns, schema=pa.schema(fields, metadata=table.schema.metadata))
+
+
+_PLACEHOLDER: Final = "cpu"
+"""The one entry of an all-null dictionary column's dictionary in a dataset part."""
+
+
+def _named_dictionary(column: Union[pa.ChunkedArray, pa.Array]) -> Union[pa.ChunkedArray, pa.Array]:
+    """A dictionary column with no value (all null, or no rows) with one unused entry in its
+    dictionary (``_PLACEHOLDER``): pandas makes an empty dictionary's categories of another type
+    than a filled one's, and Dask then cannot put the parts of a dataset together."""
+    if not pa.types.is_dictionary(column.type) or len(column) != column.null_count:
+        return column
+    dictionary = pa.array([_PLACEHOLDER], column.type.value_type)
+    indices = pa.nulls(len(column), column.type.index_type)
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
 def metadata_of(table: pa.Table) -> dict[str, str]:
@@ -292,7 +405,18 @@ def validate(table: Any, source: str, *, exact: bool = False) -> pa.Table:
     """
     if not isinstance(table, pa.Table):
         raise RecfnTypeError(f"{source} expects a pyarrow.Table, got {type(table).__name__}")
-    raw = (table.schema.metadata or {}).get(SCHEMA_VERSION_KEY.encode())
+    check_schema(table.schema, source, exact=exact)
+    if not exact:
+        table = _cast_known(table, source)
+    check_events(table, source, whole=PART_KEY.encode() not in (table.schema.metadata or {}))
+    return table
+
+
+def check_schema(arrow_schema: pa.Schema, source: str, *, exact: bool = False) -> None:
+    """What ``validate`` checks of a table's schema alone (a file's footer is enough): its
+    schema version is one this recfn reads, it has the required columns, and with ``exact``
+    its known columns have their documented types; ``TraceFormatError`` naming ``source``."""
+    raw = (arrow_schema.metadata or {}).get(SCHEMA_VERSION_KEY.encode())
     if raw is not None:
         try:
             version = int(raw)
@@ -303,21 +427,21 @@ def validate(table: Any, source: str, *, exact: bool = False) -> pa.Table:
                 f"{source}: trace schema version {version} is newer than this recfn supports "
                 f"({SCHEMA_VERSION}); upgrade recfn"
             )
-    missing = [c for c in REQUIRED if c not in table.column_names]
+    missing = [c for c in REQUIRED if c not in arrow_schema.names]
     if missing:
         raise TraceFormatError(f"{source}: not a recfn event table (missing columns: {missing})")
     if exact:
-        for field in table.schema:
+        for field in arrow_schema:
             column = BY_NAME.get(field.name)
             if column is not None and field.type != column.arrow_type:
                 raise TraceFormatError(
                     f"{source}: column {field.name!r} has type {field.type}, "
                     f"expected {column.arrow_type}"
                 )
-    else:
-        table = _cast_known(table, source)
-    check_events(table, source, whole=PART_KEY.encode() not in (table.schema.metadata or {}))
-    return table
+
+
+NOT_NULL: Final[tuple[str, ...]] = tuple(c.name for c in COLUMNS if not c.nullable)
+"""Columns that hold no null (``check_events`` refuses one)."""
 
 
 def check_events(table: pa.Table, source: str, *, whole: bool = True) -> None:
@@ -523,6 +647,7 @@ def conform(data: Union[pa.Table, pd.DataFrame], source: str = "conform") -> pa.
             config={"imported": True},
             dropped_events=int(dropped) if dropped.isdigit() else 0,
             start_ns=start or 0,
+            host=UNKNOWN_HOST,
         )
     return conformed.replace_schema_metadata(metadata)
 
@@ -708,19 +833,26 @@ def _same_family(actual: pa.DataType, expected: pa.DataType) -> bool:
 
 __all__ = [
     "BY_NAME",
+    "CALL_TRACING_KEY",
+    "CHROME_MEMBERS_KEY",
     "CLOCK_OFFSETS_KEY",
     "COLUMNS",
     "CONFIG_KEY",
     "CONTENT_HASH_KEY",
+    "COUNTER",
     "DROPPED_EVENTS_KEY",
+    "ERROR_KEY",
     "ESSENTIAL",
     "FLIGHT_RECORDER_KEY",
+    "FLOW",
     "HOST_KEY",
+    "IMPORTED_KINDS",
     "KINDS",
     "LOCAL_RANK_KEY",
     "MARK",
     "MEMORY",
     "METADATA_PREFIX",
+    "NOT_NULL",
     "NO_DEFAULT",
     "NULLABLE_INTS",
     "OPTIONAL",
@@ -735,7 +867,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "SCHEMA_VERSION_KEY",
     "START_NS_KEY",
+    "STREAM_KEY",
     "THREAD_KEYS",
+    "UNKNOWN_HOST",
     "VERSION_KEY",
     "WALL_NS_KEY",
     "WORLD_SIZE_KEY",
@@ -743,7 +877,9 @@ __all__ = [
     "build_metadata",
     "check_content_hash",
     "check_events",
+    "check_schema",
     "column_type",
+    "compare_digests",
     "conform",
     "constant_column",
     "empty_table",
@@ -754,7 +890,9 @@ __all__ = [
     "not_a_trace",
     "numpy_dtype",
     "process_rows",
+    "stored_content_hash",
     "to_pandas",
     "validate",
     "with_content_hash",
+    "with_every_column",
 ]

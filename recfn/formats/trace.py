@@ -55,24 +55,34 @@ class Trace:
         self._clock_offsets: Any = None  # applied when the files are read
         self.name = name
         self._wall_ns = wall_ns
-        self.error = error
+        self._error = error
         self.execution_count = execution_count
         self.cells = cells or (name,)
         self._df: Optional[pd.DataFrame] = None
         self._metadata: Optional[dict[str, str]] = None
         self._footers: Optional[Footers] = None
         self._summaries: dict[Any, pd.DataFrame] = {}
+        self._dropped: Optional[int] = None  # stands for the files' count (from_files)
 
     @classmethod
     def from_files(
-        cls, files: Sequence[str], *, name: str = "trace", wall_ns: Optional[int] = None
+        cls,
+        files: Sequence[str],
+        *,
+        name: str = "trace",
+        wall_ns: Optional[int] = None,
+        error: Optional[str] = None,
+        dropped_events: Optional[int] = None,
     ) -> Trace:
         """A trace of many files (a dataset), read only when ``.table`` is first used; its
-        ``summary()`` runs over the files out of core, one process at a time."""
+        ``summary()`` runs over the files out of core, one process at a time. ``error`` and
+        ``dropped_events``, when given, stand for what the files say (a capture whose last
+        part could not be written knows more than its files)."""
         if not files:
             raise RecfnValueError("a trace of files needs at least one file")
-        trace = cls(None, name=name, wall_ns=wall_ns)
+        trace = cls(None, name=name, wall_ns=wall_ns, error=error)
         trace._files = tuple(files)
+        trace._dropped = dropped_events
         return trace
 
     @property
@@ -165,6 +175,8 @@ class Trace:
         """Events dropped because ``max_events`` was reached."""
         from recfn.formats.schema import DROPPED_EVENTS_KEY
 
+        if self._dropped is not None:
+            return self._dropped
         return self._meta_int(DROPPED_EVENTS_KEY) or 0
 
     @property
@@ -219,6 +231,22 @@ class Trace:
 
         pids = pc.unique(self.table.column("pid")).to_pylist()
         return int(pids[0]) if len(pids) == 1 and pids[0] is not None else None
+
+    @property
+    def error(self) -> Optional[str]:
+        """How the capture ended when an exception ended it (``"KeyboardInterrupt"``,
+        ``"KeyError: 'x'"``), else None; kept in saved files (``recfn.error``)."""
+        if self._error is not None:
+            return self._error
+        if self._table is None and not self._files:
+            return None
+        from recfn.formats.schema import ERROR_KEY
+
+        return self.metadata.get(ERROR_KEY) or None
+
+    @error.setter
+    def error(self, value: Optional[str]) -> None:
+        self._error = value
 
     @property
     def interrupted(self) -> bool:
@@ -295,8 +323,15 @@ class Trace:
         it will be is told beforehand by ``recfn.formats.chrome.estimate_chrome_bytes(trace.table,
         compressed=path.endswith(".gz"))``."""
         from recfn.formats.io import save
+        from recfn.formats.schema import ERROR_KEY
 
-        save(self.table, path, overwrite=overwrite)
+        table = self.table
+        error = self.error
+        if error is not None:  # a crash or Ctrl-C stays said in the file
+            metadata = dict(table.schema.metadata or {})
+            metadata[ERROR_KEY.encode()] = error.encode()
+            table = table.replace_schema_metadata(metadata)
+        save(table, path, overwrite=overwrite)
 
     # -- reprs --------------------------------------------------------------------------------
 
@@ -330,6 +365,17 @@ class Trace:
         return f"<p>{html.escape(self.header())}</p>"
 
 
+def describe_error(exc: Optional[BaseException]) -> Optional[str]:
+    """``"KeyboardInterrupt"`` or ``"ValueError: bad"`` for the header; None when all went well."""
+    if exc is None:
+        return None
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if len(first) > 80:
+        first = first[:77] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> Any:
     """A ``Trace`` of a trace file: recfn Parquet, any Parquet with the event table's columns, or
     Chrome JSON (``.json``/``.json.gz``, torch.profiler's too), told apart by the first bytes.
@@ -356,8 +402,10 @@ def load(path: Any, as_pandas: bool = False, *, clock_offsets: Any = None) -> An
 
         clock_offsets = check_offsets(clock_offsets)
     if dataset.is_many(path):
-        files = dataset.resolve(path)
+        footers = dataset.Footers()
+        files = dataset.resolve_dataset(path, footers)
         many = Trace.from_files(files, name=_label(path))
+        many._footers = footers
         many._clock_offsets = clock_offsets
         return many.to_pandas() if as_pandas else many
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from recfn.engine.scope import RecordScope, as_scope
-from recfn.errors import RecfnValueError
+from recfn.errors import RecfnError, RecfnValueError
 from recfn.instrumentation._instrument import Patterns, plan
 from recfn.instrumentation._wrappers import Kind, render
 
@@ -53,7 +53,12 @@ def generate(
     """The source of the traced module for ``module_name`` (which is imported to inspect it)."""
     from recfn._version import __version__
 
-    target = importlib.import_module(module_name)
+    try:
+        target = importlib.import_module(module_name)
+    except ImportError:
+        raise
+    except Exception as exc:  # the module's own code failed: its error, named
+        raise ImportError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from exc
     rf_scope = as_scope(scope)
     chosen = plan(target, include, exclude, rename, rf_scope, prefix)  # as instrument() would
     names = chosen.wrapped
@@ -85,14 +90,16 @@ def generate(
     return "".join(out)
 
 
-def main(argv: list[str]) -> int:
-    """CLI: ``recfn codegen MODULE [-o FILE] [--include P]... [--exclude P]... [--rename A=B]...``.
-
-    Returns the exit status (0 on success, 2 on a usage or import error).
-    """
-    parser = argparse.ArgumentParser(
-        prog="recfn codegen",
+def build_parser(
+    prog: str = "recfn codegen",
+    parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
+) -> argparse.ArgumentParser:
+    """The arguments of ``recfn codegen`` (the ``recfn`` command passes a parser class that
+    reports errors in one line)."""
+    parser = parser_class(
+        prog=prog,
         description="Write a module of recfn tracing wrappers for MODULE's public functions.",
+        allow_abbrev=False,
     )
     parser.add_argument("module", help="the module to wrap, e.g. json or mypkg.ops")
     parser.add_argument("-o", "--output", help="file to write (default: standard output)")
@@ -111,18 +118,51 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--prefix", help="range name prefix (default: the module name)")
     parser.add_argument("--scope", default="function", help="RecordScope name (default: function)")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing OUTPUT even if recfn did not write it",
+    )
+    return parser
+
+
+def write(args: argparse.Namespace) -> None:
+    """Generate the module `args` asks for and write it (standard output without ``-o``). An
+    existing file is replaced whole, and only when recfn wrote it (a module it generated) or
+    with ``--force`` (``recfn.formats.files.write_atomic``). ImportError for a module that
+    cannot be imported, RecfnValueError for bad ``--rename``/``--scope`` values,
+    FileExistsError for a file recfn would not replace."""
+    from recfn.formats.files import write_atomic
+
+    rename = dict(_split_rename(item) for item in args.rename)
+    source = generate(args.module, args.include, args.exclude, rename, args.scope, args.prefix)
+    if not args.output:
+        sys.stdout.write(source)
+        return
+
+    def save(temporary: str) -> None:
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write(source)
+
+    write_atomic(args.output, save, overwrite=args.force)
+
+
+def main(argv: list[str]) -> int:
+    """CLI: ``recfn codegen MODULE [-o FILE] [--force] [--include P]... [--exclude P]...
+    [--rename A=B]...`` run alone (``python -m recfn.instrumentation.codegen``).
+
+    Returns the exit status: 0 on success, 2 on a usage or import error, 1 for a file it may
+    not write.
+    """
+    args = build_parser().parse_args(argv)
     try:
-        rename = dict(_split_rename(item) for item in args.rename)
-        source = generate(args.module, args.include, args.exclude, rename, args.scope, args.prefix)
+        write(args)
     except (ImportError, ValueError, TypeError) as exc:
         print(f"recfn codegen: {exc}", file=sys.stderr)
         return 2
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(source)
-    else:
-        sys.stdout.write(source)
+    except (OSError, RecfnError) as exc:
+        print(f"recfn codegen: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -2,16 +2,17 @@
  * only); recfn.formats.chrome._reader falls back to msgspec for everything else.
  *
  * decode(text, max_depth, sequence_default, fwd_default) reads a JSON list of trace events (what
- * recfn.formats.chrome._reader.decode_events gets) in one pass and returns the columns of its complete
- * ("X") events: ts/dur float64, pid/tid int64, name/cat as int32 codes (-1: absent) into their
- * distinct strings (in order of first use), recfn's ids, torch's "Sequence number" and "Fwd thread
- * id" args, and each event's args as compact JSON text (the bytes msgspec.json.format(indent=-1)
- * gives: whitespace between tokens dropped, strings and numbers as written; "null" when absent).
- * torch's "Input Dims" and "Input type" args (record_shapes) are read into the buffers of Arrow
- * arrays (list<list<int64>>, list<string>) where every complete event's values are of the simple
- * form (null, or lists of nulls and lists of int64 integers and nulls; null, or lists of strings
- * and nulls): the batch's "input_shapes" and "input_dtypes" are None otherwise, and the caller
- * decodes those from the args text; () where no complete event has either.
+ * recfn.formats.chrome._reader.decode_events gets) in one pass and returns the columns of its
+ * complete ("X") events: ts/dur as int64 nanoseconds (`to_ns`; INT64_MIN where absent), pid/tid
+ * int64, name/cat as int32 codes (-1: absent) into their distinct strings (in order of first use),
+ * recfn's ids, torch's "Sequence number" and "Fwd thread id" args, and each event's args as compact
+ * JSON text (the bytes msgspec.json.format(indent=-1) gives: whitespace between tokens dropped,
+ * strings and numbers as written; "null" when absent). torch's "Input Dims" and "Input type" args
+ * (record_shapes) are read into the buffers of Arrow arrays (list<list<int64>>, list<string>) where
+ * every complete event's values are of the simple form (null, or lists of nulls and lists of int64
+ * integers and nulls; null, or lists of strings and nulls): the batch's "input_shapes" and
+ * "input_dtypes" are None otherwise, and the caller decodes those from the args text; () where no
+ * complete event has either.
  * The other events (instants, counters, B/E, metadata, flows) are returned as the JSON list of
  * their texts, for msgspec to decode.
  *
@@ -30,6 +31,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "recfn_constants.h"
 
 #define OK 0
 #define FAILED (-1) /* a Python exception is set */
@@ -965,14 +968,70 @@ static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
 }
 
 static int put_i64(Buf *b, int64_t v) { return buf_put(b, &v, sizeof v); }
-static int put_f64(Buf *b, double v) { return buf_put(b, &v, sizeof v); }
 static int put_i32(Buf *b, int32_t v) { return buf_put(b, &v, sizeof v); }
 
+static const uint64_t POWERS_OF_TEN_U64[] = {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL,
+    1000000ULL, 10000000ULL, 100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
+    1000000000000ULL, 10000000000000ULL, 100000000000000ULL, 1000000000000000ULL,
+    10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
+    10000000000000000000ULL};
+
+/* The microseconds `n` times 1000 from its digits, rounded half to even: NOT_FAST for more than
+ * 19 significant digits and for results outside (INT64_MIN + 1, INT64_MAX], which
+ * recfn.formats.chrome._times reads from the same text. */
+static NOINLINE int exact_ns(const Number *n, int64_t *out) {
+    Ptr s = n->start, end = n->start + n->len;
+    int negative = *s == '-', after_point = 0, significant = 0;
+    uint64_t mantissa = 0;
+    long fraction = 0;
+    if (negative) s++;
+    for (; s < end && *s != 'e' && *s != 'E'; s++) {
+        if (*s == '.') {
+            after_point = 1;
+            continue;
+        }
+        if (mantissa != 0 || *s != '0') {
+            if (++significant > 19) return NOT_FAST;
+            mantissa = mantissa * 10 + (uint64_t)(*s - '0');
+        }
+        fraction += after_point;
+    }
+    long exp10 = n->exp - fraction + 3; /* nanoseconds = mantissa * 10^exp10 */
+    uint64_t v = 0;
+    if (mantissa == 0) {
+        v = 0;
+    } else if (exp10 >= 0) {
+        if (exp10 > 18 || mantissa > UINT64_MAX / POWERS_OF_TEN_U64[exp10]) return NOT_FAST;
+        v = mantissa * POWERS_OF_TEN_U64[exp10];
+    } else if (exp10 >= -19) {
+        uint64_t unit = POWERS_OF_TEN_U64[-exp10], rest = mantissa % unit;
+        v = mantissa / unit;
+        if (rest > unit - rest || (rest == unit - rest && (v & 1))) v++;
+    } /* else below a tenth of a nanosecond: 0 */
+    if (v > (uint64_t)INT64_MAX - (uint64_t)negative) return NOT_FAST;
+    *out = negative ? -(int64_t)v : (int64_t)v;
+    return OK;
+}
+
+/* A Chrome time (microseconds) as int64 nanoseconds, as recfn.formats.chrome._times computes it
+ * from the same text: below CHROME_EXACT_US in magnitude from its nearest double f,
+ * floor(f) * 1000 + rint((f - floor(f)) * 1000), which is exact for every whole number of
+ * nanoseconds; from there on, where a double no longer tells nanoseconds apart, from its digits
+ * (`exact_ns`). */
+static int to_ns(const Number *n, int64_t *out) {
+    double f;
+    RETURN_IF(to_double(n, &f));
+    if (fabs(f) >= (double)CHROME_EXACT_US) return exact_ns(n, out);
+    double whole = floor(f);
+    *out = (int64_t)whole * 1000 + (int64_t)rint((f - whole) * 1000.0);
+    return OK;
+}
+
 static int time_column(Buf *column, const Token *t) {
-    double v = NAN;
-    if (t->kind == IS_NUMBER) RETURN_IF(to_double(&t->number, &v));
+    int64_t v = INT64_MIN;
+    if (t->kind == IS_NUMBER) RETURN_IF(to_ns(&t->number, &v));
     else if (t->kind != ABSENT && t->kind != IS_NULL) return NOT_FAST;
-    return put_f64(column, v);
+    return put_i64(column, v);
 }
 
 static int label_column(Buf *column, Labels *labels, const Token *t, Buf *scratch, Last *last) {

@@ -55,13 +55,19 @@ typedef struct {
 typedef struct {
     PyObject *key; /* the frame or C function of an open traced call (a strong reference) */
     Py_ssize_t row;
+    int64_t hidden; /* library calls hidden (counted, not recorded) while it was the innermost */
 } Open;
+
+typedef struct {
+    PyObject *key; /* 3.10-3.11: the frame; 3.12+: the code object (a strong reference) */
+    int kind;      /* CODE_USER, CODE_LIBRARY or CODE_RECFN, as the calls it makes see it */
+} Caller;
 
 typedef struct {
     PyObject *key;      /* a code object or C function, or the type of a bound C method's self
                            (a strong reference); NULL: empty slot */
     const void *method; /* a bound C method's PyMethodDef, NULL for the others */
-    int32_t nid;
+    int64_t info;       /* code info (name id, kind, package), for C callables the name id */
 } Slot;
 
 typedef struct CTracer CTracer;
@@ -75,7 +81,7 @@ typedef struct {
     Open *stack;
     Py_ssize_t sp, stack_cap;
     PyObject *last_code; /* borrowed: the owner's cache holds it */
-    int32_t last_nid;
+    int64_t last_info;
     PyObject *ctx; /* the context frame when `user` was looked up (strong), NULL: none yet */
     int64_t epoch, user;
     int tsc;              /* rows hold TSC values until take() converts them */
@@ -84,6 +90,25 @@ typedef struct {
     int64_t anchor_due, anchor_epoch; /* the next read is an anchor from this TSC value on, or
                                          once the recorder's epoch is no longer this */
     int64_t narrowest; /* the narrowest anchor read so far, in TSC ticks (0: none yet) */
+    /* Following user code (trace_user_code): every Python call open on the thread since
+     * tracing started, with how its callees see it. */
+    Caller *callers;
+    Py_ssize_t n_callers, callers_cap;
+    /* What the tracer did, for the recording overhead and the hidden counts. */
+    int64_t py_events, c_events, recorded; /* callbacks on Python / C calls; rows written */
+    int64_t *hidden_rows;                   /* (row, library calls hidden under it) pairs */
+    Py_ssize_t n_hidden, hidden_cap;        /* pairs in use, pairs allocated */
+    int64_t *package_hidden;                /* library calls hidden, by package number */
+    Py_ssize_t n_packages;
+    /* 3.10-3.11: the time the thread runs Python code (slower under a profile function: 3.11
+     * turns its specialised instructions off), told from the time in C functions by the call
+     * events. `runs` says what each open call runs (1: Python, 0: C); Python code has run since
+     * `python_since` when the innermost does; clock values are the TSC's when ts->tsc, converted
+     * by the two clock pairs read when the thread was first seen and when counts are read. */
+    uint8_t *runs;
+    Py_ssize_t n_runs, runs_cap;
+    int64_t python_ticks, python_since;
+    Anchor first_clocks;
 } ThreadState;
 
 struct CTracer {
@@ -97,6 +122,7 @@ struct CTracer {
     int64_t *gate;
     int64_t max_events, max_depth, clock_offset;
     int c_calls, stopped, tsc;
+    int follow; /* trace_user_code: user code and its library entry points; the rest counted */
     Slot *slots; /* open addressing by (key, method); n_slots is a power of two */
     Py_ssize_t n_slots, used;
 };
@@ -273,7 +299,7 @@ static Slot *slot_for(CTracer *t, PyObject *key, const void *method) {
     return &t->slots[i];
 }
 
-static int cache_put(CTracer *t, PyObject *key, const void *method, int32_t nid) {
+static int cache_put(CTracer *t, PyObject *key, const void *method, int64_t info) {
     if ((t->used + 1) * 2 > t->n_slots) {
         Py_ssize_t old_n = t->n_slots, n = old_n ? old_n * 2 : 256;
         Slot *old = t->slots, *fresh = PyMem_Calloc((size_t)n, sizeof(Slot));
@@ -288,32 +314,43 @@ static int cache_put(CTracer *t, PyObject *key, const void *method, int32_t nid)
     Py_INCREF(key);
     s->key = key;
     s->method = method;
-    s->nid = nid;
+    s->info = info;
     t->used++;
     return 0;
 }
 
-/* The name id of `code` (NAME_EXCLUDED when filtered out, NAME_NOT_NOW when it cannot be named now). */
-static int32_t code_nid(ThreadState *ts, PyObject *code, PyFrameObject *frame) {
-    if (code == ts->last_code) return ts->last_nid;
+/* A code info's parts (recfn/native/constants.py): the name id (NAME_EXCLUDED when filtered
+ * out), whose code it is (CODE_USER, CODE_LIBRARY, CODE_RECFN) and its package's number. */
+static inline int32_t info_nid(int64_t info) { return (int32_t)(uint32_t)((uint64_t)info & 0xffffffffu); }
+static inline int info_kind(int64_t info) { return (int)((info >> CODE_KIND_SHIFT) & CODE_KIND_MASK); }
+static inline int64_t info_package(int64_t info) { return info >> CODE_PACKAGE_SHIFT; }
+
+/* The code info of `code` (the Python Tracer's code_name, cached); NAME_NOT_NOW when it cannot
+ * be named now. */
+static int64_t code_info(ThreadState *ts, PyObject *code, PyFrameObject *frame) {
+    if (code == ts->last_code) return ts->last_info;
     CTracer *t = ts->owner;
     if (t->n_slots) {
         Slot *s = slot_for(t, code, NULL);
         if (s->key != NULL) {
             ts->last_code = code;
-            ts->last_nid = s->nid;
-            return s->nid;
+            ts->last_info = s->info;
+            return s->info;
         }
     }
     int ok;
-    int64_t nid = call_int(t, str_code_name, code, frame ? (PyObject *)frame : Py_None, &ok);
-    if (!ok) return NAME_NOT_NOW;
-    if (nid != NAME_NOT_NOW) {
-        if (cache_put(t, code, NULL, (int32_t)nid) < 0) return NAME_NOT_NOW;
-        ts->last_code = code;
-        ts->last_nid = (int32_t)nid;
-    }
-    return (int32_t)nid;
+    int64_t info = call_int(t, str_code_name, code, frame ? (PyObject *)frame : Py_None, &ok);
+    if (!ok || info < 0) return NAME_NOT_NOW;
+    if (cache_put(t, code, NULL, info) < 0) return NAME_NOT_NOW;
+    ts->last_code = code;
+    ts->last_info = info;
+    return info;
+}
+
+/* The name id of `code` (NAME_EXCLUDED when filtered out, NAME_NOT_NOW when it cannot be named now). */
+static int32_t code_nid(ThreadState *ts, PyObject *code, PyFrameObject *frame) {
+    int64_t info = code_info(ts, code, frame);
+    return info < 0 ? NAME_NOT_NOW : info_nid(info);
 }
 
 /* The name id of the C callable `fn`, cached as the Python Tracer's c_name caches it: a C
@@ -338,12 +375,12 @@ static int32_t c_nid(CTracer *t, PyObject *fn) {
     }
     if (key != NULL && t->n_slots) {
         Slot *s = slot_for(t, key, method);
-        if (s->key != NULL) return s->nid;
+        if (s->key != NULL) return info_nid(s->info);
     }
     int ok;
     int64_t nid = call_int(t, str_c_name, fn, NULL, &ok);
     if (!ok) return NAME_NOT_NOW;
-    if (key != NULL && nid != NAME_NOT_NOW && cache_put(t, key, method, (int32_t)nid) < 0) return NAME_NOT_NOW;
+    if (key != NULL && nid != NAME_NOT_NOW && cache_put(t, key, method, (int64_t)(uint32_t)nid) < 0) return NAME_NOT_NOW;
     return (int32_t)nid;
 }
 
@@ -396,6 +433,7 @@ static void enter(ThreadState *ts, PyObject *key, int32_t nid) {
         ts->stack_cap = scap;
     }
     gate[GATE_EVENTS]++;
+    ts->recorded++;
     Row *row = &ts->rows[ts->n];
     row->start = tick(ts);
     row->end = 0;
@@ -405,8 +443,24 @@ static void enter(ThreadState *ts, PyObject *key, int32_t nid) {
     Py_INCREF(key);
     ts->stack[ts->sp].key = key;
     ts->stack[ts->sp].row = ts->n;
+    ts->stack[ts->sp].hidden = 0;
     ts->sp++;
     ts->n++;
+}
+
+/* Keep how many library calls were hidden under the traced call `open` (when any). */
+static void keep_hidden(ThreadState *ts, const Open *open) {
+    if (open->hidden == 0) return;
+    if (ts->n_hidden == ts->hidden_cap) {
+        Py_ssize_t cap = ts->hidden_cap ? ts->hidden_cap * 2 : 256;
+        int64_t *grown = PyMem_Realloc(ts->hidden_rows, (size_t)cap * 2 * sizeof(int64_t));
+        if (grown == NULL) return; /* the count is lost, the row is not */
+        ts->hidden_rows = grown;
+        ts->hidden_cap = cap;
+    }
+    ts->hidden_rows[2 * ts->n_hidden] = open->row;
+    ts->hidden_rows[2 * ts->n_hidden + 1] = open->hidden;
+    ts->n_hidden++;
 }
 
 /* Close `key`'s traced call if it is the open one on top; whether it was. */
@@ -415,6 +469,7 @@ static int leave(ThreadState *ts, PyObject *key) {
     int64_t now = tick(ts);
     ts->sp--;
     ts->rows[ts->stack[ts->sp].row].end = now;
+    keep_hidden(ts, &ts->stack[ts->sp]);
     Py_DECREF(key);
     return 1;
 }
@@ -422,8 +477,150 @@ static int leave(ThreadState *ts, PyObject *key) {
 static void drop_stack(ThreadState *ts) {
     while (ts->sp > 0) {
         ts->sp--;
+        keep_hidden(ts, &ts->stack[ts->sp]);
         Py_CLEAR(ts->stack[ts->sp].key);
     }
+    while (ts->n_callers > 0) {
+        ts->n_callers--;
+        Py_CLEAR(ts->callers[ts->n_callers].key);
+    }
+}
+
+/* -- time in Python code (3.10-3.11) -------------------------------------------------------- */
+
+static inline int64_t span_clock(const ThreadState *ts) { return ts->tsc ? read_tsc() : now_ns(); }
+
+static inline int runs_python(const ThreadState *ts) {
+    return ts->n_runs == 0 || ts->runs[ts->n_runs - 1]; /* below the first call: Python */
+}
+
+/* The innermost call now runs `python` (1) or C (0) code, from `was`: close or open the Python
+ * time (the clock is read only when this changes). */
+static inline void runs_switch(ThreadState *ts, int was, int python) {
+    if (was == python) return;
+    int64_t now = span_clock(ts);
+    if (was) ts->python_ticks += now - ts->python_since;
+    else ts->python_since = now;
+}
+
+static void runs_push(ThreadState *ts, uint8_t python) {
+    runs_switch(ts, runs_python(ts), python);
+    if (ts->n_runs == ts->runs_cap) {
+        Py_ssize_t cap = ts->runs_cap ? ts->runs_cap * 2 : 256;
+        uint8_t *grown = PyMem_Realloc(ts->runs, (size_t)cap);
+        if (grown == NULL) return;
+        ts->runs = grown;
+        ts->runs_cap = cap;
+    }
+    ts->runs[ts->n_runs++] = python;
+}
+
+static void runs_pop(ThreadState *ts) {
+    if (ts->n_runs == 0) return; /* a frame that was running before tracing began */
+    int was = ts->runs[--ts->n_runs];
+    runs_switch(ts, was, runs_python(ts));
+}
+
+/* The time the thread ran Python code so far, in ns (0 where no profile function ran). */
+static int64_t python_ns(ThreadState *ts) {
+    if (ts->first_clocks.ns == 0) return 0;
+    int64_t ticks = ts->python_ticks, now = span_clock(ts);
+    if (runs_python(ts)) ticks += now - ts->python_since;
+    if (!ts->tsc) return ticks;
+    int64_t tsc = read_tsc_ordered(), ns = now_ns();
+    int64_t span = tsc - ts->first_clocks.tsc;
+    if (span <= 0) return 0;
+    return (int64_t)((__int128)ticks * (ns - ts->first_clocks.ns) / span);
+}
+
+/* -- following user code (trace_user_code) ---------------------------------------------------
+ * Every Python call pushes its kind on the thread's callers (popped by its own exit: a call's
+ * key is its frame on 3.10-3.11, its code on 3.12+). User code is recorded; library code is
+ * recorded when user code called it (an entry point), else only counted (hidden) on the
+ * innermost traced call and its package. Library code that recfn called passes recfn's kind on,
+ * so recfn's own work is neither recorded nor counted as hidden. */
+
+/* The kind of the code that called `code` from a frame that was running before tracing began
+ * (the callers are empty): `frame`'s caller on 3.10-3.11; on 3.12+ (no frame) the frame below
+ * the running one, or the running one when `code`'s own frame is not complete yet. */
+static int outer_caller_kind(ThreadState *ts, PyObject *code, PyFrameObject *frame) {
+    PyFrameObject *back = NULL;
+    if (frame != NULL) {
+        back = PyFrame_GetBack(frame);
+    } else {
+        PyFrameObject *running = PyEval_GetFrame(); /* borrowed */
+        if (running == NULL) return CODE_LIBRARY;
+        PyCodeObject *running_code = PyFrame_GetCode(running);
+        int is_callee = (PyObject *)running_code == code;
+        Py_DECREF(running_code);
+        back = is_callee ? PyFrame_GetBack(running) : (PyFrameObject *)Py_NewRef(running);
+    }
+    if (back == NULL) return CODE_LIBRARY; /* a thread's first frame */
+    PyCodeObject *back_code = PyFrame_GetCode(back);
+    int64_t info = code_info(ts, (PyObject *)back_code, back);
+    Py_DECREF(back_code);
+    Py_DECREF(back);
+    return info < 0 ? CODE_LIBRARY : info_kind(info);
+}
+
+static int push_caller(ThreadState *ts, PyObject *key, int kind) {
+    if (ts->n_callers == ts->callers_cap) {
+        Py_ssize_t cap = ts->callers_cap ? ts->callers_cap * 2 : 64;
+        Caller *grown = PyMem_Realloc(ts->callers, (size_t)cap * sizeof(Caller));
+        if (grown == NULL) return -1;
+        ts->callers = grown;
+        ts->callers_cap = cap;
+    }
+    ts->callers[ts->n_callers].key = Py_NewRef(key);
+    ts->callers[ts->n_callers].kind = kind;
+    ts->n_callers++;
+    return 0;
+}
+
+static inline void pop_caller(ThreadState *ts, PyObject *key) {
+    if (ts->n_callers > 0 && ts->callers[ts->n_callers - 1].key == key) {
+        ts->n_callers--;
+        Py_DECREF(key);
+    }
+}
+
+/* One library call counted, not recorded: on the innermost traced call and on its package. */
+static void hide(ThreadState *ts, int64_t package) {
+    if (ts->sp > 0) ts->stack[ts->sp - 1].hidden++;
+    if (package >= ts->n_packages) {
+        Py_ssize_t n = (Py_ssize_t)package + 16;
+        int64_t *grown = PyMem_Realloc(ts->package_hidden, (size_t)n * sizeof(int64_t));
+        if (grown == NULL) return;
+        memset(grown + ts->n_packages, 0, (size_t)(n - ts->n_packages) * sizeof(int64_t));
+        ts->package_hidden = grown;
+        ts->n_packages = n;
+    }
+    ts->package_hidden[package]++;
+}
+
+/* A Python call while following user code; `key` is what its exit event will name. */
+static void follow_call(ThreadState *ts, PyObject *code, PyFrameObject *frame, PyObject *key) {
+    int64_t info = code_info(ts, code, frame);
+    if (info < 0) return; /* cannot be named now: its callees see its caller's kind */
+    int caller = ts->n_callers > 0 ? ts->callers[ts->n_callers - 1].kind
+                                   : outer_caller_kind(ts, code, frame);
+    int kind = info_kind(info);
+    if (push_caller(ts, key, kind == CODE_LIBRARY && caller == CODE_RECFN ? CODE_RECFN : kind) < 0)
+        return;
+    int32_t nid = info_nid(info);
+    if (kind == CODE_USER || (kind == CODE_LIBRARY && caller == CODE_USER)) {
+        if (nid >= 0) enter(ts, key, nid);
+    } else if (kind == CODE_LIBRARY && caller == CODE_LIBRARY) {
+        hide(ts, info_package(info));
+    }
+}
+
+/* Whether a C call made by `code` is recorded (trace_c_calls): made by user code when following
+ * it, else by traced code; NAME_NOT_NOW-like -1 when `code` cannot be named now. */
+static int records_c_calls_of(ThreadState *ts, PyObject *code, PyFrameObject *frame) {
+    int64_t info = code_info(ts, code, frame);
+    if (info < 0) return -1;
+    return ts->owner->follow ? info_kind(info) == CODE_USER : info_nid(info) >= 0;
 }
 
 static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
@@ -434,24 +631,48 @@ static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
         PyEval_SetProfile(NULL, NULL); /* the owner's list keeps ts alive */
         return 0;
     }
+    if (ts->first_clocks.ns == 0) { /* the thread's first event under this hook */
+        ts->first_clocks.tsc = ts->tsc ? read_tsc_ordered() : 0;
+        ts->first_clocks.ns = now_ns();
+        ts->python_since = span_clock(ts);
+    }
+    if (what == PyTrace_CALL || what == PyTrace_RETURN) {
+        if (what == PyTrace_CALL) runs_push(ts, 1);
+        else runs_pop(ts);
+    } else if (what == PyTrace_C_CALL) {
+        runs_push(ts, 0);
+    } else if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION) {
+        runs_pop(ts);
+    }
     if (what == PyTrace_CALL) {
+        ts->py_events++;
         PyCodeObject *code = PyFrame_GetCode(frame);
-        int32_t nid = code_nid(ts, (PyObject *)code, frame);
-        Py_DECREF(code);
-        if (nid >= 0) enter(ts, (PyObject *)frame, nid);
-    } else if (what == PyTrace_RETURN) {
-        leave(ts, (PyObject *)frame);
-    } else if (t->c_calls && what == PyTrace_C_CALL) {
-        /* only C calls made by traced code (never recfn's own, which may hold its locks) */
-        PyCodeObject *code = PyFrame_GetCode(frame);
-        int32_t caller = code_nid(ts, (PyObject *)code, frame);
-        Py_DECREF(code);
-        if (caller >= 0) {
-            int32_t nid = c_nid(t, arg);
-            if (nid >= 0) enter(ts, arg, nid);
+        if (t->follow) {
+            follow_call(ts, (PyObject *)code, frame, (PyObject *)frame);
+        } else {
+            int32_t nid = code_nid(ts, (PyObject *)code, frame);
+            if (nid >= 0) enter(ts, (PyObject *)frame, nid);
         }
-    } else if (t->c_calls && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
-        leave(ts, arg);
+        Py_DECREF(code);
+    } else if (what == PyTrace_RETURN) {
+        ts->py_events++;
+        if (t->follow) pop_caller(ts, (PyObject *)frame);
+        leave(ts, (PyObject *)frame);
+    } else {
+        ts->c_events++;
+        if (t->c_calls && what == PyTrace_C_CALL) {
+            /* only C calls made by traced (or user) code, never recfn's own, which may hold
+             * its locks */
+            PyCodeObject *code = PyFrame_GetCode(frame);
+            int records = records_c_calls_of(ts, (PyObject *)code, frame);
+            Py_DECREF(code);
+            if (records > 0) {
+                int32_t nid = c_nid(t, arg);
+                if (nid >= 0) enter(ts, arg, nid);
+            }
+        } else if (t->c_calls && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
+            leave(ts, arg);
+        }
     }
     return 0;
 }
@@ -479,13 +700,24 @@ static ThreadState *thread_state(CTracer *t) {
     ts->stack = NULL;
     ts->n = ts->cap = ts->sp = ts->stack_cap = 0;
     ts->last_code = NULL;
-    ts->last_nid = NAME_EXCLUDED;
+    ts->last_info = NAME_NOT_NOW;
     ts->ctx = NULL;
     ts->epoch = ts->user = 0;
     ts->tsc = t->tsc;
     ts->n_anchors = ts->anchors_cap = 0;
     ts->anchor_due = ts->anchor_epoch = 0; /* the first read is an anchor */
     ts->narrowest = 0;
+    ts->callers = NULL;
+    ts->n_callers = ts->callers_cap = 0;
+    ts->py_events = ts->c_events = ts->recorded = 0;
+    ts->hidden_rows = NULL;
+    ts->n_hidden = ts->hidden_cap = 0;
+    ts->package_hidden = NULL;
+    ts->n_packages = 0;
+    ts->runs = NULL;
+    ts->n_runs = ts->runs_cap = 0;
+    ts->python_ticks = ts->python_since = 0;
+    ts->first_clocks = (Anchor){0, 0};
     ts->anchors = t->tsc ? PyMem_Malloc(64 * sizeof(Anchor)) : NULL;
     if (t->tsc) {
         if (ts->anchors == NULL) {
@@ -508,6 +740,7 @@ static int ts_traverse(ThreadState *ts, visitproc visit, void *arg) {
     Py_VISIT(ts->info);
     Py_VISIT(ts->ctx);
     for (Py_ssize_t i = 0; i < ts->sp; i++) Py_VISIT(ts->stack[i].key);
+    for (Py_ssize_t i = 0; i < ts->n_callers; i++) Py_VISIT(ts->callers[i].key);
     return 0;
 }
 
@@ -525,6 +758,10 @@ static void ts_dealloc(ThreadState *ts) {
     PyMem_Free(ts->rows);
     PyMem_Free(ts->stack);
     PyMem_Free(ts->anchors);
+    PyMem_Free(ts->callers);
+    PyMem_Free(ts->hidden_rows);
+    PyMem_Free(ts->package_hidden);
+    PyMem_Free(ts->runs);
     PyObject_GC_Del(ts);
 }
 
@@ -545,17 +782,46 @@ static PyObject *ts_take(ThreadState *ts, PyObject *Py_UNUSED(ignored)) {
     return out;
 }
 
+static PyObject *ts_take_hidden(ThreadState *ts, PyObject *Py_UNUSED(ignored)) {
+    /* (rows, packages): the (row, count) pairs of traced calls that hid library calls, and the
+     * hidden calls by package number, as int64 bytes in native order; once tracing stopped
+     * (the calls still open are closed first). */
+    drop_stack(ts);
+    PyObject *rows = PyBytes_FromStringAndSize((const char *)ts->hidden_rows,
+                                               ts->n_hidden * 2 * (Py_ssize_t)sizeof(int64_t));
+    PyObject *packages = PyBytes_FromStringAndSize(
+        (const char *)ts->package_hidden, ts->n_packages * (Py_ssize_t)sizeof(int64_t));
+    if (rows == NULL || packages == NULL) {
+        Py_XDECREF(rows);
+        Py_XDECREF(packages);
+        return NULL;
+    }
+    ts->n_hidden = 0;
+    if (ts->n_packages) memset(ts->package_hidden, 0, (size_t)ts->n_packages * sizeof(int64_t));
+    return Py_BuildValue("(NN)", rows, packages);
+}
+
+static PyObject *ts_get_counts(ThreadState *ts, void *Py_UNUSED(closure)) {
+    return Py_BuildValue("(LLLL)", (long long)ts->py_events, (long long)ts->c_events,
+                         (long long)ts->recorded, (long long)python_ns(ts));
+}
+
 static PyObject *ts_get_info(ThreadState *ts, void *Py_UNUSED(closure)) {
     return Py_NewRef(ts->info ? ts->info : Py_None);
 }
 
 static PyMethodDef ts_methods[] = {
     {"take", (PyCFunction)ts_take, METH_NOARGS, "The thread's rows as bytes, once tracing stopped."},
+    {"take_hidden", (PyCFunction)ts_take_hidden, METH_NOARGS,
+     "(rows, packages): hidden library calls per traced row and per package, as int64 bytes."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef ts_getset[] = {
     {"info", (getter)ts_get_info, NULL, "What the Python Tracer keeps for this thread.", NULL},
+    {"counts", (getter)ts_get_counts, NULL,
+     "(callbacks on Python calls, callbacks on C calls, rows recorded, ns running Python code"
+     " (3.10-3.11; else 0)) so far.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -575,17 +841,17 @@ static PyTypeObject ThreadStateType = {
 
 static int ct_init(CTracer *t, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"tracer", "gate", "current_var", "max_events", "max_depth",
-                             "clock_offset", "c_calls", "disable", "tsc", NULL};
+                             "clock_offset", "c_calls", "disable", "tsc", "follow", NULL};
     PyObject *tracer, *gate, *current_var, *disable = Py_None;
     long long max_events, max_depth, clock_offset;
-    int c_calls, tsc = 0;
+    int c_calls, tsc = 0, follow = 0;
     if (t->tracer != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "CTracer is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOLLLp|Op", kwlist, &tracer, &gate,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOLLLp|Opp", kwlist, &tracer, &gate,
                                      &current_var, &max_events, &max_depth, &clock_offset,
-                                     &c_calls, &disable, &tsc))
+                                     &c_calls, &disable, &tsc, &follow))
         return -1;
     if (!PyContextVar_CheckExact(current_var)) {
         PyErr_SetString(PyExc_TypeError, "current_var must be a contextvars.ContextVar");
@@ -613,6 +879,7 @@ static int ct_init(CTracer *t, PyObject *args, PyObject *kwds) {
     t->max_depth = max_depth;
     t->clock_offset = clock_offset;
     t->c_calls = c_calls;
+    t->follow = follow;
     t->tsc = tsc && kernel_uses_tsc;
     return 0;
 }
@@ -715,6 +982,11 @@ static ThreadState *monitored_thread(CTracer *t) {
 static PyObject *start_event(CTracer *t, PyObject *code, int may_disable) {
     ThreadState *ts = stopped(t) ? NULL : monitored_thread(t);
     if (ts != NULL) {
+        ts->py_events++;
+        if (t->follow) { /* every call is seen (and counted): nothing is disabled */
+            follow_call(ts, code, NULL, code);
+            Py_RETURN_NONE;
+        }
         int32_t nid = code_nid(ts, code, NULL);
         if (nid >= 0) enter(ts, code, nid);
         else if (nid == NAME_EXCLUDED && may_disable) return Py_NewRef(t->disable);
@@ -724,9 +996,16 @@ static PyObject *start_event(CTracer *t, PyObject *code, int may_disable) {
 
 static PyObject *exit_event(CTracer *t, PyObject *code, int may_disable) {
     ThreadState *ts = stopped(t) ? NULL : monitored_thread(t);
-    if (ts != NULL && !leave(ts, code) && may_disable && t->n_slots) {
+    if (ts == NULL) Py_RETURN_NONE;
+    ts->py_events++;
+    if (t->follow) {
+        pop_caller(ts, code);
+        leave(ts, code);
+        Py_RETURN_NONE;
+    }
+    if (!leave(ts, code) && may_disable && t->n_slots) {
         Slot *s = slot_for(t, code, NULL);
-        if (s->key != NULL && s->nid == NAME_EXCLUDED) return Py_NewRef(t->disable);
+        if (s->key != NULL && info_nid(s->info) == NAME_EXCLUDED) return Py_NewRef(t->disable);
     }
     Py_RETURN_NONE;
 }
@@ -748,14 +1027,15 @@ static PyObject *ct_on_py_unwind(CTracer *t, PyObject *const *args, Py_ssize_t n
 }
 
 static PyObject *ct_on_call(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 3) Py_RETURN_NONE;
-    PyObject *fn = args[2];
-    if (stopped(t) || PyFunction_Check(fn) || PyMethod_Check(fn) || PyType_Check(fn))
-        Py_RETURN_NONE;
+    if (nargs < 3 || stopped(t)) Py_RETURN_NONE;
     ThreadState *ts = monitored_thread(t);
     if (ts == NULL) Py_RETURN_NONE;
-    int32_t caller = code_nid(ts, args[0], NULL); /* only C calls made by traced code */
-    if (caller < 0) return Py_NewRef(caller == NAME_EXCLUDED ? t->disable : Py_None);
+    ts->c_events++;
+    PyObject *fn = args[2];
+    if (PyFunction_Check(fn) || PyMethod_Check(fn) || PyType_Check(fn)) Py_RETURN_NONE;
+    /* only C calls made by traced (or user) code */
+    int records = records_c_calls_of(ts, args[0], NULL);
+    if (records <= 0) return Py_NewRef(records == 0 ? t->disable : Py_None); /* CALL is local */
     int32_t nid = c_nid(t, fn);
     if (nid >= 0) enter(ts, fn, nid);
     Py_RETURN_NONE;
@@ -763,7 +1043,10 @@ static PyObject *ct_on_call(CTracer *t, PyObject *const *args, Py_ssize_t nargs)
 
 static PyObject *ct_on_c_exit(CTracer *t, PyObject *const *args, Py_ssize_t nargs) {
     ThreadState *ts = stopped(t) || nargs < 3 ? NULL : monitored_thread(t);
-    if (ts != NULL) leave(ts, args[2]);
+    if (ts != NULL) {
+        ts->c_events++;
+        leave(ts, args[2]);
+    }
     Py_RETURN_NONE;
 }
 

@@ -29,3 +29,16 @@ ROW_ARGS_LOOP: Final = 3
 # trace_calls' name ids that are not names.
 NAME_EXCLUDED: Final[i32] = -1  # the code is filtered out
 NAME_NOT_NOW: Final[i32] = -2  # the recorder's name lock is held: skip this event
+
+# trace_calls' code info (Tracer.code_name): the name id in the low 32 bits (NAME_EXCLUDED as
+# its unsigned 32 bits), above it whose code it is, and for library code its package's number.
+# A negative info is NAME_NOT_NOW.
+CODE_USER: Final[i64] = 0  # not the standard library, an installed package or recfn
+CODE_LIBRARY: Final[i64] = 1
+CODE_RECFN: Final[i64] = 2  # recfn itself: never recorded, and its library callees never hidden
+CODE_KIND_SHIFT: Final = 32
+CODE_KIND_MASK: Final[i64] = 3
+CODE_PACKAGE_SHIFT: Final = 34
+# Chrome times (microseconds): below this magnitude the decoders read a time's nanoseconds from
+# its nearest double (less than 1 ns apart there), from it on from its digits (chrome._times).
+CHROME_EXACT_US: Final = 1 << 43

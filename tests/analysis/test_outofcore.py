@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections import Counter
+import json
+import random
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -50,52 +53,6 @@ def test_groupings_without_name_are_refused(tmp_path: Path) -> None:
         summarize_files([])
 
 
-def test_cli_summarises_a_dataset_and_several_files(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from recfn.cli import main
-
-    files = write_fleet(tmp_path / "traces")
-    assert main(["summary", str(tmp_path / "traces"), "--top", "3"]) == 0
-    out = capsys.readouterr().out
-    assert "3 files" in out and "6,018 ranges" in out and "Self time total" in out
-    assert "never stopped" not in out  # saved traces, not parts of a capture
-    assert main(["summary", *map(str, files[:2]), "--by", "rank,name", "--top", "50"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert {line.split()[0] for line in lines if line.split()[:1] in (["0"], ["1"])} == {"0", "1"}
-    assert main(["summary", str(tmp_path / "traces"), "--by", "nope,name"]) == 2
-    assert "no column(s) ['nope']" in capsys.readouterr().err
-    assert main(["summary", str(tmp_path / "empty")]) == 1
-
-
-def test_cli_summary_of_a_dataset_reads_each_footer_once(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The schema check, the unfinished captures and the header share the footers read (and,
-    for one large file, the check of its size)."""
-    from recfn.cli import _summary, main
-    from recfn.formats import dataset
-
-    write_fleet(tmp_path, ranges=20)
-    reads: Counter[str] = Counter()
-    read_footer = dataset.read_footer
-
-    def counted(name: str) -> pq.FileMetaData:
-        reads[name] += 1
-        return read_footer(name)
-
-    monkeypatch.setattr(dataset, "read_footer", counted)
-    assert main(["summary", str(tmp_path)]) == 0
-    assert "3 processes · 3 files" in capsys.readouterr().out
-    assert reads == Counter(dataset.resolve(tmp_path))
-    reads.clear()
-    monkeypatch.setattr(_summary, "LARGE_ROWS", 10)
-    one = dataset.resolve(tmp_path)[0]
-    assert main(["summary", one]) == 0
-    assert "1 process · 1 file" in capsys.readouterr().out  # out of core
-    assert reads == Counter([one])
-
-
 def test_one_file_of_several_processes_with_recorded_ids(tmp_path: Path) -> None:
     frames = []
     for k in range(3):  # ids 0, 1, ... in each process, as recorded; deep recursion
@@ -127,8 +84,8 @@ def test_broken_files_are_named(tmp_path: Path) -> None:
 def test_a_file_whose_footer_cannot_be_decoded_is_named_by_every_lazy_path(
     tmp_path: Path,
 ) -> None:
-    write_fleet(tmp_path, processes=1, ranges=10)
-    (tmp_path / "damaged.parquet").write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
+    (path,) = write_fleet(tmp_path, processes=1, ranges=10)
+    (path.parent / "damaged.parquet").write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
     unreadable = "damaged.parquet' is not a readable Parquet file"
     with pytest.raises(TraceFormatError, match=unreadable):
         _ = recfn.load(tmp_path).metadata
@@ -136,20 +93,6 @@ def test_a_file_whose_footer_cannot_be_decoded_is_named_by_every_lazy_path(
         recfn.load(tmp_path).summary(top=3)
     with pytest.raises(TraceFormatError, match=unreadable):
         _ = recfn.load(tmp_path).table
-
-
-def test_cli_summarises_a_large_file_out_of_core(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from recfn.cli import _summary, main
-
-    path = write_fleet(tmp_path, processes=1)[0]
-    assert main(["summary", str(path)]) == 0
-    assert "1 file ·" not in capsys.readouterr().out  # small: read whole
-    monkeypatch.setattr(_summary, "LARGE_ROWS", 100)
-    assert main(["summary", str(path), "--top", "3"]) == 0
-    out = capsys.readouterr().out
-    assert "1 process · 1 file · 2,006 ranges · 0 dropped" in out and "Self time total" in out
 
 
 def test_a_process_without_closed_ranges_adds_nothing(tmp_path: Path) -> None:
@@ -214,10 +157,11 @@ def test_a_process_in_parts_and_row_groups_summarises_as_in_memory(
 
 
 @pytest.mark.parametrize("key", ["host", "pid"])
-def test_a_null_host_or_pid_is_a_process_of_its_own(tmp_path: Path, key: str) -> None:
+def test_a_null_host_or_pid_is_refused_as_load_refuses_it(tmp_path: Path, key: str) -> None:
     """Two processes with the same ids, one with a null `key` and one with its default (""
-    or -1): summarised apart, out of core and in memory, as if the null were another value
-    (merged, their ids would repeat)."""
+    or -1): a file that holds them is refused out of core as `recfn.load` refuses it (the
+    schema has no null host or pid); in memory, a frame with them is summarised as if the null
+    were another value (merged, their ids would repeat)."""
     frames = []
     for value in (None, "" if key == "host" else -1):
         df = make_synthetic_trace(300, n_threads=1, seed=1)
@@ -228,6 +172,155 @@ def test_a_null_host_or_pid_is_a_process_of_its_own(tmp_path: Path, key: str) ->
     path = tmp_path / "two.parquet"
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)
     assert schema.process_rows(pq.read_table(path)) is not None
+    refused = f"row 0: column '{key}' is null"
+    with pytest.raises(TraceFormatError, match=refused):
+        recfn.load(path)
+    with pytest.raises(TraceFormatError, match=refused):
+        summarize_files([str(path)])
     other = df.assign(**{key: df[key].fillna("other" if key == "host" else -2)})
-    same(summarize_files([str(path)]), other.recfn.summary())
     same(df.recfn.summary(), other.recfn.summary())
+
+
+def rewritten(path: Path, change: Callable[[pa.Table], pa.Table]) -> None:
+    """``path`` written again with ``change`` applied to its table, its metadata (and so its
+    stored content hash) kept: a file altered after recfn wrote it."""
+    table = pq.read_table(path)
+    pq.write_table(change(table).replace_schema_metadata(table.schema.metadata), path)
+
+
+def test_an_altered_value_is_refused_out_of_core_as_in_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from recfn.cli import main
+
+    files = write_fleet(tmp_path / "traces")
+    column = "end_ns"
+
+    def later_end(table: pa.Table) -> pa.Table:
+        ends = table.column(column).to_pylist()
+        ends[0] += 665_000_000_000
+        index = table.schema.get_field_index(column)
+        return table.set_column(index, column, pa.array(ends, pa.int64()))
+
+    rewritten(files[1], later_end)
+    refused = f"content hash mismatch in column '{column}'"
+    with pytest.raises(TraceFormatError, match=refused):
+        recfn.load(files[1])
+    with pytest.raises(TraceFormatError, match=refused):
+        summarize_files([str(f) for f in files])
+    with pytest.raises(TraceFormatError, match=refused):
+        recfn.load(tmp_path / "traces").summary()
+    assert main(["summary", str(tmp_path / "traces")]) == 1
+    assert refused in capsys.readouterr().err
+
+
+def test_no_single_bit_flip_changes_an_out_of_core_summary_silently(tmp_path: Path) -> None:
+    """Every flipped bit of a file is refused, or changes nothing the summary shows."""
+    (path,) = write_fleet(tmp_path, processes=1, ranges=300)
+    data = path.read_bytes()
+    expected = summarize_files([str(path)])
+    rng = random.Random(7)
+    flipped = tmp_path / "flipped.parquet"
+    silent = 0
+    for _ in range(60):
+        bit = rng.randrange(8 * len(data))
+        damaged = bytearray(data)
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        flipped.write_bytes(bytes(damaged))
+        try:
+            got = summarize_files([str(flipped)])
+        except TraceFormatError:
+            continue
+        silent += not got.equals(expected)
+    assert silent == 0
+
+
+def test_a_file_of_a_newer_schema_or_other_types_is_refused_out_of_core(tmp_path: Path) -> None:
+    from recfn.formats.io import write_parquet
+
+    (path,) = write_fleet(tmp_path / "fleet", processes=1, ranges=50)
+    table = pq.read_table(path)
+    newer = tmp_path / "newer.parquet"
+    metadata = schema.metadata_of(table)
+    metadata[schema.SCHEMA_VERSION_KEY] = "2"
+    write_parquet(table.replace_schema_metadata(metadata), newer)
+    with pytest.raises(TraceFormatError, match="newer than this recfn supports"):
+        summarize_files([str(newer)])
+    wider = tmp_path / "wider.parquet"
+    depth = table.schema.get_field_index("depth")
+    write_parquet(table.set_column(depth, "depth", table.column("depth").cast(pa.int64())), wider)
+    with pytest.raises(TraceFormatError, match="column 'depth' has type int64"):
+        summarize_files([str(wider)])
+
+
+def test_files_hashed_over_whole_columns_are_still_verified(tmp_path: Path) -> None:
+    """Files written before the hash was taken a row group at a time are checked a column at a
+    time."""
+    from recfn.formats import _digest
+    from recfn.formats.io import parquet_options
+
+    (path,) = write_fleet(tmp_path / "fleet", processes=1, ranges=50)
+    table = recfn.load(path).table
+    raw = dict(table.schema.metadata)
+    value = {"algorithm": _digest.ALGORITHM, "digests": _digest.table_digest(table, raw)}
+    raw[schema.CONTENT_HASH_KEY.encode()] = json.dumps(value, sort_keys=True).encode()
+    old = tmp_path / "old.parquet"
+    pq.write_table(table.replace_schema_metadata(raw), old, **parquet_options(table))
+    same(summarize_files([str(old)]), recfn.load(old).summary())
+    rewritten(old, lambda t: t.set_column(0, "id", pa.array([i + 1 for i in t["id"].to_pylist()])))
+    with pytest.raises(TraceFormatError, match="content hash mismatch in column 'id'"):
+        summarize_files([str(old)])
+
+
+def test_a_process_copied_elsewhere_is_refused_not_summed_twice(tmp_path: Path) -> None:
+    files = write_fleet(tmp_path / "traces")
+    copy = tmp_path / "copy" / files[0].relative_to(tmp_path / "traces")
+    copy.parent.mkdir(parents=True)
+    shutil.copy(files[0], copy)
+    repeated = "ids repeat across the files of one process"
+    with pytest.raises(TraceFormatError, match=repeated):
+        summarize_files([*map(str, files), str(copy)])
+    with pytest.raises(TraceFormatError, match=repeated):
+        _ = recfn.load([tmp_path / "traces", tmp_path / "copy"]).table
+
+
+def test_a_copied_part_is_refused(tmp_path: Path) -> None:
+    files = write_fleet(tmp_path / "traces")
+    shutil.copy(files[0], files[0].with_name("part-00001.parquet"))
+    with pytest.raises(TraceFormatError, match="ids repeat"):
+        recfn.load(tmp_path / "traces").summary()
+    with pytest.raises(TraceFormatError, match="ids repeat"):
+        _ = recfn.load(tmp_path / "traces").table
+
+
+def test_files_that_are_no_parts_of_a_dataset_are_left_out_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """A trace saved inside its dataset folder and a copy without recfn's metadata are not
+    counted again."""
+    folder = tmp_path / "traces"
+    files = write_fleet(folder)
+    expected = recfn.load(folder).summary()
+    recfn.load(folder).save(folder / "all.parquet")
+    plain = pq.read_table(files[0]).replace_schema_metadata(None)
+    pq.write_table(plain, files[0].with_name("copy.parquet"))
+    with pytest.warns(RuntimeWarning, match=r"left out 2 file\(s\) that are not its parts"):
+        trace = recfn.load(folder)
+    assert len(trace.files) == len(files)
+    same(trace.summary(), expected)
+
+
+def test_a_folder_of_two_runs_is_warned_about(tmp_path: Path) -> None:
+    for _ in range(2):  # as two `recfn run -o traces/` would
+        with recfn.profile(output=tmp_path, follow_children=True):
+            with recfn.record_function("step"):
+                pass
+    with pytest.warns(RuntimeWarning, match="holds 2 runs"):
+        recfn.load(tmp_path)
+
+
+def test_a_process_folder_without_parts_is_warned_about(tmp_path: Path) -> None:
+    write_fleet(tmp_path, processes=1, ranges=10)
+    (tmp_path / "hostname=h" / "process=99").mkdir(parents=True)
+    with pytest.warns(RuntimeWarning, match=r"1 process folder\(s\) .* hold no part"):
+        recfn.load(tmp_path)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -19,6 +22,7 @@ import recfn.analysis as analysis
 from recfn.analysis import MissingColumnsError
 from recfn.analysis.plots import drawing, timeline
 from recfn.analysis.plots.drawing import alt_text
+from recfn.analysis.plots.flame import WORD_JOINER
 
 
 def bars(ax: Axes) -> list[PolyCollection]:
@@ -195,6 +199,51 @@ def test_collapsed_stacks(tmp_path: Path, known: pd.DataFrame) -> None:
     odd = known.assign(name=known["name"].cat.rename_categories({"mm": "a;b\nc"}))
     odd.recfn.to_collapsed_stacks(path)
     assert "step;bwd;a:b c 25" in path.read_text().splitlines()
+
+
+def flamegraph_pl_frames(line: str) -> tuple[list[str], int] | None:
+    """How flamegraph.pl reads a line of collapsed stacks (its two regexes; it reads UTF-8, so
+    whitespace is Unicode's): the frames and the count, None for a differential line (a
+    second count), which it would misdraw."""
+    found = re.match(r"^(.*)\s+?(\d+(?:\.\d*)?)$", line)
+    assert found is not None, line
+    if re.match(r"^(.*)\s+?(\d+(?:\.\d*)?)$", found[1]):
+        return None
+    return [f for f in found[1].split(";") if f], int(found[2])
+
+
+def speedscope_frames(line: str) -> tuple[list[str], int]:
+    """How speedscope reads a line (its importer's regex, then ";")."""
+    found = re.match(r"^(.*) (\d+)$", line)
+    assert found is not None, line
+    return found[1].split(";"), int(found[2])
+
+
+@pytest.mark.parametrize("name", ["task 0", "step 2.5", "v 1.", "epoch\t12", "x\u00a07"])
+def test_names_ending_in_a_number_read_alike_in_flamegraph_and_speedscope(
+    tmp_path: Path, known: pd.DataFrame, name: str
+) -> None:
+    odd = known.assign(name=known["name"].cat.rename_categories({"mm": name}))
+    odd.recfn.to_collapsed_stacks(tmp_path / "stacks.txt")
+    lines = (tmp_path / "stacks.txt").read_text(encoding="utf-8").splitlines()
+    assert "step;bwd;" + name + WORD_JOINER + " 25" in lines
+    for line in lines:
+        assert flamegraph_pl_frames(line) == speedscope_frames(line)
+
+
+def test_collapsed_stacks_in_the_real_flamegraph_pl(tmp_path: Path, known: pd.DataFrame) -> None:
+    """Where flamegraph.pl is installed (it is not part of recfn): no differential frames."""
+    script = shutil.which("flamegraph.pl")
+    if script is None:
+        pytest.skip("flamegraph.pl is not on PATH")
+    odd = known.assign(name=known["name"].cat.rename_categories({"mm": "task 0"}))
+    odd.recfn.to_collapsed_stacks(tmp_path / "stacks.txt")
+    svg = subprocess.run(
+        ["perl", script, str(tmp_path / "stacks.txt")], capture_output=True, check=True, text=True
+    ).stdout
+    titles = re.findall(r"<title>([^<]*)</title>", svg)
+    assert any(title.startswith("task 0\u2060 (25 samples, ") for title in titles)
+    assert not any("%;" in title for title in titles)  # a differential title has "+x%;"
 
 
 def test_collapsed_stacks_sum_to_covered_time(tmp_path: Path, million: pd.DataFrame) -> None:

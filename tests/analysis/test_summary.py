@@ -11,8 +11,10 @@ import pytest
 from known_frames import KNOWN_ROWS, T0, make_frame
 
 import recfn.analysis as analysis
-from recfn.analysis.stats.summary import DEVICE_COLUMNS, STAT_COLUMNS
+from recfn.analysis.stats.summary import DEVICE_COLUMNS, MEMORY_COLUMNS, STAT_COLUMNS
 
+KNOWN_WALL = 100
+"""From the first start to the last end of the known frame's closed ranges: what Total % is of."""
 EXPECTED = {
     # name: count, total, self, min, max
     "step": (2, 150, 70, 50, 100),
@@ -30,7 +32,7 @@ def check_known(summary: pd.DataFrame) -> None:
         assert (row.count, row.total_ns, row.self_ns) == (count, total, own)
         assert (row.min_ns, row.max_ns) == (low, high)
         assert row.mean_ns == pytest.approx(total / count)
-        assert row.total_pct == pytest.approx(100 * total / 150)
+        assert row.total_pct == pytest.approx(100 * total / KNOWN_WALL)
         assert row.self_pct == pytest.approx(100 * own / 150)
 
 
@@ -52,7 +54,7 @@ def test_overlapping_children_count_once(overlapping: pd.DataFrame) -> None:
     assert summary["total_ns"].tolist() == [130, 100, 35, 10]
     assert summary["self_ns"].tolist() == [120, 15, 35, 10]
     assert summary["self_pct"].tolist() == pytest.approx([100 * s / 180 for s in (120, 15, 35, 10)])
-    assert summary.loc["fetch_all", "total_pct"] == pytest.approx(100 * 100 / 180)
+    assert summary.loc["fetch_all", "total_pct"] == pytest.approx(100 * 100 / 130)  # of 0..130
     lines = overlapping.recfn.to_string().splitlines()
     assert (
         lines[4].split()[:3] == ["fetch_all", "8.33%", "15ns"]
@@ -108,7 +110,7 @@ def test_grouping_without_name_counts_nested_time_once(known: pd.DataFrame) -> N
     by_thread = known.recfn.summary(by="thread_name", sort_by="thread_name")
     assert by_thread["total_ns"].tolist() == [100, 50]
     assert by_thread["self_ns"].tolist() == [100, 50]
-    assert by_thread["total_pct"].tolist() == pytest.approx([100 * 100 / 150, 100 * 50 / 150])
+    assert by_thread["total_pct"].tolist() == pytest.approx([100 * 100 / 100, 100 * 50 / 100])
     # Nesting through another group: scope "a" > "b" > "a" counts the outer "a" once.
     rows = [
         (1, None, "outer", "range", 0, 100, 1),
@@ -162,7 +164,7 @@ def test_recursion_counts_the_outermost_range_once_by_name() -> None:
     assert summary.loc["f", "mean_ns"] == (100 + 50 + 20 + 10) / 4  # per call, every call
     assert summary.loc["f", "max_ns"] == 100
     assert summary.loc["g", "total_ns"] == 30
-    assert summary.loc["f", "total_pct"] == pytest.approx(100.0)
+    assert summary.loc["f", "total_pct"] == pytest.approx(100 * 110 / 210)  # of 0..210
     assert summary["total_pct"].max() <= 100.0
 
 
@@ -218,17 +220,21 @@ def test_memory_and_flops_columns() -> None:
         rows, memory_bytes=pd.array(memory, dtype="Int64"), flops=pd.array(flops, dtype="Int64")
     )
     summary = df.recfn.summary()
-    assert list(summary.columns)[-3:] == ["total_memory_bytes", "self_memory_bytes", "flops"]
+    assert list(summary.columns)[-5:] == [*MEMORY_COLUMNS, "flops"]
     assert summary.loc["mm", "self_memory_bytes"] == 100
     assert summary.loc["bwd", ["total_memory_bytes", "self_memory_bytes"]].tolist() == [70, -30]
     assert summary.loc["step", ["total_memory_bytes", "self_memory_bytes"]].tolist() == [77, 7]
+    # Net = allocated - freed: bwd freed 30 bytes itself, mm inside it allocated 100.
+    assert summary.loc["bwd", ["allocated_bytes", "freed_bytes"]].tolist() == [100, 30]
+    assert summary.loc["step", ["allocated_bytes", "freed_bytes"]].tolist() == [107, 30]
     # By thread, memory nested in the thread's outermost ranges counts once.
     by_thread = df.recfn.summary(by="thread_id", sort_by="thread_id")
     assert by_thread["total_memory_bytes"].tolist() == [70, 7]
     assert summary.loc["mm", "flops"] == 1750
     assert summary.loc["mm", "count"] == 3  # memory rows are not ranges
     text = df.recfn.to_string()
-    assert "Self Mem" in text and "Total Mem" in text and "FLOPs" in text and "1.75K" in text
+    assert "Alloc" in text and "Freed" in text and "Net Mem" in text and "Self Net Mem" in text
+    assert "FLOPs" in text and "1.75K" in text
 
 
 def test_to_string(known: pd.DataFrame) -> None:
@@ -296,7 +302,10 @@ def test_summary_bounded_on_a_million_rows(million: pd.DataFrame) -> None:
     ranges = million[million["kind"] == "range"]
     assert summary["count"].sum() == len(ranges)
     assert summary["total_ns"].sum() < (ranges["end_ns"] - ranges["start_ns"]).sum()
-    assert summary["total_pct"].max() <= 100.0
+    wall = ranges["end_ns"].max() - ranges["start_ns"].min()
+    assert summary["total_pct"].tolist() == pytest.approx(
+        (100 * summary["total_ns"] / wall).tolist()
+    )
     roots = ranges[ranges["parent_id"].isna()]
     assert summary["self_ns"].sum() == (roots["end_ns"] - roots["start_ns"]).sum()
 

@@ -21,7 +21,6 @@ from recfn.analysis.stats.tree import (
     self_durations,
     subtree_sums,
 )
-from recfn.formats.nesting import _nesting_order
 
 
 def stack_parents(
@@ -101,23 +100,6 @@ def test_random_overlaps_follow_the_stack_walk() -> None:
                 and end[j] >= max(end[i], start[i] + 1)
             ]
             assert got[i] == (candidates[0] if candidates else -1)
-
-
-def test_the_nesting_order_is_the_full_sort_whether_or_not_rows_come_in_start_order() -> None:
-    """Rows already sorted by start (then end descending, containers first) are only sorted
-    by group; the order must be the one sorting by every key gives."""
-    rng = np.random.default_rng(1)
-    for trial in range(200):
-        n = int(rng.integers(1, 80))
-        start = rng.integers(-5, 20, n)
-        end = start + rng.integers(0, 6, n)
-        container = rng.random(n) < 0.7
-        group = rng.integers(-1 if trial % 2 else 0, 4, n) * (1 if trial % 3 else 40_000)
-        if trial % 4:
-            by_start = np.lexsort((~container, -end, start))
-            start, end, container, group = (a[by_start] for a in (start, end, container, group))
-        expected = np.lexsort((np.arange(n), ~container, -end, start, group))
-        assert np.array_equal(_nesting_order(group, start, end, container), expected)
 
 
 def test_depths_self_and_subtree_sums() -> None:

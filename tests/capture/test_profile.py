@@ -7,6 +7,7 @@ import contextlib
 import threading
 import tracemalloc
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -462,3 +463,16 @@ def test_profiler_stopped_from_another_thread_frees_this_one() -> None:
         with recfn.record_function("after"):
             pass
     assert "after" in by_name(again.table)
+
+
+def test_an_exception_that_ends_a_profile_is_said_by_its_trace_and_files(tmp_path: Path) -> None:
+    with pytest.raises(KeyError), recfn.profile() as prof:
+        with recfn.record_function("work"):
+            raise KeyError("missing")
+    assert prof.trace.error == "KeyError: 'missing'" and prof.trace.interrupted
+    prof.save(tmp_path / "t.parquet")
+    loaded = recfn.load(tmp_path / "t.parquet")
+    assert loaded.interrupted and loaded.error == "KeyError: 'missing'"
+    with recfn.profile() as clean:
+        pass
+    assert clean.trace.error is None and not clean.trace.interrupted

@@ -7,7 +7,8 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from instrument_helpers import NATIVE_CLOCKS, make_module, native_clock
+from instrument_helpers import make_module
+from tracer_clocks import NATIVE_CLOCKS, native_clock
 
 import recfn
 

@@ -15,7 +15,8 @@ import sys
 import threading
 
 import pytest
-from instrument_helpers import NATIVE_CLOCKS, make_module, native_clock
+from instrument_helpers import make_module
+from tracer_clocks import NATIVE_CLOCKS, native_clock
 
 import recfn
 from recfn.capture import _tracer

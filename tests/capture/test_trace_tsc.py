@@ -14,7 +14,8 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from instrument_helpers import make_module, native_clock
+from instrument_helpers import make_module
+from tracer_clocks import native_clock
 
 import recfn
 from recfn.capture import _tracer

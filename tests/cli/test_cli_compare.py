@@ -13,6 +13,8 @@ from io import StringIO
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from recfn.analysis.synthetic import make_synthetic_run
@@ -143,6 +145,25 @@ def test_different_workloads_are_one_line_naming_them(capsys, sets, tmp_path: Pa
     assert "load_x" in err
 
 
+def test_a_tampered_run_is_refused_as_recfn_load_refuses_it(capsys, sets, tmp_path: Path) -> None:
+    """Runs are read out of core through the summary's verified path: a value altered after
+    recfn wrote the file fails its content hash, one line naming the file, no traceback."""
+    tampered = tmp_path / "tampered"
+    tampered.mkdir()
+    for name in sorted(os.listdir(sets["same"])):
+        table = pq.read_table(os.path.join(sets["same"], name))
+        if name == "run-0002.parquet":
+            start = table.column("start_ns").to_numpy().copy()
+            start[3] += 448
+            index = table.schema.get_field_index("start_ns")
+            table = table.set_column(index, "start_ns", pa.array(start, pa.int64()))
+        pq.write_table(table, tampered / name, store_schema=True)
+    code, out, err = compare(capsys, sets["base"], str(tampered))
+    assert code == 1 and out == ""
+    assert "run-0002.parquet" in err and "content hash mismatch in column 'start_ns'" in err
+    assert "Traceback" not in err
+
+
 def test_the_command_shows_in_the_help() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "recfn", "--help"], capture_output=True, text=True, timeout=60
@@ -187,6 +208,31 @@ def test_run_repeat_records_one_dataset_per_run_and_numbers_on(
     assert runs == ["run-0001", "run-0002", "run-0003"]
     parts = list((tmp_path / "runs" / "run-0003").rglob("part-*.parquet"))
     assert parts and "work" in set(pd.read_parquet(parts[0])["name"].astype(str))
+
+
+def test_run_repeat_runs_a_module_as_python_m_does(
+    tmp_path: Path, checkout_env: dict[str, str]
+) -> None:
+    (tmp_path / "workmod.py").write_text(textwrap.dedent(SCRIPT))
+    command = ["run", "--repeat", "2", "-o", "runs/", "-m", "workmod", "--flag"]
+    done = subprocess.run(
+        [sys.executable, "-m", "recfn", *command],
+        cwd=tmp_path,
+        env=checkout_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("ran with ['--flag']") == 2
+    assert sorted(os.listdir(tmp_path / "runs")) == ["run-0001", "run-0002"]
+
+
+def test_run_repeat_of_a_missing_module_says_so_before_any_run(capsys, tmp_path: Path) -> None:
+    code = main(["run", "--repeat", "2", "-o", str(tmp_path / "runs") + "/", "-m", "no_such_mod"])
+    assert code == 1
+    assert "no module named 'no_such_mod'" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
 
 
 def test_run_repeat_needs_a_folder(capsys, tmp_path: Path) -> None:

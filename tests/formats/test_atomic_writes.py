@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import signal
+import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -119,3 +124,82 @@ def test_timeline_images_are_recognised_as_ours(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
     assert written_by_recfn(str(image))
     assert not os.path.exists(str(image) + ".part")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_temporary_files_of_killed_saves_are_removed_by_the_next_write(
+    tmp_path: Path, signum: int
+) -> None:
+    """A save killed half-way leaves its temporary file; the next write into the folder
+    removes it, but never the temporary file of a write under way (which holds it locked)."""
+    script = textwrap.dedent(
+        f"""
+        import os
+        import pyarrow.parquet as pq
+        import recfn
+
+        real = pq.write_table
+        def dying_write(table, where, **kwargs):
+            real(table, where, **kwargs)
+            os.kill(os.getpid(), {int(signum)})
+        pq.write_table = dying_write
+        with recfn.profile() as prof:
+            with recfn.record_function("new"):
+                pass
+        prof.save({str(tmp_path / "run.parquet")!r})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert proc.returncode == -signum, proc.stderr.decode()
+    (abandoned,) = tmp_path.glob(".run.parquet.*.part.parquet")
+    busy = tmp_path / ".other.parquet.abcdefgh.part.parquet"
+    busy.write_bytes(b"being written")
+    with open(busy, "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # as write_atomic holds its own
+        small_trace().save(tmp_path / "next.parquet")
+        assert not abandoned.exists() and busy.exists()
+    assert not (tmp_path / "run.parquet").exists()
+
+
+@contextmanager
+def umask(mask: int) -> Iterator[None]:
+    """This process's umask set to `mask` for the block (restored after it)."""
+    before = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(before)
+
+
+@pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+@pytest.mark.parametrize("suffix", [".parquet", ".json.gz"])
+def test_new_files_get_the_mode_the_umask_gives(
+    tmp_path: Path, suffix: str, mask: int, mode: int
+) -> None:
+    with umask(mask):
+        small_trace().save(tmp_path / f"run{suffix}")
+    assert stat.S_IMODE((tmp_path / f"run{suffix}").stat().st_mode) == mode
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "run.parquet"
+    small_trace().save(target)
+    target.chmod(0o640)
+    with umask(0o077):
+        small_trace().save(target)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize("length", [232, 240, 255])
+@pytest.mark.parametrize("suffix", [".parquet", ".json.gz"])
+def test_names_up_to_the_longest_a_folder_takes_are_saved(
+    tmp_path: Path, length: int, suffix: str
+) -> None:
+    name = "t" * (length - len(suffix)) + suffix
+    small_trace().save(tmp_path / name)
+    small_trace().save(tmp_path / name)  # and replaced
+    assert recfn.load(tmp_path / name).events == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    wide = "é" * ((length - len(suffix)) // 2) + suffix  # two bytes a character
+    small_trace().save(tmp_path / wide)
+    assert recfn.load(tmp_path / wide).events == 4

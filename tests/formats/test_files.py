@@ -170,3 +170,20 @@ def test_record_profile_writes_by_suffix(tmp_path: Path, suffix: str) -> None:
 def test_record_profile_bad_suffix(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot tell the trace format"):
         recfn.RecordProfile(tmp_path / "trace.txt")
+
+
+def test_a_gzip_of_megabytes_of_whitespace_is_refused_without_inflating_it_all(
+    tmp_path: Path,
+) -> None:
+    """A small gzip that inflates to a long run of spaces (a bomb: 3 MB can hold 3 GiB) is
+    refused once the run passes what any trace holds, before the rest is inflated."""
+    from recfn.formats.chrome._stream import MAX_WHITESPACE
+
+    path = tmp_path / "bomb.json.gz"
+    spaces = b" " * (1 << 20)
+    with gzip.open(path, "wb", compresslevel=1) as fh:
+        for _ in range((MAX_WHITESPACE >> 20) + 8):
+            fh.write(spaces)
+        fh.write(b'{"traceEvents": []}')
+    with pytest.raises(TraceFormatError, match="MiB of whitespace in a row"):
+        recfn.load(path)

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from fleetdata import same
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -388,3 +389,30 @@ def test_ids_are_checked_per_process(table: pa.Table) -> None:
     )
     with pytest.raises(TraceFormatError, match=r"pid=8.*is not the id of any row"):
         schema.check_events(pa.concat_tables([table, orphan]), "fleet")
+
+
+def test_a_file_is_hashed_a_row_group_at_a_time(
+    table: pa.Table, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each row group is hashed alone (a reader that streams row groups checks them as they
+    come): a file of several loads whole, read at once or out of core, and a value altered
+    in one of them is refused, naming its column."""
+    from recfn.analysis.outofcore.files import summarize_files
+    from recfn.formats import _digest
+
+    monkeypatch.setattr(_digest, "ROW_GROUP_ROWS", 50)
+    path = tmp_path / "t.parquet"
+    recfn.Trace(table).save(path)
+    groups = pq.ParquetFile(path).metadata.num_row_groups
+    assert groups == -(-table.num_rows // 50) > 2
+    loaded = recfn.load(path)
+    assert loaded.table.equals(table)
+    out_of_core = summarize_files([str(path)])  # without the memory columns
+    same(out_of_core, loaded.summary()[out_of_core.columns])
+    depth = table.column("depth").to_pylist()
+    depth[120] += 1  # in the third row group
+    altered = with_column(pq.read_table(path), "depth", depth)
+    pq.write_table(altered, path, row_group_size=50, use_compliant_nested_type=False)
+    for read in (recfn.load, lambda p: summarize_files([str(p)])):
+        with pytest.raises(TraceFormatError, match="content hash mismatch in column 'depth'"):
+            read(path)

@@ -80,15 +80,23 @@ def test_docs_list_every_metadata_key() -> None:
         world_size=1,
         flight_recorder={"capacity": 1},
         clock_offsets={"a": 0},
+        call_tracing={"recorded": 0},
+        error="KeyboardInterrupt",
+        chrome_members={"distributedInfo": {"rank": 0}},
     )
-    in_files_only = {schema.CONTENT_HASH_KEY, schema.PART_KEY}
+    in_files_only = {schema.CONTENT_HASH_KEY, schema.PART_KEY, schema.STREAM_KEY}
     assert set(full) | in_files_only == set(keys)
 
 
 def full_table() -> pa.Table:
     """A captured table with every optional column."""
     with recfn.profile(
-        report_input_shapes=True, with_stack=True, with_flops=True, profile_memory=True
+        report_input_shapes=True,
+        with_stack=True,
+        with_flops=True,
+        profile_memory=True,
+        trace_calls=True,
+        trace_user_code=True,
     ) as prof:
         with recfn.record_function_fast("aten::mm", [np.ones((2, 3)), np.ones((3, 2))]):
             recfn.report_memory_usage(64, "cuda:0")

@@ -48,7 +48,7 @@ def test_the_stand_in_has_description_call_tree_and_a_trace_that_loads_back(shel
     path.write_bytes(base64.b64decode(payload))
     loaded = recfn.load(path, as_pandas=True)
     names = lambda df: sorted(map(str, df.loc[df["kind"] == "range", "name"]))  # noqa: E731
-    assert names(loaded) == names(shell.ns["df"])
+    assert names(loaded) == names(shell.ns["df"].to_pandas())
     assert "Open in Perfetto" in html and f'"{PERFETTO_ORIGIN}"' in html and "PING" in html
 
 

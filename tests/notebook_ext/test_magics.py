@@ -32,9 +32,10 @@ def test_cell_shows_header_html_table_and_png(shell):
     run = shell.run(f"%%record_function\n{NESTED_CELL}")
     assert run.error is None
     html = run.mime("text/html")
-    assert len(html) == 2  # the summary, and the stand-in for the interactive view
+    assert len(html) == 3  # the summary, the stand-in for the interactive view, the picture
     assert "<table" in html[0] and "outer" in html[0] and "inner" in html[0]
     assert "recfn-fallback" in html[1]
+    assert html[2].startswith('<img class="recfn-timeline-png" alt="Timeline of ')
     count = shell.ip.execution_count - 1
     assert f"recfn · cell[{count}]" in html[0]
     pngs = run.mime("image/png")
@@ -56,7 +57,7 @@ def test_timeline_picture_carries_its_alt_text(shell):
 def test_cell_range_is_a_user_scope_root_around_the_cell(shell):
     run = shell.run(f"%%record_function train_loop --var df --no-trace-calls\n{NESTED_CELL}")
     assert run.error is None
-    df = shell.ns["df"]
+    df = shell.ns["df"].to_pandas()
     root = df[df["name"] == "train_loop"]
     assert len(root) == 1
     assert root["scope"].iloc[0] == "user_scope"
@@ -95,12 +96,12 @@ def test_save_to_a_folder_streams_a_dataset(shell, tmp_path):
         run = shell.run(f"%%record_function --save {folder}/ --quiet\n{NESTED_CELL}")
         assert run.error is None
     parts = sorted(folder.glob("hostname=*/process=*/part-*.parquet"))
-    assert len(parts) == 2
+    assert len(parts) == 4  # each capture: its start mark's part, then its events' part
     assert {p.parent.name for p in parts} == {f"process={os.getpid()}"}
     df = recfn.load(folder).to_pandas()
     assert range_names(df).count("inner") == 6
     last = get_session().last
-    assert last.files == (str(parts[-1]),)
+    assert last.files == tuple(map(str, parts[2:]))
     assert range_names(last.to_pandas()).count("inner") == 3
 
 
@@ -160,7 +161,7 @@ with recfn.record_function_fast("matmul", (a, b)):
         f"{cell}"
     )
     assert run.error is None
-    df = shell.ns["df"]
+    df = shell.ns["df"].to_pandas()
     for column in ("input_shapes", "input_dtypes", "stack", "memory_bytes", "flops"):
         assert column in df.columns, column
     matmul = df[df["name"] == "matmul"].iloc[0]
@@ -180,7 +181,7 @@ def test_sample_keeps_a_fraction_of_the_ranges(shell):
     )
     run = shell.run(f"%%record_function sampled --var df --sample 0.05 --quiet\n{cell}")
     assert run.error is None
-    ticks = range_names(shell.ns["df"]).count("tick")
+    ticks = range_names(shell.ns["df"].to_pandas()).count("tick")
     assert 0 < ticks < 400  # expected ~100 of 2000
     assert "ranges sampled at 5%" in get_session().last.header()
 
@@ -215,7 +216,7 @@ t.start(); t.join()
 """
     run = shell.run(f"%%record_function --var df --no-timeline\n{cell}")
     assert run.error is None
-    df = shell.ns["df"]
+    df = shell.ns["df"].to_pandas()
     assert "in_thread" in range_names(df)
     assert set(df["thread_name"].astype(str)) >= {"helper", "MainThread"}
     # sys.monitoring (3.12+) also sees threads already running, such as IPython's history saver
@@ -238,7 +239,7 @@ raise ValueError("boom")
     run = shell.run(f"%%record_function failing --var df\n{cell}")
     assert isinstance(run.error, ValueError)
     assert "boom" in run.stdout + run.stderr  # the usual traceback
-    assert "before_failure" in range_names(shell.ns["df"])
+    assert "before_failure" in range_names(shell.ns["df"].to_pandas())
     trace = get_session().last
     assert trace.interrupted and trace.error == "ValueError: boom"
     assert "interrupted by ValueError: boom" in run.mime("text/html")[0]
@@ -257,11 +258,11 @@ with recfn.record_function("long_loop"):
 """
     run = shell.run(f"%%record_function --var df -o {path}\n{cell}")
     assert isinstance(run.error, KeyboardInterrupt)
-    names = range_names(shell.ns["df"])
+    names = range_names(shell.ns["df"].to_pandas())
     assert names.count("step") == 5 and "long_loop" in names
     assert get_session().last.error == "KeyboardInterrupt"
     assert "interrupted by KeyboardInterrupt" in run.mime("text/html")[0]
-    assert recfn.load(path).events == len(shell.ns["df"])
+    assert recfn.load(path).events == len(shell.ns["df"].to_pandas())
     # the profiler was stopped: a new capture starts fine
     assert shell.run(f"%%record_function --quiet\n{NESTED_CELL}").error is None
 
@@ -298,7 +299,7 @@ def test_append_builds_one_trace_over_several_cells(shell, tmp_path):
         f"%%record_function part2 --append --var combined --save {path} --no-timeline\n{second}"
     )
     assert run.error is None
-    combined = shell.ns["combined"]
+    combined = shell.ns["combined"].to_pandas()
     assert {"part1", "part2", "load", "train"} <= set(range_names(combined))
     assert combined["id"].is_unique
     s = get_session()
@@ -365,7 +366,7 @@ def test_line_magic_profiles_one_statement(shell):
     run = shell.run("%record_function --var df --no-timeline y = f() * 6")
     assert run.error is None
     assert shell.ns["y"] == 42
-    assert "f" in range_names(shell.ns["df"])
+    assert "f" in range_names(shell.ns["df"].to_pandas())
     assert run.mime("text/html")
     value = shell.run("%record_function --quiet f() + 1")
     assert value.result.result == 8
@@ -490,14 +491,14 @@ def traced(df: pd.DataFrame) -> pd.DataFrame:
     return df[(df["kind"] == "range") & (df["scope"] == "function")]
 
 
-def test_plain_code_gets_its_calls_traced_four_deep_by_default(shell):
+def test_plain_code_gets_every_call_of_its_own_code_by_default(shell):
     run = shell.run(f"%%record_function --var df\n{DEEP_CELL}")
     assert run.error is None
-    calls = traced(shell.ns["df"])
-    assert list(calls["name"]) == ["__main__::down"] * 4  # the cell's call and 3 nested, no more
-    assert sorted(calls["depth"]) == [1, 2, 3, 4]  # under the cell's range, no <module> row
+    calls = traced(shell.ns["df"].to_pandas())
+    assert list(calls["name"]) == ["__main__::down"] * 11  # at any depth: no depth limit
+    assert sorted(calls["depth"]) == list(range(1, 12))  # under the cell's range, no <module> row
     header = run.mime("text/html")[0]
-    assert "calls traced 4 deep (--no-trace-calls: off)" in header
+    assert "your code&#x27;s calls and the library calls it makes (--no-trace-calls: off)" in header
     assert "recording overhead" in header
     assert "__main__::down" in header  # the summary table is useful without annotations
 
@@ -506,14 +507,15 @@ def test_trace_flags_decide_over_the_default(shell):
     assert (
         shell.run(f"%%record_function --var df --quiet --no-trace-calls\n{DEEP_CELL}").error is None
     )
-    assert traced(shell.ns["df"]).empty
+    assert traced(shell.ns["df"].to_pandas()).empty
     assert shell.run(f"%%record_function --var df --quiet --trace-calls\n{DEEP_CELL}").error is None
-    assert len(traced(shell.ns["df"]).query("name == '__main__::down'")) == 11  # every depth
-    assert "calls traced" not in get_session().last.header()
+    calls = traced(shell.ns["df"].to_pandas())
+    assert len(calls.query("name == '__main__::down'")) == 11  # every call
+    assert "the library calls it makes" not in get_session().last.header()
     assert (
         shell.run(f"%%record_function --var df --quiet --trace-max-depth 2\n{DEEP_CELL}").error
         is None
     )
-    assert len(traced(shell.ns["df"])) == 2
+    assert len(traced(shell.ns["df"].to_pandas())) == 2
     run = shell.run(f"%%record_function --var df --quiet --record-scopes user_scope\n{DEEP_CELL}")
-    assert run.error is None and traced(shell.ns["df"]).empty
+    assert run.error is None and traced(shell.ns["df"].to_pandas()).empty

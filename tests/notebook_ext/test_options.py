@@ -19,11 +19,11 @@ import recfn
 from recfn.capture.options import ProfilerConfig
 from recfn.cli import build_parser, main, subcommand_parser
 from recfn.notebook_ext.magics import RecordFunctionMagics
-from recfn.notebook_ext.options import config_flags, config_from_args, is_zero_annotation
+from recfn.notebook_ext.options import config_flags, config_from_args, follows_user_code
 from recfn.notebook_ext.sessions import current_session
 
 ZERO_ANNOTATION = ProfilerConfig(
-    trace_calls=True, trace_max_depth=4, trace_exclude=("__main__::<module>",)
+    trace_calls=True, trace_user_code=True, trace_exclude=("__main__::<module>",)
 )
 FIELDS = [field.name for field in dataclasses.fields(ProfilerConfig)]
 # The short spellings decided for the front ends; every option also has --its-name.
@@ -35,7 +35,7 @@ ALIASES = {
     "sampling_prob": "--sample",
 }
 # Options that only make sense with another one.
-NEEDS = {"trace_c_calls": {"trace_calls": True}}
+NEEDS = {"trace_c_calls": {"trace_calls": True}, "trace_user_code": {"trace_calls": True}}
 ITEMS = ["function", "user_scope"]  # valid as scope names and as fnmatch patterns alike
 
 
@@ -159,7 +159,7 @@ def test_each_option_reaches_the_recorded_config_from_all_three(
     assert main(["run", "-q", *flags, str(script), "-o", str(out)]) == 0
     from_cli = config_in(out)
 
-    # The front ends trace calls 4 deep unless a flag decides about tracing.
+    # The front ends follow user code unless a flag decides about tracing.
     front_end = ProfilerConfig() if "trace_calls" in (name, *extra) else ZERO_ANNOTATION
     for config, base in (
         (from_profile, ProfilerConfig()),
@@ -175,10 +175,14 @@ def test_each_option_reaches_the_recorded_config_from_all_three(
         }
     if name == "sampling_prob":
         assert "ranges sampled at 50%" in trace.header()
-    elif is_zero_annotation(from_magic):
-        assert "calls traced 4 deep" in trace.header()
-        shown = config_flags(from_magic, skip=("trace_calls", "trace_max_depth", "trace_exclude"))
+    elif follows_user_code(from_magic):  # the default in words, then what differs from it
+        assert "your code's calls and the library calls it makes" in trace.header()
+        own = [p for p in from_magic["trace_exclude"] or () if p != "__main__::<module>"]
+        shown = config_flags(
+            {**from_magic, "trace_exclude": own or None}, skip=("trace_calls", "trace_user_code")
+        )
         assert all(flag in trace.header() for flag in shown)
+        assert "__main__::<module>" not in trace.header()
     else:
         assert all(flag in trace.header() for flag in config_flags(from_magic))
 

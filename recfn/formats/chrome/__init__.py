@@ -18,8 +18,10 @@ nothing touches pandas per event. Writing encodes a batch of rows at a time thro
 
 from __future__ import annotations
 
+import functools
 import gc
 import gzip
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,12 +31,14 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from recfn.errors import TraceFormatError
+from recfn.errors import RecfnValueError, TraceFormatError
 from recfn.formats.chrome import _json as jsonio
 from recfn.formats.chrome._reader import (
     BATCH,
     OUTLINE,
+    SCOPES_MEMBER,
     Columns,
     NativeBatch,
     Outline,
@@ -52,19 +56,25 @@ from recfn.formats.chrome._stream import (
     check_depth,
     inflated,
 )
+from recfn.formats.chrome._times import DOCUMENT_TIMES, exact_times, time_base
 from recfn.formats.chrome._writer import (
+    Layout,
     Rows,
     distributed_info,
-    header_events,
-    memory_totals,
-    ranks,
     trace_events,
 )
 from recfn.formats.columns import INT64_MAX, INT64_MIN, require
 from recfn.formats.files import open_trace_file
 from recfn.formats.hooks import pandas_returned
 from recfn.formats.progress import Bar
-from recfn.formats.schema import METADATA_PREFIX, metadata_of
+from recfn.formats.schema import (
+    CHROME_MEMBERS_KEY,
+    METADATA_PREFIX,
+    PID_KEY,
+    RANK_KEY,
+    WORLD_SIZE_KEY,
+    metadata_of,
+)
 
 PathLike = str | os.PathLike[str]
 
@@ -112,11 +122,12 @@ def _read(source: str, max_bytes: int) -> pa.Table:
             outline = _outline(raw, source)
             if outline is None:
                 return _decode_values(raw, source)
+            members = _members(raw)
             del raw  # its events' texts keep it until the last batch is decoded
             columns = Columns(source)
             for batch in _batches(outline[0], source):
                 columns.add(batch)
-            return events_table(columns, outline[1], source)
+            return events_table(columns, outline[1], source, members)
     except TraceFormatError:
         raise
     except UnicodeDecodeError as error:
@@ -146,7 +157,7 @@ def _read_streamed(source: str, max_bytes: int) -> pa.Table | None:
             except GiveUp:
                 return None
     _check_base(stream.base_ns, source)
-    return events_table(columns, stream.base_ns, source)
+    return events_table(columns, stream.base_ns, source, stream.members)
 
 
 def _read_json(fh: BinaryIO, source: str, max_bytes: int) -> bytearray:
@@ -175,6 +186,20 @@ def _outline(raw: bytes | bytearray, source: str) -> tuple[list[msgspec.Raw], in
         events, base_ns = document, 0
     _check_base(base_ns, source)
     return events, base_ns
+
+
+_MEMBERS: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def _members(raw: bytes | bytearray) -> dict[str, Any]:
+    """The top-level members of a trace object but its events ({} for a list of events)."""
+    if raw.lstrip()[:1] != b"{":
+        return {}
+    try:
+        members = _MEMBERS.decode(raw)
+        return {k: jsonio.loads(v) for k, v in members.items() if k != "traceEvents"}
+    except (ValueError, UnicodeDecodeError):
+        return {}
 
 
 def _batches(events: list[msgspec.Raw], source: str) -> Iterator[list[Any] | NativeBatch]:
@@ -213,9 +238,11 @@ def _decode_values(raw: bytes | bytearray, source: str) -> pa.Table:
             f"got {type(events if isinstance(document, dict) else document).__name__}"
         )
     _check_base(base_ns, source)
+    events = exact_times(events, raw, lambda: _parse(raw, source, DOCUMENT_TIMES.decode))
     columns = Columns(source)
     columns.add(events)
-    return events_table(columns, base_ns, source)
+    members = document if isinstance(document, dict) else {}
+    return events_table(columns, base_ns, source, members)
 
 
 def _check_base(base_ns: int, source: str) -> None:
@@ -223,31 +250,90 @@ def _check_base(base_ns: int, source: str) -> None:
         raise TraceFormatError(f"{source}: baseTimeNanoseconds {base_ns} does not fit int64")
 
 
-def write_chrome_trace(data: pd.DataFrame | pa.Table, path: PathLike) -> None:
-    """Write an event table, DataFrame or ``pyarrow.Table``, as a Chrome trace.
+def write_chrome_trace(
+    data: pd.DataFrame | pa.Table, path: PathLike, *, base_ns: int | None = None
+) -> None:
+    """Write an event table, DataFrame or ``pyarrow.Table``, as a Chrome trace that Perfetto,
+    chrome://tracing, torch-tb-profiler and HTA read.
 
-    Ranges become complete "X" events (still-open ones "B" events without an "E"), marks
-    instant "i" events, memory events "C" counters of the running total per process, name and
-    device, thread names "M" metadata events. ``ts``/``dur`` are float microseconds after
-    ``baseTimeNanoseconds`` (the first start), so nanoseconds survive a round trip. A table's
-    ``recfn.*`` schema metadata goes to ``otherData``. Processes get "process_name" metadata
-    (host, pid, rank); a table of one rank gets ``distributedInfo`` (``rank``, ``world_size``)
-    as HTA reads it. A path ending in ``.gz`` is compressed.
+    Ranges become complete "X" events (still-open ones "B" events without an "E"; async ranges
+    "b"/"e" pairs), marks instant "i" events (async ones "n"), memory events torch's "[memory]"
+    instants (``Bytes``, ``Total Allocated``, the device) with a "C" counter of the running
+    total per process, name and device beside, counters "C" events, flows "s"/"t"/"f" events,
+    thread names "M" metadata events. The scopes ``user_scope`` and ``function`` are written as
+    torch's categories ``user_annotation`` and ``cpu_op``. ``ts``/``dur`` are exact
+    microseconds after ``baseTimeNanoseconds``, which is `base_ns` (default: the first start
+    rounded down to a multiple of 10^15 ns, so that the files of one job's ranks share it).
+    Processes are told apart by host and pid: each gets "process_name" and recfn's
+    "recfn_process" metadata (host, pid, rank), and a Chrome pid of its own where two hosts'
+    processes share a pid. A table's ``recfn.*`` schema metadata goes to ``otherData``; a table
+    of one rank gets ``distributedInfo`` (``rank``, ``world_size``) as HTA reads it, and a
+    trace imported from another tool its top-level members back (torch's
+    ``distributedInfo``, ``deviceProperties``). A path ending in ``.gz`` is compressed.
 
     Rows are encoded and written (through the gzip stream) a batch at a time, so memory holds
     the table and one batch's JSON, never the whole file's; a progress bar shows on a terminal
     or in a notebook. `estimate_chrome_bytes` tells beforehand about how large the file gets.
     """
-    rows, head = _prepare(data)
+    layout, head = _prepare(data, base_ns=base_ns)
+    rows = layout.rows
     name = os.fspath(path)
     with _output(name) as out, Bar(rows.count, desc=f"writing {os.path.basename(name)}") as bar:
         out.write(head)
         separator = b""
-        for events in _event_batches(rows, bar):
+        for events in _event_batches(layout, bar):
             if events:
                 out.write(separator + jsonio.dumps(events)[1:-1])
                 separator = b","
         out.write(b"]}")
+
+
+RANK_FILE: Final = "rank-{rank}.json.gz"
+"""The name `write_chrome_ranks` gives each rank's file."""
+
+
+def _write_part(table: pa.Table, base_ns: int, path: str) -> None:
+    write_chrome_trace(table, path, base_ns=base_ns)
+
+
+def write_chrome_ranks(table: pa.Table, folder: PathLike, *, overwrite: bool = False) -> list[str]:
+    """Write the events of each rank of `table` (its ``rank`` column) as a Chrome trace of its
+    own in `folder` (made if missing), `RANK_FILE`, as HTA reads a job: one file per rank, each
+    with ``distributedInfo`` (``rank``, ``world_size``), all on one time base
+    (``baseTimeNanoseconds``, so that HTA, which lines ranks up by ``ts`` alone, aligns them).
+    Returns the paths written, by rank. Each file is written whole or not at all, and a file
+    recfn did not write is replaced only with `overwrite` (FileExistsError). RecfnValueError
+    for a table without ranks or with events of no rank (-1)."""
+    from recfn.formats.files import write_atomic
+
+    if "rank" not in table.column_names:
+        raise RecfnValueError("the trace has no rank column: there are no ranks to split by")
+    rank = table.column("rank").fill_null(-1).to_numpy()
+    found = sorted(set(rank.tolist()))
+    if not found or found[0] < 0:
+        unranked = int(np.count_nonzero(rank < 0))
+        raise RecfnValueError(
+            f"{unranked} of {len(rank)} events have no rank (-1): every event needs one to be "
+            "split by rank (filter them out first)"
+        )
+    name = os.fspath(folder)
+    os.makedirs(name, exist_ok=True)
+    base = time_base(int(pc.min(table.column("start_ns")).as_py()))
+    metadata = metadata_of(table)
+    world = metadata.get(WORLD_SIZE_KEY, "")
+    world = world if world.isdigit() and int(world) > 0 else str(len(found))
+    written = []
+    for each in found:
+        part = table.filter(pa.array(rank == each))
+        own = {**metadata, RANK_KEY: str(each), WORLD_SIZE_KEY: world}
+        pids = pc.unique(part.column("pid")).to_pylist()
+        if len(pids) == 1:
+            own[PID_KEY] = str(pids[0])
+        part = part.replace_schema_metadata(own)
+        path = os.path.join(name, RANK_FILE.format(rank=each))
+        write_atomic(path, functools.partial(_write_part, part, base), overwrite=overwrite)
+        written.append(path)
+    return written
 
 
 def estimate_chrome_bytes(data: pd.DataFrame | pa.Table, *, compressed: bool = False) -> int:
@@ -255,13 +341,16 @@ def estimate_chrome_bytes(data: pd.DataFrame | pa.Table, *, compressed: bool = F
     `compressed`, as for a ``.gz`` path): the JSON of up to `SAMPLE_ROWS` rows spread over the
     table, scaled to all rows. Quick (milliseconds) whatever the size; a rough figure, usually
     within a few tens of percent (compressed sizes are overestimated: a sample repeats less)."""
-    rows, head = _prepare(data, header_only=True)
+    rows = Rows(data)
+    _check_columns(data)
+    head = _head(data, rows, time_base(rows.start_ns()), {})
     if rows.count == 0:
         return len(head) + 2
     picked = np.unique(
         np.linspace(0, rows.count - 1, min(rows.count, SAMPLE_ROWS)).astype(np.int64)
     )
-    encoded = jsonio.dumps(trace_events(rows.take(picked), rows.start_ns()))
+    sample = rows.take(picked)
+    encoded = jsonio.dumps(trace_events(sample, Layout(Rows(sample))))
     per_row = len(encoded) / len(picked)
     if compressed:
         per_row *= len(gzip.compress(encoded, compresslevel=GZIP_LEVEL)) / len(encoded)
@@ -275,39 +364,81 @@ LARGE_JSON_BYTES: Final = 1 << 30
 GZIP_LEVEL: Final = 6
 
 
-def _prepare(data: pd.DataFrame | pa.Table, *, header_only: bool = False) -> tuple[Rows, bytes]:
-    """The rows of an event table and the JSON of its file up to the first event."""
-    metadata = {}
-    if isinstance(data, pa.Table):
-        metadata = {k: v for k, v in metadata_of(data).items() if k.startswith(METADATA_PREFIX)}
+def _check_columns(data: pd.DataFrame | pa.Table) -> None:
     columns = data.column_names if isinstance(data, pa.Table) else data.columns
     require(pd.DataFrame(columns=columns), REQUIRED_TO_WRITE, "write_chrome_trace")
-    rows = Rows(data)
-    document: dict[str, Any] = {
-        "schemaVersion": 1,
-        "baseTimeNanoseconds": rows.start_ns(),
-        "displayTimeUnit": "ms",
-        "otherData": metadata,
-    }
-    if not header_only:
-        info = distributed_info(ranks(rows), metadata)
-        if info:
-            document["distributedInfo"] = info
-    return rows, jsonio.dumps(document)[:-1] + b',"traceEvents":['
+
+
+def _prepare(data: pd.DataFrame | pa.Table, *, base_ns: int | None) -> tuple[Layout, bytes]:
+    """The layout of an event table and the JSON of its file up to the first event."""
+    _check_columns(data)
+    layout = Layout(Rows(data), base_ns)
+    return layout, _head(data, layout.rows, layout.base_ns, layout.categories, layout)
+
+
+def _head(
+    data: pd.DataFrame | pa.Table,
+    rows: Rows,
+    base_ns: int,
+    categories: dict[str, str],
+    layout: Layout | None = None,
+) -> bytes:
+    """The file's JSON up to its first event: ``schemaVersion`` and ``baseTimeNanoseconds``
+    first (how recfn knows its own files, `recfn.formats.files.CHROME_MARK`), then
+    ``distributedInfo`` written as HTA's parser looks for it (``"rank": N``, with a space),
+    another tool's members, ``otherData`` (recfn's metadata) and the categories written for
+    scopes (`SCOPES_MEMBER`)."""
+    found = metadata_of(data) if isinstance(data, pa.Table) else data.attrs.get("recfn", {})
+    found = found if isinstance(found, dict) else {}
+    metadata = {str(k): str(v) for k, v in found.items() if str(k).startswith(METADATA_PREFIX)}
+    members = _foreign_members(metadata)
+    head = b'{"schemaVersion":1,"baseTimeNanoseconds":%d,"displayTimeUnit":"ms"' % base_ns
+    info = distributed_info(layout, metadata) if layout is not None else {}
+    info = info or members.pop("distributedInfo", None)
+    members.pop("distributedInfo", None)
+    if isinstance(info, dict) and info:
+        head += b',"distributedInfo":' + json.dumps(info).encode()
+    for key, value in members.items():
+        head += b"," + jsonio.dumps(key) + b":" + jsonio.dumps(value)
+    head += b',"otherData":' + jsonio.dumps(metadata)
+    if categories:
+        head += (
+            b',"'
+            + SCOPES_MEMBER.encode()
+            + b'":'
+            + jsonio.dumps({category: scope for scope, category in categories.items()})
+        )
+    return head + b',"traceEvents":['
+
+
+RECFN_MEMBERS: Final = frozenset(
+    ("schemaVersion", "baseTimeNanoseconds", "displayTimeUnit", "otherData", "traceEvents")
+)
+
+
+def _foreign_members(metadata: dict[str, str]) -> dict[str, Any]:
+    """The top-level members of the Chrome file a trace was imported from
+    (`CHROME_MEMBERS_KEY`), but those recfn writes itself."""
+    try:
+        members = json.loads(metadata.get(CHROME_MEMBERS_KEY, "{}"))
+    except ValueError:
+        return {}
+    if not isinstance(members, dict):
+        return {}
+    return {k: v for k, v in members.items() if k not in RECFN_MEMBERS and k != SCOPES_MEMBER}
 
 
 REQUIRED_TO_WRITE: Final = ("name", "kind", "start_ns", "end_ns", "thread_id")
 
 
-def _event_batches(rows: Rows, bar: Bar) -> Iterator[list[dict[str, Any]]]:
+def _event_batches(layout: Layout, bar: Bar) -> Iterator[list[dict[str, Any]]]:
     """Metadata events, then the events of `ROWS` rows at a time."""
-    yield header_events(rows)
-    base_ns = rows.start_ns()
-    positions, keys, totals = memory_totals(rows)
-    for first, frame in rows.frames():
+    yield layout.header_events()
+    positions, keys, totals = layout.totals
+    for first, frame in layout.rows.frames():
         lo, hi = np.searchsorted(positions, [first, first + len(frame)])
         batch = (positions[lo:hi] - first, keys[lo:hi], totals[lo:hi])
-        yield trace_events(frame, base_ns, batch)
+        yield trace_events(frame, layout, batch)
         bar.update(len(frame))
 
 
@@ -361,5 +492,6 @@ __all__ = [
     "estimate_chrome_bytes",
     "read_chrome_table",
     "read_chrome_trace",
+    "write_chrome_ranks",
     "write_chrome_trace",
 ]

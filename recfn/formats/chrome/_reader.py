@@ -13,30 +13,43 @@ from it (`frame_of`). Nothing here touches pandas per event.
 from __future__ import annotations
 
 import ctypes
+import decimal
+import json
 import operator
+import warnings
 from collections.abc import Sequence
 from itertools import chain, compress, repeat
 from operator import attrgetter, itemgetter
-from typing import Any, Union
+from typing import Any, Final, Union, cast
 
 import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from msgspec.structs import astuple
 
 from recfn import native
 from recfn.errors import TraceFormatError
-from recfn.formats.chrome._json import json_strings, loads, string_array
+from recfn.formats.chrome._json import dumps, json_strings, loads, string_array
+from recfn.formats.chrome._times import BEYOND, NO_TIME, exact_times, nanoseconds
 from recfn.formats.columns import INT64_MAX, INT64_MIN
 from recfn.formats.nesting import depths, nesting
 from recfn.formats.schema import (
     BY_NAME,
-    KINDS,
+    COUNTER,
+    DROPPED_EVENTS_KEY,
+    FLOW,
+    IMPORTED_KINDS,
     MARK,
     MEMORY,
+    METADATA_PREFIX,
     RANGE,
     REQUIRED,
+    SCHEMA_VERSION_KEY,
+    START_NS_KEY,
+    UNKNOWN_HOST,
+    build_metadata,
     constant_column,
     empty_table,
     frame,
@@ -49,6 +62,26 @@ IDS = ("recfn_id", "recfn_parent_id")
 """Event fields recfn writes with each row's ``id`` and ``parent_id``: the parent links that
 nesting cannot rebuild (asyncio tasks' ranges overlap on one thread). Viewers ignore them."""
 INSTANT_PHASES = ("i", "I", "R")
+ASYNC_RANGES = {"b": "e", "S": "F"}
+"""Async begin phases and the phases that end them: nestable ("b"/"e") and legacy ("S"/"F")."""
+ASYNC_INSTANTS = ("n", "T", "p")
+"""An instant on a nestable async track ("n"), a legacy async range's steps ("T", "p")."""
+FLOW_PHASES = ("s", "t", "f")
+ROW_PHASES = frozenset(
+    ("X", "B", "E", "C", *INSTANT_PHASES, *ASYNC_RANGES, *ASYNC_RANGES.values(), *ASYNC_INSTANTS)
+) | frozenset(FLOW_PHASES)
+"""Phases whose events become rows; metadata ("M") are not events, and every other phase
+(samples "P", objects "N"/"O"/"D", memory dumps "v"/"V", clock syncs "c", ...) is dropped and
+counted."""
+RECFN_PROCESS = "recfn_process"
+"""The metadata event recfn writes per process: its host, pid and rank (args), where the
+Chrome pid may differ from the process's own (two hosts' processes can share a pid)."""
+SCOPES_MEMBER = "recfnScopes"
+"""The top-level member of recfn's Chrome files that maps each category recfn wrote for a scope
+(torch's ``user_annotation`` for ``user_scope``, ...) back to the scope."""
+MEMORY_TOTALS = "recfn_memory"
+"""The category of the counters recfn writes beside its memory instants, so that viewers draw
+the running totals: they repeat the memory rows, and are not read back."""
 TORCH_MEMORY = "[memory]"
 """Name of torch's memory instants (args: Bytes, Device Type, Device Id, totals)."""
 TORCH_DEVICE_TYPES = {0: "cpu", 1: "cuda"}
@@ -102,19 +135,20 @@ def decode_events(text: bytes, max_depth: int) -> list[Any] | NativeBatch:
         if columns is not None:
             try:
                 others = [] if columns["others"] is None else EVENTS.decode(columns["others"])
-                return NativeBatch(columns, others)
+                return NativeBatch(columns, exact_times(others, columns["others"] or b""))
             except msgspec.ValidationError:  # an other event does not fit `Event`: nor does text
                 return _plain(text)
     try:
-        return EVENTS.decode(text)
+        return exact_times(EVENTS.decode(text), text)
     except msgspec.ValidationError:
         return _plain(text)
 
 
 def _plain(text: bytes) -> list[Any]:
-    """The events of `text` as plain values (dicts, lists...)."""
+    """The events of `text` as plain values (dicts, lists...), large times exact
+    (`exact_times`)."""
     values: list[Any] = loads(text)
-    return values
+    return exact_times(values, text) if isinstance(values, list) else values
 
 
 def _native(name: str) -> Any:
@@ -150,7 +184,7 @@ class NativeBatch:
     def scalars(self) -> dict[str, Any]:
         """The complete events' columns, as `_scalars` gives them."""
         c = self.columns
-        out: dict[str, Any] = {key: np.frombuffer(c[key], np.float64) for key in ("ts", "dur")}
+        out: dict[str, Any] = {key: np.frombuffer(c[key], np.int64) for key in ("ts", "dur")}
         for key in ("name", "cat"):
             codes = np.frombuffer(c[f"{key}.codes"], np.int32)
             absent = codes < 0
@@ -190,7 +224,7 @@ class _TorchArgs(msgspec.Struct, gc=False):
 _TORCH_ARGS = msgspec.json.Decoder(list[Union[_TorchArgs, list[Any], str, int, float, bool, None]])
 SHAPES = pa.list_(pa.list_(pa.int64()))
 DTYPES = pa.list_(pa.string())
-NUMBERS = frozenset({int, float, type(None)})
+NUMBERS = frozenset({int, float, decimal.Decimal, type(None)})
 SCALARS = frozenset({str, int, float, bool, type(None)})
 FIELD_TYPES = {
     "ph": (frozenset({str, type(None)}), "a string"),
@@ -212,35 +246,114 @@ time), and rows sorted into the table at a time: decoded structs are dropped onc
 columns are built, so that memory holds compact columns, not the decoded trace."""
 
 
-def events_table(columns: Columns, base_ns: int, source: str) -> pa.Table:
+def events_table(
+    columns: Columns, base_ns: int, source: str, members: dict[str, Any] | None = None
+) -> pa.Table:
     """The event table, in the schema's Arrow types but for int32-indexed dictionaries (which
-    ``conform`` narrows), of the trace events added to `columns`; `source` names the file in
-    error messages. Built straight from the columns, one copy of each, so that a conversion
-    never holds a DataFrame beside the table."""
+    ``conform`` narrows), of the trace events added to `columns`, with recfn's metadata (from a
+    file recfn wrote, its ``otherData``; else new, with the host `UNKNOWN_HOST` and the file's
+    other top-level `members` under `CHROME_MEMBERS_KEY`); `source` names the file in error
+    messages. Events of phases the table has no place for, and ends without a beginning, are
+    counted in ``recfn.dropped_events`` and warned about. Built straight from the columns, one
+    copy of each, so that a conversion never holds a DataFrame beside the table."""
     if columns.events() >= TRIM_EVENTS:
         _release_free_memory()
-    phases, fields, args = columns.finish()
+    phases, fields, args, extras = columns.finish()
     ts, dur = fields.pop("ts"), fields.pop("dur")
-    if (dur < 0).any():
-        raise TraceFormatError(f"{source}: an event has a negative dur ({dur[dur < 0][0]!r} us)")
-    np.nan_to_num(dur, copy=False)  # "X" events without dur last 0 us
+    negative = (dur < 0) & (dur != NO_TIME) & (dur != BEYOND)
+    if negative.any():
+        raise TraceFormatError(
+            f"{source}: an event has a negative dur ({dur[negative][0] / 1000!r} us)"
+        )
+    dur[dur == NO_TIME] = 0  # "X" events without dur last 0 us
     name, pid, tid = fields["name"], fields["pid"], fields["tid"]
 
     rows = _Rows(base_ns, ts, source)
     complete = phases.where("X")
-    with np.errstate(over="ignore"):  # an end beyond float64 becomes inf: `_Rows.ns` refuses it
-        end_us = ts[complete] + dur[complete]
-    rows.add(complete, RANGE, end_us=end_us)
-    del complete, dur, end_us
-    _add_begin_end(rows, phases, pid, tid, args)
+    rows.add(complete, RANGE, end=_ends(ts[complete], dur[complete]))
+    del complete, dur
+    dropped = _Dropped(phases)
+    dropped.add("E", _add_begin_end(rows, phases, pid, tid, args))
     _add_instants(rows, phases, name, args)
-    _add_counters(rows, phases, name, pid, args)
-    rows.ts_us = ts = np.empty(0)
+    _add_counters(rows, phases, fields["cat"], args)
+    _add_async(rows, phases, fields, args, extras, dropped)
+    _add_flows(rows, phases, args, dropped)
+    rows.ts = ts = np.empty(0, np.int64)
+    metadata, recfns = _metadata(members, dropped.warn(source))
     if rows.count() == 0:
-        return empty_table((*REQUIRED, "args"))
+        return empty_table((*REQUIRED, "args")).replace_schema_metadata(metadata)
     ids = {key: (fields.pop(key), fields.pop(f"{key}.present")) for key in IDS}
     del name, pid, tid
-    return _table(rows, phases, fields, args, ids)
+    table = _table(rows, phases, fields, args, ids, extras)
+    scopes = (members or {}).get(SCOPES_MEMBER)
+    if isinstance(scopes, dict):  # recfn wrote the file: its scopes as torch's categories
+        table = _renamed_scopes(table, scopes)
+    if not recfns:  # another tool's trace: it starts at its first event
+        metadata[START_NS_KEY] = str(pc.min(table.column("start_ns")).as_py())
+    return table.replace_schema_metadata(metadata)
+
+
+def _renamed_scopes(table: pa.Table, scopes: dict[str, Any]) -> pa.Table:
+    """`table` with the categories of `scopes` (``{category: scope}``, what recfn wrote for its
+    scopes) back as those scopes."""
+    column = table.column("scope").combine_chunks()
+    values = [scopes.get(v, v) if isinstance(scopes.get(v, v), str) else v
+              for v in column.dictionary.to_pylist()]  # fmt: skip
+    codes, unique = pd.factorize(_objects(values))
+    indices = codes[column.indices.fill_null(0).to_numpy(zero_copy_only=False)].astype(np.int32)
+    renamed = pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(unique, pa.string()))
+    return table.set_column(table.schema.get_field_index("scope"), "scope", renamed)
+
+
+def _metadata(members: dict[str, Any] | None, dropped: int) -> tuple[dict[str, str], bool]:
+    """The table's metadata: a recfn file's own (``otherData``) with `dropped` added to its
+    dropped events, else new metadata of an imported trace; and whether recfn wrote the file."""
+    members = members or {}
+    other = members.get("otherData")
+    if isinstance(other, dict) and SCHEMA_VERSION_KEY in other:
+        metadata = {k: str(v) for k, v in other.items() if k.startswith(METADATA_PREFIX)}
+        before = metadata.get(DROPPED_EVENTS_KEY, "0")
+        metadata[DROPPED_EVENTS_KEY] = str((int(before) if before.isdigit() else 0) + dropped)
+        return metadata, True
+    kept = {k: v for k, v in members.items() if k not in ("traceEvents", "baseTimeNanoseconds")}
+    metadata = build_metadata(
+        config=IMPORTED, dropped_events=dropped, host=UNKNOWN_HOST, chrome_members=kept
+    )
+    return metadata, False
+
+
+IMPORTED: Final = {"imported": True}
+"""The ``recfn.config`` of a trace recfn did not capture."""
+IMPORTED_CONFIG: Final = json.dumps(IMPORTED, sort_keys=True)
+
+
+class _Dropped:
+    """Events the table has no place for, counted by phase."""
+
+    def __init__(self, phases: _Phases) -> None:
+        self.counts: dict[str, int] = {}
+        for phase, count in phases.counts().items():
+            if phase not in ROW_PHASES and phase != "M":
+                self.counts[str(phase)] = count
+
+    def add(self, phase: str, count: int) -> None:
+        if count:
+            self.counts[phase] = self.counts.get(phase, 0) + count
+
+    def warn(self, source: str) -> int:
+        """Warn about the dropped events (RuntimeWarning naming how many of each phase); their
+        number."""
+        total = sum(self.counts.values())
+        if total:
+            each = ", ".join(f"{phase!r}: {n}" for phase, n in sorted(self.counts.items()))
+            warnings.warn(
+                f"recfn: {source}: {total} event(s) that the event table has no place for were "
+                f"dropped (by phase: {each}; an end phase counts the ends without a beginning); "
+                "their number is in the metadata 'recfn.dropped_events'",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        return total
 
 
 TRIM_EVENTS = 500_000
@@ -422,7 +535,7 @@ class Columns:
         self.source = source
         self.parts: list[dict[str, Any]] = []
         self.args: list[_ArgsPart] = []
-        self.others: dict[str, list[Any]] = {key: [] for key in (*CONSUMED, *IDS)}
+        self.others: dict[str, list[Any]] = {key: [] for key in (*CONSUMED, *IDS, "extra")}
 
     def add(self, events: list[Any] | NativeBatch) -> None:
         if isinstance(events, NativeBatch):
@@ -450,8 +563,8 @@ class Columns:
         """Events added so far."""
         return sum(len(part["ts"]) for part in self.parts) + len(self.others["ph"])
 
-    def finish(self) -> tuple[_Phases, dict[str, np.ndarray], _Args]:
-        """Phases, scalar columns and args of all events added."""
+    def finish(self) -> tuple[_Phases, dict[str, Any], _Args, list[Any]]:
+        """Phases, scalar columns, args and the extra members of all events added."""
         n_others = len(self.others["ph"])
         n_complete = sum(len(part["ts"]) for part in self.parts)
         parts = [*self.parts, _scalars(self.others, slice(0, n_others), self.source)]
@@ -477,7 +590,8 @@ class Columns:
                     for array, size in zip(arrays, sizes)
                 ]
             )
-        return _Phases(n_complete, self.others["ph"]), fields, _Args(self.args, self.others["args"])
+        args = _Args(self.args, self.others["args"])
+        return _Phases(n_complete, self.others["ph"]), fields, args, self.others["extra"]
 
 
 def _shared(values: list[Any]) -> pa.DictionaryArray | np.ndarray:
@@ -518,6 +632,15 @@ class _Labels:
 
     def __getitem__(self, index: np.ndarray) -> np.ndarray:
         return np.asarray(self.values[self.codes[index]])
+
+    def set(self, i: int, value: str) -> None:
+        """Give event `i` the label `value`."""
+        found = np.flatnonzero(self.values[:-1] == value)
+        if found.size:
+            self.codes[i] = found[0]
+            return
+        self.values = np.concatenate([self.values[:-1], _objects([value, None])])
+        self.codes[i] = len(self.values) - 2
 
 
 class _Ids:
@@ -591,7 +714,9 @@ def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
 
 def _scalars(fields: dict[str, list[Any]], rows: slice, source: str) -> dict[str, Any]:
     """The columns of `fields` but ``args`` for `rows`: arrays, names sharing one string each."""
-    out: dict[str, Any] = {key: _floats(fields[key][rows], key, source) for key in ("ts", "dur")}
+    out: dict[str, Any] = {
+        key: nanoseconds(fields[key][rows], key, source) for key in ("ts", "dur")
+    }
     for key in ("name", "cat"):
         out[key] = _shared(fields[key][rows])
     out["pid"] = _ids(fields["pid"][rows], "pid", source)
@@ -606,6 +731,7 @@ class _Phases:
 
     def __init__(self, n_complete: int, others: list[Any]) -> None:
         """`n_complete` "X" events, then events with phases `others`."""
+        self.n_complete = n_complete
         codes, self._values = pd.factorize(_objects(["X", *others]), use_na_sentinel=False)
         self._codes = np.concatenate([np.full(n_complete, codes[0]), codes[1:]])
 
@@ -617,6 +743,15 @@ class _Phases:
     def where(self, *phases: str) -> np.ndarray:
         """Indices of the events that have one of `phases`."""
         return np.flatnonzero(self.mask(*phases))
+
+    def counts(self) -> dict[Any, int]:
+        """How many events have each phase."""
+        found = np.bincount(self._codes, minlength=len(self._values)).tolist()
+        return {value: n for value, n in zip(self._values.tolist(), found) if n}
+
+    def of(self, i: int) -> Any:
+        """The phase of event `i`."""
+        return self._values[self._codes[i]]
 
 
 def _columns(events: list[Any], source: str) -> tuple[int, list[Any], dict[str, list[Any]]]:
@@ -670,6 +805,7 @@ def _event_columns(events: list[Event]) -> tuple[int, list[Any], dict[str, list[
     kept = {
         key: columns[key] for key in KEPT if columns[key].count(msgspec.UNSET) != len(columns[key])
     }
+    extra: list[Any] = [None] * len(others)  # the others' fields without a column, as written
     if kept:
         unset = repeat(msgspec.UNSET)
         has_kept = np.zeros(len(ordered), dtype=bool)
@@ -681,6 +817,9 @@ def _event_columns(events: list[Event]) -> tuple[int, list[Any], dict[str, list[
             own = loads(args[i]) if args[i].__class__ is msgspec.Raw else args[i]
             fields_kept = {k: v[i] for k, v in kept.items() if v[i] is not msgspec.UNSET}
             args[i] = {**fields_kept, **(own if isinstance(own, dict) else {})}
+            if i >= n_complete:
+                extra[i - n_complete] = fields_kept
+    fields["extra"] = [None] * n_complete + extra
     return n_complete, [e.ph for e in others], fields
 
 
@@ -719,12 +858,14 @@ def _dict_columns(events: list[Any], source: str) -> tuple[int, list[Any], dict[
     for key in IDS:
         fields[key] = [e.get(key) for e in ordered] if key in extra else [None] * len(ordered)
     extra.difference_update(IDS)
+    fields["extra"] = [None] * len(ordered)
     if extra:
         args = fields["args"]
         for i, event in enumerate(ordered[start:], start):
             if not extra.isdisjoint(event):
                 kept = {k: event[k] for k in sorted(extra) if k in event}
                 args[i] = {**kept, **(args[i] if isinstance(args[i], dict) else {})}
+                fields["extra"][i] = kept
     return len(complete), [e.get("ph") for e in others], fields
 
 
@@ -753,62 +894,62 @@ def _ids(values: list[Any], key: str, source: str) -> np.ndarray:
     return _objects([0 if v is None else v for v in values])
 
 
-def _floats(values: list[Any], key: str, source: str) -> np.ndarray:
-    """Numbers (`FIELD_TYPES` checked) as float64, NaN for None; TraceFormatError for numbers
-    that are not finite or do not fit a float."""
-    try:
-        array = np.fromiter(values, dtype=np.float64, count=len(values))
-    except OverflowError:
-        raise TraceFormatError(f"{source}: an event's {key} is too large a number") from None
-    if np.isinf(array).any():
-        raise TraceFormatError(f"{source}: an event's {key} is not finite")
-    return array
+def _ends(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """``ts + dur`` (nanoseconds; `dur` not negative), `NO_TIME` where `ts` is absent and
+    `BEYOND` where either is or the sum is beyond int64."""
+    beyond = (ts == BEYOND) | (dur == BEYOND) | (ts > INT64_MAX - np.maximum(dur, 0))
+    end = np.where(beyond | (ts == NO_TIME), 0, ts) + np.where(beyond, 0, dur)
+    end[beyond] = BEYOND
+    end[ts == NO_TIME] = NO_TIME
+    return end
 
 
 class _Rows:
     """The rows of the table being built, in parts; each row points at its source event."""
 
-    def __init__(self, base_ns: int, ts_us: np.ndarray, source: str) -> None:
-        self.base_ns, self.ts_us, self.source = base_ns, ts_us, source
+    def __init__(self, base_ns: int, ts: np.ndarray, source: str) -> None:
+        self.base_ns, self.ts, self.source = base_ns, ts, source
         self.parts: list[dict[str, Any]] = []
 
-    def ns(self, micros: np.ndarray) -> np.ndarray:
-        """Float microseconds to int64 nanoseconds since the epoch; TraceFormatError for times
-        that int64 nanoseconds cannot hold (rather than wrapping them)."""
-        if np.isnan(micros).any():
+    def ns(self, times: np.ndarray) -> np.ndarray:
+        """Times (`recfn.formats.chrome._times` nanoseconds) after `base_ns` as int64
+        nanoseconds since the epoch, in integers throughout; TraceFormatError for times that are
+        absent or that int64 nanoseconds cannot hold (rather than wrapping them)."""
+        if (times == NO_TIME).any():
             raise TraceFormatError(f"{self.source}: a range, instant or counter event has no ts")
-        with np.errstate(over="ignore"):  # times beyond float64 become inf: refused below
-            after = np.rint(micros * 1000.0)
-        # float64 bounds a little inside int64's, so that the conversion cannot wrap.
-        low, high = float(INT64_MIN - self.base_ns) + 2048, float(INT64_MAX - self.base_ns) - 2048
-        if len(after) and not (low <= after.min() and after.max() <= high):
+        low = max(int(INT64_MIN) - self.base_ns, BEYOND + 1)
+        high = min(int(INT64_MAX) - self.base_ns, int(INT64_MAX))
+        if len(times) and ((times == BEYOND).any() or times.min() < low or times.max() > high):
             raise TraceFormatError(
                 f"{self.source}: an event's time (ts, or ts + dur) is outside the int64 "
                 "nanosecond range"
             )
-        return self.base_ns + after.astype(np.int64)
+        return times + np.int64(self.base_ns)
 
     def add(
         self,
         event: np.ndarray,
         kind: str,
         *,
-        end_us: np.ndarray | None = None,
+        end: np.ndarray | None = None,
         closed: np.ndarray | None = None,
         memory_bytes: np.ndarray | None = None,
         device: np.ndarray | None = None,
+        track: np.ndarray | None = None,
     ) -> None:
-        """Rows for `event` (indices) starting at their ts; points end where they start."""
+        """Rows for `event` (indices) starting at their ts; points end where they start. Rows
+        with a `track` are async rows of that async track."""
         n = len(event)
-        start = self.ns(self.ts_us[event])
+        start = self.ns(self.ts[event])
         part: dict[str, np.ndarray | None] = {
             "event": event,
             "start": start,
-            "end": start if end_us is None else self.ns(end_us),
+            "end": start if end is None else self.ns(end),
             "closed": np.ones(n, dtype=bool) if closed is None else closed,
-            "kind": np.full(n, KINDS.index(kind), dtype=np.int8),
+            "kind": np.full(n, IMPORTED_KINDS.index(kind), dtype=np.int8),
             "memory_bytes": memory_bytes,
             "device": device,
+            "track": track,
         }
         self.parts.append(part)
 
@@ -840,6 +981,17 @@ class _Rows:
             at += n
         return _Labels(out, list(uniques))
 
+    def tracks(self) -> np.ndarray:
+        """The async track of each row, -1 for rows of a thread."""
+        return np.concatenate(
+            [
+                np.full(len(part["event"]), -1, np.int64)
+                if part["track"] is None
+                else part["track"]
+                for part in self.parts
+            ]
+        )
+
     def has_memory(self) -> np.ndarray:
         """Which rows are memory events."""
         return np.concatenate(
@@ -849,38 +1001,151 @@ class _Rows:
 
 def _add_begin_end(
     rows: _Rows, phases: _Phases, pid: np.ndarray, tid: np.ndarray, args: _Args
-) -> None:
-    """Pair "B" with "E" events per thread by nesting level; unpaired B are open ranges.
-
-    An E's args are merged into its B's, as Chrome does.
-    """
+) -> int:
+    """Pair "B" with "E" events per thread by nesting level; unpaired B are open ranges. An E's
+    args are merged into its B's, as Chrome does. Returns the number of E without a B."""
     index = phases.where("B", "E")
     if index.size == 0:
-        return
+        return 0
     thread = _pair_codes(pid[index], tid[index])
-    order = np.lexsort((index, rows.ts_us[index], thread))
-    index, thread = index[order], thread[order]
-    begin = phases.mask("B")[index]
-    # A B opens the level it raises the count to; an E closes the level it lowers it from.
-    level = pd.Series(np.where(begin, 1, -1)).groupby(thread).cumsum().to_numpy()
+    begins, ends, unpaired = _pairs(index, phases.mask("B")[index], thread, rows.ts)
+    _merge_args(args, begins, ends)
+    rows.add(begins, RANGE, end=_end_times(rows.ts, ends), closed=ends >= 0)
+    return unpaired
+
+
+def _pairs(
+    index: np.ndarray, begin: np.ndarray, group: np.ndarray, ts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The begin events among `index` (`begin` tells which), the end event each pairs with (-1
+    for none) and the number of ends without a begin: per `group` (a thread, an async track),
+    an end closes the latest open begin (by ts, then in file order), found by nesting level."""
+    order = np.lexsort((index, ts[index], group))
+    index, group, begin = index[order], group[order], begin[order]
+    # A begin opens the level it raises the count to; an end closes the level it lowers it from.
+    level = pd.Series(np.where(begin, 1, -1)).groupby(group).cumsum().to_numpy()
     level = np.where(begin, level, level + 1)
-    paired = np.lexsort((np.arange(index.size), level, thread))
+    paired = np.lexsort((np.arange(index.size), level, group))
     b, e = paired[:-1], paired[1:]
-    match = begin[b] & ~begin[e] & (thread[b] == thread[e]) & (level[b] == level[e])
+    match = begin[b] & ~begin[e] & (group[b] == group[e]) & (level[b] == level[e])
     b, e = b[match], e[match]
-    end_us = np.zeros(index.size)
-    end_us[b] = rows.ts_us[index[e]]
-    closed = np.zeros(index.size, dtype=bool)
-    closed[b] = True
-    for i, j in zip(index[b].tolist(), index[e].tolist()):
+    end_of = np.full(index.size, -1, dtype=np.int64)
+    end_of[b] = index[e]
+    opened = np.flatnonzero(begin)
+    return index[opened], end_of[opened], int(np.count_nonzero(~begin)) - len(e)
+
+
+def _end_times(ts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The ts of each end event (`_pairs`), 0 where there is none (an open range)."""
+    return np.where(ends >= 0, ts[np.maximum(ends, 0)], 0)
+
+
+def _merge_args(args: _Args, begins: np.ndarray, ends: np.ndarray) -> None:
+    """Merge each end's args into its begin's, as Chrome does."""
+    paired = ends >= 0
+    for i, j in zip(begins[paired].tolist(), ends[paired].tolist()):
         if isinstance(args[j], dict) and args[j]:
             args[i] = {**(args[i] if isinstance(args[i], dict) else {}), **args[j]}
-    opened = np.flatnonzero(begin)
-    rows.add(index[opened], RANGE, end_us=end_us[opened], closed=closed[opened])
 
 
-def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: _Args) -> None:
-    """Instants become marks; torch's "[memory]" instants become memory events."""
+def _add_async(
+    rows: _Rows,
+    phases: _Phases,
+    fields: dict[str, Any],
+    args: _Args,
+    extras: list[Any],
+    dropped: _Dropped,
+) -> None:
+    """Async events become async rows (``is_async``) on their own tracks: "b"/"e" and "S"/"F"
+    pairs ranges (unpaired beginnings open ones; ends without a beginning are dropped), "n",
+    "T" and "p" marks. A track is an async id in its category (and scope; for legacy events its
+    name too), per process unless the id is global; the rows of a track nest in one another,
+    never in a thread's ranges. Rows from legacy events keep their phase in args (``ph``)."""
+    index = phases.where(*ASYNC_RANGES, *ASYNC_RANGES.values(), *ASYNC_INSTANTS)
+    if index.size == 0:
+        return
+    has_ts = rows.ts[index] != NO_TIME
+    for i in index[~has_ts].tolist():
+        dropped.add(str(phases.of(i)), 1)
+    index = index[has_ts]
+    offset = phases.n_complete  # extras are those of the events after the "X" events
+    pid, cat, name = fields["pid"][index], fields["cat"][index], fields["name"][index]
+    phase = [phases.of(i) for i in index.tolist()]
+    keys = [
+        _track(p, c, n if ph in ("S", "F", "T", "p") else None, extras[i - offset])
+        for i, p, c, n, ph in zip(index.tolist(), pid, cat, name, phase)
+    ]
+    track = pd.factorize(_objects(keys))[0].astype(np.int64)
+    is_phase = {ph: np.array([x == ph for x in phase], dtype=bool) for ph in {*phase}}
+    none = np.zeros(index.size, dtype=bool)
+    for begin, end in ASYNC_RANGES.items():
+        opens, closes = is_phase.get(begin, none), is_phase.get(end, none)
+        pair = opens | closes
+        if not pair.any():
+            continue
+        begins, ends, unpaired = _pairs(index[pair], opens[pair], track[pair], rows.ts)
+        dropped.add(end, unpaired)
+        _merge_args(args, begins, ends)
+        if begin != "b":
+            _keep_phase(args, begins, begin)
+        where = np.searchsorted(index, begins)
+        rows.add(
+            begins,
+            RANGE,
+            end=_end_times(rows.ts, ends),
+            closed=ends >= 0,
+            track=track[where],
+        )
+    marks = np.isin(_objects(phase), list(ASYNC_INSTANTS))
+    for ph in ("T", "p"):
+        _keep_phase(args, index[is_phase.get(ph, none)], ph)
+    rows.add(index[marks], MARK, track=track[marks])
+
+
+def _track(pid: Any, cat: Any, name: Any, extra: Any) -> str:
+    """The async track of an event with kept fields `extra` (``id``, ``id2``, ``scope``)."""
+    extra = extra if isinstance(extra, dict) else {}
+    ident = extra.get("id2", extra.get("id"))
+    local = True
+    if isinstance(ident, dict) and len(ident) == 1:
+        ((kind, ident),) = ident.items()
+        local = kind != "global"
+    parts = [_plain_value(pid) if local else None, cat, extra.get("scope"), ident, name]
+    return dumps(parts).decode()
+
+
+def _plain_value(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _keep_phase(args: _Args, events: np.ndarray, phase: str) -> None:
+    """Keep `phase` in the args of `events` (``ph``), so that they are written back with it."""
+    for i in events.tolist():
+        args[i] = {"ph": phase, **(args[i] if isinstance(args[i], dict) else {})}
+
+
+def _add_flows(rows: _Rows, phases: _Phases, args: _Args, dropped: _Dropped) -> None:
+    """Flow events ("s", "t", "f") become rows of kind "flow" at their ts on their thread, whose
+    parent is the range they bind to (the one that encloses them); args keep their phase
+    (``ph``) with their id (and ``bp``), so that the rows of one flow link their ranges."""
+    for phase in FLOW_PHASES:
+        _keep_phase(args, _timed(rows, phases.where(phase), phase, dropped), phase)
+    index = phases.where(*FLOW_PHASES)
+    rows.add(index[rows.ts[index] != NO_TIME], FLOW)
+
+
+def _timed(rows: _Rows, index: np.ndarray, phase: str, dropped: _Dropped) -> np.ndarray:
+    """The events of `index` (of `phase`) that have a ts; those without one (flows and async
+    events, which older recfn skipped whole) are dropped."""
+    has_ts = rows.ts[index] != NO_TIME
+    dropped.add(phase, int(np.count_nonzero(~has_ts)))
+    timed: np.ndarray = index[has_ts]
+    return timed
+
+
+def _add_instants(rows: _Rows, phases: _Phases, name: _Labels, args: _Args) -> None:
+    """Instants become marks; torch's "[memory]" instants (with ``Bytes``) memory events. recfn
+    writes its memory events so, each named in ``recfn_name`` where its name differs."""
     index = phases.where(*INSTANT_PHASES)
     memory = name[index] == TORCH_MEMORY
     candidates = args.values(index[memory])
@@ -892,6 +1157,11 @@ def _add_instants(rows: _Rows, phases: _Phases, name: np.ndarray, args: _Args) -
     if allocations.size:
         sizes = _int64s([a["Bytes"] for a in found], "memory Bytes", rows.source)
         devices = _objects(_torch_devices(found))
+        for i, a in zip(allocations.tolist(), found):
+            own = a.get("recfn_name")
+            if isinstance(own, str):
+                name.set(i, own)
+                args[i] = {k: v for k, v in a.items() if k != "recfn_name"}
         rows.add(allocations, MEMORY, memory_bytes=sizes, device=devices)
 
 
@@ -910,13 +1180,13 @@ def _int64s(values: list[Any], what: str, source: str) -> np.ndarray:
     return np.array([int(v) for v in values], dtype=np.int64)
 
 
-def _torch_devices(found: list[dict[str, Any]]) -> list[str]:
+def _torch_devices(found: list[dict[str, Any]]) -> list[str | None]:
     """`_torch_device` of each of `found`, once per distinct pair of integers."""
-    known: dict[tuple[int, int], str] = {}
+    known: dict[tuple[Any, Any], str | None] = {}
     devices = []
     for args in found:
-        key = (args.get("Device Type", 0), args.get("Device Id", 0))
-        if key[0].__class__ is not int or key[1].__class__ is not int:
+        key = (args.get("Device Type"), args.get("Device Id", 0))
+        if key[0].__class__ is not int or key[1].__class__ is not int or "Device" in args:
             devices.append(_torch_device(args))
         elif (device := known.get(key)) is not None:
             devices.append(device)
@@ -925,47 +1195,27 @@ def _torch_devices(found: list[dict[str, Any]]) -> list[str]:
     return devices
 
 
-def _torch_device(args: dict[str, Any]) -> str:
-    device_type, device_id = args.get("Device Type", 0), args.get("Device Id", 0)
+def _torch_device(args: dict[str, Any]) -> str | None:
+    """The device of a memory instant: torch's ``Device Type`` and ``Device Id`` ("cpu",
+    "cuda:0"), or the ``Device`` recfn writes for other devices; None for neither."""
+    named = args.get("Device")
+    if isinstance(named, str):
+        return named
+    if "Device Type" not in args:
+        return None
+    device_type, device_id = args["Device Type"], args.get("Device Id", 0)
     kind = TORCH_DEVICE_TYPES.get(device_type, "") if device_type.__class__ is int else ""
     kind = kind or f"device{_short(device_type)}"
     return kind if kind == "cpu" else f"{kind}:{_short(device_id)}"
 
 
-def _add_counters(
-    rows: _Rows, phases: _Phases, name: np.ndarray, pid: np.ndarray, args: _Args
-) -> None:
-    """One memory row per numeric counter value.
-
-    ``memory_bytes`` is the change since the series' previous value, so that a cumulative sum
-    gives the counter back. The series key goes to ``device``; `NO_DEVICE` means none.
-    """
-    event, key, value = [], [], []
-    for i in phases.where("C").tolist():
-        if isinstance(args[i], dict):
-            for k, v in args[i].items():
-                if isinstance(v, int | float) and not isinstance(v, bool):
-                    event.append(i)
-                    key.append(k)
-                    value.append(v)
-    if not event:
-        return
-    index = np.array(event, dtype=np.int64)
-    series = _pair_codes(_objects(key), _pair_codes(pid[index], name[index]))
-    try:
-        floats = np.rint(np.array(value, dtype=np.float64))
-    except OverflowError:
-        floats = np.array([np.inf])
-    if not (np.abs(floats) < 2.0**63 - 2048).all():
-        raise TraceFormatError(f"{rows.source}: a counter value does not fit int64")
-    level = floats.astype(np.int64)
-    order = np.lexsort((np.arange(index.size), rows.ts_us[index], series))
-    change = np.empty_like(level)
-    change[order] = np.diff(level[order], prepend=0)
-    first = order[np.r_[True, series[order][1:] != series[order][:-1]]]
-    change[first] = level[first]
-    device = _objects([None if k == NO_DEVICE else k for k in key])
-    rows.add(index, MEMORY, memory_bytes=change, device=device)
+def _add_counters(rows: _Rows, phases: _Phases, cat: Any, args: _Args) -> None:
+    """Counter events ("C") become rows of kind "counter", their values in ``args`` as written
+    (a series name, often a unit, per value). The counters recfn writes beside its memory
+    events (category `MEMORY_TOTALS`) repeat those rows and are skipped."""
+    index = phases.where("C")
+    if index.size:
+        rows.add(index[_objects(cat[index]) != MEMORY_TOTALS], COUNTER)
 
 
 def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -981,15 +1231,19 @@ def _table(
     fields: dict[str, Any],
     args: _Args,
     ids: dict[str, tuple[Any, Any]],
+    extras: list[Any],
 ) -> pa.Table:
-    """Sort the rows by start (parents first), nest them per thread (or link them by recfn's
-    ids, `_linked`) and build the columns. Consumes `fields` (name, cat, pid, tid) and `ids`:
-    each intermediate is dropped once used, so that the peak stays near the table's size."""
+    """Sort the rows by start (parents first), nest them per thread and async track (or link
+    them by recfn's ids, `_linked`) and build the columns; the processes of recfn's
+    `RECFN_PROCESS` metadata get their own pid, host and rank. Consumes `fields` (name, cat,
+    pid, tid) and `ids`: each intermediate is dropped once used, so that the peak stays near
+    the table's size."""
     start, end, closed = rows.column("start"), rows.column("end"), rows.column("closed")
     nest_end = np.where(closed, end, INT64_MAX)
     order = _start_order(start, nest_end)
     start, end, closed, nest_end = start[order], end[order], closed[order], nest_end[order]
     event, kind = rows.column("event")[order], rows.column("kind")[order]
+    track = rows.tracks()[order]
     n = len(event)
     columns: dict[str, Any] = {}
     has_memory = rows.has_memory()[order]
@@ -1013,21 +1267,28 @@ def _table(
     columns["thread_name"] = pa.DictionaryArray.from_arrays(
         label_codes[thread].astype(np.int32), pa.array(label_values, pa.string())
     )
-    columns["pid"] = pa.array(_pids(pid[first])[thread])
+    thread_pid = _pids(pid[first])
+    columns["pid"] = pa.array(thread_pid[thread])
+    processes = _processes(phases, fields["name"], pid, args)
+    if processes:
+        _process_columns(columns, processes, pid[first], thread)
     del pid, tid
     columns["name"] = _dictionary(fields.pop("name"), event)
     columns["scope"] = _dictionary(fields.pop("cat"), event)
-    columns["kind"] = pa.DictionaryArray.from_arrays(kind, pa.array(KINDS, pa.string()))
+    columns["kind"] = pa.DictionaryArray.from_arrays(kind, pa.array(IMPORTED_KINDS, pa.string()))
     columns["start_ns"] = pa.array(start)
     columns["end_ns"] = pa.array(np.where(closed, end, 0), mask=~closed)
     del end, closed
 
-    row_ids, parent = _linked(ids, event, kind, thread, start, nest_end)
+    row_ids, parent = _linked(ids, event, kind, thread, start, nest_end, thread_pid[thread])
     ids.clear()
     if row_ids is None or parent is None:
         row_ids = np.arange(n, dtype=np.int64)
         native = NEST if NATIVE is not None else None
-        parent, depth = nesting(thread, start, nest_end, kind == 0, native)
+        # Async rows nest within their own track only, never in a thread's ranges.
+        group = np.where(track >= 0, track + int(thread.max(initial=0)) + 1, thread)
+        parent, depth = nesting(group, start, nest_end, kind == 0, native)
+        del group
     else:
         depth = depths(parent)
     del start, nest_end, kind
@@ -1042,13 +1303,14 @@ def _table(
     strings, torch_ints, shapes = _args_columns(args, event, rows.source)
     for key in TORCH_INTS:
         columns[key] = pa.array(torch_ints.pop(key)[event])
-    for key in ("is_async", "node_id"):
-        columns[key] = constant_column(BY_NAME[key], n)
+    columns["is_async"] = pa.array(track >= 0)
+    columns["node_id"] = constant_column(BY_NAME["node_id"], n)
     columns["args"] = strings
     del strings
     for column, values in zip(("input_shapes", "input_dtypes"), shapes):
         columns[column] = values
-    names = [*REQUIRED, "args", "memory_bytes", "device", "input_shapes", "input_dtypes"]
+    names = [*REQUIRED, "host", "rank", "args", "memory_bytes", "device"]
+    names += ["input_shapes", "input_dtypes"]
     return pa.table({key: columns.pop(key) for key in names if key in columns})
 
 
@@ -1076,7 +1338,7 @@ def _args_columns(
     args.complete.clear()
     ints = {key: np.concatenate([part.ints[key] for part in parts]) for key in TORCH_INTS}
     columns = [[part.strings for part in parts]]
-    if any(part.has_shapes for part in parts) and all(part.shapes for part in parts):
+    if any(part.has_shapes for part in parts):
         columns += [[part.shapes[i] for part in parts] for i in range(2)]
     del parts
     taken = _gather_columns(columns, rows)
@@ -1197,10 +1459,12 @@ def _linked(
     thread: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
+    process: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
-    """Row ids and parent positions from recfn's `IDS` fields, when every row has a unique id
-    and every parent id names an earlier range of the row's thread that is open when the row
-    starts (so the links form a forest that matches the times); else None."""
+    """Row ids and parent positions from recfn's `IDS` fields, when every row has an id unique
+    in its `process` (ids are unique within a process, not across a fleet) and every parent id
+    names an earlier range of the row's thread that is open when the row starts (so the links
+    form a forest that matches the times); else None."""
     if ids["recfn_id"][0] is None:
         return None, None
     own, has_id = (values[event] for values in ids["recfn_id"])
@@ -1210,16 +1474,25 @@ def _linked(
         parent_id, has_parent = np.zeros_like(own), np.zeros(len(own), dtype=bool)
     else:
         parent_id, has_parent = (values[event] for values in ids["recfn_parent_id"])
-    by_id = np.argsort(own, kind="stable")
-    if (np.diff(own[by_id]) == 0).any():
-        return None, None
-    slot = np.minimum(np.searchsorted(own[by_id], parent_id), len(own) - 1)
-    parent = np.where(has_parent, by_id[slot], -1)
+    if (process == process[0]).all():
+        by_id = np.argsort(own, kind="stable")
+        if (np.diff(own[by_id]) == 0).any():
+            return None, None
+        slot = np.minimum(np.searchsorted(own[by_id], parent_id), len(own) - 1)
+        parent = np.where(has_parent, by_id[slot], -1)
+    else:  # several processes: an id is looked up in its own process
+        keys = pd.MultiIndex.from_arrays([process, own])
+        if keys.has_duplicates:
+            return None, None
+        parent = keys.get_indexer(pd.MultiIndex.from_arrays([process, parent_id]))
+        parent = np.where(has_parent, parent, -1).astype(np.int64)
+        if (has_parent & (parent < 0)).any():
+            return None, None
     found = ~has_parent | (own[parent] == parent_id)
     root = parent < 0
     fits = (
         (parent < np.arange(len(own)))
-        & (kind[parent] == KINDS.index(RANGE))
+        & (kind[parent] == IMPORTED_KINDS.index(RANGE))
         & (thread[parent] == thread)
         & (start[parent] <= start)
         & (end[parent] >= start)
@@ -1227,6 +1500,45 @@ def _linked(
     if not (found & (root | fits)).all():
         return None, None
     return own, parent
+
+
+def _processes(
+    phases: _Phases, name: Any, pid: Any, args: _Args
+) -> dict[Any, tuple[str, int, int]]:
+    """The (host, pid, rank) of each Chrome pid that recfn's `RECFN_PROCESS` metadata names."""
+    found: dict[Any, tuple[str, int, int]] = {}
+    metadata = phases.where("M")
+    for i in metadata[name[metadata] == RECFN_PROCESS].tolist():
+        value = args[i] if isinstance(args[i], dict) else {}
+        host, own, rank = value.get("host"), value.get("pid"), value.get("rank", -1)
+        if isinstance(host, str) and _is_int64(own) and _is_int64(rank):
+            found[pid[i]] = (host, cast(int, own), cast(int, rank))
+    return found
+
+
+def _is_int64(value: Any) -> bool:
+    return value.__class__ is int and INT64_MIN <= value <= INT64_MAX
+
+
+def _process_columns(
+    columns: dict[str, Any],
+    processes: dict[Any, tuple[str, int, int]],
+    thread_pid: np.ndarray,
+    thread: np.ndarray,
+) -> None:
+    """``pid``, ``host`` and ``rank`` of each row from its thread's Chrome pid (`thread_pid`,
+    per thread) and the `processes` recfn wrote; threads of other pids keep theirs."""
+    pids = columns["pid"].to_numpy(zero_copy_only=False)
+    own = [processes.get(p) for p in thread_pid.tolist()]
+    known = np.array([p is not None for p in own], dtype=bool)[thread]
+    real = np.array([p[1] if p else 0 for p in own], dtype=np.int64)
+    columns["pid"] = pa.array(np.where(known, real[thread], pids))
+    hosts, host_values = pd.factorize(_objects([p[0] if p else "" for p in own]))
+    columns["host"] = pa.DictionaryArray.from_arrays(
+        hosts[thread].astype(np.int32), pa.array(host_values, pa.string())
+    )
+    rank = np.array([p[2] if p else -1 for p in own], dtype=np.int64)[thread]
+    columns["rank"] = pa.array(rank.astype(numpy_dtype("rank")))
 
 
 def _thread_names(
@@ -1310,16 +1622,40 @@ def _arg_ints(torch_args: list[Any] | None, field: str, default: int, n: int) ->
         return np.array([v if isinstance(v, int) else default for v in values], dtype=np.int64)
 
 
-def _shapes(torch_args: list[Any] | None, n: int) -> tuple[pa.Array, ...]:
+def _shapes(torch_args: list[Any] | None, n: int) -> tuple[pa.Array, pa.Array]:
     """torch's "Input Dims" / "Input type" args (`_torch_args`) of `n` events as
-    ``input_shapes`` / ``input_dtypes`` arrays; () when they lack the schema's types (nested
-    tensor lists, for one, do)."""
+    ``input_shapes`` / ``input_dtypes`` arrays, per event: an event whose value lacks the
+    schema's type (a tensor list's nested dims, say) has none there (its args keep it), and
+    the other events keep theirs."""
     if torch_args is None:
         return (pa.nulls(n, SHAPES), pa.nulls(n, DTYPES))
+    shapes = list(map(getattr, torch_args, repeat("input_shapes"), repeat(None)))
+    dtypes = list(map(getattr, torch_args, repeat("input_dtypes"), repeat(None)))
+    return _list_array(shapes, SHAPES, _is_shapes), _list_array(dtypes, DTYPES, _is_dtypes)
+
+
+def _list_array(values: list[Any], kind: pa.DataType, fits: Any) -> pa.Array:
+    """`values` as an array of `kind`, null where a value does not `fit` it."""
     try:
-        return (
-            pa.array(list(map(getattr, torch_args, repeat("input_shapes"), repeat(None))), SHAPES),
-            pa.array(list(map(getattr, torch_args, repeat("input_dtypes"), repeat(None))), DTYPES),
-        )
+        return pa.array(values, kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        return ()
+        return pa.array([v if fits(v) else None for v in values], kind)
+
+
+def _is_shapes(value: Any) -> bool:
+    """Whether `value` is a list of lists of int64 integers (or nulls), or null."""
+    return value is None or (
+        value.__class__ is list
+        and all(
+            dims is None
+            or (dims.__class__ is list and all(d is None or _is_int64(d) for d in dims))
+            for dims in value
+        )
+    )
+
+
+def _is_dtypes(value: Any) -> bool:
+    """Whether `value` is a list of strings (or nulls), or null."""
+    return value is None or (
+        value.__class__ is list and all(t is None or t.__class__ is str for t in value)
+    )

@@ -12,6 +12,7 @@ file whole, which tells what is wrong with it.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, Final
@@ -33,6 +34,10 @@ CHUNK: Final = 2 << 20
 """JSON bytes read at a time; a batch of events is about this much text."""
 _HEAD: Final = 64 << 20
 """How far into a trace object its ``traceEvents`` list must start to be streamed."""
+MAX_WHITESPACE: Final = 64 << 20
+"""The longest run of whitespace a trace may hold: no writer puts megabytes of it between two
+tokens, and a small gzip that inflates to gigabytes of spaces is refused after this much."""
+_NOT_SPACE: Final = re.compile(rb"[^ \t\r\n]")
 _TRIES: Final = 4
 """Cuts tried, from the end of the text read, before more is read."""
 _NOT_STRUCTURE: Final = bytes(c for c in range(256) if c not in b'"[]{}')
@@ -54,7 +59,27 @@ def inflated(
     chunk: int = CHUNK,
 ) -> Iterator[bytes]:
     """The file's JSON bytes, inflated if gzip-compressed, about `chunk` bytes at a time;
-    refuses more than `max_bytes`. `read` is told how many file bytes each chunk took."""
+    refuses more than `max_bytes`, and more than `MAX_WHITESPACE` bytes of whitespace in a row
+    (whole chunks of it). `read` is told how many file bytes each chunk took."""
+    yield from _refuse_whitespace(_raw_inflated(fh, source, max_bytes, read, chunk), source)
+
+
+def _refuse_whitespace(pieces: Iterator[bytes], source: str) -> Iterator[bytes]:
+    """`pieces`, refusing a run of whole pieces of whitespace longer than `MAX_WHITESPACE`."""
+    run = 0
+    for piece in pieces:
+        run = run + len(piece) if _NOT_SPACE.search(piece) is None else 0
+        if run > MAX_WHITESPACE:
+            raise TraceFormatError(
+                f"{source}: more than {MAX_WHITESPACE >> 20} MiB of whitespace in a row: not a "
+                "trace (a small gzip that inflates to gigabytes of spaces?)"
+            )
+        yield piece
+
+
+def _raw_inflated(
+    fh: BinaryIO, source: str, max_bytes: int, read: Callable[[int], None], chunk: int
+) -> Iterator[bytes]:
     head = fh.read(2)
     total = 0
     if head != b"\x1f\x8b":
@@ -130,6 +155,12 @@ class Stream:
         self._above = 0  # levels that enclose the list of events
         self._members: dict[str, Any] = {}
 
+    @property
+    def members(self) -> dict[str, Any]:
+        """The trace object's members but its events ({} for a list of events); complete
+        once the last batch is out."""
+        return {k: v for k, v in self._members.items() if k != "traceEvents"}
+
     def _more(self) -> bool:
         """Append the next chunk to the text not yet consumed; False at the end of the file."""
         chunk = next(self.chunks, b"")
@@ -144,11 +175,11 @@ class Stream:
         the end of the file."""
         while True:
             text, at = self.text, self.at
-            while at < len(text) and text[at] in _SPACE:
-                at += 1
-            self.at = at
-            if at < len(text):
-                return text[at]
+            found = _NOT_SPACE.search(text, at)  # not byte by byte: runs can be long
+            if found is not None:
+                self.at = found.start()
+                return text[self.at]
+            self.at = len(text)
             if not self._more():
                 return -1
 

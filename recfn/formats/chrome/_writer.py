@@ -13,9 +13,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recfn.formats.chrome._reader import NO_DEVICE
+from recfn.formats.chrome._reader import (
+    ASYNC_RANGES,
+    MEMORY_TOTALS,
+    NO_DEVICE,
+    RECFN_PROCESS,
+)
+from recfn.formats.chrome._times import micros, time_base
 from recfn.formats.columns import equals, ints, nulls
-from recfn.formats.schema import MARK, MEMORY, RANGE
+from recfn.formats.schema import COUNTER, FLOW, MARK, MEMORY, RANGE
 
 TORCH_ARGS = (("sequence_nr", "Sequence number", -1), ("fwd_thread_id", "Fwd thread id", 0))
 """Integer columns written under torch's args keys (unless unset), which the reader maps back."""
@@ -24,6 +30,7 @@ LIST_ARGS = (
     ("input_dtypes", "Input type"),
     ("stack", "stack"),
     ("flops", "flops"),
+    ("hidden_calls", "hidden calls"),
 )
 """Optional columns written into args (the reader maps the first two back, as torch names them)."""
 
@@ -70,30 +77,142 @@ class Rows:
         return int(start.min()) if len(start) else 0
 
 
-def header_events(rows: Rows) -> list[dict[str, Any]]:
-    """Process and thread metadata of the whole table (first rows of each process/thread)."""
-    process_keys = ["pid", "host", "rank"]
-    thread_keys = ["pid", "thread_id", "thread_name"]
-    processes, threads = [], []
-    for _, frame in rows.frames([*process_keys, "thread_id", "thread_name"]):
-        if "pid" in frame.columns:
-            processes.append(frame[[c for c in process_keys if c in frame]].drop_duplicates("pid"))
-        if "thread_name" in frame.columns:
-            keys = [c for c in thread_keys if c in frame]
-            threads.append(frame[keys].dropna().drop_duplicates(keys[:-1]))
-    return _process_metadata(_stacked(processes)) + _thread_metadata(_stacked(threads))
+SCOPE_CATEGORIES = {"user_scope": "user_annotation", "function": "cpu_op"}
+"""recfn's scopes written as the categories torch.profiler gives the same kind of range
+(annotations, operators), the ones torch-tb-profiler and HTA read; others are written as they
+are. A table that already has such a category keeps its scopes as they are (a round trip must
+tell them apart)."""
+MEMORY_NAME = "[memory]"
+"""torch's name of memory instants, which torch-tb-profiler's memory view reads."""
+TORCH_DEVICE_TYPES = {"cpu": 0, "cuda": 1}
+HOISTED = ("ph", "id", "id2", "bp", "scope", "s")
+"""Fields of other tools' events that the reader keeps in args, written back as fields."""
+
+
+class Layout:
+    """What the writer works out once for the whole table (one pass over its rows): the time
+    base, each process's Chrome pid (processes are told apart by host and pid, and two hosts'
+    processes with one pid get different Chrome pids), its threads' names, the categories of
+    the scopes, the memory totals."""
+
+    def __init__(self, rows: Rows, base_ns: int | None = None) -> None:
+        self.rows = rows
+        self.base_ns = time_base(rows.start_ns()) if base_ns is None else base_ns
+        keys = [c for c in ("host", "pid", "rank") if c in rows.columns]
+        processes: list[Any] = []
+        threads: list[Any] = []
+        scopes: set[Any] = set()
+        wanted = [*keys, "thread_id", "thread_name", "scope"]
+        for _, frame in rows.frames(wanted):
+            frame = _with_process_keys(frame)
+            processes.append(frame[["host", "pid", "rank"]].drop_duplicates(["host", "pid"]))
+            if "thread_name" in frame.columns:
+                named = frame[["host", "pid", "thread_id", "thread_name"]].dropna()
+                threads.append(named.drop_duplicates(["host", "pid", "thread_id"]))
+            if "scope" in frame.columns:
+                scopes.update(map(str, pd.unique(frame["scope"].dropna().astype(object))))
+        self.processes = _chrome_pids(_stacked(processes).drop_duplicates(["host", "pid"]))
+        self.threads = _stacked(threads)
+        if len(self.threads):
+            self.threads = self.threads.drop_duplicates(["host", "pid", "thread_id"])
+        self.has_hosts = "host" in rows.columns or "rank" in rows.columns
+        self.remapped = bool((self.processes["chrome_pid"] != self.processes["pid"]).any())
+        self._chrome = {
+            (h, p): c
+            for h, p, c in zip(
+                self.processes["host"], self.processes["pid"], self.processes["chrome_pid"]
+            )
+        }
+        categories = set(SCOPE_CATEGORIES.values())
+        self.categories = (
+            {s: c for s, c in SCOPE_CATEGORIES.items() if s in scopes}
+            if scopes.isdisjoint(categories)
+            else {}
+        )
+        self.totals = memory_totals(rows)
+
+    def chrome_pids(self, df: pd.DataFrame) -> list[int]:
+        """The Chrome pid of each row of `df`."""
+        pid = ints(df["pid"], 0) if "pid" in df.columns else np.zeros(len(df), np.int64)
+        if not self.remapped:
+            return pid.tolist()
+        hosts = _strings(df["host"]) if "host" in df.columns else [""] * len(df)
+        return [self._chrome[key] for key in zip(hosts, pid.tolist())]
+
+    def header_events(self) -> list[dict[str, Any]]:
+        """Process and thread metadata: names, sort order by rank, and recfn's own
+        ``recfn_process`` (host, pid, rank) that the reader restores."""
+        events: list[dict[str, Any]] = []
+        if self.has_hosts or self.remapped:
+            for host, pid, rank, chrome in self.processes[
+                ["host", "pid", "rank", "chrome_pid"]
+            ].itertuples(index=False):
+                events += _process_metadata(str(host), int(pid), int(rank), int(chrome))
+        for host, pid, thread, name in self.threads.itertuples(index=False):
+            events.append(
+                {
+                    "ph": "M",
+                    "name": "thread_name",
+                    "pid": self._chrome[(str(host), int(pid))],
+                    "tid": int(thread),
+                    "args": {"name": str(name)},
+                }
+            )
+        return events
+
+    def ranks(self) -> list[int]:
+        """The table's distinct ranks (-1: none)."""
+        return sorted({int(r) for r in self.processes["rank"]})
+
+
+def _with_process_keys(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with ``host`` ("" when absent), ``pid`` and ``rank`` (-1) as plain values."""
+    return frame.assign(
+        host=_strings(frame["host"]) if "host" in frame.columns else "",
+        pid=ints(frame["pid"], 0) if "pid" in frame.columns else 0,
+        rank=ints(frame["rank"], -1) if "rank" in frame.columns else -1,
+    )
+
+
+def _chrome_pids(processes: pd.DataFrame) -> pd.DataFrame:
+    """`processes` (host, pid, rank) with a ``chrome_pid`` each: its pid, unless an earlier
+    process of another host has that pid; then one above every pid of the table."""
+    taken = set(processes["pid"].tolist())
+    spare = max(taken, default=0) + 1
+    chrome, used = [], set()
+    for pid in processes["pid"].tolist():
+        if pid in used:
+            while spare in taken or spare in used:
+                spare += 1
+            pid = spare
+        used.add(pid)
+        chrome.append(pid)
+    return processes.assign(chrome_pid=np.array(chrome, dtype=np.int64)).reset_index(drop=True)
+
+
+def _process_metadata(host: str, pid: int, rank: int, chrome: int) -> list[dict[str, Any]]:
+    """A process's "process_name" (rank, host, pid), a "process_sort_index" by rank, and
+    recfn's ``recfn_process`` with its host, pid and rank as they are."""
+    label = f"{host} pid {pid}" if host else f"pid {pid}"
+    events: list[dict[str, Any]] = []
+    if rank >= 0:
+        label = f"rank {rank} · {label}"
+        events.append(
+            {"ph": "M", "name": "process_sort_index", "pid": chrome, "args": {"sort_index": rank}}
+        )
+    events.append({"ph": "M", "name": "process_name", "pid": chrome, "args": {"name": label}})
+    recfn = {"host": host, "pid": pid, "rank": rank}
+    events.append({"ph": "M", "name": RECFN_PROCESS, "pid": chrome, "args": recfn})
+    return events
 
 
 def _stacked(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def ranks(rows: Rows) -> pd.DataFrame:
-    """The distinct ranks (a ``rank`` column) of the table, for `distributed_info`."""
-    if "rank" not in rows.columns:
-        return pd.DataFrame()
-    found = [pd.unique(ints(frame["rank"], -1)) for _, frame in rows.frames(["rank"])]
-    return pd.DataFrame({"rank": np.unique(np.concatenate(found)) if found else []})
+    if not frames:
+        return pd.DataFrame(
+            {"host": pd.Series(dtype=object), "pid": pd.Series(dtype=np.int64),
+             "rank": pd.Series(dtype=np.int64)}
+        )  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
 
 
 Totals = tuple[np.ndarray, list[str], np.ndarray]
@@ -102,7 +221,7 @@ Totals = tuple[np.ndarray, list[str], np.ndarray]
 
 def memory_totals(rows: Rows) -> Totals:
     """Running totals of the table's memory rows (`_running_totals`)."""
-    needed = ["kind", "pid", "name", "device", "memory_bytes", "start_ns"]
+    needed = ["kind", "pid", "host", "name", "device", "memory_bytes", "start_ns"]
     if "memory_bytes" not in rows.columns:
         return np.zeros(0, dtype=np.int64), [], np.zeros(0, dtype=np.int64)
     parts, where = [], []
@@ -124,67 +243,73 @@ def memory_totals(rows: Rows) -> Totals:
 
 
 def trace_events(
-    df: pd.DataFrame, base_ns: int, totals: Totals | None = None
+    df: pd.DataFrame, layout: Layout, totals: Totals | None = None
 ) -> list[dict[str, Any]]:
-    """One event per row: "X" for ranges ("B" while still open), "i" for marks, "C" for memory
-    events (`totals` of the rows of `df`; by default computed from `df` alone). ``ts``/``dur``
-    are microseconds after `base_ns`. Each row's ``id`` and ``parent_id`` go into the event's
-    ``recfn_id``/``recfn_parent_id``, so that recfn reads back the parents of ranges that
-    overlap on one thread (asyncio tasks), which nesting alone cannot tell."""
+    """One event per row (two for a closed async range, and memory events a counter beside):
+    "X" for ranges ("B" while still open; async ones "b"/"e", or the legacy phases they came
+    with), "i" for marks (async ones "n"), torch's "[memory]" instants for memory events with a
+    counter of the running total per process, name and device beside (`totals` of the rows of
+    `df`; by default computed from `df` alone), "C" for counters, "s"/"t"/"f" for flows. ``ts``
+    / ``dur`` are exact microseconds after the layout's base. Each row's ``id`` and
+    ``parent_id`` go into the event's ``recfn_id``/``recfn_parent_id``, so that recfn reads back
+    the parents of ranges that overlap on one thread (asyncio tasks), which nesting alone
+    cannot tell."""
     n = len(df)
     start = ints(df["start_ns"], 0)
-    ts = ((start - base_ns) / 1000.0).tolist()
-    dur = ((ints(df["end_ns"], 0) - start) / 1000.0).tolist()
+    ts = micros(start - layout.base_ns)
+    end = ints(df["end_ns"], 0)
+    dur = micros(np.maximum(end - start, 0))
+    end_ts = micros(np.maximum(end, start) - layout.base_ns)
     name = _strings(df["name"])
-    cat = _strings(df["scope"]) if "scope" in df.columns else [""] * n
-    pid = ints(df["pid"], 0).tolist() if "pid" in df.columns else [0] * n
+    cat = (
+        [layout.categories.get(c, c) for c in _strings(df["scope"])] if "scope" in df else [""] * n
+    )
+    pid = layout.chrome_pids(df)
     tid = ints(df["thread_id"], 0).tolist()
     args = _event_args(df)
     links = _links(df)
+    is_async = (
+        np.array(df["is_async"].fillna(False), dtype=bool)
+        if "is_async" in df.columns
+        else np.zeros(n, dtype=bool)
+    )
+
+    def base(i: int, phase: str, time: Any = None) -> dict[str, Any]:
+        event = {"ph": phase, "cat": cat[i], "name": name[i], "pid": pid[i], "tid": tid[i]}
+        event["ts"] = ts[i] if time is None else time
+        return event
 
     ranges = equals(df["kind"], RANGE)
     open_range = nulls(df["end_ns"])
     events = [
-        {
-            "ph": "X",
-            "cat": cat[i],
-            "name": name[i],
-            "pid": pid[i],
-            "tid": tid[i],
-            "ts": ts[i],
-            "dur": dur[i],
-            "args": args[i],
-            **links[i],
-        }
-        for i in np.flatnonzero(ranges & ~open_range).tolist()
+        {**base(i, "X"), "dur": dur[i], "args": args[i], **links[i]}
+        for i in np.flatnonzero(ranges & ~open_range & ~is_async).tolist()
     ]
     events += [
-        {
-            "ph": "B",
-            "cat": cat[i],
-            "name": name[i],
-            "pid": pid[i],
-            "tid": tid[i],
-            "ts": ts[i],
-            "args": args[i],
-            **links[i],
-        }
-        for i in np.flatnonzero(ranges & open_range).tolist()
+        {**base(i, "B"), "args": args[i], **links[i]}
+        for i in np.flatnonzero(ranges & open_range & ~is_async).tolist()
     ]
-    events += [
-        {
-            "ph": "i",
-            "s": "t",
-            "cat": cat[i],
-            "name": name[i],
-            "pid": pid[i],
-            "tid": tid[i],
-            "ts": ts[i],
-            "args": args[i],
-            **links[i],
-        }
-        for i in np.flatnonzero(equals(df["kind"], MARK)).tolist()
-    ]
+    for i in np.flatnonzero(ranges & is_async).tolist():
+        fields = _hoisted(args[i])
+        phase = fields.pop("ph", "b")
+        fields.setdefault("id", int(links[i].get("recfn_id", i)))
+        events.append({**base(i, phase), **fields, "args": args[i], **links[i]})
+        if not open_range[i]:
+            closing = ASYNC_RANGES.get(phase, "e")
+            events.append({**base(i, closing, end_ts[i]), **fields})
+    marks = equals(df["kind"], MARK)
+    for i in np.flatnonzero(marks).tolist():
+        fields = _hoisted(args[i])
+        if is_async[i]:
+            phase = fields.pop("ph", "n")
+        else:
+            phase, _ = fields.pop("ph", "i"), fields.setdefault("s", "t")
+        events.append({**base(i, phase), **fields, "args": args[i], **links[i]})
+    for i in np.flatnonzero(equals(df["kind"], FLOW)).tolist():
+        fields = _hoisted(args[i])
+        events.append({**base(i, fields.pop("ph", "s")), **fields, "args": args[i], **links[i]})
+    for i in np.flatnonzero(equals(df["kind"], COUNTER)).tolist():
+        events.append({**base(i, "C"), "args": args[i], **links[i]})
     if totals is None:
         found = _running_totals(df)
         totals = (
@@ -192,20 +317,47 @@ def trace_events(
             [key for _, key, _ in found],
             np.array([total for _, _, total in found], dtype=np.int64),
         )
+    memory_bytes = ints(df["memory_bytes"], 0) if "memory_bytes" in df.columns else None
+    devices = _devices(df)
     for i, key, total in zip(totals[0].tolist(), totals[1], totals[2].tolist()):
-        events.append(
-            {
-                "ph": "C",
-                "cat": cat[i],
-                "name": name[i],
-                "pid": pid[i],
-                "tid": tid[i],
-                "ts": ts[i],
-                "args": {key: total},
-                **links[i],
-            }
-        )
+        assert memory_bytes is not None  # memory rows have the column
+        _hoisted(args[i])  # an imported instant's own fields ("s")
+        own = _memory_args(args[i], name[i], int(memory_bytes[i]), total, devices[i])
+        events.append({**base(i, "i"), "name": MEMORY_NAME, "s": "t", "args": own, **links[i]})
+        counter = {**base(i, "C"), "cat": MEMORY_TOTALS, "args": {key: total}}
+        events.append(counter)
     return events
+
+
+def _hoisted(args: dict[str, Any]) -> dict[str, Any]:
+    """The `HOISTED` fields that `args` (an imported event's) holds, taken out of it."""
+    return {key: args.pop(key) for key in HOISTED if key in args}
+
+
+def _devices(df: pd.DataFrame) -> list[Any]:
+    if "device" not in df.columns:
+        return [None] * len(df)
+    devices: list[Any] = df["device"].astype(object).where(df["device"].notna(), None).tolist()
+    return devices
+
+
+def _memory_args(
+    args: dict[str, Any], name: str, change: int, total: int, device: Any
+) -> dict[str, Any]:
+    """torch's memory instant args for a memory row (``Bytes``, ``Total Allocated``, ``Device
+    Type``/``Device Id`` for cpu and cuda devices, ``Device`` for others); an imported row's own
+    args (torch's values) win. A row not named "[memory]" keeps its name (``recfn_name``)."""
+    own: dict[str, Any] = {"Bytes": change, "Total Allocated": total}
+    if device is not None:
+        kind, _, index = str(device).partition(":")
+        if kind in TORCH_DEVICE_TYPES and (index.isdigit() or (kind == "cpu" and not index)):
+            own["Device Type"] = TORCH_DEVICE_TYPES[kind]
+            own["Device Id"] = int(index) if index else -1
+        else:
+            own["Device"] = str(device)
+    if name != MEMORY_NAME:
+        own["recfn_name"] = name
+    return {**args, **{k: v for k, v in own.items() if k not in args}}
 
 
 def _links(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -289,61 +441,21 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _process_metadata(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """A "process_name" per process (its host, pid and rank) and, with ranks, a
-    "process_sort_index" that orders the processes by rank."""
-    if "pid" not in df.columns or ("host" not in df.columns and "rank" not in df.columns):
-        return []
-    keys = [c for c in ("pid", "host", "rank") if c in df.columns]
-    processes = df[keys].drop_duplicates("pid")
-    events: list[dict[str, Any]] = []
-    for row in processes.to_dict("records"):
-        pid = int(row["pid"])
-        rank = int(row["rank"]) if pd.notna(row.get("rank")) else -1
-        label = f"{row['host']} pid {pid}" if row.get("host") else f"pid {pid}"
-        if rank >= 0:
-            label = f"rank {rank} · {label}"
-            events.append(
-                {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": rank}}
-            )
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": label}})
-    return events
-
-
-def distributed_info(df: pd.DataFrame, metadata: dict[str, str]) -> dict[str, Any]:
+def distributed_info(layout: Layout, metadata: dict[str, str]) -> dict[str, Any]:
     """HTA's ``distributedInfo`` (``rank``, ``world_size``) for a table of one rank, else {}."""
-    if "rank" not in df.columns or not len(df):
-        return {}
-    ranks = pd.unique(ints(df["rank"], -1))
+    ranks = layout.ranks()
     if len(ranks) != 1 or ranks[0] < 0:
         return {}
-    info: dict[str, Any] = {"rank": int(ranks[0])}
+    info: dict[str, Any] = {"rank": ranks[0]}
     world = metadata.get("recfn.world_size", "")
     if world.lstrip("-").isdigit() and int(world) > 0:
         info["world_size"] = int(world)
     return info
 
 
-def _thread_metadata(df: pd.DataFrame) -> list[dict[str, Any]]:
-    if "thread_name" not in df.columns:
-        return []
-    keys = ["pid", "thread_id"] if "pid" in df.columns else ["thread_id"]
-    threads = df[[*keys, "thread_name"]].dropna().drop_duplicates(keys)
-    return [
-        {
-            "ph": "M",
-            "name": "thread_name",
-            "pid": int(row.get("pid", 0)),
-            "tid": int(row["thread_id"]),
-            "args": {"name": str(row["thread_name"])},
-        }
-        for row in threads.to_dict("records")
-    ]
-
-
 def _running_totals(df: pd.DataFrame) -> list[tuple[int, str, int]]:
-    """(row, series key, running total) for memory events: a counter per (pid, name, device),
-    keyed by the device (`NO_DEVICE` when none)."""
+    """(row, series key, running total) for memory events: a counter per (host, pid, name,
+    device), keyed by the device (`NO_DEVICE` when none)."""
     rows = np.flatnonzero(equals(df["kind"], MEMORY))
     if rows.size == 0 or "memory_bytes" not in df.columns:
         return []
@@ -354,6 +466,7 @@ def _running_totals(df: pd.DataFrame) -> list[tuple[int, str, int]]:
     )
     series = pd.DataFrame(
         {
+            "host": np.array(_strings(df["host"]), dtype=object)[rows] if "host" in df else "",
             "pid": ints(df["pid"], 0)[rows] if "pid" in df.columns else 0,
             "name": df["name"].astype(object).to_numpy()[rows],
             "device": device,
@@ -364,7 +477,7 @@ def _running_totals(df: pd.DataFrame) -> list[tuple[int, str, int]]:
     running = np.empty(rows.size, dtype=np.int64)
     running[order] = (
         series.iloc[order]
-        .groupby(["pid", "name", "device"], sort=False, dropna=False)["change"]
+        .groupby(["host", "pid", "name", "device"], sort=False, dropna=False)["change"]
         .cumsum()
     )
     return list(zip(rows.tolist(), device.tolist(), running.tolist()))

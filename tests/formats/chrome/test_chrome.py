@@ -17,6 +17,7 @@ import recfn.analysis as analysis
 from recfn.analysis import read_chrome_trace, write_chrome_trace
 from recfn.errors import TraceFormatError
 from recfn.formats.chrome import _json as jsonio
+from recfn.formats.chrome import read_chrome_table
 from recfn.formats.chrome._reader import IDS
 from recfn.formats.schema import REQUIRED as COLUMNS
 
@@ -46,31 +47,37 @@ HAND_WRITTEN = [
 
 
 def test_hand_written_events(tmp_path: Path) -> None:
-    df = read_chrome_trace(write(tmp_path / "t.json", HAND_WRITTEN))
-    assert list(df.columns) == [*COLUMNS, "args", "memory_bytes", "device"]
+    with pytest.warns(RuntimeWarning, match="1 event.*dropped.*'E': 1"):  # E on "other"
+        table = read_chrome_table(write(tmp_path / "t.json", HAND_WRITTEN))
+    assert table.schema.metadata[b"recfn.dropped_events"] == b"1"
+    with pytest.warns(RuntimeWarning, match="dropped"):
+        df = read_chrome_trace(tmp_path / "t.json")
+    assert list(df.columns) == [*COLUMNS, "args"]
     got = df.assign(start=df["start_ns"], end=df["end_ns"])[["name", "kind", "start", "end"]]
     assert got.astype(object).where(got.notna(), None).values.tolist() == [
         ["outer", "range", 0, 10_000],
         ["inner", "range", 1000, 2000],
-        ["mem", "memory", 1000, 1000],
-        ["mem", "memory", 1000, 1000],
+        ["mem", "counter", 1000, 1000],
         ["x", "range", 3000, 4500],
+        ["flow", "flow", 3000, 3000],
         ["tick", "mark", 4000, 4000],
-        ["mem", "memory", 6000, 6000],
+        ["mem", "counter", 6000, 6000],
         ["open", "range", 12_000, None],
     ]
     by_name = df.set_index("name")
     assert df["parent_id"].tolist()[:2] == [pd.NA, 0] and by_name.loc["x", "parent_id"] == 0
     assert by_name.loc["tick", "parent_id"] == df.index[df["name"] == "x"][0]
+    assert by_name.loc["flow", "parent_id"] == df.index[df["name"] == "x"][0]
     assert by_name.loc["tick", "args"] == '{"extra":"kept","s":"t"}'
+    assert json.loads(by_name.loc["flow", "args"]) == {"ph": "s", "id": 1}
     assert json.loads(by_name.loc["inner", "args"]) == {"a": 1, "b": 2}
     assert pd.isna(by_name.loc["outer", "args"]) and by_name.loc["outer", "scope"] == "user"
-    memory = df[df["kind"] == "memory"]
-    assert memory["memory_bytes"].tolist() == [100, 5, -60]
-    assert memory["device"].astype(str).tolist() == ["cpu", "cuda:0", "cpu"]
+    counters = df[df["kind"] == "counter"]  # counters stay counters, their series as written
+    assert counters["args"].map(json.loads).tolist() == [{"cpu": 100, "cuda:0": 5}, {"cpu": 40}]
     assert df["thread_name"].astype(str).unique().tolist() == ["Main", "0"]
-    assert df["depth"].tolist() == [0, 1, 0, 0, 1, 2, 0, 0]
+    assert df["depth"].tolist() == [0, 1, 0, 1, 2, 2, 0, 0]
     assert (df["pid"] == 1).all() and (df["id"] == np.arange(len(df))).all()
+    assert not df["is_async"].any()
 
 
 def compact(value: Any) -> str | None:
@@ -139,7 +146,7 @@ def test_json_strings_of_json_texts(texts: list[bytes]) -> None:
 
 def test_torch_shaped_fixture() -> None:
     df = read_chrome_trace(DATA / "torch_trace.json")
-    assert len(df) == 15 and (df["kind"] == "range").sum() == 10
+    assert len(df) == 17 and (df["kind"] == "range").sum() == 10
     row = df.set_index("name")
     linear = row.loc["aten::linear"]
     assert linear["start_ns"] == BASE + 1_010_250 and linear["end_ns"] == BASE + 1_410_375
@@ -159,7 +166,11 @@ def test_torch_shaped_fixture() -> None:
     memory = df[df["kind"] == "memory"]
     assert memory["memory_bytes"].tolist() == [8192, 1048576, -8192]
     assert memory["device"].astype(str).tolist() == ["cpu", "cuda:0", "cpu"]
-    assert "ac2g" not in set(df["name"].astype(str))  # flow events are skipped
+    flows = df[df["kind"] == "flow"]  # torch's flow from the launch to its kernel, kept
+    assert flows["name"].astype(str).tolist() == ["ac2g", "ac2g"]
+    assert [row.loc[n, "id"] for n in ("cudaLaunchKernel", "ampere_sgemm_32x32_sliced1x4_tn")] == (
+        flows["parent_id"].tolist()
+    )
     summary = df.recfn.summary()
     assert summary.loc["aten::linear", "self_ns"] == 400_125 - 10_000 - 350_000
     assert summary.loc["aten::addmm", "self_memory_bytes"] == 8192
@@ -256,7 +267,8 @@ def test_write_accepts_an_arrow_table(tmp_path: Path) -> None:
     write_chrome_trace(table, tmp_path / "t.json")
     document = json.loads((tmp_path / "t.json").read_text())
     assert document["otherData"] == {"recfn.version": "0.1.0"}
-    assert document["baseTimeNanoseconds"] == int(df["start_ns"].min())
+    first = int(df["start_ns"].min())  # one base for the ranks of a job: a multiple of 10**15
+    assert document["baseTimeNanoseconds"] == first - first % 10**15
     phases = pd.Series([e["ph"] for e in document["traceEvents"]]).value_counts()
     assert phases.to_dict() == {"X": 199, "i": 3, "M": 2, "B": 1}
     first = next(e for e in document["traceEvents"] if e["ph"] == "X")
@@ -267,7 +279,8 @@ def test_write_accepts_an_arrow_table(tmp_path: Path) -> None:
 
 
 def test_empty_traces(tmp_path: Path) -> None:
-    for document in ([], {"traceEvents": []}, [HAND_WRITTEN[0], HAND_WRITTEN[-1]]):
+    sample = {"ph": "P", "name": "sample", "pid": 1, "tid": 1, "ts": 3}  # dropped, counted
+    for document in ([], {"traceEvents": []}, [HAND_WRITTEN[0], sample]):
         df = read_chrome_trace(write(tmp_path / "e.json", document))
         assert df.empty and list(df.columns) == [*COLUMNS, "args"]
         assert df.recfn.summary().empty

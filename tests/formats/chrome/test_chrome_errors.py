@@ -71,7 +71,6 @@ def test_a_good_trace_loads(tmp_path: Path) -> None:
         ('{"traceEvents": {"a": 1}}', "traceEvents list, got dict"),
         ("5", "list of events .* got int|not JSON"),
         ("[1, 2]", "must be a JSON object"),
-        ('[{"ph": "C", "name": "m", "pid": 1, "ts": 1, "args": {"cpu": 1e300}}]', "counter value"),
         (
             '[{"ph": "i", "name": "[memory]", "pid": 1, "ts": 1, "args": {"Bytes": "lots"}}]',
             "memory Bytes must be an int64 integer",

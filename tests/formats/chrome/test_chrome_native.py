@@ -31,6 +31,7 @@ from recfn.formats import chrome
 from recfn.formats.chrome import _reader as _chrome_import
 from recfn.formats.chrome._reader import EVENTS, NativeBatch, decode_events
 from recfn.formats.chrome._stream import MAX_DEPTH
+from recfn.formats.chrome._times import BEYOND, exact_times, nanoseconds
 
 ROOT = Path(__file__).resolve().parents[3]
 NATIVE = _chrome_import.NATIVE
@@ -140,7 +141,7 @@ def test_common_batches_decode_natively_into_the_columns_msgspec_gives() -> None
     assert isinstance(batch, NativeBatch)
     complete = [e for e in events if e["ph"] == "X"]
     scalars = batch.scalars()
-    assert scalars["ts"].tolist() == [e["ts"] for e in complete]
+    assert scalars["ts"].tolist() == [round(e["ts"] * 1000) for e in complete]  # ns
     assert scalars["pid"].tolist() == [7] * 30 and scalars["recfn_id"] is None
     assert scalars["name"].to_pylist() == [e["name"] for e in complete]
     args = _chrome_import._ArgsPart.native(batch.columns)
@@ -242,23 +243,32 @@ NUMBERS = st.one_of(
 )
 
 
+def msgspec_ns(text: bytes) -> list[int]:
+    """The ts of the events of `text` as the msgspec path reads them (int64 nanoseconds)."""
+    events = exact_times(EVENTS.decode(text), text)
+    return nanoseconds([e.ts for e in events], "ts", "t").tolist()
+
+
 @settings(max_examples=400, deadline=None)
 @given(number=NUMBERS)
-def test_times_convert_as_msgspec_converts_them(number: str) -> None:
-    """Bit for bit, negative zero included; numbers msgspec refuses are not read natively."""
+def test_times_convert_as_the_msgspec_path_converts_them(number: str) -> None:
+    """To the same nanoseconds; numbers msgspec refuses, and times int64 nanoseconds cannot
+    hold, are not read natively."""
     text = f'[{{"ph":"X","pid":1,"tid":1,"ts":{number}}}]'.encode()
     columns = native_columns(text)
     try:
-        expected = EVENTS.decode(text)[0].ts
-    except msgspec.ValidationError:
+        expected = msgspec_ns(text)
+    except (msgspec.ValidationError, TraceFormatError):
         assert columns is None
         return
     if columns is not None:
-        assert columns["ts"] == struct.pack("=d", expected)
+        assert expected[0] != BEYOND
+        assert columns["ts"] == struct.pack("=q", expected[0])
 
 
-def test_many_random_times_convert_bit_for_bit() -> None:
-    """Mantissas up to 2^54 (both sides of the fast path's 2^53), points anywhere, exponents."""
+def test_many_random_times_convert_to_the_same_nanoseconds() -> None:
+    """Mantissas up to 2^54, points anywhere, exponents: both sides of the native decoder's
+    fast path for doubles (2^53) and of the exact one for large times (2^43 us)."""
     rng = random.Random(5)
     texts = []
     for _ in range(20_000):
@@ -267,11 +277,18 @@ def test_many_random_times_convert_bit_for_bit() -> None:
         text = f"{digits[:point] or 0}.{digits[point:] or 0}"
         text += f"e{rng.randrange(-25, 25)}" if rng.random() < 0.3 else ""
         texts.append(f"-{text}" if rng.random() < 0.5 else text)
-    events = ",".join(f'{{"ph":"X","pid":1,"tid":1,"ts":{t}}}' for t in texts)
-    text = f"[{events}]".encode()
-    columns = native_columns(text)
+
+    def batch(numbers: list[str]) -> bytes:
+        return (
+            "[" + ",".join(f'{{"ph":"X","pid":1,"tid":1,"ts":{t}}}' for t in numbers) + "]"
+        ).encode()
+
+    # Times int64 nanoseconds cannot hold are left to msgspec's path, which refuses them.
+    texts = [t for t in texts if msgspec_ns(batch([t]))[0] != BEYOND]
+    assert len(texts) > 10_000
+    columns = native_columns(batch(texts))
     assert columns is not None
-    assert columns["ts"] == struct.pack(f"={len(texts)}d", *(e.ts for e in EVENTS.decode(text)))
+    assert np.frombuffer(columns["ts"], np.int64).tolist() == msgspec_ns(batch(texts))
 
 
 def test_results_hold_no_extra_references_and_nothing_leaks() -> None:
@@ -660,15 +677,15 @@ def test_shapes_args_decode_natively_into_arrow_arrays() -> None:
     [
         ('{"Input type":["float"]}', [[[8, 8], [8, 8]]] * 2 + [None, None]),
         ('{"Input Dims":[[2]]}', [[[8, 8], [8, 8]]] * 2 + [None, [[2]]]),
-        ('{"Input Dims":[[[1]]]}', None),  # a nested tensor list: no columns
+        # A tensor list's nested dims do not fit the column: that event has none (its args
+        # keep them), the others keep theirs.
+        ('{"Input Dims":[[[1]]]}', [[[8, 8], [8, 8]]] * 2 + [None, None]),
     ],
 )
-def test_shapes_columns_are_all_or_nothing_per_part(
-    tmp_path: Path, last: str, shapes: list[Any] | None
-) -> None:
+def test_shapes_columns_are_per_event(tmp_path: Path, last: str, shapes: list[Any]) -> None:
     """Traces read 2 events at a time: a part without "Input Dims" gives nulls (its
-    "Input type" too), a part whose values do not fit the columns drops them for the whole
-    trace; natively or not."""
+    "Input type" too), an event whose values do not fit the columns a null; natively or
+    not."""
     events = [
         f'{{"ph":"X","name":"op","pid":1,"tid":1,"ts":{i},"dur":1,"args":{a}}}'
         for i, a in enumerate([SHAPED, SHAPED, '{"Input type":["x"]}', last])
@@ -678,10 +695,7 @@ def test_shapes_columns_are_all_or_nothing_per_part(
     with batches_of(2):
         assert_same_both_ways(path)
         table = chrome.read_chrome_table(path)
-    if shapes is None:
-        assert "input_shapes" not in table.column_names
-    else:
-        assert table["input_shapes"].to_pylist() == shapes
+    assert table["input_shapes"].to_pylist() == shapes
 
 
 @given(

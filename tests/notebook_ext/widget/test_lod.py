@@ -138,8 +138,10 @@ def test_call_tree_cut_stays_a_tree(index: TimelineIndex) -> None:
 
 def test_search_detail_and_name_ids(index: TimelineIndex, frame: pd.DataFrame) -> None:
     found = index.search("ATEN::M")
-    assert {index.names[i] for i in found} == {"aten::matmul", "aten::mm"}
-    assert index.search("") == []
+    assert {index.names[i] for i in found["ids"]} == {"aten::matmul", "aten::mm"}
+    assert found["names"] == 2
+    assert found["matches"] == frame["name"].isin(["aten::matmul", "aten::mm"]).sum()
+    assert index.search("") == {"ids": [], "names": 0, "matches": 0}
     assert index.names[index.name_ids("forward")[0]] == "forward"
     assert index.name_ids("no such name") == []
     detail = index.detail(3)
@@ -193,3 +195,58 @@ def test_first_view_stays_small() -> None:
     index = TimelineIndex(_table(make_synthetic_trace(50_000, 4, n_memory_events=500)))
     assert response_size(first_view(index)) < 1_000_000
     assert np.isfinite(index.span_ns)
+
+
+def test_density_counts_the_highlighted_ranges_it_merged(
+    frame: pd.DataFrame, index: TimelineIndex
+) -> None:
+    # Zoomed out, every range of the name is merged: the buckets still say how many match.
+    mm = index.name_ids("aten::mm")
+    got = index.query(0, index.span_ns, 100, highlight=mm)
+    merged = sum(sum(row) for row in got["density"]["match"])
+    drawn = sum(1 for name in got["ranges"]["name"] if name in mm)
+    assert merged > 0
+    assert merged + drawn == (frame["name"] == "aten::mm").sum()
+    for counts, matches in zip(got["density"]["count"], got["density"]["match"]):
+        assert all(0 <= m <= c for c, m in zip(counts, matches))
+    assert "match" not in index.query(0, index.span_ns, 100)["density"]
+
+
+def test_longest_is_the_longest_range_of_the_name(
+    frame: pd.DataFrame, index: TimelineIndex
+) -> None:
+    [mm] = index.name_ids("aten::mm")
+    found = index.longest(mm)
+    ranges = _ranges(frame, index)
+    mine = ranges[ranges["name"] == "aten::mm"]
+    assert found["end"] - found["start"] == (mine["end"] - mine["start"]).max()
+    assert frame["name"].iloc[found["row"]] == "aten::mm"
+    with pytest.raises(QueryError, match="name must be an id"):
+        index.longest(len(index.names))
+
+
+def test_responses_name_their_names_with_short_names_and_colours() -> None:
+    from recfn.analysis.plots.drawing import column_colors, hex_color
+
+    frame = pd.DataFrame(
+        {
+            "id": [1, 2, 3],
+            "parent_id": pd.array([None, 1, 1], dtype="Int64"),
+            "name": ["mod.sub::Klass.method", "aten::mm", "mod.sub::f.<locals>.g"],
+            "kind": "range",
+            "start_ns": [0, 10, 50],
+            "end_ns": [100, 40, 90],
+            "thread_id": 1,
+            "depth": [0, 1, 1],
+        }
+    )
+    index = TimelineIndex(_table(frame))
+    got = index.query(0, 100, 100)
+    names = {got["names"][i]: i for i in got["names"]}
+    assert got["short"] == {
+        names["mod.sub::Klass.method"]: "Klass.method",
+        names["mod.sub::f.<locals>.g"]: "f.g",
+    }
+    _, values, palette = column_colors(frame)
+    for name, i in names.items():
+        assert got["colors"][i] == hex_color(palette[list(values).index(name)])

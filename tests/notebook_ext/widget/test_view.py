@@ -47,10 +47,44 @@ def test_requests_get_replies_with_their_id(table: pa.Table) -> None:
     row = reply["result"]["ranges"]["row"][0]
     assert widget.handle({"type": "detail", "id": 5, "row": row})["result"]["row"] == row
     found = widget.handle({"type": "search", "id": 6, "text": "softmax"})["result"]
-    assert [widget.index.names[i] for i in found] == ["aten::softmax"]
+    assert [widget.index.names[i] for i in found["ids"]] == ["aten::softmax"]
     tree = widget.handle({"type": "tree", "id": 7})["result"]
     roots = [count for count, parent in zip(tree["count"], tree["parent"]) if parent < 0]
     assert sum(roots) == table.column("parent_id").null_count
+
+
+def test_the_summary_pane_is_in_the_initial_state_and_answers_windows(table: pa.Table) -> None:
+    widget = TimelineWidget(table)
+    whole = widget.summary
+    assert whole["t0"] is None and whole["sort"] == "total" and whole["rows"]["name"]
+    assert widget.handle({"type": "summary", "id": 1})["result"] == whole
+    span = widget.info["span_ns"]
+    reply = widget.handle({"type": "summary", "id": 2, "t0": 0, "t1": span / 10, "sort": "calls"})[
+        "result"
+    ]
+    assert reply["t0"] == 0 and reply["t1"] == span / 10 and reply["sort"] == "calls"
+    calls = reply["rows"]["calls"]
+    assert calls == sorted(calls, reverse=True) and sum(calls) < sum(whole["rows"]["calls"])
+    [softmax] = widget.index.name_ids("aten::softmax")
+    longest = widget.handle({"type": "longest", "id": 3, "name": softmax})["result"]
+    assert widget.index.names[widget.index.name_codes[longest["row"]]] == "aten::softmax"
+
+
+def traced_here() -> int:
+    return sum(range(100))
+
+
+def test_a_tooltip_detail_says_where_the_function_is() -> None:
+    import recfn
+
+    with recfn.profile(trace_calls=True) as prof:
+        traced_here()
+    widget = TimelineWidget(prof.table)
+    names = list(prof.to_pandas()["name"].astype(str))
+    row = next(i for i, name in enumerate(names) if name.endswith("::traced_here"))
+    detail = widget.handle({"type": "detail", "id": 1, "row": row})["result"]
+    line = traced_here.__code__.co_firstlineno
+    assert detail["location"].endswith(f"test_view.py:{line}")
 
 
 @pytest.mark.parametrize(
@@ -58,6 +92,10 @@ def test_requests_get_replies_with_their_id(table: pa.Table) -> None:
     [
         ({"type": "query", "t0": 5, "t1": 1, "width": 100}, "QueryError"),
         ({"type": "query", "t0": 0}, "KeyError"),
+        ({"type": "query", "t0": 0, "t1": 9, "width": 9, "highlight": 3}, "highlight must be"),
+        ({"type": "summary", "sort": "fastest"}, "sort must be one of"),
+        ({"type": "summary", "t0": 3, "t1": 3}, "finite t0 < t1"),
+        ({"type": "longest", "name": -1}, "name must be an id"),
         ({"type": "launch"}, "unknown request type 'launch'"),
     ],
 )
