@@ -41,7 +41,15 @@ import numpy as np
 
 import recfn
 from recfn.analysis.stats.compare import FASTER, SLOWER, compare_runs
-from recfn.analysis.stats.runs import RunStats, frame_stats
+from recfn.analysis.stats.runs import (
+    CALL_QUANTILE_COLUMNS,
+    CALL_QUANTILES,
+    LOW_TRIM,
+    RunStats,
+    frame_stats,
+    sorted_quantiles,
+    trimmed_mean,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = 10
@@ -134,6 +142,27 @@ def analyse(blocks: dict[str, Any], sizes: list[int], effects: list[float]) -> s
     return "\n".join(lines)
 
 
+def refresh(blocks: dict[str, Any]) -> None:
+    """Runs saved by an older recfn, with their calls (``--keep-calls``): their quantile
+    columns made again from the calls, so that today's statistics read them."""
+    for block in blocks.values():
+        for runs in block:
+            for run in runs:
+                if run.calls is None:
+                    continue
+                table = run.table
+                found = [
+                    sorted_quantiles(run.calls[key].durations, CALL_QUANTILES)
+                    for key in zip(*(table[k].tolist() for k in run.keys))
+                ]
+                for i, name in enumerate(CALL_QUANTILE_COLUMNS):
+                    table[name] = [values[i] for values in found]
+                table["call_low_mean_ns"] = [
+                    trimmed_mean(run.calls[key].durations, LOW_TRIM, is_sorted=True)
+                    for key in zip(*(table[k].tolist() for k in run.keys))
+                ]
+
+
 MEASURE = """
 import resource, sys, time
 t = time.perf_counter()
@@ -209,6 +238,7 @@ def main() -> None:
         if args.from_runs:
             with open(args.from_runs, "rb") as kept:
                 blocks = pickle.load(kept)
+            refresh(blocks)
         else:
             started = time.perf_counter()
             blocks = record(args.reps, args.detect_reps, max(args.sizes), args.effects)

@@ -2,23 +2,24 @@
 
 The method, its assumptions and its limits are in docs/compare.md; in short:
 
-* Each run gives, per group (a range name by default), its calls and the median duration of
-  a call. A group's time per run is taken as ``calls x median call``: the median ignores the
-  calls that the operating system preempted, which on a shared machine inflate sums by tens of
-  percent.
+* Each run gives, per group (a range name by default), its calls and the quantiles of its
+  calls' durations. A group's time per run is taken as ``calls x lower quartile of a call``:
+  the lower quartile ignores the calls that the operating system preempted, which on a shared
+  machine inflate sums by tens of percent and move even the median of long ranges.
 * Within a run, the machine's speed moves every group alike. Each run's common factor (the
   median, over groups, of how far the group's time in that run lies from its median over the
   side's runs) is taken out before the runs are summarised, and the **common shift** between
-  the two sides (the median over groups of the change of their self time) is taken out of every
+  the two sides (the median over groups of the change of that same time) is taken out of every
   group's change. What is left, ``change``, is the group's change beyond what every group did;
   the common shift is reported once, with the run-to-run noise in its interval.
 * Intervals come from the bootstrap: over runs (each side's runs resampled with replacement,
   the same runs for every group) when both sides have two runs or more; over calls (a side's
-  calls pooled and resampled) otherwise. Their standard error, times the normal quantile of the
-  Bonferroni-corrected level, makes each interval: together they hold with probability
-  ``confidence``, so an A/A comparison flags no group at all in that share of repetitions.
+  calls pooled and resampled) otherwise. Their standard error, times Student's quantile (runs
+  per side - 1 degrees of freedom) at the Bonferroni-corrected level, makes each interval:
+  together they hold with probability ``confidence``, so an A/A comparison flags no group at
+  all in that share of repetitions.
 * A group is ``slower``/``faster`` when its interval excludes zero and its change is at least
-  ``min_change``; ``unchanged`` otherwise; ``not enough data`` when it has fewer than
+  its noise floor (``min_change``, or its run-to-run spread when larger); ``unchanged`` otherwise; ``not enough data`` when it has fewer than
   ``min_runs`` runs (``min_calls`` calls) on a side, or is on one side only.
 
 Everything here is a pure function of `RunStats` (``recfn.analysis.stats.runs``); reading run
@@ -38,7 +39,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from recfn.analysis.stats.runs import RunStats
+from recfn.analysis.stats.runs import CALL_QUANTILE_COLUMNS, RunStats
 from recfn.analysis.units import format_ns, printable
 from recfn.errors import RecfnValueError, RunSetError
 
@@ -52,6 +53,24 @@ RUNS, CALLS = "runs", "calls"
 MIN_SPEED_GROUPS = 3
 """Groups needed to estimate a run's common speed and the common shift: with fewer, one
 changed group would move the estimate as much as the others, so none is taken out."""
+
+CALL_STATISTIC = "call_q1_ns"
+"""The per-run statistic of a group's calls that stands for a typical call: the lower
+quartile. Preemption only ever adds time to a call; on a loaded machine it reaches most calls
+of a long range, and moves even their median with the load of the moment, less so their lower
+quartile."""
+
+NOISE_FLOOR = 1.0
+"""A verdict needs a change of at least this many times the group's run-to-run spread (a
+robust standard deviation of one run's value around its side's median, both sides pooled): a
+change smaller than one run's own noise is not called, however many runs there are, since
+drift between the two sides' blocks of runs is of that size and is not in the intervals."""
+
+SHIFT_FROM_SELF = False
+"""Whether the common shift is the median change of the groups' self time (median call) rather
+than of the very statistic each group's change is measured by (`CALL_STATISTIC`). Measured
+here (docs/benchmarks.md), the same statistic on both sides of the subtraction is what keeps
+the load's different pull on a median and on a lower quartile out of the changes."""
 
 CHUNK_CELLS = 4_000_000
 """Bootstrap replicates are computed this many cells (replicates x runs x groups) at a time."""
@@ -308,10 +327,15 @@ def compare_runs(
     shift_tested = method == RUNS and eligible.sum() >= MIN_SPEED_GROUPS
     tests = int(testable.sum()) + int(shift_tested)
     alpha = (1.0 - confidence) / max(tests * tests_factor, 1)
-    z = NormalDist().inv_cdf(1.0 - alpha / 2)
+    freedom = min(len(baseline), len(candidate)) - 1 if method == RUNS else 0
+    z = _t_quantile(1.0 - alpha / 2, freedom)
     spread = _robust_sd(delta_replicates)
     low, high = delta - z * spread, delta + z * spread
-    floor = math.log1p(min_change)
+    least = math.log1p(min_change)
+    floor = np.full(len(columns), least)
+    if method == RUNS:
+        noise = NOISE_FLOOR * np.sqrt((base.run_spread**2 + cand.run_spread**2) / 2)
+        floor = np.fmax(floor, np.nan_to_num(noise, nan=0.0))
     verdict = np.full(len(columns), NOT_ENOUGH, dtype=object)
     verdict[testable] = UNCHANGED
     verdict[testable & (low > 0) & (delta >= floor)] = SLOWER
@@ -324,9 +348,9 @@ def compare_runs(
         raw_low, raw_high = raw - z * raw_spread, raw + z * raw_spread
         shift_verdict = (
             SLOWER
-            if raw_low > 0 and raw >= floor
+            if raw_low > 0 and raw >= least
             else FASTER
-            if raw_high < 0 and raw <= -floor
+            if raw_high < 0 and raw <= -least
             else UNCHANGED
         )
         common = Shift(
@@ -550,6 +574,7 @@ class _Side:
         self.calls = values["calls"]
         self.total = values["total_ns"]
         self.median = values["call_median_ns"]
+        self.typical = values[CALL_STATISTIC]
         self.self_median = values["call_self_median_ns"]
         self.iqr = values["call_q3_ns"] - values["call_q1_ns"]
         self.workload = np.array([run.workload_ns for run in runs], dtype=np.float64)
@@ -560,6 +585,9 @@ class _Side:
         self.point_raw = np.full(m, np.nan)
         self.pooled_median = np.full(m, np.nan)
         self.pooled_iqr = np.full(m, np.nan)
+        self.run_spread = np.full(m, np.nan)
+        """Per group, a robust standard deviation of a run's (log) value around the side's
+        median, each run's speed taken out (over runs only)."""
 
     # runs: per-run values, the run's common speed taken out, medians over resampled runs
 
@@ -570,8 +598,9 @@ class _Side:
         log self time per run (``z``), both with each run's speed taken out, and ``z`` as
         measured; the point estimates go to ``point_*``."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            y = np.log(np.fmax(self.calls * self.median, 1.0))
-            z = np.log(np.fmax(self.calls * self.self_median, 1.0))
+            y = np.log(np.fmax(self.calls * self.typical, 1.0))
+            own = self.self_median if SHIFT_FROM_SELF else self.typical
+            z = np.log(np.fmax(self.calls * own, 1.0))
         absent = ~(self.calls > 0)
         y[absent] = np.nan
         z[absent] = np.nan
@@ -583,6 +612,8 @@ class _Side:
             self.point_y = np.nanmedian(y_norm, axis=0)
             self.point_z = np.nanmedian(z_norm, axis=0)
             self.point_raw = np.nanmedian(z, axis=0)
+            deviation = np.abs(y_norm - self.point_y)
+            self.run_spread = 1.4826 * np.nanmedian(deviation, axis=0)
         n, m = y.shape
         out = [np.full((resamples, m), np.nan) for _ in range(3)]
         wanted = np.flatnonzero(testable)
@@ -644,11 +675,39 @@ class _Side:
 _MATRICES = (
     "calls",
     "total_ns",
-    "call_median_ns",
+    *CALL_QUANTILE_COLUMNS,
+    "call_low_mean_ns",
     "call_self_median_ns",
-    "call_q1_ns",
-    "call_q3_ns",
 )
+
+
+def _t_quantile(p: float, freedom: int) -> float:
+    """Student's t quantile at `p` with `freedom` degrees of freedom (the normal's for 0, i.e.
+    infinitely many): exact up to 3 degrees, then the Cornish-Fisher expansion in 1/freedom
+    (Abramowitz and Stegun 26.7.5), within about 1% at the levels used here."""
+    z = NormalDist().inv_cdf(p)
+    if freedom <= 0:
+        return z
+    if freedom == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if freedom == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    if freedom == 3:  # the CDF in closed form, inverted by bisection
+        low, high = 0.0, 1e6
+        for _ in range(200):
+            t = (low + high) / 2
+            u = t / math.sqrt(3)
+            cdf = 0.5 + (u / (1 + u * u) + math.atan(u)) / math.pi
+            low, high = (t, high) if cdf < p else (low, t)
+        return (low + high) / 2
+    v = float(freedom)
+    terms = (
+        (z**3 + z) / 4,
+        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+    )
+    return z + sum(term / v ** (k + 1) for k, term in enumerate(terms))
 
 
 def _run_speeds(y: np.ndarray) -> np.ndarray:
