@@ -391,3 +391,27 @@ def test_bad_percentages_are_refused_naming_the_option(text: str) -> None:
 def test_steps_need_two_run_sets() -> None:
     with pytest.raises(RunSetError, match="two run sets"):
         compare_steps([runs(1, 0)])
+
+
+@pytest.mark.parametrize(
+    ("p", "freedom", "expected"),
+    [(0.975, 1, 12.7062), (0.975, 2, 4.3027), (0.975, 3, 3.1824), (0.995, 9, 3.2498),
+     (0.975, 19, 2.0930), (0.975, 0, 1.9600)],
+)  # fmt: skip
+def test_student_quantiles_match_the_tables(p: float, freedom: int, expected: float) -> None:
+    from recfn.analysis.stats.compare import _t_quantile
+
+    assert _t_quantile(p, freedom) == pytest.approx(expected, rel=2e-3)
+
+
+def test_a_change_within_the_run_to_run_spread_is_not_a_verdict(
+    baseline: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The noise floor: however narrow the interval, a change smaller than a name's run-to-run
+    spread stays unchanged (the floor raised far above a planted 10% slowdown)."""
+    from recfn.analysis.stats import compare as module
+
+    candidate = stats(runs(10, 500, slowdown={"load": 1.10}))
+    assert compare_runs(baseline, candidate).table.loc["load", "verdict"] == SLOWER
+    monkeypatch.setattr(module, "NOISE_FLOOR", 1000.0)
+    assert compare_runs(baseline, candidate).table.loc["load", "verdict"] == UNCHANGED
