@@ -31,6 +31,8 @@ from recfn.formats import chrome
 if TYPE_CHECKING:  # matplotlib is imported by the methods that draw, when they draw
     from matplotlib.axes import Axes
 
+    from recfn.analysis.stats.compare import Comparison
+
 MAX_INDENT = 40
 """Deepest level that the ``tree`` column indents; past it the depth is written instead, so
 that the column stays linear in the number of rows."""
@@ -141,6 +143,14 @@ class RecfnAccessor:
         points at the group that got slower, while totals grow for all its callers too.
         """
         return diff(self._df, baseline, by=by, as_index=as_index)
+
+    def compare(self, baseline: object, **options: object) -> Comparison:
+        """How this frame (a run) changed from `baseline` (a run set: a frame, a trace, a
+        folder of runs, a list of them), per group, noise-aware: ``recfn.compare(baseline,
+        df, **options)``; see `recfn.analysis.runsets.compare` and docs/compare.md."""
+        from recfn.analysis.runsets import compare
+
+        return compare(baseline, self._df, **options)  # type: ignore[arg-type]
 
     # --- fleets -------------------------------------------------------------------------
 

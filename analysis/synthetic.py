@@ -154,3 +154,89 @@ def _thread_forest(
     closes_at = opens_at[last] + 1 + depth[last] - depth
     clock = np.cumsum(rng.geometric(1.0 / max(mean_gap_ns, 1), 2 * n))
     return clock[opens_at], clock[closes_at], depth, parent
+
+
+RUN_STEP: tuple[tuple[str, int, int], ...] = (
+    ("step", 0, 0),
+    ("load", 1, 300_000),
+    ("forward", 1, 0),
+    ("layer", 2, 100_000),
+    ("layer", 2, 100_000),
+    ("layer", 2, 100_000),
+    ("layer", 2, 100_000),
+    ("backward", 1, 800_000),
+    ("optimizer", 1, 250_000),
+    ("log", 1, 50_000),
+)
+"""One step of `make_synthetic_run`'s workload: (name, depth, own work in ns) in pre-order.
+``layer`` (four calls) is about 22% of a step."""
+
+
+def make_synthetic_run(
+    seed: int,
+    *,
+    steps: int = 20,
+    slowdown: dict[str, float] | None = None,
+    call_noise: float = 0.02,
+    run_noise: float = 0.05,
+    preempt: float = 0.02,
+    preempt_ns: int = 3_000_000,
+    gap_ns: int = 2_000,
+) -> pd.DataFrame:
+    """One run of a training-loop-like workload (`RUN_STEP`, `steps` times) with the noise of a
+    shared machine, for tests and benchmarks of run comparisons: each run's speed varies by a
+    common factor (lognormal, sigma `run_noise`), each call by its own (`call_noise`), and a
+    share `preempt` of the calls lose `preempt_ns` to another process. `slowdown` multiplies
+    the own work of the named ranges (``{"layer": 1.05}``: 5% slower). Deterministic for a
+    given `seed`."""
+    rng = np.random.default_rng(seed)
+    factors = slowdown or {}
+    speed = float(np.exp(rng.normal(0.0, run_noise)))
+    names = sorted({name for name, _, _ in RUN_STEP})
+    rows = len(RUN_STEP) * steps
+    start = np.zeros(rows, dtype=np.int64)
+    end = np.zeros(rows, dtype=np.int64)
+    parent = np.full(rows, -1, dtype=np.int64)
+    depth = np.zeros(rows, dtype=np.int64)
+    name = np.zeros(rows, dtype=np.int64)
+    clock = START_NS
+    row = 0
+    for _ in range(steps):
+        open_rows: list[int] = []
+        for label, level, work in RUN_STEP:
+            while len(open_rows) > level:  # close the ranges this one is not inside
+                done = open_rows.pop()
+                clock += gap_ns
+                end[done] = clock
+            clock += gap_ns
+            start[row], depth[row], name[row] = clock, level, names.index(label)
+            parent[row] = open_rows[-1] if open_rows else -1
+            if work:
+                took = work * factors.get(label, 1.0) * speed
+                took *= float(np.exp(rng.normal(0.0, call_noise)))
+                if rng.random() < preempt:
+                    took += preempt_ns
+                clock += int(took)
+            open_rows.append(row)
+            row += 1
+        while open_rows:
+            clock += gap_ns
+            end[open_rows.pop()] = clock
+    columns = {
+        "id": np.arange(rows),
+        "parent_id": pa.array(parent, mask=parent < 0),
+        "name": pa.DictionaryArray.from_arrays(pa.array(name, type=pa.int32()), names),
+        "kind": pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int32)), list(KINDS)),
+        "scope": pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int32)), ["user_scope"]),
+        "start_ns": start,
+        "end_ns": end,
+        "thread_id": np.ones(rows, dtype=np.int64),
+        "thread_name": pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(rows, np.int32)), ["MainThread"]
+        ),
+        "depth": depth,
+        "pid": np.full(rows, PID),
+    }
+    frame = to_pandas(conform(pa.table(columns), "make_synthetic_run"))
+    frame.attrs.clear()
+    return frame

@@ -109,6 +109,13 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
             "events DataFrame, NAME.summary() its summary, NAME.table the Arrow table",
         ),
         argument(
+            "--compare",
+            metavar="VAR_OR_PATH",
+            help="also show how this cell's run compares with a baseline: a variable (a trace, "
+            "a DataFrame, a list of them) or a run set's path; a table with change bars and a "
+            "differential flame view (recfn.compare)",
+        ),
+        argument(
             "-o",
             "--output",
             "--save",
@@ -363,15 +370,39 @@ class RecordFunctionMagics(Magics):
             except (OSError, ValueError) as exc:
                 print(f"recfn: could not save the trace to {args.output!r}: {exc}", file=sys.stderr)
         if not args.quiet:
+            reserve = _compare_reserve(args)
             show(
                 trace,
                 shell=self.ip,
                 timeline=not args.no_timeline,
-                budget=args.max_output_bytes,
+                budget=args.max_output_bytes - reserve,
                 saved_path=args.output,
             )
+            if args.compare is not None:
+                _show_comparison(self.ip, trace, args.compare, reserve)
             if args.append:
                 print(f"recfn: appended; session trace: {kept.header()}")
+
+
+def _compare_reserve(args: Any) -> int:
+    """Bytes of the output budget kept for ``--compare``'s view (none without it)."""
+    from recfn.notebook_ext.compare_view import COMPARE_RESERVE
+
+    return 0 if args.compare is None else min(COMPARE_RESERVE, args.max_output_bytes // 2)
+
+
+def _show_comparison(shell: Any, trace: Trace, source: str, budget: int) -> None:
+    """``--compare``: the cell's trace against the baseline ``source``; a bad baseline is said
+    in one line, the cell's own result stays shown."""
+    from recfn.errors import RecfnError
+    from recfn.notebook_ext.compare_view import resolve_baseline, show_comparison
+
+    try:
+        comparison = trace.compare(resolve_baseline(source, shell.user_ns))
+    except (RecfnError, OSError) as exc:
+        print(f"recfn: no comparison with {source!r}: {exc}", file=sys.stderr)
+        return
+    show_comparison(comparison, budget)
 
 
 def register(ipython: Any) -> None:

@@ -82,6 +82,9 @@ _LAZY = {
     "apply_clock_offsets": "recfn.formats.clocks",
     "estimate_clock_offsets": "recfn.formats.clocks",
     "merge": "recfn.formats.trace",
+    # Run comparison lives in the analysis layer (pandas): imported on first use.
+    "compare": "recfn.analysis.runsets",
+    "compare_steps": "recfn.analysis.runsets",
 }
 
 
@@ -155,6 +158,17 @@ def _files_summary(files: Any, footers: Any, **options: Any) -> Any:
     return outofcore.summarize_files(files, footers=footers, **options)
 
 
+def _compare(baseline: Any, candidate: Any, **options: Any) -> Any:
+    return importlib.import_module("recfn.analysis.runsets").compare(baseline, candidate, **options)
+
+
+def _comparison_html(comparison: Any) -> str:
+    text: str = importlib.import_module("recfn.notebook_ext.compare_view").comparison_html(
+        comparison
+    )
+    return text
+
+
 class _LazyAccessor:
     """``df.recfn`` until first used: then ``recfn.analysis`` (and matplotlib) is imported."""
 
@@ -214,6 +228,8 @@ _hooks.header_renderer = _trace_header
 _hooks.text_renderer = _trace_text
 _hooks.html_renderer = _trace_html
 _hooks.files_summary = _files_summary
+_hooks.compare = _compare
+_hooks.comparison_html_renderer = _comparison_html
 _hooks.on_pandas = _register_accessor
 
 
@@ -260,6 +276,8 @@ __all__ = [
     "clear_callbacks",
     "clear_global_callbacks",
     "clear_thread_local_callbacks",
+    "compare",
+    "compare_steps",
     "current_range",
     "current_thread_id",
     "disable_callback",

@@ -60,6 +60,12 @@ class NothingToDrawError(RecfnError, ValueError):
     """A plot's selection (threads, time window, depth) holds nothing it could draw."""
 
 
+class RunSetError(RecfnError, ValueError):
+    """Run sets that cannot be compared (``recfn.compare``, ``recfn compare``): runs of
+    different workloads (no range name in common), of different schema versions, grouped by
+    different keys, or a side with no runs; the message names what differs."""
+
+
 class OptionError(RecfnError, ValueError):
     """A capture option's value that ``ProfilerConfig`` refused; the message names the option."""
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from recfn.analysis.columns import RANGE
+from recfn.analysis.stats.runs import RunStats, calls_part, calls_table
 from recfn.analysis.stats.summary import PARTIAL_COLUMNS, PROFILER_SPAN_SCOPES, add_partials
 from recfn.analysis.stats.tree import (
     Nodes,
@@ -173,16 +174,76 @@ def summarize_files(
     return result
 
 
+def run_stats(
+    files: Sequence[str],
+    keys: list[str],
+    *,
+    label: str = "run",
+    keep_calls: bool = False,
+    footers: Footers | None = None,
+) -> RunStats:
+    """The statistics of one run (``recfn.analysis.stats.runs.RunStats``) from its Parquet
+    ``files`` (one trace, or a dataset of several processes), out of core and verified as
+    `summarize_files` reads and verifies them (footers, page checksums, content hashes, ids and
+    parents, ids shared across files), one process at a time and only the columns needed.
+    ``keys`` must include ``name``. ``keep_calls`` keeps every group's calls (comparisons over
+    calls need them). TraceFormatError for a file that is not a trace or fails a check;
+    ValueError for a missing key column."""
+    if "name" not in keys:
+        raise RecfnValueError("the out-of-core statistics group by name (plus any other columns)")
+    if not files:
+        raise RecfnValueError("no files in the run")
+    footers = Footers() if footers is None else footers
+    present: set[str] = set()
+    for name in files:
+        arrow_schema = footers.schema(name)
+        lacking = [c for c in EVENT_COLUMNS if c not in arrow_schema.names]
+        if lacking:
+            raise not_a_trace(name, lacking)
+        check_footer(name, footers(name), arrow_schema)
+        present.update(arrow_schema.names)
+    missing = [k for k in keys if k not in present]
+    if missing:
+        raise RecfnValueError(f"{label}: the files have no column(s) {missing}")
+    groups = partitions(list(files))
+    found = [_summarize_partition(group, keys, False, footers, _calls_part) for group in groups]
+    _refuse_shared_ids([spans for _, _, spans, _ in found], groups, footers)
+    parts = pd.concat([part for part, _, _, _ in found], ignore_index=True)
+    workload = sum(own for _, own, _, _ in found)
+    table, calls = calls_table(parts, keys, keep_calls)
+    return RunStats(table, keys, workload, label=label, calls=calls)
+
+
+def _calls_part(
+    pieces: _Pieces, n: int, keys: list[str], extra: list[str], where: str, whole: bool
+) -> tuple[pd.DataFrame, int, int, int, tuple[int, int]]:
+    """One process's calls per group (``recfn.analysis.stats.runs.calls_part``), read and
+    verified as `_summarize_process` reads them, with the same self-time total, ids and
+    extent."""
+    found = _process_rows(pieces, n, keys, extra, where, whole)
+    duration = np.subtract(found.end, found.start, out=found.end)
+    part = calls_part(
+        keys, found.groups, found.code, found.closed, duration, found.own, found.counted
+    )
+    return part, found.total, found.low, found.high, found.extent
+
+
 _Span = tuple[str, int, int, str]
 """A process met in a group of files: its label, lowest and highest id, and where."""
 
 
 def _summarize_partition(
-    files: list[str], keys: list[str], flops: bool, footers: Footers
+    files: list[str],
+    keys: list[str],
+    flops: bool,
+    footers: Footers,
+    summarize: Callable[..., tuple[pd.DataFrame, int, int, int, tuple[int, int]]] | None = None,
 ) -> tuple[pd.DataFrame, int, list[_Span], tuple[int, int]]:
     """The summed statistics of the processes in ``files``, their self-time total, the span of
     each process's ids, and the earliest start and latest end of their closed ranges
-    (`NO_EXTENT` without any)."""
+    (`NO_EXTENT` without any). ``summarize`` (``_summarize_process`` unless given) makes each
+    process's part."""
+    summarize = _summarize_process if summarize is None else summarize
     try:
         parquets = [
             pq.ParquetFile(name, metadata=footers(name), page_checksum_verification=True)
@@ -205,7 +266,7 @@ def _summarize_partition(
             return _row_groups(parquets, columns)
 
         rows = sum(parquet.metadata.num_rows for parquet in parquets)
-        part, own, low, high, extent = _summarize_process(pieces, rows, keys, extra, where, whole)
+        part, own, low, high, extent = summarize(pieces, rows, keys, extra, where, whole)
         label = ", ".join(f"{k}={v[0]}" for k, v in zip(keys_here, single) if v is not None)
         return part, own, ([(label, low, high, where)] if rows else []), extent
     table = _read(files, parquets)
@@ -224,9 +285,7 @@ def _summarize_partition(
         ) -> Iterator[pa.Table]:
             yield process.select([c for c in dict.fromkeys(columns) if c in process.column_names])
 
-        part, own, low, high, here = _summarize_process(
-            select, process.num_rows, keys, extra, where, whole
-        )
+        part, own, low, high, here = summarize(select, process.num_rows, keys, extra, where, whole)
         if process.num_rows:
             spans.append((label, low, high, where))
         del process, select
@@ -446,12 +505,34 @@ _Pieces = Callable[..., Iterator[pa.Table]]
 row group); with ``verify`` every piece is read whole and verified on the way (``RowGroupCheck``)."""
 
 
-def _summarize_process(
+class ProcessRows(NamedTuple):
+    """One process's rows as its statistics need them (`_process_rows`), one entry per row."""
+
+    start: np.ndarray
+    end: np.ndarray
+    """``end_ns`` (any value on rows that are not closed ranges)."""
+    closed: np.ndarray
+    own: np.ndarray
+    """Self time of closed ranges, 0 on other rows."""
+    code: np.ndarray
+    """Each row's group (dense codes), whose key values are ``groups[code]``."""
+    groups: list[tuple[Any, ...]]
+    counted: np.ndarray
+    """Whether a row counts in its group's total: no ancestor of its own group."""
+    extras: dict[str, np.ndarray]
+    total: int
+    """The self-time total, profiler spans left out (what percentages divide by)."""
+    low: int
+    high: int
+    """The lowest and highest id."""
+    extent: tuple[int, int]
+    """The earliest start and latest end of the closed ranges (`NO_EXTENT` without any)."""
+
+
+def _process_rows(
     pieces: _Pieces, n: int, keys: list[str], extra: list[str], where: str, whole: bool
-) -> tuple[pd.DataFrame, int, int, int, tuple[int, int]]:
-    """One process's statistics per group, in a form that adds up, its self-time total, its
-    lowest and highest id, and the earliest start and latest end of its closed ranges (for the
-    wall time ``total_pct`` is of). ``pieces`` gives its ``n`` rows in pieces (a file's row
+) -> ProcessRows:
+    """One process's `ProcessRows`. ``pieces`` gives its ``n`` rows in pieces (a file's row
     groups): each piece is read once, verified, and cut into compact arrays (int32 positions,
     dictionary codes, the two timestamps), so that large processes hold only what each step
     needs. ``whole``: the rows are whole files, not parts of a streamed capture, so every
@@ -517,6 +598,21 @@ def _summarize_process(
     del key_codes
     counted = outermost(linked, code)
     del linked
+    return ProcessRows(
+        start, end, closed, own, code, groups, counted, extras, total, low, high, extent
+    )
+
+
+def _summarize_process(
+    pieces: _Pieces, n: int, keys: list[str], extra: list[str], where: str, whole: bool
+) -> tuple[pd.DataFrame, int, int, int, tuple[int, int]]:
+    """One process's statistics per group, in a form that adds up, its self-time total, its
+    lowest and highest id, and the earliest start and latest end of its closed ranges (for the
+    wall time ``total_pct`` is of): `_process_rows`, then one pass of ``bincount`` or
+    ``ufunc.at`` per statistic, with no sort by group."""
+    found = _process_rows(pieces, n, keys, extra, where, whole)
+    start, end, closed, own, code, groups, counted, extras, total, low, high, extent = found
+    del found
     # Each closed range adds to its group's slot (code + 1); slot 0 gathers the other rows.
     slots = len(groups) + 1
     slot: np.ndarray = code.astype(np.int32 if slots < 2**31 else np.int64)

@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Final, Optional
 
-from recfn.cli import _codegen, _convert, _demo, _diff, _run, _summary, _timeline
+from recfn.cli import _codegen, _compare, _convert, _demo, _diff, _run, _summary, _timeline
 from recfn.cli._common import (
     DEBUG_ENV,
     EXIT_FAILURE,
@@ -25,7 +25,7 @@ from recfn.cli._common import (
 )
 from recfn.errors import CLIError, TraceFormatError
 
-COMMANDS: Final = (_run, _summary, _timeline, _convert, _diff, _demo, _codegen)
+COMMANDS: Final = (_run, _summary, _timeline, _convert, _diff, _compare, _demo, _codegen)
 """One module per subcommand, in the order of ``recfn --help``: each has ``add_parser(commands)``
 and ``run``. A new subcommand is a new module here and its entry in this tuple."""
 
@@ -106,6 +106,7 @@ def _dispatch(argv: list[str]) -> int:
         "timeline": _timeline.run,
         "convert": _convert.run,
         "diff": _diff.run,
+        "compare": _compare.run,
         "demo": _demo.run,
     }
     if args.command is None:

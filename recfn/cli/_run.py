@@ -59,6 +59,14 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print no summary")
     parser.add_argument("--force", action="store_true", help=FORCE_HELP)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        metavar="N",
+        help="run the script N times, each in a fresh interpreter, into a run set: -o FOLDER/ "
+        "gets one dataset per run (run-0001/, ...; numbering goes on after the runs already "
+        "there), for recfn compare",
+    )
 
 
 def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
@@ -103,6 +111,8 @@ def run(parser: Parser, argv: Sequence[str]) -> int:
     spec: Optional[ModuleSpec] = None
     if module_run is not None:
         args = run_parser.parse_args(own)
+        if args.repeat is not None:
+            return _repeat(args, own, ["-m", module, *rest])
         spec = _module_spec(module)
         script, script_args = str(spec.origin), rest
         name = module
@@ -117,6 +127,8 @@ def run(parser: Parser, argv: Sequence[str]) -> int:
         args = run_parser.parse_args([*own, script])
         if not os.path.exists(script):
             raise CLIError(f"run: no such script: {script!r}")
+        if args.repeat is not None:
+            return _repeat(args, own, ["--", script, *script_args])
         if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
             raise CLIError(f"run: {script!r} is a folder without __main__.py")
         name = os.path.basename(os.path.abspath(script))
@@ -427,3 +439,69 @@ def _print_script_traceback(exc: BaseException, script_path: str) -> None:
             break
         tb = tb.tb_next
     traceback.print_exception(type(exc), exc, tb)
+
+
+def _repeat(args: argparse.Namespace, own: list[str], target: list[str]) -> int:
+    """``--repeat N -o FOLDER/``: the script (``target``: ``["--", script, *args]`` or
+    ``["-m", module, *args]``) run N times, each by ``recfn run`` in a fresh interpreter (so no
+    run inherits another's imports or caches), into ``FOLDER/run-<k>/``. Stops at the first run
+    that exits non-zero, with its code; the runs recorded stay. SIGTERM and SIGHUP are passed
+    on to the run in progress (which saves what it captured) and end the repetition."""
+    from recfn.analysis.runsets import next_run_folders
+
+    check_positive(args.repeat, "--repeat")
+    folder = _dataset_folder(args.output) if args.output is not None else None
+    if folder is None:
+        raise CLIError("run: --repeat needs -o FOLDER/ (a run set: one folder per run)", EXIT_USAGE)
+    if args.timeline is not None:
+        raise CLIError("run: --repeat writes no --timeline (draw one run's afterwards)", EXIT_USAGE)
+    if target[0] == "-m":
+        _module_spec(target[1])  # a missing module is said once, before any run
+    kept = []  # recfn's own options but --repeat (and -o, given anew per run)
+    skip = False
+    for token in own:
+        if skip:
+            skip = False
+        elif token in ("--repeat", "-o", "--output"):
+            skip = True
+        elif not token.startswith(("--repeat=", "--output=", "-o=")):
+            kept.append(token)
+    os.makedirs(folder, exist_ok=True)
+    code = EXIT_OK
+    targets = next_run_folders(folder, args.repeat)
+    signals = _ExitSignals()
+    signals.install()
+    try:
+        for k, run_folder in enumerate(targets, 1):
+            sys.stderr.write(f"recfn: run {k}/{args.repeat} -> {run_folder}\n")
+            command = [sys.executable, "-m", "recfn", "run", *kept, "-q", "-o", run_folder + os.sep]
+            code = _run_child([*command, *target], signals)
+            if signals.received is not None:
+                break
+            if code != EXIT_OK:
+                sys.stderr.write(f"recfn: run {k} exited with {code}; stopping\n")
+                break
+    finally:
+        signals.restore()
+    done = [t for t in targets if os.path.isdir(t)]
+    sys.stderr.write(
+        f"recfn: {len(done)} run{'s' if len(done) != 1 else ''} in {folder} "
+        f"(compare: recfn compare BASELINE {folder})\n"
+    )
+    return signals.exit_code(code)
+
+
+def _run_child(command: list[str], signals: _ExitSignals) -> int:
+    """Run ``command`` to its end; a SIGTERM or SIGHUP ``signals`` notes meanwhile is sent on
+    to it (it then saves what it captured and exits)."""
+    import subprocess
+
+    child = subprocess.Popen(command)
+    forwarded = False
+    while True:
+        try:
+            return child.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            if signals.received is not None and not forwarded:
+                child.send_signal(signals.received)
+                forwarded = True

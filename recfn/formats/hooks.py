@@ -19,6 +19,11 @@ html_renderer: Optional[Callable[[Any], str]] = None
 files_summary: Optional[Callable[..., Any]] = None
 """``(files, footers, **summary options) -> DataFrame``: the summary of a trace of files, out of
 core (``footers``: the trace's ``recfn.formats.dataset.Footers``)."""
+comparison_html_renderer: Optional[Callable[[Any], str]] = None
+"""``comparison -> str``: a ``recfn.analysis.stats.compare.Comparison`` as HTML for notebooks
+(its table with change bars, and the differential flame view)."""
+compare: Optional[Callable[..., Any]] = None
+"""``(baseline, candidate, **options) -> Comparison``: ``recfn.compare``, for ``Trace.compare``."""
 on_pandas: Optional[Callable[[], None]] = None
 """Called before a DataFrame is handed to the user."""
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 class Trace:
     """A finished capture: ``.table`` (``pyarrow.Table``), ``.to_pandas()`` (with ``df.recfn``),
-    ``.summary()``, ``.timeline()``, ``.diff()``, ``.save(path)``, and its facts.
+    ``.summary()``, ``.timeline()``, ``.diff()``, ``.compare()``, ``.save(path)``, and its facts.
 
     In a notebook it shows as a header line plus the top of its summary as HTML; in a terminal
     as text.
@@ -298,6 +298,15 @@ class Trace:
         base_df = baseline.to_pandas() if isinstance(baseline, Trace) else baseline
         result: pd.DataFrame = self.to_pandas().recfn.diff(base_df)
         return result
+
+    def compare(self, baseline: Any, **options: Any) -> Any:
+        """``recfn.compare(baseline, self, **options)``: how this trace (a run) changed from
+        `baseline` (a run set: a trace, a folder of runs, a list...), per name, noise-aware; a
+        ``Comparison`` that a notebook shows as a table with change bars and a differential
+        flame view (docs/compare.md)."""
+        if _hooks.compare is None:
+            raise RecfnValueError("compare needs recfn.analysis (import recfn)")
+        return _hooks.compare(baseline, self, **options)
 
     def timeline(self, ax: Optional[Axes] = None, **kwargs: Any) -> Axes:
         """``df.recfn.timeline(ax=ax, ...)`` titled with this trace's name."""
