@@ -67,7 +67,8 @@ def test_quickstart(tmp_path: Path, checkout_env: dict[str, str]):
     for cell in cells:
         assert_magic_output(cell)
     plain = next(o.data["text/html"] for o in cells[0].outputs if "text/html" in o.get("data", {}))
-    assert "calls traced 4 deep" in plain and "numpy" in plain  # no annotations, still a table
+    assert "your code&#x27;s calls and the library calls it makes" in plain  # the default
+    assert "numpy" in plain  # no annotations, still a table
     assert (tmp_path / "baseline.parquet").is_file()
 
 
