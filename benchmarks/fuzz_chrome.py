@@ -33,6 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from recfn.formats.schema import IMPORTED_KINDS
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,8 +61,9 @@ HOSTILE: list[Any] = [
     {},
 ]
 """Values put in place of an event field."""
-PHASES = ["X", "B", "E", "i", "I", "R", "C", "M", "s", "f", "b", "e", "n", "P", "O", "?"]
-FIELDS = ["ph", "name", "cat", "ts", "dur", "pid", "tid", "args", "id", "s"]
+PHASES = ["X", "B", "E", "i", "I", "R", "C", "M", "s", "t", "f", "b", "e", "n", "S", "T", "p"]
+PHASES += ["F", "P", "O", "N", "D", "V", "c", "?"]
+FIELDS = ["ph", "name", "cat", "ts", "dur", "pid", "tid", "args", "id", "id2", "scope", "bp", "s"]
 
 
 def bases(tmp: Path) -> dict[str, tuple[bytes, Any]]:
@@ -248,6 +251,8 @@ def silently_wrong(df: Any) -> str | None:
     if len(start) and (start.min() < -(2**62) or start.max() > 2**62):
         return "time wrapped"
     by_id = dict(zip(df["id"].tolist(), range(len(df))))
+    if "kind" in df.columns and not set(df["kind"].astype(str)) <= set(IMPORTED_KINDS):
+        return "unknown kind"
     parents = df["parent_id"]
     for row in np.flatnonzero(parents.notna().to_numpy()).tolist():
         parent = int(parents.iat[row])
@@ -256,6 +261,35 @@ def silently_wrong(df: Any) -> str | None:
             return "dangling parent"
         if df["thread_id"].iat[p] != df["thread_id"].iat[row] or start[p] > start[row]:
             return "parent does not enclose"
+    return None
+
+
+def round_trip_differs(df: Any, path: Path) -> str | None:
+    """What a loaded table loses when written as Chrome JSON and read back (rows by name,
+    kind, times and async flag), or None."""
+    import warnings
+
+    import recfn
+
+    def rows(frame: Any) -> list[tuple[Any, ...]]:
+        ends = frame["end_ns"].astype(object).where(frame["end_ns"].notna(), None)
+        return sorted(
+            zip(
+                frame["name"].astype(str),
+                frame["kind"].astype(str),
+                frame["start_ns"].tolist(),
+                ends.tolist(),
+                frame["is_async"].tolist(),
+            ),
+            key=repr,
+        )
+
+    recfn.Trace.from_pandas(df.copy()).save(path, overwrite=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        back = recfn.load(path, as_pandas=True)
+    if rows(back) != rows(df):
+        return "a Chrome round trip changed its rows"
     return None
 
 
@@ -292,7 +326,7 @@ def run(cases: int, seed: int, *, quiet: bool = False) -> tuple[dict[str, Counte
                 if not quiet:
                     (tmp.parent / f"recfn-fuzz-{seed}-{case}{suffix}").write_bytes(data)
                 continue
-            wrong = silently_wrong(df)
+            wrong = silently_wrong(df) or round_trip_differs(df, tmp / f"back{case % 8}.json")
             if wrong:
                 outcome["wrong"] += 1
                 failures.append(f"case {case} ({kind}): loaded silently wrong: {wrong}")

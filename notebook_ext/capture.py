@@ -9,7 +9,6 @@ swallows the exception: the caller decides how to show it.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 import weakref
@@ -17,7 +16,7 @@ from typing import Any, Final, Optional
 
 import recfn
 from recfn.capture.options import ProfilerConfig
-from recfn.errors import CaptureError
+from recfn.errors import CaptureError, RecfnStateError
 from recfn.formats.trace import Trace, describe_error
 
 
@@ -25,17 +24,21 @@ def start_profile(
     config: ProfilerConfig, *, output: Optional[str] = None, follow_children: bool = False
 ) -> recfn.profile:
     """Start a ``recfn.profile`` for ``config`` (streaming into the dataset ``output``, and
-    following child processes, when given); CaptureError if one already runs here."""
+    following child processes, when given); CaptureError if one already runs here, or when
+    what an option needs is missing (``cuda=True`` without torch or a CUDA device, ``nvtx=True``
+    without the nvtx package)."""
     prof = recfn.profile(config=config, output=output, follow_children=follow_children)
     try:
         prof.start()
-    except RuntimeError as exc:
+    except ImportError as exc:  # torch or nvtx not installed
+        raise CaptureError(str(exc).removeprefix("recfn: ")) from None
+    except RecfnStateError as exc:
         if "already enabled" in str(exc):
             raise CaptureError(
                 "a recfn profiler is already running on this thread; stop it first "
                 "(recfn.disable_profiler() or leave its `with recfn.profile()` block)"
             ) from None
-        raise
+        raise CaptureError(str(exc).removeprefix("recfn: ")) from None  # no CUDA device, ...
     return prof
 
 
@@ -88,6 +91,11 @@ class Capture:
         self.trace: Optional[Trace] = None
         self._prof: Optional[recfn.profile] = None
         self._range: Optional[recfn.record_function] = None
+
+    @property
+    def started(self) -> bool:
+        """Whether its profile started (a CaptureError before then: it could not)."""
+        return self._prof is not None
 
     @property
     def dumps(self) -> list[str]:
@@ -251,16 +259,9 @@ def recording_costs() -> RecordingCosts:
 
 def call_tracing(trace: Trace) -> dict[str, Any]:
     """What the call tracer did in ``trace`` (its metadata ``recfn.call_tracing``), or {}."""
-    from recfn.formats.schema import CALL_TRACING_KEY
+    from recfn.formats.schema import CALL_TRACING_KEY, json_object
 
-    raw = trace.metadata.get(CALL_TRACING_KEY)
-    if raw is None:
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    return json_object(trace.metadata.get(CALL_TRACING_KEY)) or {}
 
 
 def _estimate(trace: Trace) -> int:

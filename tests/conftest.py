@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -37,3 +38,24 @@ def checkout_env() -> dict[str, str]:
     older install registered), matplotlib on Agg, no warnings on stderr."""
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     return dict(os.environ, PYTHONPATH=path, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
+
+
+@pytest.fixture
+def quiet_gc() -> Iterator[None]:
+    """No garbage collection inside the test but its own, and no other library's gc callbacks:
+    for tests that count traced calls exactly. A collection inside a traced window runs the gc
+    callbacks other libraries registered (hypothesis has one) and the finalizers of earlier
+    tests' garbage, whose calls would be traced too, so the counts would depend on which tests
+    ran before. Earlier garbage is collected first; the callbacks and the collector's state
+    are restored after. ``-p gc_stress`` (tests/gc_stress.py) shows a test that lacks it."""
+    enabled = gc.isenabled()
+    callbacks = list(gc.callbacks)
+    gc.callbacks.clear()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.callbacks[:] = callbacks
+        if enabled:
+            gc.enable()

@@ -234,6 +234,10 @@ def option_names() -> tuple[str, ...]:
     return tuple(spec.name for spec in option_specs())
 
 
+INT_OPTION_LIMIT: Final = 2**63
+"""Integer options are kept as int64 by the recorder: a value must be below this in magnitude."""
+
+
 def _check_type(spec: OptionSpec, value: object) -> None:
     """Scalars by kind; KIND_LIST values are checked item by item where they are converted."""
     if value is None and spec.optional:
@@ -244,6 +248,11 @@ def _check_type(spec: OptionSpec, value: object) -> None:
     if not isinstance(value, expected) or (spec.kind != KIND_FLAG and isinstance(value, bool)):
         what = {KIND_FLAG: "a bool", KIND_INT: "an int", KIND_FLOAT: "a number"}[spec.kind]
         raise RecfnTypeError(f"ProfilerConfig.{spec.name} must be {what}, got {value!r}")
+    if isinstance(value, int) and not -INT_OPTION_LIMIT <= value < INT_OPTION_LIMIT:
+        raise RecfnValueError(
+            f"ProfilerConfig.{spec.name} must fit in 64 bits (at most {INT_OPTION_LIMIT - 1}), "
+            f"got {value}"
+        )
 
 
 def document_options(target: Any, *leading: inspect.Parameter) -> Any:

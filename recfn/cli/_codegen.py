@@ -31,6 +31,6 @@ def run(argv: Sequence[str]) -> int:
         return exit_code(exc.code)
     try:
         codegen.write(args)
-    except (ImportError, ValueError) as exc:  # the module, --rename, --scope
+    except (ImportError, ValueError, TypeError) as exc:  # the module, --rename, --scope, --prefix
         raise CLIError(f"codegen: {exc}", EXIT_USAGE) from None
     return EXIT_OK

@@ -26,6 +26,15 @@ FORCE_HELP = "replace an existing file even if recfn did not write it"
 class Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so main() owns every exit."""
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # `--by=--`: Python 3.11's argparse drops the "--" and gives the option an empty list,
+        # which no option's check expects; the value is "--", as later Pythons read it.
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
+
     def error(self, message: str) -> Any:
         command = self.prog[len(PROG) :].strip()
         where = f"{command}: " if command else ""

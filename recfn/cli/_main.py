@@ -85,6 +85,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _dispatch(argv: list[str]) -> int:
     parser = build_parser()
+    if any("\x00" in arg for arg in argv):  # no shell passes one; paths cannot hold one
+        raise CLIError("an argument holds a NUL character", EXIT_USAGE)
     if argv and argv[0] == "codegen":  # codegen parses its own arguments
         return _codegen.run(argv[1:])
     if argv and argv[0] == "run":  # recfn's options and the script's are split first

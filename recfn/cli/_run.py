@@ -34,7 +34,7 @@ from recfn.cli._common import (
     write_timeline,
 )
 from recfn.cli._summary import files_summary_text
-from recfn.errors import CLIError, OptionError, RecfnValueError
+from recfn.errors import CaptureError, CLIError, OptionError, RecfnValueError
 from recfn.notebook_ext.options import (
     add_capture_options,
     front_end_config,
@@ -152,12 +152,18 @@ def run(parser: Parser, argv: Sequence[str]) -> int:
         dataset=dataset,
         output_file=args.output if dataset is None else None,
     )
+    # Read and compile a script file before the exit signals are handled: reading a FIFO waits
+    # for its writer, and SIGTERM must still end that wait.
+    path = os.path.abspath(script)
+    compiled = _compile_script(path) if spec is None and not os.path.isdir(path) else None
+    if isinstance(compiled, int):
+        return compiled
     signals = _ExitSignals()
     signals.install()
     try:
         with warnings.catch_warnings():  # said below, once, without a source line
             warnings.filterwarnings("ignore", "recfn: flight recorder wrote", RuntimeWarning)
-            code = _run_script(capture, script, script_args, signals, spec)
+            code = _run_script(capture, script, script_args, signals, spec, compiled)
         code = _finish(capture, args, config, dataset, code)  # a signal now waits for it
     finally:
         signals.restore()
@@ -329,15 +335,28 @@ def _module_spec(module: str) -> ModuleSpec:
     return spec
 
 
+def _compile_script(path: str) -> types.CodeType | int:
+    """The code of the script file ``path``; for a syntax error, the exit code of Python's (its
+    error shown as Python shows it). OSError (unreadable) is a user mistake main reports."""
+    with open(path, "rb") as source:
+        text = source.read()
+    try:
+        return compile(text, path, "exec")
+    except (SyntaxError, ValueError) as exc:  # ValueError: null bytes in the source
+        traceback.print_exception(type(exc), exc, None)
+        return EXIT_FAILURE
+
+
 def _run_script(
     capture: Any,
     script: str,
     script_args: list[str],
     signals: _ExitSignals,
     spec: Optional[ModuleSpec] = None,
+    compiled: Optional[types.CodeType] = None,
 ) -> int:
-    """Run ``script`` (or the module of ``spec``) as ``__main__`` inside ``capture``; return the
-    exit code Python would (128 + N for a signal N that ended it)."""
+    """Run ``script`` (its ``compiled`` code, or the module of ``spec``) as ``__main__`` inside
+    ``capture``; return the exit code Python would (128 + N for a signal N that ended it)."""
     path = os.path.abspath(script)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [script, *script_args]
@@ -356,7 +375,16 @@ def _run_script(
                 finally:
                     signals.raising = False
         else:
-            _run_file(capture, path, signals)
+            assert compiled is not None
+            _run_main(
+                capture,
+                signals,
+                compiled,
+                __file__=path,
+                __cached__=None,
+                __loader__=None,
+                __package__=None,
+            )
         return EXIT_OK
     except SystemExit as exc:
         return exit_code(exc.code)
@@ -366,21 +394,16 @@ def _run_script(
     except KeyboardInterrupt:
         sys.stderr.write("recfn: interrupted; keeping what was captured\n")
         return EXIT_INTERRUPTED
+    except CaptureError as exc:
+        if not capture.started:  # the profile could not start (--cuda without a CUDA device)
+            raise CLIError(f"run: {exc}") from None
+        _print_script_traceback(exc, path)
+        return EXIT_FAILURE
     except BaseException as exc:  # the script's own error: show it as Python would
         _print_script_traceback(exc, path)
         return EXIT_FAILURE
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-
-
-def _run_file(capture: Any, path: str, signals: _ExitSignals) -> None:
-    """``runpy.run_path`` for a file, its reading and compiling done before the capture starts,
-    so traced calls begin at the script's own code."""
-    with open(path, "rb") as source:
-        code = compile(source.read(), path, "exec")
-    _run_main(
-        capture, signals, code, __file__=path, __cached__=None, __loader__=None, __package__=None
-    )
 
 
 def _run_module(capture: Any, spec: ModuleSpec, signals: _ExitSignals) -> None:

@@ -16,7 +16,11 @@ from recfn.cli._common import (
     out,
     write_timeline,
 )
-from recfn.errors import CLIError
+from recfn.errors import CLIError, RecfnValueError
+
+MAX_WIDTH_INCHES = 500.0
+"""The widest figure ``--width`` draws (55,000 pixels at the 110 dpi recfn writes; matplotlib
+refuses images of 2^23 pixels and more in a dimension)."""
 
 
 def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
@@ -33,7 +37,11 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
     )
     timeline.add_argument("--max-depth", type=int, metavar="N", help="deepest level drawn")
     timeline.add_argument(
-        "--width", type=float, default=12.0, metavar="INCHES", help="figure width (default 12)"
+        "--width",
+        type=float,
+        default=12.0,
+        metavar="INCHES",
+        help="figure width (default 12; at most 500)",
     )
     timeline.add_argument("--title", help="figure title (default: the file name)")
     timeline.add_argument(
@@ -49,15 +57,23 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
 def run(args: argparse.Namespace) -> int:
     output = args.output or _default_image(args.trace)
     check_image_path(output, "-o")
-    if args.width <= 0:
-        raise CLIError(f"--width must be positive, got {args.width}", EXIT_USAGE)
+    if not 0 < args.width <= MAX_WIDTH_INCHES:  # nan and inf too
+        raise CLIError(
+            f"--width must be a positive number of inches up to {MAX_WIDTH_INCHES}, "
+            f"got {args.width}",
+            EXIT_USAGE,
+        )
     check_positive(args.max_depth if args.max_depth != 0 else None, "--max-depth")
-    trace = load_trace(args.trace, clock_offsets=args.align_clocks)
-    if args.align_clocks is not None:
-        try:
+    if args.align_clocks is not None and not args.align_clocks.strip():
+        raise CLIError("--align-clocks needs the name of a mark", EXIT_USAGE)
+    try:  # the offsets are estimated as the files are read
+        trace = load_trace(args.trace, clock_offsets=args.align_clocks)
+        if args.align_clocks is not None:
             trace.table  # noqa: B018  (reads the files and estimates the offsets now)
-        except ValueError as exc:
-            raise CLIError(f"--align-clocks: {exc}") from None
+    except RecfnValueError as exc:  # not a TraceFormatError: a bad file is main's to say
+        if args.align_clocks is None:
+            raise
+        raise CLIError(f"--align-clocks: {exc}") from None
     write_timeline(
         trace,
         output,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import json
 import os
 import warnings
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from recfn.errors import RecfnValueError, TraceFormatError, TraceNotFoundError
 from recfn.formats import io
+from recfn.formats.files import check_regular
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -41,7 +41,8 @@ def resolve(source: Any) -> list[str]:
     the matches of a glob pattern, or each path of a list (folders and patterns expanded).
 
     FileNotFoundError when a path is missing or a folder or pattern holds no trace file;
-    TypeError for anything that is not a path.
+    TraceFormatError for a FIFO, device or socket (refused before it could block); TypeError for
+    anything that is not a path.
     """
     items: Sequence[Any] = source if isinstance(source, (list, tuple)) else [source]
     if not items:
@@ -58,8 +59,11 @@ def resolve(source: Any) -> list[str]:
             ]
             if not found:
                 raise TraceNotFoundError(f"no trace files (.parquet, .json, .json.gz) in {name!r}")
+            for path in found:
+                check_regular(path)
             files += sorted(found)
         elif os.path.exists(name):
+            check_regular(name)
             files.append(name)
         elif glob.has_magic(name):
             found = sorted(p for p in glob.glob(name, recursive=True) if os.path.isfile(p))
@@ -135,14 +139,9 @@ def padded_columns() -> tuple[str, ...]:
 def asked_columns(metadata: dict[str, str]) -> set[str]:
     """The optional columns that a capture's options (``recfn.config``) ask for, used or not
     (``recfn.capture._table.build_table`` adds them)."""
-    from recfn.formats.schema import CONFIG_KEY
+    from recfn.formats.schema import CONFIG_KEY, json_object
 
-    try:
-        config = json.loads(metadata.get(CONFIG_KEY, "{}"))
-    except ValueError:
-        return set()
-    if not isinstance(config, dict):
-        return set()
+    config = json_object(metadata.get(CONFIG_KEY)) or {}
     asked: set[str] = set()
     for option, columns in (
         ("report_input_shapes", ("input_shapes", "input_dtypes")),
@@ -397,13 +396,9 @@ def unfinished_captures(
 
 def _stream_facts(metadata: dict[bytes, bytes]) -> dict[str, Any]:
     """A part's ``recfn.stream`` facts ({} when absent or unreadable)."""
-    from recfn.formats.schema import STREAM_KEY
+    from recfn.formats.schema import STREAM_KEY, json_object
 
-    try:
-        facts = json.loads(metadata.get(STREAM_KEY.encode(), b"{}"))
-    except ValueError:
-        return {}
-    return facts if isinstance(facts, dict) else {}
+    return json_object(metadata.get(STREAM_KEY.encode())) or {}
 
 
 def _int(value: Any) -> int:

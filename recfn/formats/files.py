@@ -230,6 +230,14 @@ def open_trace_file(path: str) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+def check_regular(path: str) -> None:
+    """TraceFormatError when `path` exists and is not a regular file (a FIFO, device or socket:
+    reading one would block or never end), told from its status alone, without opening it."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise TraceFormatError(f"{path!r} is {_file_kind(mode)}, not a regular trace file")
+
+
 def _file_kind(mode: int) -> str:
     for test, kind in (
         (stat.S_ISFIFO, "a FIFO"),

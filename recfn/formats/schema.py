@@ -273,6 +273,32 @@ def build_metadata(
     return metadata
 
 
+JSON_KEYS: Final = (CONFIG_KEY, FLIGHT_RECORDER_KEY, CLOCK_OFFSETS_KEY, CALL_TRACING_KEY,
+                    STREAM_KEY, CHROME_MEMBERS_KEY)  # fmt: skip
+"""The metadata keys whose values are JSON objects (the content hash is checked on its own)."""
+
+
+def json_object(raw: Union[str, bytes, None]) -> Optional[dict[str, Any]]:
+    """The JSON object a metadata value holds; None when it holds none: not JSON, another JSON
+    value, or nested too deep for Python's parser (a RecursionError, not a ValueError)."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def check_json_metadata(metadata: Mapping[bytes, bytes], source: str) -> None:
+    """``TraceFormatError`` naming ``source`` and the key when one of `JSON_KEYS` holds no JSON
+    object: refused when the file is read, rather than failing whoever reads the key later."""
+    for key in JSON_KEYS:
+        raw = metadata.get(key.encode())
+        if raw is not None and json_object(raw) is None:
+            raise TraceFormatError(f"{source}: its {key} is not a readable JSON object")
+
+
 def with_content_hash(table: pa.Table) -> pa.Table:
     """``table`` with ``CONTENT_HASH_KEY`` in its metadata: JSON of the hash algorithm and the
     digests of each column's values and of the layout and other metadata (``recfn.formats._digest``),
@@ -303,7 +329,7 @@ def stored_content_hash(
     try:
         parsed = json.loads(stored)
         algorithm, expected = parsed["algorithm"], dict(parsed["digests"])
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         raise TraceFormatError(f"{source}: its {CONTENT_HASH_KEY} is unreadable") from None
     if algorithm not in (_digest.ALGORITHM, _digest.ROW_GROUP_ALGORITHM):
         raise TraceFormatError(f"{source}: unknown {CONTENT_HASH_KEY} algorithm {algorithm!r}")
@@ -430,6 +456,7 @@ def check_schema(arrow_schema: pa.Schema, source: str, *, exact: bool = False) -
     missing = [c for c in REQUIRED if c not in arrow_schema.names]
     if missing:
         raise TraceFormatError(f"{source}: not a recfn event table (missing columns: {missing})")
+    check_json_metadata(arrow_schema.metadata or {}, source)
     if exact:
         for field in arrow_schema:
             column = BY_NAME.get(field.name)
@@ -847,6 +874,7 @@ __all__ = [
     "FLOW",
     "HOST_KEY",
     "IMPORTED_KINDS",
+    "JSON_KEYS",
     "KINDS",
     "LOCAL_RANK_KEY",
     "MARK",
@@ -877,6 +905,7 @@ __all__ = [
     "build_metadata",
     "check_content_hash",
     "check_events",
+    "check_json_metadata",
     "check_schema",
     "column_type",
     "compare_digests",
@@ -885,6 +914,7 @@ __all__ = [
     "empty_table",
     "frame",
     "int64_mapper",
+    "json_object",
     "list_cells",
     "metadata_of",
     "not_a_trace",

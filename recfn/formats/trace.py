@@ -11,7 +11,6 @@ showing a trace twice costs nothing. Rich reprs come from the layers above throu
 from __future__ import annotations
 
 import html
-import json
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -183,14 +182,9 @@ class Trace:
     @property
     def config(self) -> dict[str, Any]:
         """The profiler configuration the trace was captured with (empty if unknown)."""
-        from recfn.formats.schema import CONFIG_KEY
+        from recfn.formats.schema import CONFIG_KEY, json_object
 
-        raw = self.metadata.get(CONFIG_KEY)
-        try:
-            value = json.loads(raw) if raw else {}
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
+        return json_object(self.metadata.get(CONFIG_KEY)) or {}
 
     @property
     def wall_ns(self) -> int:

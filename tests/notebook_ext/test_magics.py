@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 
 import pandas as pd
 import pytest
@@ -14,6 +15,10 @@ from recfn.notebook_ext import session as get_session
 from recfn.notebook_ext.magics import RecordFunctionMagics, split_line
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+# Cells run with the zero-annotation default trace calls, and some tests count those calls
+# exactly: no other library's gc callback inside them (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("quiet_gc")
 
 NESTED_CELL = """\
 import recfn
@@ -147,6 +152,15 @@ def test_bad_options_are_usage_errors_and_the_cell_does_not_run(shell, options, 
     assert message in str(run.error)
     assert "ran" not in shell.ns
     assert len(get_session()) == 0
+
+
+def test_cuda_without_torch_is_a_usage_error(shell, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    shell.ns.pop("ran", None)
+    run = shell.run("%%record_function --cuda\nran = True")
+    assert isinstance(run.error, UsageError)
+    assert "torch is not installed" in str(run.error)
+    assert "ran" not in shell.ns
 
 
 def test_shapes_memory_stack_flops_options_fill_their_columns(shell):

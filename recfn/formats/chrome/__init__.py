@@ -73,6 +73,7 @@ from recfn.formats.schema import (
     PID_KEY,
     RANK_KEY,
     WORLD_SIZE_KEY,
+    json_object,
     metadata_of,
 )
 
@@ -419,12 +420,7 @@ RECFN_MEMBERS: Final = frozenset(
 def _foreign_members(metadata: dict[str, str]) -> dict[str, Any]:
     """The top-level members of the Chrome file a trace was imported from
     (`CHROME_MEMBERS_KEY`), but those recfn writes itself."""
-    try:
-        members = json.loads(metadata.get(CHROME_MEMBERS_KEY, "{}"))
-    except ValueError:
-        return {}
-    if not isinstance(members, dict):
-        return {}
+    members = json_object(metadata.get(CHROME_MEMBERS_KEY)) or {}
     return {k: v for k, v in members.items() if k not in RECFN_MEMBERS and k != SCOPES_MEMBER}
 
 

@@ -538,6 +538,14 @@ class Columns:
         self.others: dict[str, list[Any]] = {key: [] for key in (*CONSUMED, *IDS, "extra")}
 
     def add(self, events: list[Any] | NativeBatch) -> None:
+        """Add a batch of events; TraceFormatError for numbers beyond float64 in the args of
+        events that are not complete (decoded here)."""
+        try:
+            self._add(events)
+        except msgspec.ValidationError as error:
+            raise TraceFormatError(f"{self.source}: not a JSON trace: {error}") from None
+
+    def _add(self, events: list[Any] | NativeBatch) -> None:
         if isinstance(events, NativeBatch):
             self._add_native(events)
             return
@@ -1060,7 +1068,8 @@ def _add_async(
     pairs ranges (unpaired beginnings open ones; ends without a beginning are dropped), "n",
     "T" and "p" marks. A track is an async id in its category (and scope; for legacy events its
     name too), per process unless the id is global; the rows of a track nest in one another,
-    never in a thread's ranges. Rows from legacy events keep their phase in args (``ph``)."""
+    never in a thread's ranges (and, as every parent, only on their own thread). Rows from
+    legacy events keep their phase in args (``ph``)."""
     index = phases.where(*ASYNC_RANGES, *ASYNC_RANGES.values(), *ASYNC_INSTANTS)
     if index.size == 0:
         return
@@ -1285,8 +1294,9 @@ def _table(
     if row_ids is None or parent is None:
         row_ids = np.arange(n, dtype=np.int64)
         native = NEST if NATIVE is not None else None
-        # Async rows nest within their own track only, never in a thread's ranges.
-        group = np.where(track >= 0, track + int(thread.max(initial=0)) + 1, thread)
+        # Async rows nest within their own track on their thread, never in a thread's ranges.
+        lanes = thread.max(initial=0) + 1
+        group = np.where(track >= 0, lanes + _pair_codes(track, thread), thread)
         parent, depth = nesting(group, start, nest_end, kind == 0, native)
         del group
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import operator
 from collections.abc import Iterator
 from typing import Any
@@ -21,7 +20,7 @@ from recfn.formats.chrome._reader import (
 )
 from recfn.formats.chrome._times import micros, time_base
 from recfn.formats.columns import equals, ints, nulls
-from recfn.formats.schema import COUNTER, FLOW, MARK, MEMORY, RANGE
+from recfn.formats.schema import COUNTER, FLOW, MARK, MEMORY, RANGE, json_object
 
 TORCH_ARGS = (("sequence_nr", "Sequence number", -1), ("fwd_thread_id", "Fwd thread id", 0))
 """Integer columns written under torch's args keys (unless unset), which the reader maps back."""
@@ -423,15 +422,8 @@ _OBJECTS = msgspec.json.Decoder(list[dict[str, Any]])
 
 
 def _decode_args(text: str) -> dict[str, Any]:
-    if text.startswith("{"):
-        try:
-            value = json.loads(text)
-        except ValueError:
-            pass
-        else:
-            if isinstance(value, dict):
-                return value
-    return {"args": text}
+    value = json_object(text) if text.startswith("{") else None
+    return value if value is not None else {"args": text}
 
 
 def _plain(value: Any) -> Any:
