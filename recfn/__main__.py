@@ -1,6 +1,6 @@
 """``python -m recfn ...``: the ``recfn`` command line (notebook_ext.cli)."""
 
-from recfn.cli import main
+from recfn.cli import console
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

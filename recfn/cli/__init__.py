@@ -21,6 +21,6 @@ when interrupted), and shows the script's own exceptions as Python would.
 from __future__ import annotations
 
 from recfn.cli._common import subcommand_parser
-from recfn.cli._main import build_parser, main
+from recfn.cli._main import build_parser, console, main
 
-__all__ = ["build_parser", "main", "subcommand_parser"]
+__all__ = ["build_parser", "console", "main", "subcommand_parser"]

@@ -565,3 +565,35 @@ def test_run_m_runs_a_module_as_python_m_does(tmp_path: Path):
     assert_user_error(recfn_cli("run", "-m", "nosuch_module_x", cwd=tmp_path), "nosuch_module_x")
     proc = recfn_cli("run", "-m", cwd=tmp_path)
     assert proc.returncode == 2 and "-m needs a value" in proc.stderr
+
+
+CONSOLE = """
+import atexit, sys
+atexit.register(lambda: print("atexit ran", flush=True))
+sys.argv = ["recfn", *sys.argv[1:]]
+from recfn.cli import console
+print("before", end="")  # unflushed: console() flushes it
+console()
+print("never here")
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "code"), [(["--version"], 0), (["summary", "missing.parquet"], 1), (["nope"], 2)]
+)
+def test_the_console_exit_keeps_the_exit_code_the_output_and_atexit(
+    tmp_path: Path, args: list[str], code: int
+) -> None:
+    """``console()`` skips the interpreter's teardown (where pyarrow can abort) but not what a
+    normal exit does first: atexit handlers, flushed output, the exit code."""
+    proc = subprocess.run(
+        [sys.executable, "-c", CONSOLE, *args],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == code, proc.stderr
+    assert proc.stdout.startswith("before") and "atexit ran" in proc.stdout
+    assert "never here" not in proc.stdout
