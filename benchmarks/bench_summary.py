@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,14 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-MEASURE = """
-import resource, time
-t = time.perf_counter()
-{body}
-elapsed = time.perf_counter() - t
-usage = resource.getrusage(resource.RUSAGE_SELF)
-print(elapsed, usage.ru_maxrss * 1024)
-"""
+from bench_fleet import measured as once  # noqa: E402
 
 DUCKDB = (
     "import duckdb\n"
@@ -62,25 +54,10 @@ CLI = (
 
 def measured(body: str, repeat: int, site: str | None = None) -> tuple[float, int]:
     """Best seconds and the peak RSS (bytes) of that run, of ``body`` in fresh interpreters
-    (imports included: each step starts as a user's command does). ``site``: import recfn
-    from that folder instead (run outside this checkout, so that it does not come first)."""
-    env = None if site is None else dict(os.environ, PYTHONPATH=site)
-    best: tuple[float, int] | None = None
-    for _ in range(repeat):
-        done = subprocess.run(
-            [sys.executable, "-c", MEASURE.format(body=body)],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=ROOT if site is None else tempfile.gettempdir(),
-            env=env,
-        )
-        seconds, rss = done.stdout.split()[-2:]
-        found = (float(seconds), int(rss))
-        if best is None or found[0] < best[0]:
-            best = found
-    assert best is not None
-    return best
+    (``bench_fleet.measured``: imports included, as a user's command starts; ``site``: import
+    recfn from that folder instead)."""
+    runs = [once(body, site)[:2] for _ in range(repeat)]
+    return min(runs, key=lambda found: found[0])
 
 
 def write_file(path: str, events: int) -> None:

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, Optional, cast
 import numpy as np
 
 from recfn.capture import _identity
-from recfn.capture._recorder import Recorder, _Chunk, _ThreadBuffer
-from recfn.capture._stream import BufferTaker, _Snapshot, open_ranges
+from recfn.capture._recorder import Recorder, _ThreadBuffer
+from recfn.capture._stream import BufferTaker, _Frozen, _Snapshot, open_ranges
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -176,72 +176,6 @@ def _cut(table: pa.Table, capacity: int) -> tuple[pa.Table, dict[str, Any]]:
         "open_ranges": int(is_open.sum()),
     }
     return table, facts
-
-
-class _FrozenChunk:
-    """A chunk's rows as they are now, cut to the rows every column already has (another
-    thread may be appending to it)."""
-
-    def __init__(self, chunk: _Chunk) -> None:
-        vecs = (chunk.seqs, chunk.parents, chunk.gaps, chunk.spans, chunk.names, chunk.meta)
-        n = min(len(v) for v in vecs)
-        self.seqs, self.parents, self.gaps, self.spans, self.names, self.meta = (
-            _copy(v, np.int32)[:n] for v in vecs
-        )
-        self.big_start_rows, self.big_starts = _side(n, chunk.big_start_rows, chunk.big_starts)
-        self.big_end_rows, self.big_ends = _side(n, chunk.big_end_rows, chunk.big_ends)
-
-
-def _copy(vector: Any, dtype: Any) -> np.ndarray:
-    if not len(vector):
-        return np.empty(0, dtype=dtype)
-    return np.frombuffer(memoryview(vector), dtype=dtype).copy()
-
-
-class _Frozen:
-    """What ``_Snapshot`` reads of a thread buffer, frozen: its chunks and the side columns of
-    their rows."""
-
-    def __init__(self, buf: _ThreadBuffer) -> None:
-        self.tid = buf.tid
-        self.thread_name = buf.thread_name
-        self.chunks = [_FrozenChunk(chunk) for chunk in list(buf.chunks)]
-        rows = sum(len(chunk.seqs) for chunk in self.chunks)
-        self.rows = rows
-        extras = list(
-            zip(
-                list(buf.extra_rows),
-                list(buf.extra_args),
-                list(buf.extra_shapes),
-                list(buf.extra_dtypes),
-                list(buf.extra_flops),
-            )
-        )
-        extras = [e for e in extras if e[0] < rows]
-        self.extra_rows = [e[0] for e in extras]
-        self.extra_args = [e[1] for e in extras]
-        self.extra_shapes = [e[2] for e in extras]
-        self.extra_dtypes = [e[3] for e in extras]
-        self.extra_flops = [e[4] for e in extras]
-        self.seq_rows, self.seq_vals, self.fwd_vals = _side(
-            rows, buf.seq_rows, buf.seq_vals, buf.fwd_vals
-        )
-        self.stack_rows, self.stack_nodes = _side(rows, buf.stack_rows, buf.stack_nodes)
-        mem_rows, mem_bytes = _side(rows, buf.mem_rows, buf.mem_bytes)
-        devices = list(buf.mem_devices)[: len(mem_rows)]
-        self.mem_rows, self.mem_bytes = mem_rows[: len(devices)], mem_bytes[: len(devices)]
-        self.mem_devices = devices
-
-
-def _side(rows: int, row_vector: Any, *value_vectors: Any) -> tuple[np.ndarray, ...]:
-    """A sparse side column: its row numbers below ``rows`` and their values, cut alike."""
-    n = min(len(row_vector), *(len(v) for v in value_vectors))
-    row_numbers = _copy(row_vector, np.int64)[:n]
-    inside = row_numbers < rows
-    return (
-        row_numbers[inside],
-        *(_copy(v, np.int64)[:n][inside] for v in value_vectors),
-    )
 
 
 def dump_in_background(ring: FlightRing, write: Any) -> None:

@@ -511,8 +511,6 @@ class DatasetWriter(BufferTaker):
         written = 0
         self._busy.on = True
         try:
-            import pyarrow as pa
-
             here = _this_thread_id()
             tables = []
             for buf in list(self.recorder.buffers):
@@ -524,10 +522,8 @@ class DatasetWriter(BufferTaker):
                 if table is not None and table.num_rows:
                     tables.append(table)
             if tables:
-                joined = pa.concat_tables(
-                    [t.replace_schema_metadata(None) for t in tables], promote_options="default"
-                ).unify_dictionaries()
-                self._keep(joined.replace_schema_metadata(tables[0].schema.metadata), None)
+                joined = _concatenated(tables, tables[0].schema.metadata)
+                self._keep(joined, None)
                 written = joined.num_rows
         except Exception as exc:
             self.errors.append(f"{type(exc).__name__}: {exc}")
@@ -554,7 +550,6 @@ class DatasetWriter(BufferTaker):
         self.recorder.relieve = None
         self.stop_flushing()
         self.error = error
-        import pyarrow as pa
 
         tables = list(self._unsaved)
         self._unsaved.clear()
@@ -567,10 +562,7 @@ class DatasetWriter(BufferTaker):
             if table is not None and table.num_rows:
                 tables.append(table)
         if tables:
-            last = pa.concat_tables(
-                [t.replace_schema_metadata(None) for t in tables], promote_options="default"
-            ).unify_dictionaries()
-            last = last.replace_schema_metadata(tables[-1].schema.metadata)
+            last = _concatenated(tables, tables[-1].schema.metadata)
         else:  # nothing left: an empty last part still says that the capture stopped
             from recfn.capture._table import build_table
 
@@ -640,6 +632,16 @@ class DatasetWriter(BufferTaker):
         with self._lock:
             self._written += table.num_rows
             self.files.append(path)
+
+
+def _concatenated(tables: list[pa.Table], metadata: Any) -> pa.Table:
+    """``tables`` as one (columns promoted, dictionaries unified), with ``metadata``."""
+    import pyarrow as pa
+
+    joined = pa.concat_tables(
+        [t.replace_schema_metadata(None) for t in tables], promote_options="default"
+    ).unify_dictionaries()
+    return joined.replace_schema_metadata(metadata)
 
 
 def _this_thread_id() -> int:
