@@ -33,6 +33,7 @@ def test_core_modules_are_compiled_extensions() -> None:
 
     assert _tracer.native_available()  # trace_calls runs on the C hook
     assert ranges._crange is not None  # the profiler's rows and the range fast path are native
+    assert ranges._same_context is not None  # ranges in an event loop leave without a reset
     # record_function("x") is made without an argument tuple, its __enter__/__exit__ bound from
     # a free list, and decorated plain callables run without a Python frame (recfn.native._ccall)
     assert ranges.NATIVE_CALLS

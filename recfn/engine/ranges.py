@@ -21,9 +21,11 @@ derived, never incremented per operation: global entries plus live non-empty thr
 Open ranges: outside an event loop each thread keeps a list of its open ranges, innermost last; a
 range leaves it when it ends, in any order, so no chain of links is ever walked. Inside a loop the
 ContextVar holds an immutable ``_TaskLink`` per open range (its range and the link it was opened
-under); a link is closed when its range ends and closed links are skipped. Both can only be
-walked for as many steps as they are deep. A range started with ``before()`` is held weakly by
-both, so one that is dropped without ``end()`` is collected and ended then.
+under); a link is closed when its range ends and closed links are skipped. Where
+``recfn.native._crange`` can tell a set's context from the running one, a range that ends leaves
+its closed link current instead of resetting the ContextVar (one write per range, not two). Both
+can only be walked for as many steps as they are deep. A range started with ``before()`` is held
+weakly by both, so one that is dropped without ``end()`` is collected and ended then.
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ _native_in_loop: Final[Callable[[], bool]] = _crange.in_loop if _crange is not N
 _close_row: Final[Callable[[object, object, int], None]] = (
     _crange.close_row if _crange is not None else _no_close_row
 )
+# Absent in the pure build and where CPython lays a Token out differently: links are then reset.
+_same_context: Final[Optional[Callable[[object], bool]]] = getattr(_crange, "same_context", None)
 
 
 class RecordFunctionCallback:
@@ -622,6 +626,8 @@ class RecordFunction:
         if in_loop:
             # Inside an event loop, nesting is per task: the ContextVar gives each task its own.
             up = _current_get()
+            while up is not None and not up.open:
+                up = up.up  # ranges of this task that ended since (their links stay current)
             parent = _link_range(up)
             if parent is None:
                 parent = _stack_top(td)
@@ -878,6 +884,12 @@ class RecordFunction:
             if collected and _thread_data() is not td:
                 self.is_async = True
             return  # a closed link is skipped by whoever reads it next
+        if _same_context is not None:
+            # No reset: the closed link stays current until the task's next range skips it,
+            # which saves a ContextVar write (about half of a range's cost) per range.
+            if not _same_context(token):  # another thread or asyncio task than its start's
+                self.is_async = True
+            return
         innermost = _current_get()
         try:
             _current_reset(token)

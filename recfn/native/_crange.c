@@ -763,6 +763,48 @@ static PyObject *m_in_loop(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored))
     return PyBool_FromLong(running);
 }
 
+/* The layout CPython (3.11-3.13) gives a contextvars.Token: its first field is the Context the
+ * value was set in. Not public API, so PyInit__crange checks it on a probe token first and
+ * leaves same_context out where it does not hold (the engine then resets the token instead). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *tok_ctx;
+    PyObject *tok_var;
+} TokenLayout;
+
+static PyObject *m_same_context(PyObject *Py_UNUSED(m), PyObject *token) {
+    if (!PyContextToken_CheckExact(token)) {
+        PyErr_Format(PyExc_TypeError, "same_context needs a contextvars.Token, got %.100s",
+                     Py_TYPE(token)->tp_name);
+        return NULL;
+    }
+    return PyBool_FromLong(((TokenLayout *)token)->tok_ctx == PyThreadState_Get()->context);
+}
+
+/* Whether TokenLayout reads a token as this CPython lays it out: 1, 0, or -1 with an error. */
+static int token_layout_holds(void) {
+    PyObject *var = PyContextVar_New("recfn_token_probe", NULL);
+    if (var == NULL) return -1;
+    PyObject *token = PyContextVar_Set(var, Py_None);
+    if (token == NULL) {
+        Py_DECREF(var);
+        return -1;
+    }
+    PyObject *ctx = PyThreadState_Get()->context;
+    int holds = ((TokenLayout *)token)->tok_var == var && ctx != NULL &&
+                ((TokenLayout *)token)->tok_ctx == ctx && PyContext_CheckExact(ctx);
+    int reset = PyContextVar_Reset(var, token);
+    Py_DECREF(token);
+    Py_DECREF(var);
+    return reset < 0 ? -1 : holds;
+}
+
+static PyMethodDef same_context_def = {
+    "same_context", m_same_context, METH_O,
+    "same_context(token) -> bool: whether the ContextVar.set that made token ran in the context "
+    "that runs now (the asyncio task, or the thread's context), as ContextVar.reset(token) would "
+    "accept it, without resetting."};
+
 static void release_thread_data(PyObject *capsule) {
     PyObject *td = PyCapsule_GetPointer(capsule, THREAD_KEY);
     if (td == NULL) {
@@ -890,6 +932,18 @@ PyMODINIT_FUNC PyInit__crange(void) {
     if (PyModule_AddObjectRef(m, "Rows", (PyObject *)&RowsType) < 0 ||
         PyModule_AddIntConstant(m, "CHUNK_ROWS", (long)CHUNK_ROWS) < 0 ||
         PyModule_AddIntConstant(m, "ESCAPE_LIMIT", (long)ESCAPE_LIMIT) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    int holds = token_layout_holds();
+    if (holds > 0) {
+        PyObject *same_context = PyCFunction_NewEx(&same_context_def, NULL, NULL);
+        int added = same_context == NULL ? -1
+                                         : PyModule_AddObjectRef(m, "same_context", same_context);
+        Py_XDECREF(same_context);
+        if (added < 0) holds = -1;
+    }
+    if (holds < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -54,6 +54,39 @@ def test_interleaving_asyncio_tasks_keep_their_own_parents() -> None:
     assert order.index("b-outer") < order.index("a-inner")  # they really interleaved
 
 
+def test_ended_ranges_of_a_task_parent_nothing_after_them() -> None:
+    """An ended range's closed link may stay current in its task: later ranges, and tasks made
+    after it ended or while it was open but run after it ended, skip it."""
+    parents = _parents()
+
+    async def child(tag: str) -> None:
+        with recfn.record_function(tag):
+            pass
+
+    async def main() -> None:
+        with recfn.record_function("outer"):
+            with recfn.record_function("first"):
+                late = asyncio.ensure_future(child("made-in-first"))
+            with recfn.record_function("second"):
+                pass
+            await late
+            await asyncio.create_task(child("made-in-outer"))
+        await asyncio.create_task(child("made-after-outer"))
+        with recfn.record_function("last"):
+            pass
+
+    asyncio.run(main())
+    assert parents == {
+        "outer": "",
+        "first": "outer",
+        "second": "outer",
+        "made-in-first": "outer",
+        "made-in-outer": "outer",
+        "made-after-outer": "",
+        "last": "",
+    }
+
+
 def test_range_outside_the_loop_parents_ranges_inside_it() -> None:
     parents = _parents()
 
