@@ -258,11 +258,10 @@ def _summarize_partition(
     keys_here = [c for c in PROCESS_KEYS if any(c in p.schema_arrow.names for p in parquets)]
     single = [_one_value(parquets, c) for c in keys_here]
     if all(found is not None for found in single):  # one process: row group by group
-        checks = [RowGroupCheck(name, parquet) for name, parquet in zip(files, parquets)]
 
         def pieces(columns: list[str], verify: bool = False) -> Iterator[pa.Table]:
-            if verify:
-                return _verified_row_groups(parquets, checks, columns)
+            if verify:  # the process keys too: the process is told apart by their statistics
+                return _verified_row_groups(files, parquets, [*columns, *keys_here])
             return _row_groups(parquets, columns)
 
         rows = sum(parquet.metadata.num_rows for parquet in parquets)
@@ -323,17 +322,19 @@ def _is_part(footers: Footers, name: str) -> bool:
 
 
 def _verified_row_groups(
-    parquets: list[pq.ParquetFile], checks: list[RowGroupCheck], columns: list[str]
+    files: list[str], parquets: list[pq.ParquetFile], columns: list[str]
 ) -> Iterator[pa.Table]:
-    """``columns`` of the files a row group at a time, as ``_row_groups``, each row group read
-    whole and verified (``RowGroupCheck``) on the way."""
-    for parquet, check in zip(parquets, checks):
+    """``columns`` of the files a row group at a time, as ``_row_groups``, verified on the way
+    (``RowGroupCheck`` of just those columns: their content hashes, the layout's, no nulls
+    where the schema has none); the other columns are not read."""
+    for name, parquet in zip(files, parquets):
         names = parquet.schema_arrow.names
         wanted = [c for c in dict.fromkeys(columns) if c in names]
+        check = RowGroupCheck(name, parquet, wanted)
         for group in range(parquet.metadata.num_row_groups):
-            piece = decoded(check.path, parquet.read_row_group, group)
+            piece = decoded(check.path, parquet.read_row_group, group, columns=wanted)
             check.add(piece)
-            yield piece.select(wanted)
+            yield piece
         check.finish()
 
 

@@ -55,21 +55,31 @@ def layout_digest(schema: pa.Schema, metadata: dict[bytes, bytes]) -> str:
 
 class RowGroupDigest:
     """``ROW_GROUP_ALGORITHM``'s digests of a table met a row group at a time (``add``, in
-    order, every column each time); ``digests()`` then gives them as ``table_digest`` does."""
+    order); ``digests()`` then gives them as ``table_digest`` does. ``columns``: digest only
+    these (every column by default): a column's digest depends on that column alone, so a
+    reader that needs a few columns reads and checks just those (the layout's digest, of the
+    schema and metadata, is always taken)."""
 
-    def __init__(self, schema: pa.Schema, metadata: dict[bytes, bytes]) -> None:
-        self.names = schema.names
+    def __init__(
+        self,
+        schema: pa.Schema,
+        metadata: dict[bytes, bytes],
+        columns: list[str] | None = None,
+    ) -> None:
+        self.names = schema.names if columns is None else list(columns)
         self.layout = layout_digest(schema, metadata)
         self.columns = [xxhash.xxh3_128() for _ in self.names]
 
     def add(self, piece: pa.Table) -> None:
-        """One row group (a table with every column, in order); empty ones do not count."""
+        """One row group (a table with at least the digested columns); empty ones do not
+        count."""
         if not piece.num_rows:
             return
         rows = piece.num_rows.to_bytes(8, "little")
-        for combined, field, column in zip(self.columns, piece.schema, piece.columns):
+        for combined, name in zip(self.columns, self.names):
+            field = piece.schema.field(name)
             combined.update(rows)
-            combined.update(_column_digest(field, column))
+            combined.update(_column_digest(field, piece.column(name)))
 
     def digests(self) -> dict[str, str]:
         found = {SCHEMA_PART: self.layout}
