@@ -326,16 +326,32 @@ def _verified_row_groups(
 ) -> Iterator[pa.Table]:
     """``columns`` of the files a row group at a time, as ``_row_groups``, verified on the way
     (``RowGroupCheck`` of just those columns: their content hashes, the layout's, no nulls
-    where the schema has none); the other columns are not read."""
+    where the schema has none); the other columns are not read. The next row group is read
+    and hashed in a thread while the caller handles this one (pyarrow and numpy release the
+    GIL): two row groups are held at most."""
+    work = []
     for name, parquet in zip(files, parquets):
         names = parquet.schema_arrow.names
-        wanted = [c for c in dict.fromkeys(columns) if c in names]
-        check = RowGroupCheck(name, parquet, wanted)
-        for group in range(parquet.metadata.num_row_groups):
-            piece = decoded(check.path, parquet.read_row_group, group, columns=wanted)
-            check.add(piece)
+        check = RowGroupCheck(name, parquet, [c for c in dict.fromkeys(columns) if c in names])
+        work += [(parquet, check, group) for group in range(parquet.metadata.num_row_groups)]
+        if not parquet.metadata.num_row_groups:
+            check.finish()
+
+    def read(parquet: pq.ParquetFile, check: RowGroupCheck, group: int) -> Any:
+        piece = decoded(check.path, parquet.read_row_group, group, columns=check.columns)
+        return piece, check.digests(piece)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.submit(read, *work[0]) if work else None
+        for at, (_, check, _) in enumerate(work):
+            assert ahead is not None
+            piece, digests = ahead.result()
+            ahead = pool.submit(read, *work[at + 1]) if at + 1 < len(work) else None
+            check.add(piece, digests)
+            if at + 1 == len(work) or work[at + 1][1] is not check:
+                check.finish()  # the file's last row group
             yield piece
-        check.finish()
+            del piece, digests
 
 
 def _row_groups(parquets: list[pq.ParquetFile], columns: list[str]) -> Iterator[pa.Table]:

@@ -73,13 +73,21 @@ class RowGroupDigest:
     def add(self, piece: pa.Table) -> None:
         """One row group (a table with at least the digested columns); empty ones do not
         count."""
-        if not piece.num_rows:
+        self.add_digests(piece.num_rows, self.piece_digests(piece))
+
+    def piece_digests(self, piece: pa.Table) -> list[bytes]:
+        """The digests of one row group's columns, to be added in order (``add_digests``):
+        the part of ``add`` that several row groups can take at once, in threads."""
+        return [_column_digest(piece.schema.field(name), piece.column(name)) for name in self.names]
+
+    def add_digests(self, rows: int, digests: list[bytes]) -> None:
+        """A row group of ``rows`` rows, by its ``piece_digests``."""
+        if not rows:
             return
-        rows = piece.num_rows.to_bytes(8, "little")
-        for combined, name in zip(self.columns, self.names):
-            field = piece.schema.field(name)
-            combined.update(rows)
-            combined.update(_column_digest(field, piece.column(name)))
+        counted = rows.to_bytes(8, "little")
+        for combined, digest in zip(self.columns, digests):
+            combined.update(counted)
+            combined.update(digest)
 
     def digests(self) -> dict[str, str]:
         found = {SCHEMA_PART: self.layout}

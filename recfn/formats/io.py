@@ -219,12 +219,20 @@ class RowGroupCheck:
         schema.compare_digests(actual, self.expected, self.source)
         self.expected = None
 
-    def add(self, piece: pa.Table) -> None:
-        """One row group, with at least the verified columns."""
+    def digests(self, piece: pa.Table) -> list[bytes] | None:
+        """What ``add`` needs of ``piece``'s content hash, computed apart (in another thread
+        while the reader handles the row group before)."""
+        return None if self.digest is None else self.digest.piece_digests(piece)
+
+    def add(self, piece: pa.Table, digests: list[bytes] | None = None) -> None:
+        """One row group, with at least the verified columns (``digests``: its ``digests``,
+        when computed already)."""
         import pyarrow.compute as pc
 
         if self.digest is not None:
-            self.digest.add(piece)
+            if digests is None:
+                digests = self.digest.piece_digests(piece)
+            self.digest.add_digests(piece.num_rows, digests)
         for name in self.not_null:
             column = piece.column(name)
             if column.null_count:
