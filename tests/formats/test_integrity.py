@@ -429,20 +429,33 @@ def test_a_file_is_hashed_a_row_group_at_a_time(
     ],
 )
 def test_a_summary_verifies_every_column_it_reads(
-    table: pa.Table, tmp_path: Path, column: str, damage: Any
+    table: pa.Table,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    column: str,
+    damage: Any,
 ) -> None:
     """The out-of-core summary reads and verifies only the columns it needs: a value altered
-    in one of them is refused, naming the column, as a full load refuses it."""
+    in one of them is refused, naming the column, as a full load refuses it (the lazy load's
+    summary and ``recfn summary`` with exit 1)."""
     from recfn.analysis.outofcore.files import summarize_files
+    from recfn.cli import main
 
     path = tmp_path / "t.parquet"
     recfn.Trace(table).save(path)
     stored = pq.read_table(path)
     altered = with_column(stored, column, damage(stored.column(column).to_pylist()))
     pq.write_table(altered, path, use_compliant_nested_type=False)
-    for read in (recfn.load, lambda p: summarize_files([str(p)])):
-        with pytest.raises(TraceFormatError, match=f"content hash mismatch in column '{column}'"):
+    refused = f"content hash mismatch in column '{column}'"
+    for read in (
+        recfn.load,
+        lambda p: summarize_files([str(p)]),
+        lambda p: recfn.load(p, lazy=True).summary(),
+    ):
+        with pytest.raises(TraceFormatError, match=refused):
             read(path)
+    assert main(["summary", str(path)]) == 1
+    assert refused in capsys.readouterr().err
 
 
 def test_a_summary_does_not_read_or_check_the_columns_it_does_not_use(
