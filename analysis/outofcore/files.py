@@ -11,10 +11,12 @@ files are read a row group at a time into compact arrays (int32 positions, dicti
 the two timestamps), so that a 10M-event process stays well under 1 GB; each statistic is then
 one pass of ``bincount`` or ``ufunc.at`` over the rows, with no sort by group.
 
-Every file is verified as ``recfn.load`` verifies it, while it is read: its footer and schema
-(``recfn.formats.io.check_footer``), the page checksums, the content hash (a row group at a time:
-each row group is read whole once, hashed, checked for nulls where the schema has none and then
-cut into the compact arrays; a mismatch is raised once the file's last row group is in), and
+Every file is verified as ``recfn.load`` verifies it, for the columns the summary reads, while
+it is read: its footer and schema (``recfn.formats.io.check_footer``), the page checksums of
+the pages read, the content hash of those columns and of the layout (a row group at a time: each
+row group's needed columns are read once, hashed, checked for nulls where the schema has none and
+then cut into the compact arrays; a mismatch is raised once the file's last row group is in;
+columns no summary reads are neither read nor checked, docs/schema.md), and
 the events: no end before its start, ids unique within a process (across its parts too), a
 parent that is a row unless the file is a part of a streamed capture, no cycles. Processes met in
 more than one group of files (a copied process folder) are checked for ids they share.
@@ -328,7 +330,8 @@ def _verified_row_groups(
     (``RowGroupCheck`` of just those columns: their content hashes, the layout's, no nulls
     where the schema has none); the other columns are not read. The next row group is read
     and hashed in a thread while the caller handles this one (pyarrow and numpy release the
-    GIL): two row groups are held at most."""
+    GIL): the caller's row group and the next are held, with the one before while the caller
+    moves on."""
     work = []
     for name, parquet in zip(files, parquets):
         names = parquet.schema_arrow.names
