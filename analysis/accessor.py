@@ -26,7 +26,6 @@ from recfn.analysis.stats.summary import summarize, summary_text
 from recfn.analysis.stats.tree import nodes, parent_positions, preorder, self_durations
 from recfn.analysis.times import TimeLike, keep_origin, mark_window, to_ns, trace_start
 from recfn.errors import RecfnValueError
-from recfn.formats import chrome
 
 if TYPE_CHECKING:  # matplotlib is imported by the methods that draw, when they draw
     from matplotlib.axes import Axes
@@ -369,6 +368,8 @@ class RecfnAccessor:
 
     def to_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Write a Chrome / Perfetto JSON trace (``.json`` or ``.json.gz``)."""
+        from recfn.formats import chrome
+
         chrome.write_chrome_trace(self._df, path)
 
 

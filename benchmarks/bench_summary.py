@@ -52,11 +52,12 @@ CLI = (
 )
 
 
-def measured(body: str, repeat: int, site: str | None = None) -> tuple[float, int]:
-    """Best seconds and the peak RSS (bytes) of that run, of ``body`` in fresh interpreters
-    (``bench_fleet.measured``: imports included, as a user's command starts; ``site``: import
-    recfn from that folder instead)."""
-    runs = [once(body, site)[:2] for _ in range(repeat)]
+def measured(body: str, repeat: int, site: str | None = None) -> tuple[float, int, float]:
+    """Best seconds, the peak RSS (bytes) and CPU seconds of that run, of ``body`` in fresh
+    interpreters (``bench_fleet.measured``: imports included, as a user's command starts;
+    ``site``: import recfn from that folder instead). CPU time varies less than wall time on a
+    loaded machine."""
+    runs = [once(body, site) for _ in range(repeat)]
     return min(runs, key=lambda found: found[0])
 
 
@@ -112,25 +113,28 @@ def main() -> None:
     sources = ensure(data, sizes, options.fleet, options.processes)
     print(f"files ready in {time.perf_counter() - t:.0f} s under {data}")
     print(f"load average at the start: {os.getloadavg()[0]:.2f}")
-    print("| files | step | seconds | peak RSS MiB | time vs DuckDB | RSS vs DuckDB |")
-    print("|---|---|---|---|---|---|")
+    print("| files | step | seconds | CPU s | peak RSS MiB | time vs DuckDB | RSS vs DuckDB |")
+    print("|---|---|---|---|---|---|---|")
     for label, source, _ in sources:
         files = (
             [source]
             if os.path.isfile(source)
             else sorted(glob.glob(os.path.join(source, "**", "*.parquet"), recursive=True))
         )
-        base_s, base_rss = measured(DUCKDB.format(files=files), options.repeat)
-        print(f"| {label} | DuckDB GROUP BY name | {base_s:.2f} | {base_rss / 2**20:.0f} | 1 | 1 |")
+        base_s, base_rss, base_cpu = measured(DUCKDB.format(files=files), options.repeat)
+        print(
+            f"| {label} | DuckDB GROUP BY name | {base_s:.2f} | {base_cpu:.2f} | "
+            f"{base_rss / 2**20:.0f} | 1 | 1 |"
+        )
         steps = [("`recfn summary`", CLI)]
         if not options.no_load:
             steps.insert(0, ("`recfn.load(path).summary()`", LOAD))
         for step, body in steps:
             runs = [("", None)] + ([(", baseline", options.baseline)] if options.baseline else [])
             for suffix, site in runs:
-                seconds, rss = measured(body.format(source=source), options.repeat, site)
+                seconds, rss, cpu = measured(body.format(source=source), options.repeat, site)
                 print(
-                    f"| {label} | {step}{suffix} | {seconds:.2f} | {rss / 2**20:.0f} | "
+                    f"| {label} | {step}{suffix} | {seconds:.2f} | {cpu:.2f} | {rss / 2**20:.0f} | "
                     f"{seconds / base_s:.1f}x | {rss / base_rss:.1f}x |",
                     flush=True,
                 )

@@ -11,10 +11,12 @@ files are read a row group at a time into compact arrays (int32 positions, dicti
 the two timestamps), so that a 10M-event process stays well under 1 GB; each statistic is then
 one pass of ``bincount`` or ``ufunc.at`` over the rows, with no sort by group.
 
-Every file is verified as ``recfn.load`` verifies it, while it is read: its footer and schema
-(``recfn.formats.io.check_footer``), the page checksums, the content hash (a row group at a time:
-each row group is read whole once, hashed, checked for nulls where the schema has none and then
-cut into the compact arrays; a mismatch is raised once the file's last row group is in), and
+Every file is verified as ``recfn.load`` verifies it, for the columns the summary reads, while
+it is read: its footer and schema (``recfn.formats.io.check_footer``), the page checksums of
+the pages read, the content hash of those columns and of the layout (a row group at a time: each
+row group's needed columns are read once, hashed, checked for nulls where the schema has none and
+then cut into the compact arrays; a mismatch is raised once the file's last row group is in;
+columns no summary reads are neither read nor checked, docs/schema.md), and
 the events: no end before its start, ids unique within a process (across its parts too), a
 parent that is a row unless the file is a part of a streamed capture, no cycles. Processes met in
 more than one group of files (a copied process folder) are checked for ids they share.
@@ -258,11 +260,10 @@ def _summarize_partition(
     keys_here = [c for c in PROCESS_KEYS if any(c in p.schema_arrow.names for p in parquets)]
     single = [_one_value(parquets, c) for c in keys_here]
     if all(found is not None for found in single):  # one process: row group by group
-        checks = [RowGroupCheck(name, parquet) for name, parquet in zip(files, parquets)]
 
         def pieces(columns: list[str], verify: bool = False) -> Iterator[pa.Table]:
-            if verify:
-                return _verified_row_groups(parquets, checks, columns)
+            if verify:  # the process keys too: the process is told apart by their statistics
+                return _verified_row_groups(files, parquets, [*columns, *keys_here])
             return _row_groups(parquets, columns)
 
         rows = sum(parquet.metadata.num_rows for parquet in parquets)
@@ -323,18 +324,37 @@ def _is_part(footers: Footers, name: str) -> bool:
 
 
 def _verified_row_groups(
-    parquets: list[pq.ParquetFile], checks: list[RowGroupCheck], columns: list[str]
+    files: list[str], parquets: list[pq.ParquetFile], columns: list[str]
 ) -> Iterator[pa.Table]:
-    """``columns`` of the files a row group at a time, as ``_row_groups``, each row group read
-    whole and verified (``RowGroupCheck``) on the way."""
-    for parquet, check in zip(parquets, checks):
+    """``columns`` of the files a row group at a time, as ``_row_groups``, verified on the way
+    (``RowGroupCheck`` of just those columns: their content hashes, the layout's, no nulls
+    where the schema has none); the other columns are not read. The next row group is read
+    and hashed in a thread while the caller handles this one (pyarrow and numpy release the
+    GIL): the caller's row group and the next are held, with the one before while the caller
+    moves on."""
+    work = []
+    for name, parquet in zip(files, parquets):
         names = parquet.schema_arrow.names
-        wanted = [c for c in dict.fromkeys(columns) if c in names]
-        for group in range(parquet.metadata.num_row_groups):
-            piece = decoded(check.path, parquet.read_row_group, group)
-            check.add(piece)
-            yield piece.select(wanted)
-        check.finish()
+        check = RowGroupCheck(name, parquet, [c for c in dict.fromkeys(columns) if c in names])
+        work += [(parquet, check, group) for group in range(parquet.metadata.num_row_groups)]
+        if not parquet.metadata.num_row_groups:
+            check.finish()
+
+    def read(parquet: pq.ParquetFile, check: RowGroupCheck, group: int) -> Any:
+        piece = decoded(check.path, parquet.read_row_group, group, columns=check.columns)
+        return piece, check.digests(piece)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.submit(read, *work[0]) if work else None
+        for at, (_, check, _) in enumerate(work):
+            assert ahead is not None
+            piece, digests = ahead.result()
+            ahead = pool.submit(read, *work[at + 1]) if at + 1 < len(work) else None
+            check.add(piece, digests)
+            if at + 1 == len(work) or work[at + 1][1] is not check:
+                check.finish()  # the file's last row group
+            yield piece
+            del piece, digests
 
 
 def _row_groups(parquets: list[pq.ParquetFile], columns: list[str]) -> Iterator[pa.Table]:

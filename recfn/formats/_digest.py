@@ -55,21 +55,39 @@ def layout_digest(schema: pa.Schema, metadata: dict[bytes, bytes]) -> str:
 
 class RowGroupDigest:
     """``ROW_GROUP_ALGORITHM``'s digests of a table met a row group at a time (``add``, in
-    order, every column each time); ``digests()`` then gives them as ``table_digest`` does."""
+    order); ``digests()`` then gives them as ``table_digest`` does. ``columns``: digest only
+    these (every column by default): a column's digest depends on that column alone, so a
+    reader that needs a few columns reads and checks just those (the layout's digest, of the
+    schema and metadata, is always taken)."""
 
-    def __init__(self, schema: pa.Schema, metadata: dict[bytes, bytes]) -> None:
-        self.names = schema.names
+    def __init__(
+        self,
+        schema: pa.Schema,
+        metadata: dict[bytes, bytes],
+        columns: list[str] | None = None,
+    ) -> None:
+        self.names = schema.names if columns is None else list(columns)
         self.layout = layout_digest(schema, metadata)
         self.columns = [xxhash.xxh3_128() for _ in self.names]
 
     def add(self, piece: pa.Table) -> None:
-        """One row group (a table with every column, in order); empty ones do not count."""
-        if not piece.num_rows:
+        """One row group (a table with at least the digested columns); empty ones do not
+        count."""
+        self.add_digests(piece.num_rows, self.piece_digests(piece))
+
+    def piece_digests(self, piece: pa.Table) -> list[bytes]:
+        """The digests of one row group's columns, to be added in order (``add_digests``):
+        the part of ``add`` that several row groups can take at once, in threads."""
+        return [_column_digest(piece.schema.field(name), piece.column(name)) for name in self.names]
+
+    def add_digests(self, rows: int, digests: list[bytes]) -> None:
+        """A row group of ``rows`` rows, by its ``piece_digests``."""
+        if not rows:
             return
-        rows = piece.num_rows.to_bytes(8, "little")
-        for combined, field, column in zip(self.columns, piece.schema, piece.columns):
-            combined.update(rows)
-            combined.update(_column_digest(field, column))
+        counted = rows.to_bytes(8, "little")
+        for combined, digest in zip(self.columns, digests):
+            combined.update(counted)
+            combined.update(digest)
 
     def digests(self) -> dict[str, str]:
         found = {SCHEMA_PART: self.layout}

@@ -178,29 +178,33 @@ def check_footer(path: str, footer: Any, arrow_schema: pa.Schema) -> None:
 
 class RowGroupCheck:
     """Verifies one Parquet file as a reader streams it row group by row group (``add`` each
-    row group whole, every column, in order; ``finish`` after the last), as ``read_parquet``
-    verifies a file read whole: its content hash (taken a row group at a time; a file hashed
-    over whole columns, from before, is checked a column at a time when this is made) and no
-    null where the schema has none. ``TraceFormatError`` naming the file. The footer and the
-    schema are ``check_footer``'s; the events the reader's own."""
+    row group, in order; ``finish`` after the last), as ``read_parquet`` verifies a file read
+    whole: its content hash (taken a row group at a time; a file hashed over whole columns,
+    from before, is checked a column at a time when this is made) and no null where the schema
+    has none. ``columns``: verify only these (default every column; each row group then needs
+    only them): their digests and the layout's (names, types, metadata) are compared, the other
+    columns are neither read nor checked. ``TraceFormatError`` naming the file. The footer and
+    the schema are ``check_footer``'s; the events the reader's own."""
 
-    def __init__(self, path: str, parquet: Any) -> None:
+    def __init__(self, path: str, parquet: Any, columns: list[str] | None = None) -> None:
         from recfn.formats import _digest
 
         self.path = path
         self.source = f"load({path!r})"
         arrow_schema = parquet.schema_arrow
+        names = arrow_schema.names
+        self.columns = names if columns is None else [c for c in names if c in set(columns)]
         stored = schema.stored_content_hash(arrow_schema.metadata or {}, self.source)
         self.expected: dict[str, str] | None = None
         self.digest: _digest.RowGroupDigest | None = None
         if stored is not None:
-            algorithm, self.expected, covered = stored
+            algorithm, expected, covered = stored
+            self.expected = {k: expected.get(k, "") for k in [_digest.SCHEMA_PART, *self.columns]}
             if algorithm == _digest.ROW_GROUP_ALGORITHM:
-                self.digest = _digest.RowGroupDigest(arrow_schema, covered)
+                self.digest = _digest.RowGroupDigest(arrow_schema, covered, self.columns)
             else:
                 self._check_whole_columns(parquet, covered)
-        # by position: every row group has every column
-        self.not_null = [i for i, name in enumerate(arrow_schema.names) if name in schema.NOT_NULL]
+        self.not_null = [name for name in self.columns if name in schema.NOT_NULL]
         self.rows = 0
 
     def _check_whole_columns(self, parquet: Any, covered: dict[bytes, bytes]) -> None:
@@ -208,25 +212,32 @@ class RowGroupCheck:
 
         assert self.expected is not None
         actual = {_digest.SCHEMA_PART: _digest.layout_digest(parquet.schema_arrow, covered)}
-        for name in parquet.schema_arrow.names:
+        for name in self.columns:
             column = decoded(self.path, parquet.read, columns=[name])
             actual[name] = _digest.table_digest(column, {})[name]
             del column
         schema.compare_digests(actual, self.expected, self.source)
         self.expected = None
 
-    def add(self, piece: pa.Table) -> None:
+    def digests(self, piece: pa.Table) -> list[bytes] | None:
+        """What ``add`` needs of ``piece``'s content hash, computed apart (in another thread
+        while the reader handles the row group before)."""
+        return None if self.digest is None else self.digest.piece_digests(piece)
+
+    def add(self, piece: pa.Table, digests: list[bytes] | None = None) -> None:
+        """One row group, with at least the verified columns (``digests``: its ``digests``,
+        when computed already)."""
         import pyarrow.compute as pc
 
         if self.digest is not None:
-            self.digest.add(piece)
-        for i in self.not_null:
-            column = piece.column(i)
+            if digests is None:
+                digests = self.digest.piece_digests(piece)
+            self.digest.add_digests(piece.num_rows, digests)
+        for name in self.not_null:
+            column = piece.column(name)
             if column.null_count:
                 row = self.rows + int(pc.index(pc.is_null(column), True).as_py())
-                raise TraceFormatError(
-                    f"{self.source}: row {row}: column {piece.column_names[i]!r} is null"
-                )
+                raise TraceFormatError(f"{self.source}: row {row}: column {name!r} is null")
         self.rows += piece.num_rows
 
     def finish(self) -> None:

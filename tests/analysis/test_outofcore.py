@@ -392,3 +392,24 @@ def test_lazy_must_be_a_bool_or_none(tmp_path: Path) -> None:
         recfn.load(path, lazy="yes")
     with pytest.raises(TypeError, match="lazy must be True, False or None, got int"):
         recfn.load(tmp_path, lazy=1)
+
+
+def test_a_lazy_summary_reads_only_its_columns_and_the_table_all_of_them(tmp_path: Path) -> None:
+    """Damage in a column the summary does not use (``depth``) leaves the lazy summary's numbers
+    as they were (that column is neither read nor verified there); reading the table refuses
+    it, naming the column."""
+    path = tmp_path / "one.parquet"
+    recfn.Trace.from_pandas(make_synthetic_trace(3000, n_threads=2, seed=5)).save(path)
+    expected = recfn.load(path, lazy=False).summary()
+
+    def deeper(table: pa.Table) -> pa.Table:
+        index = table.schema.get_field_index("depth")
+        return table.set_column(
+            index, "depth", pc.add(table.column("depth"), pa.scalar(1, pa.int32()))
+        )
+
+    rewritten(path, deeper)
+    trace = recfn.load(path, lazy=True)
+    same(trace.summary(), expected)
+    with pytest.raises(TraceFormatError, match="content hash mismatch in column 'depth'"):
+        _ = trace.table

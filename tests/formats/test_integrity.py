@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -409,10 +410,76 @@ def test_a_file_is_hashed_a_row_group_at_a_time(
     assert loaded.table.equals(table)
     out_of_core = summarize_files([str(path)])  # without the memory columns
     same(out_of_core, loaded.summary()[out_of_core.columns])
-    depth = table.column("depth").to_pylist()
-    depth[120] += 1  # in the third row group
-    altered = with_column(pq.read_table(path), "depth", depth)
+    start = table.column("start_ns").to_pylist()
+    start[120] -= 1  # in the third row group
+    altered = with_column(pq.read_table(path), "start_ns", start)
     pq.write_table(altered, path, row_group_size=50, use_compliant_nested_type=False)
     for read in (recfn.load, lambda p: summarize_files([str(p)])):
-        with pytest.raises(TraceFormatError, match="content hash mismatch in column 'depth'"):
+        with pytest.raises(TraceFormatError, match="content hash mismatch in column 'start_ns'"):
+            read(path)
+
+
+@pytest.mark.parametrize(
+    ("column", "damage"),
+    [
+        ("name", lambda values: [*values[:70], "renamed", *values[71:]]),
+        ("end_ns", lambda values: [*values[:70], values[70] + 1, *values[71:]]),
+        ("kind", lambda values: [*values[:70], "mark", *values[71:]]),
+        ("parent_id", lambda values: [*values[:70], None, *values[71:]]),
+    ],
+)
+def test_a_summary_verifies_every_column_it_reads(
+    table: pa.Table,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    column: str,
+    damage: Any,
+) -> None:
+    """The out-of-core summary reads and verifies only the columns it needs: a value altered
+    in one of them is refused, naming the column, as a full load refuses it (the lazy load's
+    summary and ``recfn summary`` with exit 1)."""
+    from recfn.analysis.outofcore.files import summarize_files
+    from recfn.cli import main
+
+    path = tmp_path / "t.parquet"
+    recfn.Trace(table).save(path)
+    stored = pq.read_table(path)
+    altered = with_column(stored, column, damage(stored.column(column).to_pylist()))
+    pq.write_table(altered, path, use_compliant_nested_type=False)
+    refused = f"content hash mismatch in column '{column}'"
+    for read in (
+        recfn.load,
+        lambda p: summarize_files([str(p)]),
+        lambda p: recfn.load(p, lazy=True).summary(),
+    ):
+        with pytest.raises(TraceFormatError, match=refused):
+            read(path)
+    assert main(["summary", str(path)]) == 1
+    assert refused in capsys.readouterr().err
+
+
+def test_a_summary_does_not_read_or_check_the_columns_it_does_not_use(
+    table: pa.Table, tmp_path: Path
+) -> None:
+    """Damage in a column the summary does not read (``depth``, ``thread_name``) leaves the
+    out-of-core summary as it was, undetected there; loading the table refuses it. Damage to
+    the schema's metadata is refused by both."""
+    from recfn.analysis.outofcore.files import summarize_files
+
+    path = tmp_path / "t.parquet"
+    recfn.Trace(table).save(path)
+    expected = summarize_files([str(path)])
+    stored = pq.read_table(path)
+    depth = stored.column("depth").to_pylist()
+    depth[3] += 1
+    altered = with_column(stored, "depth", depth)
+    pq.write_table(altered, path, use_compliant_nested_type=False)
+    same(summarize_files([str(path)]), expected)
+    with pytest.raises(TraceFormatError, match="content hash mismatch in column 'depth'"):
+        recfn.load(path)
+    metadata = dict(stored.schema.metadata or {})
+    metadata[b"recfn.host"] = b"elsewhere"
+    pq.write_table(stored.replace_schema_metadata(metadata), path, use_compliant_nested_type=False)
+    for read in (recfn.load, lambda p: summarize_files([str(p)])):
+        with pytest.raises(TraceFormatError, match="content hash mismatch in its column names"):
             read(path)
