@@ -14,7 +14,9 @@
  * "input_dtypes" are None otherwise, and the caller decodes those from the args text; () where no
  * complete event has either.
  * The other events (instants, counters, B/E, metadata, flows) are returned as the JSON list of
- * their texts, for msgspec to decode.
+ * their texts, for msgspec to decode, with "others.large": whether any of their ts/dur may be a
+ * float that lost nanoseconds (which recfn.formats.chrome._times.exact_times then reads from the
+ * text; where it is false, that would change nothing).
  *
  * It returns None for any batch it does not fully understand, so that the caller decodes it as
  * before (and reports its errors as before): JSON it rejects, fields that recfn.formats.chrome._reader's
@@ -813,6 +815,7 @@ typedef struct {
     int any_id[2];
     int lists_ok;   /* every complete event's list values so far are of the simple form */
     int lists_seen; /* a complete event had "Input Dims" or "Input type": the lists are kept */
+    int others_large; /* another event's ts or dur may be a float that lost nanoseconds */
     int64_t torch_default[2];
 } Batch;
 
@@ -1193,6 +1196,16 @@ static int add_complete(Batch *b, const Token *f, size_t args_start, const Torch
     return OK;
 }
 
+/* Whether a time another event has may decode to a float of CHROME_EXACT_US microseconds or
+ * more (recfn.formats.chrome._times.exact_times then reads it from its text): a number that is
+ * that large or that does not convert here; not for absent or null times. */
+static int time_is_large(const Token *t) {
+    double f;
+    if (t->kind == ABSENT || t->kind == IS_NULL) return 0;
+    if (t->kind != IS_NUMBER || to_double(&t->number, &f) != OK) return 1;
+    return !(fabs(f) < (double)CHROME_EXACT_US);
+}
+
 /* One event (p at its brace): a complete one's columns, or another's text. */
 static int event(Parser *ps, Batch *b) {
     Ptr start = ps->p;
@@ -1232,6 +1245,7 @@ static int event(Parser *ps, Batch *b) {
     if (ph->kind == IS_STRING && ph->len == 1 && ph->text[0] == 'X')
         return add_complete(b, f, args_start, &torch);
     b->args.len = args_start; /* msgspec decodes the others */
+    for (int k = TS; k <= DUR; k++) b->others_large |= time_is_large(&f[k]);
     RETURN_IF(buf_byte(&b->others, b->n_others++ ? ',' : '['));
     return buf_put(&b->others, start, (size_t)(ps->p - start));
 }
@@ -1318,6 +1332,7 @@ static PyObject *result(const Batch *b) {
     rc = rc ? rc : set_item(out, "input_shapes", list_buffers(b, 0));
     rc = rc ? rc : set_item(out, "input_dtypes", list_buffers(b, 1));
     rc = rc ? rc : set_item(out, "others", bytes_or_none(&b->others, b->n_others > 0));
+    rc = rc ? rc : set_item(out, "others.large", PyBool_FromLong(b->others_large));
     if (rc != OK) Py_CLEAR(out);
     return out;
 }

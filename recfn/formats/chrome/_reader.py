@@ -135,7 +135,9 @@ def decode_events(text: bytes, max_depth: int) -> list[Any] | NativeBatch:
         if columns is not None:
             try:
                 others = [] if columns["others"] is None else EVENTS.decode(columns["others"])
-                return NativeBatch(columns, exact_times(others, columns["others"] or b""))
+                if columns["others.large"]:  # else no time lost nanoseconds in a float
+                    others = exact_times(others, columns["others"])
+                return NativeBatch(columns, others)
             except msgspec.ValidationError:  # an other event does not fit `Event`: nor does text
                 return _plain(text)
     try:
