@@ -25,10 +25,15 @@
  * cannot convert exactly, invalid UTF-8, lone surrogates, nesting deeper than max_depth. No
  * Python object is made until the batch is known to fit.
  *
+ * The args text is bytes, or with a fifth argument `allocate`, the writable buffer that
+ * allocate(size) returns, filled ("args.has_input_dims": whether the text holds the key
+ * "Input Dims" anywhere, as a substring).
+ *
  * decode keeps the last batch's buffers for the next one; release() frees them (recfn.formats.chrome
  * calls it when a read ends).
  */
 #define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE /* memmem */
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
@@ -1306,8 +1311,31 @@ static PyObject *list_buffers(const Batch *b, int column) {
     return out;
 }
 
+/* The args text: bytes, or where `allocate` is given, the writable buffer it returns for the
+ * text's size (an Arrow buffer, in the memory pool where the table's strings are gathered),
+ * filled with it: one copy, not one into bytes and another from there. */
+static PyObject *args_text(const Buf *args, PyObject *allocate) {
+    if (allocate == NULL) return buf_bytes(args);
+    PyObject *out = PyObject_CallFunction(allocate, "n", (Py_ssize_t)args->len);
+    if (out == NULL) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(out, &view, PyBUF_WRITABLE) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    if ((size_t)view.len != args->len) {
+        PyBuffer_Release(&view);
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_ValueError, "decode: allocate gave a buffer of another size");
+        return NULL;
+    }
+    if (args->len) memcpy(view.buf, args->data, args->len);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 /* The batch's columns as a dict of bytes (native-endian arrays) and lists of strings. */
-static PyObject *result(const Batch *b) {
+static PyObject *result(const Batch *b, PyObject *allocate) {
     PyObject *out = PyDict_New();
     if (out == NULL) return NULL;
     int rc = set_item(out, "n", PyLong_FromSize_t(b->n));
@@ -1327,7 +1355,9 @@ static PyObject *result(const Batch *b) {
     rc = rc ? rc : set_item(out, "sequence_nr", buf_bytes(&b->torch[0]));
     rc = rc ? rc : set_item(out, "fwd_thread_id", buf_bytes(&b->torch[1]));
     rc = rc ? rc : set_item(out, "args.offsets", buf_bytes(&b->args_at));
-    rc = rc ? rc : set_item(out, "args.data", buf_bytes(&b->args));
+    rc = rc ? rc : set_item(out, "args.data", args_text(&b->args, allocate));
+    int dims = b->args.len >= 12 && memmem(b->args.data, b->args.len, "\"Input Dims\"", 12);
+    rc = rc ? rc : set_item(out, "args.has_input_dims", PyBool_FromLong(dims));
     rc = rc ? rc : set_item(out, "args.present", buf_bytes(&b->has_args));
     rc = rc ? rc : set_item(out, "input_shapes", list_buffers(b, 0));
     rc = rc ? rc : set_item(out, "input_dtypes", list_buffers(b, 1));
@@ -1339,8 +1369,9 @@ static PyObject *result(const Batch *b) {
 
 static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "decode(text, max_depth, sequence_default, fwd_default)");
+    if (nargs != 4 && nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "decode(text, max_depth, sequence_default, fwd_default[, allocate])");
         return NULL;
     }
     Py_buffer view;
@@ -1362,7 +1393,7 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     b.torch_default[1] = defaults[1];
     b.lists_ok = 1;
     int rc = events(&ps, &b);
-    PyObject *out = rc == OK ? result(&b) : NULL;
+    PyObject *out = rc == OK ? result(&b, nargs == 5 ? args[4] : NULL) : NULL;
     batch_free(&b);
     PyBuffer_Release(&view);
     if (rc == NOT_FAST) Py_RETURN_NONE;

@@ -131,7 +131,10 @@ def decode_events(text: bytes, max_depth: int) -> list[Any] | NativeBatch:
     propagate (msgspec.ValidationError for numbers beyond float64, ValueError for text that is
     not JSON)."""
     if NATIVE is not None:
-        columns = NATIVE(text, max_depth, *TORCH_INTS.values())
+        # The args text is copied into Arrow's memory pool, where the table's strings are
+        # gathered from such parts later: the memory a part frees is reused there, not kept by
+        # another allocator (which would add up to the peak).
+        columns = NATIVE(text, max_depth, *TORCH_INTS.values(), pa.allocate_buffer)
         if columns is not None:
             try:
                 others = [] if columns["others"] is None else EVENTS.decode(columns["others"])
@@ -178,7 +181,7 @@ def release_native() -> None:
 class NativeBatch:
     """A batch decoded by recfn.native._cchrome: the columns of its complete events (`columns`: arrays
     as bytes, names and categories as codes into their distinct strings, args as compact JSON
-    text), and its other events as `Event` structs."""
+    text in an Arrow buffer), and its other events as `Event` structs."""
 
     def __init__(self, columns: dict[str, Any], others: list[Event]) -> None:
         self.columns, self.others = columns, others
@@ -464,17 +467,17 @@ class _ArgsPart:
         n, data = columns["n"], columns["args.data"]
         offsets = np.frombuffer(columns["args.offsets"], np.int64)
         present = np.frombuffer(columns["args.present"], bool)
-        strings = string_array(n, offsets, _pooled(data), present)
+        strings = string_array(n, offsets, data, present)
         part.strings = strings
         part.ints = {key: np.frombuffer(columns[key], np.int64) for key in TORCH_INTS}
-        part.has_shapes = b'"Input Dims"' in data
+        part.has_shapes = columns["args.has_input_dims"]
         if not part.has_shapes:
             part.shapes = _shapes(None, n)
         elif columns["input_shapes"] is not None:
             part.shapes = _native_shapes(columns, n)
         else:  # values not of the simple form: torch's args decoded from the text, as `_torch`
-            bounds = offsets.tolist()
-            text = b"[" + b",".join(data[lo:hi] for lo, hi in zip(bounds, bounds[1:])) + b"]"
+            bounds, view = offsets.tolist(), memoryview(data)
+            text = b"[" + b",".join(view[lo:hi] for lo, hi in zip(bounds, bounds[1:])) + b"]"
             part.shapes = _shapes(_torch_args(text), n)
         return part
 
@@ -516,15 +519,6 @@ def _array(
         [bitmap, *map(pa.py_buffer, buffers)],
         children=None if child is None else [child],
     )
-
-
-def _pooled(data: bytes) -> pa.Buffer:
-    """A copy of `data` in Arrow's memory pool, where the table's strings are gathered from
-    such parts later: the memory a part frees is reused there, not kept by another allocator
-    (which would add up to the peak)."""
-    buffer = pa.allocate_buffer(len(data))
-    np.frombuffer(buffer, np.uint8)[:] = np.frombuffer(data, np.uint8)
-    return buffer
 
 
 class Columns:
