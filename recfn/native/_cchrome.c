@@ -25,9 +25,10 @@
  * cannot convert exactly, invalid UTF-8, lone surrogates, nesting deeper than max_depth. No
  * Python object is made until the batch is known to fit.
  *
- * The args text is bytes, or with a fifth argument `allocate`, the writable buffer that
- * allocate(size) returns, filled ("args.has_input_dims": whether the text holds the key
- * "Input Dims" anywhere, as a substring).
+ * With a sixth argument `bare` true, the text is the list's members alone (what lies between
+ * its brackets). The args text is bytes, or with a fifth argument `allocate` (not None), the
+ * writable buffer that allocate(size) returns, filled ("args.has_input_dims": whether the text
+ * holds the key "Input Dims" anywhere, as a substring).
  *
  * decode keeps the last batch's buffers for the next one; release() frees them (recfn.formats.chrome
  * calls it when a read ends).
@@ -1255,21 +1256,21 @@ static int event(Parser *ps, Batch *b) {
     return buf_put(&b->others, start, (size_t)(ps->p - start));
 }
 
-/* The batch's JSON list of events. */
-static int events(Parser *ps, Batch *b) {
+/* The batch's JSON list of events; where `bare`, the text between its brackets. */
+static int events(Parser *ps, Batch *b, int bare) {
     if (1 > ps->max_depth) return NOT_FAST;
-    RETURN_IF(expect(ps, '['));
+    if (!bare) RETURN_IF(expect(ps, '['));
     RETURN_IF(put_i64(&b->args_at, 0));
     for (int i = 0; i < 2; i++) {
         RETURN_IF(put_i32(&b->lists[i].lists_at, 0));
         RETURN_IF(put_i32(&b->lists[i].items_at, 0));
     }
-    if (peek(ps) == ']') return NOT_FAST; /* nothing to gain */
+    if (peek(ps) == (bare ? -1 : ']')) return NOT_FAST; /* nothing to gain */
     for (;;) {
         if (peek(ps) != '{') return NOT_FAST;
         RETURN_IF(event(ps, b));
         int c = take(ps);
-        if (c == ']') break;
+        if (c == (bare ? -1 : ']')) break;
         if (c != ',') return NOT_FAST;
     }
     if (peek(ps) != -1) return NOT_FAST;
@@ -1369,9 +1370,9 @@ static PyObject *result(const Batch *b, PyObject *allocate) {
 
 static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 4 && nargs != 5) {
-        PyErr_SetString(PyExc_TypeError,
-                        "decode(text, max_depth, sequence_default, fwd_default[, allocate])");
+    if (nargs < 4 || nargs > 6) {
+        PyErr_SetString(PyExc_TypeError, "decode(text, max_depth, sequence_default, "
+                                         "fwd_default[, allocate[, bare]])");
         return NULL;
     }
     Py_buffer view;
@@ -1380,6 +1381,7 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     int64_t defaults[2] = {0, 0};
     if (!PyErr_Occurred()) defaults[0] = PyLong_AsLongLong(args[2]);
     if (!PyErr_Occurred()) defaults[1] = PyLong_AsLongLong(args[3]);
+    int bare = nargs == 6 && !PyErr_Occurred() ? PyObject_IsTrue(args[5]) : 0;
     if (PyErr_Occurred()) {
         PyBuffer_Release(&view);
         return NULL;
@@ -1392,8 +1394,9 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     b.torch_default[0] = defaults[0];
     b.torch_default[1] = defaults[1];
     b.lists_ok = 1;
-    int rc = events(&ps, &b);
-    PyObject *out = rc == OK ? result(&b, nargs == 5 ? args[4] : NULL) : NULL;
+    int rc = events(&ps, &b, bare == 1);
+    PyObject *allocate = nargs >= 5 && args[4] != Py_None ? args[4] : NULL;
+    PyObject *out = rc == OK ? result(&b, allocate) : NULL;
     batch_free(&b);
     PyBuffer_Release(&view);
     if (rc == NOT_FAST) Py_RETURN_NONE;

@@ -124,17 +124,21 @@ EVENTS = msgspec.json.Decoder(list[Event])
 """Decodes a JSON list of events that fit `Event`; msgspec.ValidationError for others."""
 
 
-def decode_events(text: bytes, max_depth: int) -> list[Any] | NativeBatch:
+def decode_events(
+    text: bytes | memoryview, max_depth: int, *, bracketed: bool = True
+) -> list[Any] | NativeBatch:
     """The JSON list of events `text`: a `NativeBatch` where the native decoder reads it (it
     then has checked that the JSON nests at most `max_depth` levels, the list's own included),
     else `Event` structs, or plain values when some do not fit them; the plain decode's errors
     propagate (msgspec.ValidationError for numbers beyond float64, ValueError for text that is
-    not JSON)."""
+    not JSON). Unless `bracketed`, `text` is the list's members alone (what lies between its
+    brackets: a view of a stream's text, which the native decoder reads without a copy; the
+    list's text is made only where it does not)."""
     if NATIVE is not None:
         # The args text is copied into Arrow's memory pool, where the table's strings are
         # gathered from such parts later: the memory a part frees is reused there, not kept by
         # another allocator (which would add up to the peak).
-        columns = NATIVE(text, max_depth, *TORCH_INTS.values(), pa.allocate_buffer)
+        columns = NATIVE(text, max_depth, *TORCH_INTS.values(), pa.allocate_buffer, not bracketed)
         if columns is not None:
             try:
                 others = [] if columns["others"] is None else EVENTS.decode(columns["others"])
@@ -142,11 +146,17 @@ def decode_events(text: bytes, max_depth: int) -> list[Any] | NativeBatch:
                     others = exact_times(others, columns["others"])
                 return NativeBatch(columns, others)
             except msgspec.ValidationError:  # an other event does not fit `Event`: nor does text
-                return _plain(text)
+                return _plain(listed(text, bracketed))
+    text = listed(text, bracketed)
     try:
         return exact_times(EVENTS.decode(text), text)
     except msgspec.ValidationError:
         return _plain(text)
+
+
+def listed(text: bytes | memoryview, bracketed: bool) -> bytes:
+    """The JSON list whose text, or whose members' text (not `bracketed`), is `text`."""
+    return text if bracketed and isinstance(text, bytes) else b"".join((b"[", text, b"]"))
 
 
 def _plain(text: bytes) -> list[Any]:

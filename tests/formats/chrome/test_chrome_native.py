@@ -166,6 +166,16 @@ def test_names_with_escapes_decode_as_msgspec_decodes_them(ascii_only: bool) -> 
     assert columns["name.codes"] == bytes(8)  # one string, however it is written
 
 
+def test_the_members_of_a_list_decode_as_the_list_does() -> None:
+    """A stream's batch is its members' text (no brackets, not copied); the same columns."""
+    members = ",".join(json.dumps(e) for e in torch_events(50)).encode()
+    listed, bare = (NATIVE(text, MAX_DEPTH, -1, 0, None, not brackets)
+                    for text, brackets in ((b"[" + members + b"]", True), (members, False)))  # fmt: skip
+    assert listed is not None and bare == listed
+    for text in (b"", b" ", members + b"]", b"[" + members, members + b",", members + b",{}]"):
+        assert NATIVE(memoryview(text), MAX_DEPTH, -1, 0, None, True) is None, text
+
+
 def test_many_distinct_names_keep_their_codes_as_the_table_grows() -> None:
     names = [f"op{i % 1500}" for i in range(4000)]
     events = [{"ph": "X", "name": n, "cat": n[:3], "pid": 1, "tid": 1} for n in names]
