@@ -12,6 +12,12 @@ resulting Arrow table. Where the trace has ``input_shapes``/``input_dtypes``, th
 their pandas conversion alone (object columns of numpy arrays), which ``read_chrome_trace`` pays
 within its time: ``recfn.formats.schema.list_cells`` (a cell per distinct value, shared by its rows) and,
 for comparison, pyarrow's ``to_pandas`` (a cell per row).
+
+``--against DIR`` compares with another build side by side (a checkout of an earlier commit with
+its compiled modules built in place, ``pip install -e`` or ``setup.py build_ext --inplace``):
+each reader is timed in fresh interpreters of this build and of DIR's, in turns (best of 3 reads
+in each of `--turns` interpreters), so that both see the same load; a last table gives both
+rates and their ratio.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import multiprocessing
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -51,6 +59,51 @@ def _peak(reader: str, path: str, queue: Any) -> None:
     del result
 
 
+_TIMED = """
+import gc, sys, time
+from recfn.formats import chrome
+read, path = getattr(chrome, sys.argv[1]), sys.argv[2]
+read(path)
+best = float("inf")
+for _ in range(3):
+    gc.collect()
+    start = time.perf_counter()
+    read(path)
+    best = min(best, time.perf_counter() - start)
+print(best)
+"""
+"""A fresh interpreter's best of 3 reads (after one that loads what the reader imports)."""
+
+
+def timed_in(tree: Path, reader: str, path: Path) -> float:
+    """Seconds of `reader` (a function of recfn.formats.chrome) on `path` with the recfn of
+    `tree`, in a fresh interpreter started outside any checkout."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(
+        [sys.executable, "-c", _TIMED, reader, str(path)],
+        env=env,
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(done.stdout.split()[-1])
+
+
+def against(tree: Path, path: Path, n: int, turns: int) -> None:
+    """Print both readers' rates with this build and with `tree`'s, timed in turns."""
+    here = Path(__file__).resolve().parent.parent
+    print(f"\n| reader | this build | {tree} | this / that |")
+    print("|---|---:|---:|---:|")
+    for reader in ("read_chrome_table", "read_chrome_trace"):
+        mine, theirs = float("inf"), float("inf")
+        for _ in range(turns):
+            mine = min(mine, timed_in(here, reader, path))
+            theirs = min(theirs, timed_in(tree, reader, path))
+        print(f"| {reader} | {n / mine:,.0f} events/s | {n / theirs:,.0f} events/s | "
+              f"{theirs / mine:.2f}x |")  # fmt: skip
+
+
 def _events(raw: bytes) -> int:
     """The number of events in the JSON trace `raw`."""
     outline = _chrome_import.OUTLINE.decode(raw)
@@ -62,6 +115,8 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--shapes", action="store_true", help="with record_shapes args")
     parser.add_argument("--trace", type=Path, help="read this trace instead of generating one")
+    parser.add_argument("--against", type=Path, help="also time the readers of this checkout")
+    parser.add_argument("--turns", type=int, default=3, help="interpreters per build (--against)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         if args.trace is None:
@@ -98,6 +153,8 @@ def main() -> None:
             seconds = best_of(3, lambda: [c.to_pandas() for c in columns])
             rows.append(("the same, a cell per row (pyarrow's to_pandas)", seconds))
         del table
+        if args.against is not None:
+            against(args.against.resolve(), path, n, args.turns)
         context = multiprocessing.get_context("spawn")
         peaks = {}
         for reader in READERS:

@@ -14,7 +14,9 @@
  * "input_dtypes" are None otherwise, and the caller decodes those from the args text; () where no
  * complete event has either.
  * The other events (instants, counters, B/E, metadata, flows) are returned as the JSON list of
- * their texts, for msgspec to decode.
+ * their texts, for msgspec to decode, with "others.large": whether any of their ts/dur may be a
+ * float that lost nanoseconds (which recfn.formats.chrome._times.exact_times then reads from the
+ * text; where it is false, that would change nothing).
  *
  * It returns None for any batch it does not fully understand, so that the caller decodes it as
  * before (and reports its errors as before): JSON it rejects, fields that recfn.formats.chrome._reader's
@@ -23,10 +25,16 @@
  * cannot convert exactly, invalid UTF-8, lone surrogates, nesting deeper than max_depth. No
  * Python object is made until the batch is known to fit.
  *
+ * With a sixth argument `bare` true, the text is the list's members alone (what lies between
+ * its brackets). The args text is bytes, or with a fifth argument `allocate` (not None), the
+ * writable buffer that allocate(size) returns, filled ("args.has_input_dims": whether the text
+ * holds the key "Input Dims" anywhere, as a substring).
+ *
  * decode keeps the last batch's buffers for the next one; release() frees them (recfn.formats.chrome
  * calls it when a read ends).
  */
 #define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE /* memmem */
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
@@ -813,6 +821,7 @@ typedef struct {
     int any_id[2];
     int lists_ok;   /* every complete event's list values so far are of the simple form */
     int lists_seen; /* a complete event had "Input Dims" or "Input type": the lists are kept */
+    int others_large; /* another event's ts or dur may be a float that lost nanoseconds */
     int64_t torch_default[2];
 } Batch;
 
@@ -1193,6 +1202,16 @@ static int add_complete(Batch *b, const Token *f, size_t args_start, const Torch
     return OK;
 }
 
+/* Whether a time another event has may decode to a float of CHROME_EXACT_US microseconds or
+ * more (recfn.formats.chrome._times.exact_times then reads it from its text): a number that is
+ * that large or that does not convert here; not for absent or null times. */
+static int time_is_large(const Token *t) {
+    double f;
+    if (t->kind == ABSENT || t->kind == IS_NULL) return 0;
+    if (t->kind != IS_NUMBER || to_double(&t->number, &f) != OK) return 1;
+    return !(fabs(f) < (double)CHROME_EXACT_US);
+}
+
 /* One event (p at its brace): a complete one's columns, or another's text. */
 static int event(Parser *ps, Batch *b) {
     Ptr start = ps->p;
@@ -1232,25 +1251,26 @@ static int event(Parser *ps, Batch *b) {
     if (ph->kind == IS_STRING && ph->len == 1 && ph->text[0] == 'X')
         return add_complete(b, f, args_start, &torch);
     b->args.len = args_start; /* msgspec decodes the others */
+    for (int k = TS; k <= DUR; k++) b->others_large |= time_is_large(&f[k]);
     RETURN_IF(buf_byte(&b->others, b->n_others++ ? ',' : '['));
     return buf_put(&b->others, start, (size_t)(ps->p - start));
 }
 
-/* The batch's JSON list of events. */
-static int events(Parser *ps, Batch *b) {
+/* The batch's JSON list of events; where `bare`, the text between its brackets. */
+static int events(Parser *ps, Batch *b, int bare) {
     if (1 > ps->max_depth) return NOT_FAST;
-    RETURN_IF(expect(ps, '['));
+    if (!bare) RETURN_IF(expect(ps, '['));
     RETURN_IF(put_i64(&b->args_at, 0));
     for (int i = 0; i < 2; i++) {
         RETURN_IF(put_i32(&b->lists[i].lists_at, 0));
         RETURN_IF(put_i32(&b->lists[i].items_at, 0));
     }
-    if (peek(ps) == ']') return NOT_FAST; /* nothing to gain */
+    if (peek(ps) == (bare ? -1 : ']')) return NOT_FAST; /* nothing to gain */
     for (;;) {
         if (peek(ps) != '{') return NOT_FAST;
         RETURN_IF(event(ps, b));
         int c = take(ps);
-        if (c == ']') break;
+        if (c == (bare ? -1 : ']')) break;
         if (c != ',') return NOT_FAST;
     }
     if (peek(ps) != -1) return NOT_FAST;
@@ -1292,8 +1312,31 @@ static PyObject *list_buffers(const Batch *b, int column) {
     return out;
 }
 
+/* The args text: bytes, or where `allocate` is given, the writable buffer it returns for the
+ * text's size (an Arrow buffer, in the memory pool where the table's strings are gathered),
+ * filled with it: one copy, not one into bytes and another from there. */
+static PyObject *args_text(const Buf *args, PyObject *allocate) {
+    if (allocate == NULL) return buf_bytes(args);
+    PyObject *out = PyObject_CallFunction(allocate, "n", (Py_ssize_t)args->len);
+    if (out == NULL) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(out, &view, PyBUF_WRITABLE) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    if ((size_t)view.len != args->len) {
+        PyBuffer_Release(&view);
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_ValueError, "decode: allocate gave a buffer of another size");
+        return NULL;
+    }
+    if (args->len) memcpy(view.buf, args->data, args->len);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 /* The batch's columns as a dict of bytes (native-endian arrays) and lists of strings. */
-static PyObject *result(const Batch *b) {
+static PyObject *result(const Batch *b, PyObject *allocate) {
     PyObject *out = PyDict_New();
     if (out == NULL) return NULL;
     int rc = set_item(out, "n", PyLong_FromSize_t(b->n));
@@ -1313,19 +1356,23 @@ static PyObject *result(const Batch *b) {
     rc = rc ? rc : set_item(out, "sequence_nr", buf_bytes(&b->torch[0]));
     rc = rc ? rc : set_item(out, "fwd_thread_id", buf_bytes(&b->torch[1]));
     rc = rc ? rc : set_item(out, "args.offsets", buf_bytes(&b->args_at));
-    rc = rc ? rc : set_item(out, "args.data", buf_bytes(&b->args));
+    rc = rc ? rc : set_item(out, "args.data", args_text(&b->args, allocate));
+    int dims = b->args.len >= 12 && memmem(b->args.data, b->args.len, "\"Input Dims\"", 12);
+    rc = rc ? rc : set_item(out, "args.has_input_dims", PyBool_FromLong(dims));
     rc = rc ? rc : set_item(out, "args.present", buf_bytes(&b->has_args));
     rc = rc ? rc : set_item(out, "input_shapes", list_buffers(b, 0));
     rc = rc ? rc : set_item(out, "input_dtypes", list_buffers(b, 1));
     rc = rc ? rc : set_item(out, "others", bytes_or_none(&b->others, b->n_others > 0));
+    rc = rc ? rc : set_item(out, "others.large", PyBool_FromLong(b->others_large));
     if (rc != OK) Py_CLEAR(out);
     return out;
 }
 
 static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "decode(text, max_depth, sequence_default, fwd_default)");
+    if (nargs < 4 || nargs > 6) {
+        PyErr_SetString(PyExc_TypeError, "decode(text, max_depth, sequence_default, "
+                                         "fwd_default[, allocate[, bare]])");
         return NULL;
     }
     Py_buffer view;
@@ -1334,6 +1381,7 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     int64_t defaults[2] = {0, 0};
     if (!PyErr_Occurred()) defaults[0] = PyLong_AsLongLong(args[2]);
     if (!PyErr_Occurred()) defaults[1] = PyLong_AsLongLong(args[3]);
+    int bare = nargs == 6 && !PyErr_Occurred() ? PyObject_IsTrue(args[5]) : 0;
     if (PyErr_Occurred()) {
         PyBuffer_Release(&view);
         return NULL;
@@ -1346,8 +1394,9 @@ static PyObject *decode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     b.torch_default[0] = defaults[0];
     b.torch_default[1] = defaults[1];
     b.lists_ok = 1;
-    int rc = events(&ps, &b);
-    PyObject *out = rc == OK ? result(&b) : NULL;
+    int rc = events(&ps, &b, bare == 1);
+    PyObject *allocate = nargs >= 5 && args[4] != Py_None ? args[4] : NULL;
+    PyObject *out = rc == OK ? result(&b, allocate) : NULL;
     batch_free(&b);
     PyBuffer_Release(&view);
     if (rc == NOT_FAST) Py_RETURN_NONE;

@@ -124,24 +124,39 @@ EVENTS = msgspec.json.Decoder(list[Event])
 """Decodes a JSON list of events that fit `Event`; msgspec.ValidationError for others."""
 
 
-def decode_events(text: bytes, max_depth: int) -> list[Any] | NativeBatch:
+def decode_events(
+    text: bytes | memoryview, max_depth: int, *, bracketed: bool = True
+) -> list[Any] | NativeBatch:
     """The JSON list of events `text`: a `NativeBatch` where the native decoder reads it (it
     then has checked that the JSON nests at most `max_depth` levels, the list's own included),
     else `Event` structs, or plain values when some do not fit them; the plain decode's errors
     propagate (msgspec.ValidationError for numbers beyond float64, ValueError for text that is
-    not JSON)."""
+    not JSON). Unless `bracketed`, `text` is the list's members alone (what lies between its
+    brackets: a view of a stream's text, which the native decoder reads without a copy; the
+    list's text is made only where it does not)."""
     if NATIVE is not None:
-        columns = NATIVE(text, max_depth, *TORCH_INTS.values())
+        # The args text is copied into Arrow's memory pool, where the table's strings are
+        # gathered from such parts later: the memory a part frees is reused there, not kept by
+        # another allocator (which would add up to the peak).
+        columns = NATIVE(text, max_depth, *TORCH_INTS.values(), pa.allocate_buffer, not bracketed)
         if columns is not None:
             try:
                 others = [] if columns["others"] is None else EVENTS.decode(columns["others"])
-                return NativeBatch(columns, exact_times(others, columns["others"] or b""))
+                if columns["others.large"]:  # else no time lost nanoseconds in a float
+                    others = exact_times(others, columns["others"])
+                return NativeBatch(columns, others)
             except msgspec.ValidationError:  # an other event does not fit `Event`: nor does text
-                return _plain(text)
+                return _plain(listed(text, bracketed))
+    text = listed(text, bracketed)
     try:
         return exact_times(EVENTS.decode(text), text)
     except msgspec.ValidationError:
         return _plain(text)
+
+
+def listed(text: bytes | memoryview, bracketed: bool) -> bytes:
+    """The JSON list whose text, or whose members' text (not `bracketed`), is `text`."""
+    return text if bracketed and isinstance(text, bytes) else b"".join((b"[", text, b"]"))
 
 
 def _plain(text: bytes) -> list[Any]:
@@ -176,7 +191,7 @@ def release_native() -> None:
 class NativeBatch:
     """A batch decoded by recfn.native._cchrome: the columns of its complete events (`columns`: arrays
     as bytes, names and categories as codes into their distinct strings, args as compact JSON
-    text), and its other events as `Event` structs."""
+    text in an Arrow buffer), and its other events as `Event` structs."""
 
     def __init__(self, columns: dict[str, Any], others: list[Event]) -> None:
         self.columns, self.others = columns, others
@@ -462,17 +477,17 @@ class _ArgsPart:
         n, data = columns["n"], columns["args.data"]
         offsets = np.frombuffer(columns["args.offsets"], np.int64)
         present = np.frombuffer(columns["args.present"], bool)
-        strings = string_array(n, offsets, _pooled(data), present)
+        strings = string_array(n, offsets, data, present)
         part.strings = strings
         part.ints = {key: np.frombuffer(columns[key], np.int64) for key in TORCH_INTS}
-        part.has_shapes = b'"Input Dims"' in data
+        part.has_shapes = columns["args.has_input_dims"]
         if not part.has_shapes:
             part.shapes = _shapes(None, n)
         elif columns["input_shapes"] is not None:
             part.shapes = _native_shapes(columns, n)
         else:  # values not of the simple form: torch's args decoded from the text, as `_torch`
-            bounds = offsets.tolist()
-            text = b"[" + b",".join(data[lo:hi] for lo, hi in zip(bounds, bounds[1:])) + b"]"
+            bounds, view = offsets.tolist(), memoryview(data)
+            text = b"[" + b",".join(view[lo:hi] for lo, hi in zip(bounds, bounds[1:])) + b"]"
             part.shapes = _shapes(_torch_args(text), n)
         return part
 
@@ -514,15 +529,6 @@ def _array(
         [bitmap, *map(pa.py_buffer, buffers)],
         children=None if child is None else [child],
     )
-
-
-def _pooled(data: bytes) -> pa.Buffer:
-    """A copy of `data` in Arrow's memory pool, where the table's strings are gathered from
-    such parts later: the memory a part frees is reused there, not kept by another allocator
-    (which would add up to the peak)."""
-    buffer = pa.allocate_buffer(len(data))
-    np.frombuffer(buffer, np.uint8)[:] = np.frombuffer(data, np.uint8)
-    return buffer
 
 
 class Columns:

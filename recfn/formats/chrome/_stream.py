@@ -247,25 +247,24 @@ class Stream:
                 after = self.text[cut + 1 : cut + 65].lstrip(_SPACE)[:1]
                 if after not in (b",", b"]"):
                     continue
-                text = b"".join((b"[", memoryview(self.text)[self.at : cut + 1], b"]"))  # one copy
-                events = self._decode(text)
+                events = self._decode(memoryview(self.text)[self.at : cut + 1])
                 if events is not None:
                     self.at = cut + 1
                     return events
             if not self._more():
                 raise GiveUp
 
-    def _decode(self, text: bytes) -> list[Any] | NativeBatch | None:
-        """Events of the JSON list `text`; None when it does not parse (a cut between events
-        always does)."""
+    def _decode(self, members: memoryview) -> list[Any] | NativeBatch | None:
+        """Events of the JSON list whose members' text is `members`; None when it does not
+        parse (a cut between events always does)."""
         try:
-            events = decode_events(text, MAX_DEPTH - self._above)
+            events = decode_events(members, MAX_DEPTH - self._above, bracketed=False)
         except msgspec.ValidationError as error:  # numbers beyond float64
             raise TraceFormatError(f"{self.source}: not a JSON trace: {error}") from None
         except (ValueError, UnicodeDecodeError, RecursionError):
             return None
-        if isinstance(events, list):  # a NativeBatch's depth is checked
-            check_depth(text, self.source, self._above)
+        if isinstance(events, list):  # a NativeBatch's depth is checked; the list's level too
+            check_depth(bytes(members), self.source, self._above + 1)
         return events
 
     def _finish(self) -> None:

@@ -166,6 +166,16 @@ def test_names_with_escapes_decode_as_msgspec_decodes_them(ascii_only: bool) -> 
     assert columns["name.codes"] == bytes(8)  # one string, however it is written
 
 
+def test_the_members_of_a_list_decode_as_the_list_does() -> None:
+    """A stream's batch is its members' text (no brackets, not copied); the same columns."""
+    members = ",".join(json.dumps(e) for e in torch_events(50)).encode()
+    listed, bare = (NATIVE(text, MAX_DEPTH, -1, 0, None, not brackets)
+                    for text, brackets in ((b"[" + members + b"]", True), (members, False)))  # fmt: skip
+    assert listed is not None and bare == listed
+    for text in (b"", b" ", members + b"]", b"[" + members, members + b",", members + b",{}]"):
+        assert NATIVE(memoryview(text), MAX_DEPTH, -1, 0, None, True) is None, text
+
+
 def test_many_distinct_names_keep_their_codes_as_the_table_grows() -> None:
     names = [f"op{i % 1500}" for i in range(4000)]
     events = [{"ph": "X", "name": n, "cat": n[:3], "pid": 1, "tid": 1} for n in names]
@@ -264,6 +274,27 @@ def test_times_convert_as_the_msgspec_path_converts_them(number: str) -> None:
     if columns is not None:
         assert expected[0] != BEYOND
         assert columns["ts"] == struct.pack("=q", expected[0])
+
+
+@pytest.mark.parametrize(
+    ("ts", "large"),
+    [("1.5", False), ("-0", False), ("null", False), ("8796093022207.999", False),
+     (f"{2**43}", True), ("-1e20", True), ("12345678901234567.123", True)],
+)  # fmt: skip
+def test_another_events_time_is_flagged_where_a_float_loses_nanoseconds(
+    ts: str, large: bool
+) -> None:
+    """The others' times go to msgspec; where the decoder says none is large, reading them
+    exactly from the text (`exact_times`, which is then skipped) changes nothing."""
+    text = f'[{{"ph":"X","pid":1,"tid":1,"ts":1}},{{"ph":"i","ts":{ts},"dur":{ts}}}]'.encode()
+    columns = native_columns(text)
+    assert columns is not None and columns["others.large"] is large
+    plain = EVENTS.decode(columns["others"])
+    exact = exact_times(EVENTS.decode(columns["others"]), columns["others"])
+    unchanged = [(repr(e.ts), repr(e.dur)) for e in exact] == [
+        (repr(e.ts), repr(e.dur)) for e in plain
+    ]
+    assert unchanged or large
 
 
 def test_many_random_times_convert_to_the_same_nanoseconds() -> None:
