@@ -284,22 +284,64 @@ def table_text(trace: Trace, top: int = 15, **summary_kwargs: Any) -> str:
 
 def render_timeline_png(trace: Trace, width_in: float = TIMELINE_WIDTH_IN) -> tuple[bytes, str]:
     """Draw ``df.recfn.timeline`` on an off-screen Agg figure: the PNG bytes and its alt text
-    (``recfn.analysis.alt_text``), which the PNG also carries as its Description."""
+    (``recfn.analysis.alt_text``), which the PNG also carries as its Description.
+
+    The figure is laid out before drawing (`fixed_layout`: margins sized for the lane labels,
+    the legend and a one-line title) and drawn once: a "tight" bounding box would draw it twice
+    to measure it. The header line is shown above the picture, so the title is its short form
+    (`picture_title`)."""
     from recfn.analysis import alt_text
 
+    frame = trace.to_pandas()
     fig = new_figure(trace.threads, width_in)
+    fixed_layout(fig, frame)
     ax = fig.add_subplot()
-    trace.timeline(ax=ax, title=header_text(trace))
+    trace.timeline(ax=ax, title=picture_title(trace))
     alt = alt_text(ax)
     buffer = io.BytesIO()
-    fig.savefig(
-        buffer,
-        format="png",
-        dpi=TIMELINE_DPI,
-        bbox_inches="tight",
-        metadata={"Description": alt},
-    )
+    fig.savefig(buffer, format="png", dpi=TIMELINE_DPI, metadata={"Description": alt})
     return buffer.getvalue(), alt
+
+
+def picture_title(trace: Trace) -> str:
+    """The timeline picture's title: name, wall time, events and threads (the header line,
+    shown above the picture, says the rest)."""
+    threads = trace.threads
+    return (
+        f"recfn · {trace.name} · {format_ns(trace.wall_ns)} wall · {trace.events:,} events · "
+        f"{threads} thread{'s' if threads != 1 else ''}"
+    )
+
+
+LABEL_CHAR_PX = 6.6
+"""Width of one character of a lane label (8 pt at `TIMELINE_DPI`), a little generous."""
+LEGEND_CHAR_PX = 5.8
+"""Width of one character of a legend label (7 pt at `TIMELINE_DPI`), a little generous."""
+MIN_PLOT_FRACTION = 0.45
+"""The least share of the figure's width the lanes keep, however long the labels."""
+
+
+def fixed_layout(fig: Any, frame: pd.DataFrame) -> None:
+    """Margins for the timeline of ``frame`` on ``fig`` (pixels at `TIMELINE_DPI`): the left
+    one fits the longest lane label, the right one the legend (names cut at
+    ``LEGEND_CHARS``), the top one a one-line title, the bottom one the time axis."""
+    from recfn.analysis.plots.lanes import lanes
+    from recfn.analysis.plots.timeline import LEGEND_CHARS
+
+    _, lane_labels, _ = lanes(frame)
+    longest_lane = max((len(label) for label in lane_labels.values()), default=8)
+    names = frame["name"].astype("category").cat.categories
+    longest_name = max((len(str(name)) for name in names), default=8)
+    width = fig.get_figwidth() * TIMELINE_DPI
+    height = fig.get_figheight() * TIMELINE_DPI
+    left = 16 + LABEL_CHAR_PX * max(longest_lane, 10)
+    right = 40 + LEGEND_CHAR_PX * min(max(longest_name, 12), LEGEND_CHARS)
+    if left + right > (1 - MIN_PLOT_FRACTION) * width:
+        scale = (1 - MIN_PLOT_FRACTION) * width / (left + right)
+        left, right = left * scale, right * scale
+    fig.subplots_adjust(
+        left=left / width, right=1 - right / width, top=1 - 30 / height, bottom=44 / height
+    )
 
 
 _PNGS: weakref.WeakKeyDictionary[Trace, tuple[bytes, str]] = weakref.WeakKeyDictionary()
@@ -397,7 +439,8 @@ def show(
 def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Optional[str]) -> int:
     from IPython.display import display
 
-    from recfn.notebook_ext.fallback import fallback_html
+    from recfn.notebook_ext.export import chrome_gz_soon
+    from recfn.notebook_ext.fallback import fallback_html, may_embed
 
     pictures = timeline and wants_png(shell)
     widget = make_widget(trace, shell) if pictures else None
@@ -412,6 +455,8 @@ def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Opt
         display(view, raw=True)  # type: ignore[no-untyped-call]
         used += bundle_size(view)
         widget.fill_summary()  # the pane's table, once the timeline is on its way
+    # The stand-in's Chrome file, written while the table and the picture are drawn.
+    payload = chrome_gz_soon(trace) if pictures and may_embed(trace, budget - used) else None
     summary = {"text/html": trace_html(trace), "text/plain": trace_text(trace)}
     if summary_handle is not None:
         summary_handle.update(summary, raw=True)
@@ -435,7 +480,11 @@ def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Opt
     room = budget - used - (bundle_size(picture[0]) if picture is not None else 0)
     try:
         stand_in = fallback_html(
-            trace, room, index=getattr(widget, "index", None), saved_path=saved_path
+            trace,
+            room,
+            index=getattr(widget, "index", None),
+            saved_path=saved_path,
+            payload=payload,
         )
     except Exception as exc:  # the table is already there; say why this is missing
         print(f"recfn: no HTML view: {type(exc).__name__}: {exc}", file=sys.stderr)
