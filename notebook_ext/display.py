@@ -26,6 +26,8 @@ from recfn.notebook_ext.options import (
 from recfn.notebook_ext.widget import make_widget
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import pandas as pd
 
     from recfn.formats.trace import Trace
@@ -440,7 +442,7 @@ def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Opt
     from IPython.display import display
 
     from recfn.notebook_ext.export import chrome_gz_soon
-    from recfn.notebook_ext.fallback import fallback_html, may_embed
+    from recfn.notebook_ext.fallback import may_embed
 
     pictures = timeline and wants_png(shell)
     widget = make_widget(trace, shell) if pictures else None
@@ -457,6 +459,31 @@ def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Opt
         widget.fill_summary()  # the pane's table, once the timeline is on its way
     # The stand-in's Chrome file, written while the table and the picture are drawn.
     payload = chrome_gz_soon(trace) if pictures and may_embed(trace, budget - used) else None
+    try:
+        return _show_rest(
+            trace, widget, summary_handle, pictures, budget, used, saved_path, payload
+        )
+    finally:  # the writer is done before show() returns, whatever happened meanwhile
+        if payload is not None and not payload.cancel():
+            payload.exception()
+
+
+def _show_rest(
+    trace: Trace,
+    widget: Any,
+    summary_handle: Any,
+    pictures: bool,
+    budget: int,
+    used: int,
+    saved_path: Optional[str],
+    payload: Optional[Future[bytes]],
+) -> int:
+    """The summary table, then (``pictures``) the stand-in and the picture, within ``budget``
+    bytes of which ``used`` are published already; returns the bytes published in all."""
+    from IPython.display import display
+
+    from recfn.notebook_ext.fallback import fallback_html
+
     summary = {"text/html": trace_html(trace), "text/plain": trace_text(trace)}
     if summary_handle is not None:
         summary_handle.update(summary, raw=True)
