@@ -305,12 +305,19 @@ def render_timeline_png(trace: Trace, width_in: float = TIMELINE_WIDTH_IN) -> tu
     return buffer.getvalue(), alt
 
 
+TITLE_NAME_CHARS = 40
+"""The longest trace name the picture's title holds; longer ones are cut with an ellipsis."""
+
+
 def picture_title(trace: Trace) -> str:
     """The timeline picture's title: name, wall time, events and threads (the header line,
     shown above the picture, says the rest)."""
     threads = trace.threads
+    name = (
+        trace.name if len(trace.name) <= TITLE_NAME_CHARS else trace.name[:TITLE_NAME_CHARS] + "…"
+    )
     return (
-        f"recfn · {trace.name} · {format_ns(trace.wall_ns)} wall · {trace.events:,} events · "
+        f"recfn · {name} · {format_ns(trace.wall_ns)} wall · {trace.events:,} events · "
         f"{threads} thread{'s' if threads != 1 else ''}"
     )
 
