@@ -54,18 +54,19 @@ def chrome_gz(trace: Trace) -> bytes:
             return written.read()
 
 
-_WRITER: Optional[ThreadPoolExecutor] = None
+_WRITER: Optional[tuple[int, ThreadPoolExecutor]] = None
+"""The worker thread's executor and the process it belongs to (a forked child has no worker)."""
 
 
 def chrome_gz_soon(trace: Trace) -> Future[bytes]:
     """`chrome_gz` of ``trace`` started on a worker thread, for a caller with other work to do
-    meanwhile (the magic's display draws the picture): compressing, and much of matplotlib's
-    drawing, run without the GIL, so the two overlap. The caller waits on the result before it
+    meanwhile (the magic's display draws the picture): compressing runs without the GIL, so
+    where a core is free it overlaps the drawing. The caller waits on the result before it
     returns, so no progress bar shows (`no_progress_bars` is set around both)."""
     global _WRITER
-    if _WRITER is None:
-        _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recfn-export")
-    return _WRITER.submit(chrome_gz, trace)
+    if _WRITER is None or _WRITER[0] != os.getpid():
+        _WRITER = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="recfn-export"))
+    return _WRITER[1].submit(chrome_gz, trace)
 
 
 def file_stem(name: str) -> str:
