@@ -26,8 +26,6 @@ from recfn.notebook_ext.options import (
 from recfn.notebook_ext.widget import make_widget
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     import pandas as pd
 
     from recfn.formats.trace import Trace
@@ -467,9 +465,6 @@ def show(
 def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Optional[str]) -> int:
     from IPython.display import display
 
-    from recfn.notebook_ext.export import chrome_gz_soon
-    from recfn.notebook_ext.fallback import may_embed
-
     pictures = timeline and wants_png(shell)
     widget = make_widget(trace, shell) if pictures else None
     summary_handle = None
@@ -483,15 +478,7 @@ def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Opt
         display(view, raw=True)  # type: ignore[no-untyped-call]
         used += bundle_size(view)
         widget.fill_summary()  # the pane's table, once the timeline is on its way
-    # The stand-in's Chrome file, written while the table and the picture are drawn.
-    payload = chrome_gz_soon(trace) if pictures and may_embed(trace, budget - used) else None
-    try:
-        return _show_rest(
-            trace, widget, summary_handle, pictures, budget, used, saved_path, payload
-        )
-    finally:  # the writer is done before show() returns, whatever happened meanwhile
-        if payload is not None and not payload.cancel():
-            payload.exception()
+    return _show_rest(trace, widget, summary_handle, pictures, budget, used, saved_path)
 
 
 def _show_rest(
@@ -502,7 +489,6 @@ def _show_rest(
     budget: int,
     used: int,
     saved_path: Optional[str],
-    payload: Optional[Future[bytes]],
 ) -> int:
     """The summary table, then (``pictures``) the stand-in and the picture, within ``budget``
     bytes of which ``used`` are published already; returns the bytes published in all."""
@@ -537,7 +523,6 @@ def _show_rest(
             room,
             index=getattr(widget, "index", None),
             saved_path=saved_path,
-            payload=payload,
         )
     except Exception as exc:  # the table is already there; say why this is missing
         print(f"recfn: no HTML view: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from recfn.formats.trace import Trace
@@ -52,21 +51,6 @@ def chrome_gz(trace: Trace) -> bytes:
         write_chrome_trace(table, path)
         with open(path, "rb") as written:
             return written.read()
-
-
-_WRITER: Optional[tuple[int, ThreadPoolExecutor]] = None
-"""The worker thread's executor and the process it belongs to (a forked child has no worker)."""
-
-
-def chrome_gz_soon(trace: Trace) -> Future[bytes]:
-    """`chrome_gz` of ``trace`` started on a worker thread, for a caller with other work to do
-    meanwhile (the magic's display draws the picture): compressing runs without the GIL, so
-    where a core is free it overlaps the drawing. The caller waits on the result before it
-    returns, so no progress bar shows (`no_progress_bars` is set around both)."""
-    global _WRITER
-    if _WRITER is None or _WRITER[0] != os.getpid():
-        _WRITER = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="recfn-export"))
-    return _WRITER[1].submit(chrome_gz, trace)
 
 
 def file_stem(name: str) -> str:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import html
 import uuid
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Optional
 
 from recfn.notebook_ext.export import chrome_gz, file_stem
@@ -233,16 +232,13 @@ def fallback_html(
     *,
     index: Optional[TimelineIndex] = None,
     saved_path: Optional[str] = None,
-    payload: Optional[Future[bytes]] = None,
 ) -> str:
     """The stand-in for the widget, at most ``budget`` bytes (UTF-8): description, summary
     table, call tree, download and Perfetto links, each left out (the links with a note) when
     it would not fit.
 
     ``index`` is the widget's, when there is one (building it again costs a few sorts);
-    ``saved_path`` is where ``--output`` wrote the trace, linked when the data does not fit;
-    ``payload`` the trace's `chrome_gz` already under way (``export.chrome_gz_soon``), used
-    when the links fit (`may_embed`).
+    ``saved_path`` is where ``--output`` wrote the trace, linked when the data does not fit.
     """
     if budget <= 0:
         return ""
@@ -271,7 +267,7 @@ def fallback_html(
                 parts.append(part)
                 used += size
 
-    actions = _actions_html(trace, budget - used, saved_path, payload)
+    actions = _actions_html(trace, budget - used, saved_path)
     if actions and used + len(actions.encode()) <= budget:
         parts.append(actions)
     parts.append(tail)
@@ -285,15 +281,12 @@ def may_embed(trace: Trace, room: int) -> bool:
     return 0 < estimate < room - 400
 
 
-def _actions_html(
-    trace: Trace, room: int, saved_path: Optional[str], ready: Optional[Future[bytes]] = None
-) -> str:
-    """The download link and Perfetto button in at most ``room`` bytes, or a note saying why not
-    (``ready``: the Chrome file already under way)."""
+def _actions_html(trace: Trace, room: int, saved_path: Optional[str]) -> str:
+    """The download link and Perfetto button in at most ``room`` bytes, or a note saying why not."""
     file_name = f"{file_stem(trace.name)}.json.gz"
     payload = b""
     if may_embed(trace, room):
-        payload = ready.result() if ready is not None else chrome_gz(trace)
+        payload = chrome_gz(trace)
     encoded = base64.b64encode(payload).decode("ascii") if payload else ""
     if encoded and len(encoded) + len(_PERFETTO_JS) + 800 < room:
         link_id, button_id, status_id = (f"recfn-{uuid.uuid4().hex}" for _ in range(3))

@@ -99,35 +99,3 @@ def small_trace() -> Trace:
 def test_the_stand_in_never_exceeds_its_budget(budget: int):
     html = fallback_html(small_trace(), budget)
     assert len(html.encode()) <= budget
-
-
-def small_events() -> Trace:
-    frame = make_synthetic_trace(50, 1, seed=2)
-    return Trace(pa.Table.from_pandas(frame, preserve_index=False), name="small")
-
-
-def test_the_worker_writes_the_same_file_as_chrome_gz():
-    import gzip
-
-    from recfn.notebook_ext.export import chrome_gz, chrome_gz_soon
-
-    trace = small_events()
-    assert gzip.decompress(chrome_gz_soon(trace).result()) == gzip.decompress(chrome_gz(trace))
-
-
-def test_a_forked_child_gets_a_worker_of_its_own():
-    import os
-
-    from recfn.notebook_ext.export import chrome_gz_soon
-
-    trace = small_events()
-    chrome_gz_soon(trace).result()  # the parent's worker thread exists
-    child = os.fork()
-    if child == 0:  # the child has no thread: it must start one, not wait on the parent's
-        ok = False
-        try:
-            ok = bool(chrome_gz_soon(trace).result(timeout=60))
-        finally:
-            os._exit(0 if ok else 1)
-    _, status = os.waitpid(child, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
