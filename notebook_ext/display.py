@@ -284,22 +284,90 @@ def table_text(trace: Trace, top: int = 15, **summary_kwargs: Any) -> str:
 
 def render_timeline_png(trace: Trace, width_in: float = TIMELINE_WIDTH_IN) -> tuple[bytes, str]:
     """Draw ``df.recfn.timeline`` on an off-screen Agg figure: the PNG bytes and its alt text
-    (``recfn.analysis.alt_text``), which the PNG also carries as its Description."""
+    (``recfn.analysis.alt_text``), which the PNG also carries as its Description.
+
+    The figure is laid out before drawing (`fixed_layout`: margins sized for the lane labels,
+    the legend and a one-line title) and drawn once: a "tight" bounding box would draw it twice
+    to measure it. The header line is shown above the picture, so the title is its short form
+    (`picture_title`)."""
     from recfn.analysis import alt_text
 
+    frame = trace.to_pandas()
     fig = new_figure(trace.threads, width_in)
+    fixed_layout(fig, frame)
     ax = fig.add_subplot()
-    trace.timeline(ax=ax, title=header_text(trace))
+    trace.timeline(ax=ax, title=picture_title(trace))
     alt = alt_text(ax)
     buffer = io.BytesIO()
-    fig.savefig(
-        buffer,
-        format="png",
-        dpi=TIMELINE_DPI,
-        bbox_inches="tight",
-        metadata={"Description": alt},
-    )
+    fig.savefig(buffer, format="png", dpi=TIMELINE_DPI, metadata={"Description": alt})
     return buffer.getvalue(), alt
+
+
+TITLE_NAME_CHARS = 40
+"""The longest trace name the picture's title holds; longer ones are cut with an ellipsis."""
+
+
+def picture_title(trace: Trace) -> str:
+    """The timeline picture's title: name, wall time, events and threads (the header line,
+    shown above the picture, says the rest)."""
+    threads = trace.threads
+    name = (
+        trace.name if len(trace.name) <= TITLE_NAME_CHARS else trace.name[:TITLE_NAME_CHARS] + "…"
+    )
+    return (
+        f"recfn · {name} · {format_ns(trace.wall_ns)} wall · {trace.events:,} events · "
+        f"{threads} thread{'s' if threads != 1 else ''}"
+    )
+
+
+LABEL_CHAR_PX = 6.6
+"""Width of one character of a lane label (8 pt at `TIMELINE_DPI`), a little generous."""
+LEGEND_CHAR_PX = 5.8
+"""Width of one character of a legend label (7 pt at `TIMELINE_DPI`), a little generous."""
+MIN_PLOT_FRACTION = 0.45
+"""The least share of the figure's width the lanes keep, however long the labels."""
+
+
+def fixed_layout(fig: Any, frame: pd.DataFrame) -> None:
+    """Margins for the timeline of ``frame`` on ``fig`` (pixels at `TIMELINE_DPI`): the left
+    one fits the longest lane label, the right one the legend (names cut at
+    ``LEGEND_CHARS``), the top one a one-line title, the bottom one the time axis."""
+    from recfn.analysis.plots.timeline import LEGEND_CHARS
+
+    longest_lane = longest_lane_label(frame)
+    names = frame["name"].astype("category").cat.categories
+    longest_name = max((len(str(name)) for name in names), default=8)
+    width = fig.get_figwidth() * TIMELINE_DPI
+    height = fig.get_figheight() * TIMELINE_DPI
+    left = 16 + LABEL_CHAR_PX * max(longest_lane, 10)
+    right = 40 + LEGEND_CHAR_PX * min(max(longest_name, 12), LEGEND_CHARS)
+    if left + right > (1 - MIN_PLOT_FRACTION) * width:
+        scale = (1 - MIN_PLOT_FRACTION) * width / (left + right)
+        left, right = left * scale, right * scale
+    fig.subplots_adjust(
+        left=left / width, right=1 - right / width, top=1 - 30 / height, bottom=44 / height
+    )
+
+
+def longest_lane_label(frame: pd.DataFrame) -> int:
+    """At least the length of the longest lane label the timeline writes for ``frame``
+    (``"<thread_name> (<thread_id>)"``, with ``"<host> pid <pid> · "`` before it when there
+    are several processes), from the columns' distinct values: cheaper than the lanes."""
+    import pandas as pd
+
+    def longest(column: str) -> int:
+        if column not in frame.columns:
+            return 0
+        values = pd.unique(frame[column].dropna().astype(object))
+        return max((len(str(value)) for value in values), default=0)
+
+    label = max(longest("thread_name"), len("thread")) + longest("thread_id") + 3
+    processes = sum(
+        frame[column].nunique(dropna=False) > 1 for column in ("host", "pid") if column in frame
+    )
+    if processes:
+        label += longest("host") + longest("pid") + len("  pid  · ")
+    return label
 
 
 _PNGS: weakref.WeakKeyDictionary[Trace, tuple[bytes, str]] = weakref.WeakKeyDictionary()
@@ -397,8 +465,6 @@ def show(
 def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Optional[str]) -> int:
     from IPython.display import display
 
-    from recfn.notebook_ext.fallback import fallback_html
-
     pictures = timeline and wants_png(shell)
     widget = make_widget(trace, shell) if pictures else None
     summary_handle = None
@@ -412,6 +478,24 @@ def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Opt
         display(view, raw=True)  # type: ignore[no-untyped-call]
         used += bundle_size(view)
         widget.fill_summary()  # the pane's table, once the timeline is on its way
+    return _show_rest(trace, widget, summary_handle, pictures, budget, used, saved_path)
+
+
+def _show_rest(
+    trace: Trace,
+    widget: Any,
+    summary_handle: Any,
+    pictures: bool,
+    budget: int,
+    used: int,
+    saved_path: Optional[str],
+) -> int:
+    """The summary table, then (``pictures``) the stand-in and the picture, within ``budget``
+    bytes of which ``used`` are published already; returns the bytes published in all."""
+    from IPython.display import display
+
+    from recfn.notebook_ext.fallback import fallback_html
+
     summary = {"text/html": trace_html(trace), "text/plain": trace_text(trace)}
     if summary_handle is not None:
         summary_handle.update(summary, raw=True)
@@ -435,7 +519,10 @@ def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Opt
     room = budget - used - (bundle_size(picture[0]) if picture is not None else 0)
     try:
         stand_in = fallback_html(
-            trace, room, index=getattr(widget, "index", None), saved_path=saved_path
+            trace,
+            room,
+            index=getattr(widget, "index", None),
+            saved_path=saved_path,
         )
     except Exception as exc:  # the table is already there; say why this is missing
         print(f"recfn: no HTML view: {type(exc).__name__}: {exc}", file=sys.stderr)

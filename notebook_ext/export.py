@@ -32,11 +32,23 @@ def no_progress_bars() -> Iterator[None]:
 
 
 def chrome_gz(trace: Trace) -> bytes:
-    """The trace as gzipped Chrome/Perfetto JSON, as ``recfn convert t.parquet t.json.gz``
-    (no progress bar: `no_progress_bars`)."""
+    """The trace as gzipped Chrome/Perfetto JSON, the bytes ``recfn convert t.parquet
+    t.json.gz`` writes (no progress bar: `no_progress_bars`).
+
+    The file is written in a private temporary folder, not with ``Trace.save``: the bytes are
+    read back at once and the folder removed, so what makes a user's file safe (a validated
+    table, an atomic rename, an fsync) only costs time here."""
+    from recfn.formats.chrome import write_chrome_trace
+    from recfn.formats.schema import ERROR_KEY
+
+    table = trace.table
+    if trace.error is not None:  # as Trace.save: a crash or Ctrl-C stays said in the file
+        metadata = dict(table.schema.metadata or {})
+        metadata[ERROR_KEY.encode()] = trace.error.encode()
+        table = table.replace_schema_metadata(metadata)
     with no_progress_bars(), tempfile.TemporaryDirectory(prefix="recfn-") as folder:
         path = os.path.join(folder, "trace.json.gz")
-        trace.save(path)
+        write_chrome_trace(table, path)
         with open(path, "rb") as written:
             return written.read()
 

@@ -4,6 +4,7 @@ replaced), the stand-in an output of its own, the picture's alt text where expor
 
 from __future__ import annotations
 
+import io
 from types import SimpleNamespace
 from typing import Any
 
@@ -103,3 +104,28 @@ def test_no_progress_bars_while_publishing(monkeypatch: pytest.MonkeyPatch) -> N
     with no_progress_bars():
         assert not _progress.interactive()
     assert _progress.interactive()
+
+
+def test_the_picture_keeps_its_width_however_long_the_header() -> None:
+    from PIL import Image
+
+    from recfn.notebook_ext.display import TIMELINE_DPI, TIMELINE_WIDTH_IN, render_timeline_png
+
+    frame = make_synthetic_trace(500, 2, seed=3)
+    trace = Trace(pa.Table.from_pandas(frame, preserve_index=False), name="n" * 300)
+    png, _ = render_timeline_png(trace)
+    assert Image.open(io.BytesIO(png)).size[0] == round(TIMELINE_WIDTH_IN * TIMELINE_DPI)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_the_left_margin_fits_every_lane_label(processes: int) -> None:
+    from recfn.analysis.plots.lanes import lanes
+    from recfn.notebook_ext.display import longest_lane_label
+
+    frame = make_synthetic_trace(400, 3, seed=4)
+    if processes > 1:
+        half = frame.index % 2 == 0
+        frame["host"] = ["a-rather-long-host-name" if h else "b" for h in half]
+        frame["pid"] = [123456 if h else 7 for h in half]
+    _, labels, _ = lanes(frame)
+    assert longest_lane_label(frame) >= max(len(label) for label in labels.values())
