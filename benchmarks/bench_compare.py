@@ -122,14 +122,19 @@ def analyse(blocks: dict[str, Any], sizes: list[int], effects: list[float]) -> s
     for n in sizes:
         base = blocks["base"]
         names, shifts = [], []
+        which: dict[str, int] = {}
         for i, (b, a) in enumerate(zip(base, blocks["aa"])):
             found = compare_runs(b[:n], a[:n], seed=i)
-            names.append(bool(found.table["verdict"].isin([SLOWER, FASTER]).any()))
+            hit = found.table.index[found.table["verdict"].isin([SLOWER, FASTER])]
+            for name in hit:
+                which[str(name)] = which.get(str(name), 0) + 1
+            names.append(bool(len(hit)))
             shifts.append(found.shift.verdict in (SLOWER, FASTER))
+        flagged = ", ".join(f"`{k}` {v}" for k, v in sorted(which.items())) or "none"
         cells = [
             f"{n}",
             f"{len(names)}",
-            f"{np.mean(names):.1%} ({sum(names)})",
+            f"{np.mean(names):.1%} ({sum(names)}: {flagged})",
             f"{np.mean(shifts):.1%} ({sum(shifts)})",
         ]
         for e in effects:

@@ -8,19 +8,24 @@ The method, its assumptions and its limits are in docs/compare.md; in short:
   machine inflate sums by tens of percent and move even the median of long ranges.
 * Within a run, the machine's speed moves every group alike. Each run's common factor (the
   median, over groups, of how far the group's time in that run lies from its median over the
-  side's runs) is taken out before the runs are summarised, and the **common shift** between
+  side's runs) is taken out before the runs are summarised (a side's value of a group is the
+  trimmed mean of its runs' values, `RUN_TRIM`), and the **common shift** between
   the two sides (the median over groups of the change of that same time) is taken out of every
   group's change. What is left, ``change``, is the group's change beyond what every group did;
   the common shift is reported once, with the run-to-run noise in its interval.
 * Intervals come from the bootstrap: over runs (each side's runs resampled with replacement,
   the same runs for every group) when both sides have two runs or more; over calls (a side's
-  calls pooled and resampled) otherwise. Their standard error, times Student's quantile (runs
-  per side - 1 degrees of freedom) at the Bonferroni-corrected level, makes each interval:
-  together they hold with probability ``confidence``, so an A/A comparison flags no group at
-  all in that share of repetitions.
+  calls pooled and resampled) otherwise. Over runs, the drift between the two sides' blocks
+  of runs, which no resample within a side sees, is added to their standard error (`DRIFT`
+  times the group's run-to-run spread, in quadrature), so intervals stop narrowing when runs
+  are many. That standard error, times Student's quantile (runs per side - 1 degrees of
+  freedom) at the Bonferroni-corrected level, makes each interval: together they hold with
+  probability ``confidence``, so an A/A comparison flags no group at all in that share of
+  repetitions.
 * A group is ``slower``/``faster`` when its interval excludes zero and its change is at least
-  its noise floor (``min_change``, or its run-to-run spread when larger); ``unchanged`` otherwise; ``not enough data`` when it has fewer than
-  ``min_runs`` runs (``min_calls`` calls) on a side, or is on one side only.
+  its noise floor (``min_change``, or its run-to-run spread when larger); ``unchanged``
+  otherwise; ``not enough data`` when it has fewer than ``min_runs`` runs (``min_calls``
+  calls) on a side, or is on one side only.
 
 Everything here is a pure function of `RunStats` (``recfn.analysis.stats.runs``); reading run
 sets is ``recfn.analysis.runsets``.
@@ -62,15 +67,29 @@ quartile."""
 
 NOISE_FLOOR = 1.0
 """A verdict needs a change of at least this many times the group's run-to-run spread (a
-robust standard deviation of one run's value around its side's median, both sides pooled): a
-change smaller than one run's own noise is not called, however many runs there are, since
-drift between the two sides' blocks of runs is of that size and is not in the intervals."""
+robust standard deviation of one run's value around its side's value, both sides pooled): a
+change smaller than one run's own noise is not called, however many runs there are."""
+
+DRIFT = 0.5
+"""The drift between the baseline's block of runs and the candidate's, per group, as a multiple
+of the group's run-to-run spread (a robust standard deviation of one run's value, speed taken
+out, the two sides pooled). Runs recorded one block after the other share the machine's state
+of their time: their values move together a little, by more than the spread within a block
+shows, and the bootstrap within each side cannot see it. It is added (in quadrature) to each
+interval's standard error, so intervals stop narrowing once runs are many. Measured here
+(docs/benchmarks.md), the changes of A/A comparisons spread beyond their bootstrap standard
+error by 0.4-0.7 times that run spread, whatever the number of runs."""
 
 SHIFT_FROM_SELF = False
 """Whether the common shift is the median change of the groups' self time (median call) rather
 than of the very statistic each group's change is measured by (`CALL_STATISTIC`). Measured
 here (docs/benchmarks.md), the same statistic on both sides of the subtraction is what keeps
 the load's different pull on a median and on a lower quartile out of the changes."""
+
+RUN_TRIM = 0.2
+"""A side's value of a group is the mean of its runs' values with this share of them dropped
+from each end (a trimmed mean): as robust as the median to a run or two gone wild, and close
+to the mean's precision, so smaller changes stand out at the same runs."""
 
 CHUNK_CELLS = 4_000_000
 """Bootstrap replicates are computed this many cells (replicates x runs x groups) at a time."""
@@ -330,12 +349,14 @@ def compare_runs(
     freedom = min(len(baseline), len(candidate)) - 1 if method == RUNS else 0
     z = _t_quantile(1.0 - alpha / 2, freedom)
     spread = _robust_sd(delta_replicates)
-    low, high = delta - z * spread, delta + z * spread
     least = math.log1p(min_change)
     floor = np.full(len(columns), least)
     if method == RUNS:
-        noise = NOISE_FLOOR * np.sqrt((base.run_spread**2 + cand.run_spread**2) / 2)
-        floor = np.fmax(floor, np.nan_to_num(noise, nan=0.0))
+        run_noise = np.sqrt((base.run_spread**2 + cand.run_spread**2) / 2)
+        run_noise = np.nan_to_num(run_noise, nan=0.0)
+        spread = np.sqrt(spread**2 + (DRIFT * run_noise) ** 2)
+        floor = np.fmax(floor, NOISE_FLOOR * run_noise)
+    low, high = delta - z * spread, delta + z * spread
     verdict = np.full(len(columns), NOT_ENOUGH, dtype=object)
     verdict[testable] = UNCHANGED
     verdict[testable & (low > 0) & (delta >= floor)] = SLOWER
@@ -587,7 +608,7 @@ class _Side:
         self.pooled_iqr = np.full(m, np.nan)
         self.run_spread = np.full(m, np.nan)
         """Per group, a robust standard deviation of a run's (log) value around the side's
-        median, each run's speed taken out (over runs only)."""
+        value, each run's speed taken out (over runs only)."""
 
     # runs: per-run values, the run's common speed taken out, medians over resampled runs
 
@@ -609,9 +630,9 @@ class _Side:
         z_norm = z - speed[:, None]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN groups stay NaN
-            self.point_y = np.nanmedian(y_norm, axis=0)
-            self.point_z = np.nanmedian(z_norm, axis=0)
-            self.point_raw = np.nanmedian(z, axis=0)
+            self.point_y = _location(y_norm)
+            self.point_z = _location(z_norm)
+            self.point_raw = _location(z)
             deviation = np.abs(y_norm - self.point_y)
             self.run_spread = 1.4826 * np.nanmedian(deviation, axis=0)
         n, m = y.shape
@@ -627,7 +648,7 @@ class _Side:
                 chosen = values[:, wanted][picks]  # (replicates, runs, groups)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    target[lo:hi, wanted] = np.nanmedian(chosen, axis=1)
+                    target[lo:hi, wanted] = _location(chosen, axis=1)
         return out[0], out[1], out[2]
 
     # calls: every call of the side pooled, medians of resampled calls
@@ -708,6 +729,36 @@ def _t_quantile(p: float, freedom: int) -> float:
         (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
     )
     return z + sum(term / v ** (k + 1) for k, term in enumerate(terms))
+
+
+def _location(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """The trimmed mean along `axis`, NaNs left out: the mean of the values left when
+    `RUN_TRIM` of them (rounded down) are dropped from each end; the median when `RUN_TRIM` is
+    0.5 or more. NaN where no value is finite."""
+    if RUN_TRIM >= 0.5:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            median: np.ndarray = np.nanmedian(values, axis=axis)
+        return median
+    if np.isfinite(values).all():  # the usual case: every run has every group
+        size = values.shape[axis]
+        cut = math.floor(size * RUN_TRIM)
+        if size - 2 * cut <= 0:
+            return np.full(np.delete(values.shape, axis), np.nan)
+        kept = np.sort(values, axis=axis).take(range(cut, size - cut), axis=axis)
+        mean: np.ndarray = kept.mean(axis=axis)
+        return mean
+    ordered = np.moveaxis(np.sort(values, axis=axis), axis, -1)  # NaNs sort last
+    count = np.sum(np.isfinite(ordered), axis=-1)
+    cut = np.floor(count * RUN_TRIM).astype(np.int64)
+    filled = np.where(np.isfinite(ordered), ordered, 0.0)
+    sums = np.concatenate([np.zeros((*filled.shape[:-1], 1)), np.cumsum(filled, axis=-1)], -1)
+    high = np.take_along_axis(sums, (count - cut)[..., None], -1)[..., 0]
+    low = np.take_along_axis(sums, cut[..., None], -1)[..., 0]
+    kept = count - 2 * cut
+    with np.errstate(divide="ignore", invalid="ignore"):
+        found: np.ndarray = np.where(kept > 0, (high - low) / kept, np.nan)
+    return found
 
 
 def _run_speeds(y: np.ndarray) -> np.ndarray:

@@ -415,3 +415,56 @@ def test_a_change_within_the_run_to_run_spread_is_not_a_verdict(
     assert compare_runs(baseline, candidate).table.loc["load", "verdict"] == SLOWER
     monkeypatch.setattr(module, "NOISE_FLOOR", 1000.0)
     assert compare_runs(baseline, candidate).table.loc["load", "verdict"] == UNCHANGED
+
+
+def test_drift_between_the_blocks_of_runs_is_not_a_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two blocks of 20 runs of the same code, recorded one after the other on a machine that
+    drifted: `optimizer` takes 2% more in the candidate's block, about twice its run-to-run
+    spread. Within each block the runs agree, so the bootstrap alone calls it slower; the drift
+    term (`DRIFT` x the run-to-run spread in each interval) keeps it unchanged."""
+    from recfn.analysis.stats import compare as module
+
+    base = stats(runs(20, 0, call_noise=0.04))
+    drifted = stats(runs(20, 800, call_noise=0.04, slowdown={"optimizer": 1.02}))
+    verdicts = compare_runs(base, drifted).table["verdict"]
+    assert set(verdicts) == {UNCHANGED}
+    monkeypatch.setattr(module, "DRIFT", 0.0)
+    assert compare_runs(base, drifted).table.loc["optimizer", "verdict"] == SLOWER
+
+
+def test_one_run_gone_wild_in_one_name_does_not_move_its_change(
+    baseline: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One candidate run of ten has `load` 40% slower (something else ran then): the trimmed
+    mean over runs (`RUN_TRIM`) leaves that run out of `load`'s change; a plain mean would take
+    a tenth of it in."""
+    from recfn.analysis.stats import compare as module
+
+    candidate = stats(runs(9, 100) + runs(1, 109, slowdown={"load": 1.4}))
+    row = compare_runs(baseline, candidate).table.loc["load"]
+    assert row["verdict"] == UNCHANGED
+    assert abs(row["change"]) < 0.005
+    monkeypatch.setattr(module, "RUN_TRIM", 0.0)
+    assert compare_runs(baseline, candidate).table.loc["load", "change"] > 0.03
+
+
+@pytest.mark.parametrize(
+    ("values", "trim", "expected"),
+    [
+        ([1.0, 2.0, 3.0, 4.0, 100.0], 0.2, 3.0),  # one value dropped from each end
+        ([1.0, 2.0, 3.0, 4.0], 0.2, 2.5),  # 20% of 4 rounds down to none
+        ([1.0, 2.0, np.nan, 3.0, 50.0, 4.0], 0.2, 3.0),  # NaN left out: five values
+        ([1.0, 2.0, 3.0, 4.0, 100.0], 0.5, 3.0),  # the median
+        ([np.nan, np.nan], 0.2, math.nan),
+    ],
+)
+def test_a_sides_value_is_the_trimmed_mean_of_its_runs(
+    values: list, trim: float, expected: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recfn.analysis.stats import compare as module
+
+    monkeypatch.setattr(module, "RUN_TRIM", trim)
+    found = module._location(np.array(values)[:, None])[0]
+    assert found == pytest.approx(expected, nan_ok=True)
