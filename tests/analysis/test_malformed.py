@@ -108,7 +108,7 @@ def attempt(operation: Callable[..., Any], **options: Any) -> Any:
 
 
 @settings(
-    max_examples=100,
+    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -36,7 +36,7 @@ def run_workers(method: str, output: Path, n: int, steps: int) -> list[int]:
     return [int(child.pid or 0) for child in children]
 
 
-@pytest.mark.parametrize(("method", "n"), [("fork", 2), ("spawn", 2), ("fork", 8), ("spawn", 8)])
+@pytest.mark.parametrize(("method", "n"), [("fork", 2), ("spawn", 2), ("fork", 8)])
 def test_processes_record_side_by_side_into_one_dataset(
     tmp_path: Path, method: str, n: int
 ) -> None:

@@ -53,7 +53,7 @@ def test_deep_nesting_outgrows_any_free_list() -> None:
     assert names == [f"level {d}" for d in range(1, 151)]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from(["bind", "drop", "check"]), st.integers(0, 7)), max_size=80)
 )
