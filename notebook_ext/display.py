@@ -465,6 +465,8 @@ def show(
 def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Optional[str]) -> int:
     from IPython.display import display
 
+    from recfn.notebook_ext.fallback import fallback_html
+
     pictures = timeline and wants_png(shell)
     widget = make_widget(trace, shell) if pictures else None
     summary_handle = None
@@ -478,24 +480,6 @@ def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Opt
         display(view, raw=True)  # type: ignore[no-untyped-call]
         used += bundle_size(view)
         widget.fill_summary()  # the pane's table, once the timeline is on its way
-    return _show_rest(trace, widget, summary_handle, pictures, budget, used, saved_path)
-
-
-def _show_rest(
-    trace: Trace,
-    widget: Any,
-    summary_handle: Any,
-    pictures: bool,
-    budget: int,
-    used: int,
-    saved_path: Optional[str],
-) -> int:
-    """The summary table, then (``pictures``) the stand-in and the picture, within ``budget``
-    bytes of which ``used`` are published already; returns the bytes published in all."""
-    from IPython.display import display
-
-    from recfn.notebook_ext.fallback import fallback_html
-
     summary = {"text/html": trace_html(trace), "text/plain": trace_text(trace)}
     if summary_handle is not None:
         summary_handle.update(summary, raw=True)
@@ -519,10 +503,7 @@ def _show_rest(
     room = budget - used - (bundle_size(picture[0]) if picture is not None else 0)
     try:
         stand_in = fallback_html(
-            trace,
-            room,
-            index=getattr(widget, "index", None),
-            saved_path=saved_path,
+            trace, room, index=getattr(widget, "index", None), saved_path=saved_path
         )
     except Exception as exc:  # the table is already there; say why this is missing
         print(f"recfn: no HTML view: {type(exc).__name__}: {exc}", file=sys.stderr)
