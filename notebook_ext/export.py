@@ -39,16 +39,10 @@ def chrome_gz(trace: Trace) -> bytes:
     read back at once and the folder removed, so what makes a user's file safe (a validated
     table, an atomic rename, an fsync) only costs time here."""
     from recfn.formats.chrome import write_chrome_trace
-    from recfn.formats.schema import ERROR_KEY
 
-    table = trace.table
-    if trace.error is not None:  # as Trace.save: a crash or Ctrl-C stays said in the file
-        metadata = dict(table.schema.metadata or {})
-        metadata[ERROR_KEY.encode()] = trace.error.encode()
-        table = table.replace_schema_metadata(metadata)
     with no_progress_bars(), tempfile.TemporaryDirectory(prefix="recfn-") as folder:
         path = os.path.join(folder, "trace.json.gz")
-        write_chrome_trace(table, path)
+        write_chrome_trace(trace.table_as_saved(), path)
         with open(path, "rb") as written:
             return written.read()
 

@@ -274,18 +274,13 @@ def fallback_html(
     return "".join(parts)
 
 
-def may_embed(trace: Trace, room: int) -> bool:
-    """Whether the trace's Chrome file may fit in ``room`` bytes of a stand-in's links (by a
-    lower bound of its size): if not, it is not even written."""
-    estimate = 4 * MIN_CHROME_BYTES_PER_RANGE * trace.events // 3
-    return 0 < estimate < room - 400
-
-
 def _actions_html(trace: Trace, room: int, saved_path: Optional[str]) -> str:
     """The download link and Perfetto button in at most ``room`` bytes, or a note saying why not."""
     file_name = f"{file_stem(trace.name)}.json.gz"
+    note_room = room - 400
+    estimate = 4 * MIN_CHROME_BYTES_PER_RANGE * trace.events // 3
     payload = b""
-    if may_embed(trace, room):
+    if 0 < estimate < note_room:
         payload = chrome_gz(trace)
     encoded = base64.b64encode(payload).decode("ascii") if payload else ""
     if encoded and len(encoded) + len(_PERFETTO_JS) + 800 < room:

@@ -318,15 +318,21 @@ class Trace:
         it will be is told beforehand by ``recfn.formats.chrome.estimate_chrome_bytes(trace.table,
         compressed=path.endswith(".gz"))``."""
         from recfn.formats.io import save
+
+        save(self.table_as_saved(), path, overwrite=overwrite)
+
+    def table_as_saved(self) -> pa.Table:
+        """The table as ``save`` writes it: with the capture's error, if any, in its metadata,
+        so that a crash or Ctrl-C stays said in the file."""
         from recfn.formats.schema import ERROR_KEY
 
         table = self.table
         error = self.error
-        if error is not None:  # a crash or Ctrl-C stays said in the file
+        if error is not None:
             metadata = dict(table.schema.metadata or {})
             metadata[ERROR_KEY.encode()] = error.encode()
             table = table.replace_schema_metadata(metadata)
-        save(table, path, overwrite=overwrite)
+        return table
 
     # -- reprs --------------------------------------------------------------------------------
 
