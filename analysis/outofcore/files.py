@@ -139,19 +139,7 @@ def summarize_files(
         raise RecfnValueError(f"threads must be >= 1, got {threads}")
     if not files:
         raise RecfnValueError("no files to summarise")
-    footers = Footers() if footers is None else footers
-    present: set[str] = set()
-    for name in files:
-        arrow_schema = footers.schema(name)
-        names = arrow_schema.names
-        lacking = [c for c in EVENT_COLUMNS if c not in names]
-        if lacking:
-            raise not_a_trace(name, lacking)
-        check_footer(name, footers(name), arrow_schema)
-        present.update(names)
-    missing = [k for k in keys if k not in present]
-    if missing:
-        raise RecfnValueError(f"the files have no column(s) {missing}")
+    footers = _checked(files, keys, footers, "")
     flops = any(_holds(footers, name, "flops") for name in files)
     groups = partitions(files)
     with ThreadPoolExecutor(max_workers=min(threads or 2, len(groups))) as pool:
@@ -195,6 +183,20 @@ def run_stats(
         raise RecfnValueError("the out-of-core statistics group by name (plus any other columns)")
     if not files:
         raise RecfnValueError("no files in the run")
+    footers = _checked(files, keys, footers, f"{label}: ")
+    groups = partitions(list(files))
+    found = [_summarize_partition(group, keys, False, footers, _calls_part) for group in groups]
+    _refuse_shared_ids([spans for _, _, spans, _ in found], groups, footers)
+    parts = pd.concat([part for part, _, _, _ in found], ignore_index=True)
+    workload = sum(own for _, own, _, _ in found)
+    table, calls = calls_table(parts, keys, keep_calls)
+    return RunStats(table, keys, workload, label=label, calls=calls)
+
+
+def _checked(files: Sequence[str], keys: list[str], footers: Footers | None, where: str) -> Footers:
+    """The files' footers, each file checked before any is read: the event columns, the footer
+    and schema (``check_footer``), and every key column in some file (``RecfnValueError``
+    prefixed with ``where`` otherwise)."""
     footers = Footers() if footers is None else footers
     present: set[str] = set()
     for name in files:
@@ -206,14 +208,8 @@ def run_stats(
         present.update(arrow_schema.names)
     missing = [k for k in keys if k not in present]
     if missing:
-        raise RecfnValueError(f"{label}: the files have no column(s) {missing}")
-    groups = partitions(list(files))
-    found = [_summarize_partition(group, keys, False, footers, _calls_part) for group in groups]
-    _refuse_shared_ids([spans for _, _, spans, _ in found], groups, footers)
-    parts = pd.concat([part for part, _, _, _ in found], ignore_index=True)
-    workload = sum(own for _, own, _, _ in found)
-    table, calls = calls_table(parts, keys, keep_calls)
-    return RunStats(table, keys, workload, label=label, calls=calls)
+        raise RecfnValueError(f"{where}the files have no column(s) {missing}")
+    return footers
 
 
 def _calls_part(
