@@ -218,6 +218,13 @@ def _calls_part(
     """One process's calls per group (``recfn.analysis.stats.runs.calls_part``), read and
     verified as `_summarize_process` reads them, with the same self-time total, ids and
     extent."""
+    passed = _one_pass(pieces, n, keys, extra, where, whole, keep_rows=True)
+    if passed is not None:
+        rows = passed.rows
+        assert rows is not None
+        part = calls_part(keys, passed.groups, rows.code, rows.closed, rows.duration,
+                          rows.own, rows.counted)
+        return part, passed.total, passed.low, passed.high, passed.extent
     found = _process_rows(pieces, n, keys, extra, where, whole)
     duration = np.subtract(found.end, found.start, out=found.end)
     part = calls_part(
@@ -626,6 +633,9 @@ def _summarize_process(
     lowest and highest id, and the earliest start and latest end of its closed ranges (for the
     wall time ``total_pct`` is of): `_process_rows`, then one pass of ``bincount`` or
     ``ufunc.at`` per statistic, with no sort by group."""
+    passed = _one_pass(pieces, n, keys, extra, where, whole, keep_rows=False)
+    if passed is not None:
+        return _passed_part(passed, keys, extra), passed.total, passed.low, passed.high, passed.extent
     found = _process_rows(pieces, n, keys, extra, where, whole)
     start, end, closed, own, code, groups, counted, extras, total, low, high, extent = found
     del found
@@ -799,3 +809,183 @@ def _positions(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray, 
     wanted = np.flatnonzero(has_parent)
     parent[wanted] = index.get_indexer(parent_ids[wanted])
     return parent
+
+
+class _PassedRows(NamedTuple):
+    """Per row, what comparisons over calls need (`_one_pass` with ``keep_rows``)."""
+
+    code: np.ndarray
+    closed: np.ndarray
+    duration: np.ndarray
+    """``end - start`` of closed ranges (any value on other rows)."""
+    own: np.ndarray
+    counted: np.ndarray
+
+
+class _Passed(NamedTuple):
+    """One process summarised in one native pass (`_one_pass`): per group (in code order)
+    ``sums`` holds count, duration_ns, self_ns, total_ns, min_ns, max_ns and the extras."""
+
+    groups: list[tuple[Any, ...]]
+    sums: dict[str, np.ndarray]
+    total: int
+    low: int
+    high: int
+    extent: tuple[int, int]
+    rows: _PassedRows | None
+
+
+def _one_pass(
+    pieces: _Pieces,
+    n: int,
+    keys: list[str],
+    extra: list[str],
+    where: str,
+    whole: bool,
+    keep_rows: bool,
+) -> _Passed | None:
+    """One process summarised in one native pass over its rows as recorded (ids counting up
+    by one, starts in order, parents before children; ``recfn/native/_csummary.c``), each
+    piece read once and verified. None where the pass cannot take the rows (no native
+    extension, a process of 2**31 rows, rows in another order): the caller then takes the
+    numpy path (`_process_rows`), which gives the same numbers (tests compare them)."""
+    from recfn.native import extension
+
+    native = extension("_csummary")
+    if native is None or n >= 2**31 - 1:
+        return None
+    one_pass = native.Pass(n, whole, keep_rows)
+    codes = _GroupCodes(len(keys))
+    extras = {name: np.zeros(0, dtype=np.int64) for name in extra}
+    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    columns = ["id", "parent_id", "start_ns", "end_ns", "kind", "scope", *keys, *extra]
+    for piece in pieces(columns, verify=True):
+        rows = piece.num_rows
+        ids, parent_ids, start_column, end_column, kind, scope = (
+            _column(piece, name)
+            for name in ("id", "parent_id", "start_ns", "end_ns", "kind", "scope")
+        )
+        assert ids is not None and parent_ids is not None  # EVENT_COLUMNS
+        assert start_column is not None and end_column is not None
+        assert kind is not None and scope is not None
+        if ids.null_count:
+            raise TraceFormatError(f"{where}: a range has a null id")
+        if start_column.null_count:
+            raise TraceFormatError(f"{where}: a range has a null start_ns")
+        if any(c.type != pa.int64() for c in (ids, parent_ids, start_column, end_column)):
+            return None  # foreign Parquet: the numpy path converts its integers
+        ended = _valid(end_column) if end_column.null_count else None
+        closed = _is(kind, [RANGE])
+        if ended is not None:
+            closed &= ended
+        code = codes.of([_column(piece, key) for key in keys], rows)
+        status = one_pass.add(
+            _stored(ids),
+            _stored(parent_ids),
+            _valid(parent_ids).view(np.uint8) if parent_ids.null_count else None,
+            _stored(start_column),
+            _stored(end_column),
+            None if ended is None else ended.view(np.uint8),
+            closed.view(np.uint8),
+            _is(scope, PROFILER_SPAN_SCOPES).view(np.uint8),
+            code,
+            len(codes.groups),
+        )
+        if status == native.NOT_RECORDED:
+            return None
+        if status == native.ENDS_BEFORE_START:
+            raise TraceFormatError(f"{where}: an event ends before it starts")
+        if status == native.DANGLING_PARENT:
+            raise TraceFormatError(f"{where}: parent_id {one_pass.bad} is not the id of any row")
+        for name in extra:
+            values = _column(piece, name)
+            if values is None:
+                continue
+            sums = extras[name]
+            if len(sums) < len(codes.groups):
+                extras[name] = sums = np.concatenate(
+                    [sums, np.zeros(len(codes.groups) - len(sums), dtype=np.int64)]
+                )
+            np.add.at(sums, code[closed], _ints(values, 0)[closed])
+        if keep_rows:
+            duration = np.subtract(_stored(end_column), _stored(start_column))
+            kept.append((code, closed, duration))
+    count, duration_sum, self_sum, total_sum, minimum, maximum, total, first, last = (
+        one_pass.result()
+    )
+    size = len(codes.groups)
+    sums = {
+        name: np.frombuffer(found, dtype=np.int64)[:size]
+        for name, found in zip(
+            ("count", "duration_ns", "self_ns", "total_ns", "min_ns", "max_ns"),
+            (count, duration_sum, self_sum, total_sum, minimum, maximum),
+        )
+    }
+    for name, found in extras.items():
+        sums[name] = np.concatenate([found, np.zeros(size - len(found), dtype=np.int64)])
+    passed_rows = None
+    if keep_rows:
+        own, counted = one_pass.rows()
+        passed_rows = _PassedRows(
+            _joined([code for code, _, _ in kept], np.int32),
+            _joined([closed for _, closed, _ in kept], np.bool_),
+            _joined([duration for _, _, duration in kept], np.int64),
+            np.frombuffer(own, dtype=np.int64),
+            np.frombuffer(counted, dtype=np.bool_),
+        )
+    low, high = (one_pass.first, one_pass.first + n - 1) if n else NO_EXTENT
+    extent = (first, last) if first <= last else NO_EXTENT
+    return _Passed(codes.groups, sums, total, low, high, extent, passed_rows)
+
+
+def _joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
+
+
+def _passed_part(passed: _Passed, keys: list[str], extra: list[str]) -> pd.DataFrame:
+    """A process's part of the summary (as `_summarize_process` makes it) from `_one_pass`."""
+    sums = passed.sums
+    seen = np.flatnonzero(sums["count"])  # the groups that have closed ranges
+    part = pd.DataFrame(
+        {
+            key: pd.Series([passed.groups[g][i] for g in seen.tolist()], dtype=object)
+            for i, key in enumerate(keys)
+        }
+    )
+    if not len(seen):
+        return _empty_part(part, extra)
+    for name in ("count", "total_ns", "self_ns", "min_ns", "max_ns", "duration_ns", *extra):
+        part[name] = sums[name][seen]
+    return part
+
+
+class _GroupCodes:
+    """Each row's group as a dense code (0, 1, ... in order of first appearance) from its key
+    values, met a piece at a time; ``groups[code]`` is the group's key values."""
+
+    def __init__(self, keys: int) -> None:
+        self.coders = [_Codes() for _ in range(keys)]
+        self.groups: list[tuple[Any, ...]] = []
+        self.lookup: dict[tuple[int, ...], int] = {}
+
+    def of(self, columns: list[pa.Array | None], rows: int) -> np.ndarray:
+        """The codes of one piece's rows (``columns``: each key's column, None if absent)."""
+        found = [coder.of(column, rows) for coder, column in zip(self.coders, columns)]
+        if len(found) == 1:
+            code = found[0]
+            values = self.coders[0].values
+            self.groups.extend((value,) for value in values[len(self.groups) :])
+            return code
+        unique, first, inverse = np.unique(
+            np.stack(found, axis=1), axis=0, return_index=True, return_inverse=True
+        )
+        values = [coder.values for coder in self.coders]
+        mapping = np.empty(len(unique), dtype=np.int32)
+        for at in np.argsort(first, kind="stable").tolist():  # new groups as they first appear
+            combination = tuple(unique[at].tolist())
+            code_of = self.lookup.get(combination)
+            if code_of is None:
+                code_of = self.lookup[combination] = len(self.groups)
+                self.groups.append(tuple(v[c] for v, c in zip(values, combination)))
+            mapping[at] = code_of
+        return np.ascontiguousarray(mapping[inverse.reshape(-1)])

@@ -20,6 +20,7 @@ C_EXTENSIONS: Final = {
     "the decorator's wrapper",
     "_ctrace": "trace_calls' C hook",
     "_cchrome": "the Chrome reader's native decoder and one-pass nesting",
+    "_csummary": "the out-of-core summary's one pass over a process's rows as recorded",
 }
 """The C extensions in recfn/native/, built with the compiled modules, by what they do."""
 

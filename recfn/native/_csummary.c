@@ -1,0 +1,380 @@
+/* The out-of-core summary's one pass over a process's rows (recfn/native/_csummary.c).
+
+   A process's rows as recorded (ids counting up by one, starts in order, every parent before
+   its children) are summarised in one pass, a row group at a time: each closed range adds to
+   its group's count, durations, minimum and maximum; its self time is its duration less the
+   union of its direct children's intervals clipped to its own (children meet their parent in
+   start order, so the union is the part of each child past the furthest end of the children
+   before it); and its duration counts in its group's total only when no closed ancestor is of
+   its group (the recursion rule). "Closed ancestor" follows parents while they are closed
+   ranges, as recfn.analysis.stats.tree.linked_parents does.
+
+   Per row the pass keeps what a later child may ask of it: its end, the furthest end of its
+   children so far, its group, its closed parent, and a 32-bit set of its ancestors' groups
+   (hashed, so a miss proves no ancestor of the group and a hit is checked by walking up).
+
+   Rows not in that order are not summarised here: `add` returns NOT_RECORDED and the caller
+   takes the general (numpy) path, which is also the pure build's, and the reference. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define OK 0
+#define NOT_RECORDED 1 /* ids not counting up, starts not in order, a parent after its child */
+#define ENDS_BEFORE_START 2 /* bad: the id of a range that ends before it starts */
+#define DANGLING_PARENT 3   /* bad: a parent_id that is no row's id (whole files only) */
+
+#define CLOSED 1
+#define SPAN 2
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n, at;
+    int whole, have_first;
+    int64_t first, last_start, bad;
+    int64_t *end, *reach;
+    int32_t *code, *link;
+    uint32_t *above;
+    uint8_t *flags;
+    int64_t *own_out;   /* per row, when asked (keep_rows) */
+    uint8_t *counted_out;
+    /* per group */
+    Py_ssize_t groups, capacity;
+    int64_t *count, *duration, *self_time, *total, *minimum, *maximum;
+    int64_t self_total, extent_first, extent_last;
+} Pass;
+
+static void Pass_dealloc(Pass *self) {
+    PyMem_Free(self->end);
+    PyMem_Free(self->reach);
+    PyMem_Free(self->code);
+    PyMem_Free(self->link);
+    PyMem_Free(self->above);
+    PyMem_Free(self->flags);
+    PyMem_Free(self->own_out);
+    PyMem_Free(self->counted_out);
+    PyMem_Free(self->count);
+    PyMem_Free(self->duration);
+    PyMem_Free(self->self_time);
+    PyMem_Free(self->total);
+    PyMem_Free(self->minimum);
+    PyMem_Free(self->maximum);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Pass_init(Pass *self, PyObject *args, PyObject *kwds) {
+    Py_ssize_t n;
+    int whole, keep_rows;
+    static char *names[] = {"n", "whole", "keep_rows", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "npp", names, &n, &whole, &keep_rows))
+        return -1;
+    if (n < 0 || n >= INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "a pass holds 0 to %d rows, not %zd", INT32_MAX - 1, n);
+        return -1;
+    }
+    if (self->end != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a Pass is initialised once");
+        return -1;
+    }
+    size_t rows = n ? (size_t)n : 1;
+    self->n = n;
+    self->whole = whole;
+    self->end = PyMem_Malloc(rows * sizeof(int64_t));
+    self->reach = PyMem_Malloc(rows * sizeof(int64_t));
+    self->code = PyMem_Malloc(rows * sizeof(int32_t));
+    self->link = PyMem_Malloc(rows * sizeof(int32_t));
+    self->above = PyMem_Malloc(rows * sizeof(uint32_t));
+    self->flags = PyMem_Malloc(rows);
+    if (keep_rows) {
+        self->own_out = PyMem_Calloc(rows, sizeof(int64_t));
+        self->counted_out = PyMem_Calloc(rows, 1);
+    }
+    if (!self->end || !self->reach || !self->code || !self->link || !self->above ||
+        !self->flags || (keep_rows && (!self->own_out || !self->counted_out))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->extent_first = INT64_MAX;
+    self->extent_last = INT64_MIN;
+    return 0;
+}
+
+static int grow(Pass *self, Py_ssize_t wanted) {
+    if (wanted <= self->capacity) return 0;
+    Py_ssize_t capacity = self->capacity ? self->capacity : 64;
+    while (capacity < wanted) capacity *= 2;
+    int64_t **arrays[] = {&self->count, &self->duration, &self->self_time,
+                          &self->total, &self->minimum, &self->maximum};
+    for (int a = 0; a < 6; a++) {
+        int64_t *grown = PyMem_Realloc(*arrays[a], (size_t)capacity * sizeof(int64_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        int64_t fill = a == 4 ? INT64_MAX : a == 5 ? INT64_MIN : 0;
+        for (Py_ssize_t g = self->capacity; g < capacity; g++) grown[g] = fill;
+        *arrays[a] = grown;
+    }
+    self->capacity = capacity;
+    return 0;
+}
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Held;
+
+/* ``obj`` as a C-contiguous buffer of ``rows`` items of ``size`` bytes (None allowed when
+   ``optional``: then buf is NULL). */
+static int hold(PyObject *obj, Py_ssize_t size, Py_ssize_t rows, int optional, const char *what,
+                Held *out) {
+    out->held = 0;
+    out->view.buf = NULL;
+    if (obj == Py_None && optional) return 0;
+    if (PyObject_GetBuffer(obj, &out->view, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    out->held = 1;
+    if (out->view.itemsize != size || out->view.len != size * rows) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd items of %zd bytes wanted", what, rows, size);
+        return -1;
+    }
+    return 0;
+}
+
+static uint32_t bit_of(int32_t code) { return (uint32_t)1 << ((uint32_t)code * 2654435761u >> 27); }
+
+/* The pass over one piece; the GIL is released. */
+static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *parent_ids,
+               const uint8_t *parent_valid, const int64_t *start, const int64_t *end,
+               const uint8_t *end_valid, const uint8_t *closed, const uint8_t *span,
+               const int32_t *codes) {
+    Py_ssize_t n = self->n;
+    int dangling = 0, ends_before = 0;
+    int64_t bad_parent = 0, bad_end = 0;
+    for (Py_ssize_t k = 0; k < rows; k++) {
+        Py_ssize_t i = self->at + k;
+        if (!self->have_first) {
+            self->first = ids[k];
+            self->have_first = 1;
+            self->last_start = start[k];
+        }
+        if ((uint64_t)ids[k] - (uint64_t)self->first != (uint64_t)i) return NOT_RECORDED;
+        int64_t begin = start[k];
+        if (begin < self->last_start) return NOT_RECORDED;
+        self->last_start = begin;
+        int valid_end = end_valid == NULL || end_valid[k];
+        if (valid_end && end[k] < begin && !ends_before) {
+            ends_before = 1; /* told once the piece is in, as the numpy path tells it */
+            bad_end = ids[k];
+        }
+        int32_t parent = -1;
+        if (parent_valid == NULL || parent_valid[k]) {
+            uint64_t offset = (uint64_t)parent_ids[k] - (uint64_t)self->first;
+            if (offset >= (uint64_t)n) {
+                if (self->whole && !dangling) {
+                    dangling = 1; /* an error only once the piece's ids are known to count up */
+                    bad_parent = parent_ids[k];
+                }
+            } else if (offset >= (uint64_t)i) {
+                return NOT_RECORDED;
+            } else {
+                parent = (int32_t)offset;
+            }
+        }
+        if (!(closed[k] && valid_end)) {
+            self->flags[i] = 0;
+            continue;
+        }
+        int32_t g = codes[k];
+        int is_span = span[k] != 0;
+        int64_t stop = end[k], took = stop - begin;
+        self->flags[i] = CLOSED | (is_span ? SPAN : 0);
+        self->end[i] = stop;
+        self->reach[i] = INT64_MIN;
+        self->code[i] = g;
+        self->count[g] += 1;
+        self->duration[g] += took;
+        self->self_time[g] += took;
+        if (took < self->minimum[g]) self->minimum[g] = took;
+        if (took > self->maximum[g]) self->maximum[g] = took;
+        if (!is_span) self->self_total += took;
+        if (begin < self->extent_first) self->extent_first = begin;
+        if (stop > self->extent_last) self->extent_last = stop;
+        if (self->own_out) self->own_out[i] += took;
+        int nested = 0;
+        uint32_t above = 0;
+        if (parent >= 0 && (self->flags[parent] & CLOSED)) {
+            /* The part of this child past its siblings before it, inside the parent. */
+            int64_t high = stop < self->end[parent] ? stop : self->end[parent];
+            if (high < begin) high = begin;
+            int64_t covered = self->reach[parent];
+            int64_t low = begin > covered ? begin : covered;
+            if (high > low) {
+                int64_t added = high - low;
+                self->self_time[self->code[parent]] -= added;
+                if (!(self->flags[parent] & SPAN)) self->self_total -= added;
+                if (self->own_out) self->own_out[parent] -= added;
+            }
+            if (high > covered) self->reach[parent] = high;
+            self->link[i] = parent;
+            above = self->above[parent] | bit_of(self->code[parent]);
+            if (above & bit_of(g)) {
+                for (int32_t up = parent; up >= 0; up = self->link[up]) {
+                    if (self->code[up] == g) {
+                        nested = 1;
+                        break;
+                    }
+                }
+            }
+        } else {
+            self->link[i] = -1;
+        }
+        self->above[i] = above;
+        if (!nested) self->total[g] += took;
+        if (self->counted_out) self->counted_out[i] = (uint8_t)!nested;
+    }
+    if (dangling) {
+        self->bad = bad_parent;
+        return DANGLING_PARENT;
+    }
+    if (ends_before) {
+        self->bad = bad_end;
+        return ENDS_BEFORE_START;
+    }
+    return OK;
+}
+
+static PyObject *Pass_add(Pass *self, PyObject *args) {
+    PyObject *objs[9];
+    Py_ssize_t groups;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOn", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &objs[7], &objs[8], &groups))
+        return NULL;
+    static const Py_ssize_t sizes[9] = {8, 8, 1, 8, 8, 1, 1, 1, 4};
+    static const int optional[9] = {0, 0, 1, 0, 0, 1, 0, 0, 0};
+    static const char *what[9] = {"ids", "parent_ids", "parent_valid", "start", "end",
+                                  "end_valid", "closed", "span", "codes"};
+    Held held[9];
+    int status = -1, got = 0;
+    Py_ssize_t rows = 0;
+    if (PyObject_GetBuffer(objs[0], &held[0].view, PyBUF_C_CONTIGUOUS) == 0) {
+        rows = held[0].view.len / 8;
+        PyBuffer_Release(&held[0].view);
+    } else {
+        return NULL;
+    }
+    for (; got < 9; got++)
+        if (hold(objs[got], sizes[got], rows, optional[got], what[got], &held[got]) < 0) {
+            got++;
+            goto done;
+        }
+    if (rows > self->n - self->at) {
+        PyErr_SetString(PyExc_ValueError, "more rows than the pass was made for");
+        goto done;
+    }
+    if (groups < 0 || grow(self, groups) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "groups must be >= 0");
+        goto done;
+    }
+    const int32_t *codes = held[8].view.buf;
+    for (Py_ssize_t k = 0; k < rows; k++)
+        if (codes[k] < 0 || codes[k] >= groups) {
+            PyErr_Format(PyExc_ValueError, "a code outside 0..%zd", groups - 1);
+            goto done;
+        }
+    Py_BEGIN_ALLOW_THREADS
+    status = run(self, rows, held[0].view.buf, held[1].view.buf, held[2].view.buf,
+                 held[3].view.buf, held[4].view.buf, held[5].view.buf, held[6].view.buf,
+                 held[7].view.buf, codes);
+    Py_END_ALLOW_THREADS
+    if (status == OK) self->at += rows;
+done:
+    for (int a = 0; a < got; a++)
+        if (held[a].held) PyBuffer_Release(&held[a].view);
+    if (status < 0) return NULL;
+    return PyLong_FromLong(status);
+}
+
+static PyObject *as_bytes(const void *data, Py_ssize_t size) {
+    return PyBytes_FromStringAndSize(data ? (const char *)data : "", data ? size : 0);
+}
+
+static PyObject *Pass_result(Pass *self, PyObject *Py_UNUSED(ignored)) {
+    Py_ssize_t size = self->capacity * (Py_ssize_t)sizeof(int64_t);
+    return Py_BuildValue("(NNNNNNLLL)", as_bytes(self->count, size),
+                         as_bytes(self->duration, size), as_bytes(self->self_time, size),
+                         as_bytes(self->total, size), as_bytes(self->minimum, size),
+                         as_bytes(self->maximum, size), (long long)self->self_total,
+                         (long long)self->extent_first, (long long)self->extent_last);
+}
+
+static PyObject *Pass_rows(Pass *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->own_out == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the pass was made without keep_rows");
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", as_bytes(self->own_out, self->n * (Py_ssize_t)sizeof(int64_t)),
+                         as_bytes(self->counted_out, self->n));
+}
+
+static PyObject *Pass_get_bad(Pass *self, void *Py_UNUSED(closure)) {
+    return PyLong_FromLongLong(self->bad);
+}
+
+static PyObject *Pass_get_first(Pass *self, void *Py_UNUSED(closure)) {
+    return PyLong_FromLongLong(self->first);
+}
+
+static PyMethodDef Pass_methods[] = {
+    {"add", (PyCFunction)Pass_add, METH_VARARGS,
+     "add(ids, parent_ids, parent_valid, start, end, end_valid, closed, span, codes, groups)"
+     " -> status: the next rows (numpy arrays; the validity arrays may be None for no nulls)."},
+    {"result", (PyCFunction)Pass_result, METH_NOARGS,
+     "(count, duration, self, total, min, max) as int64 bytes per group, then the self-time "
+     "total without profiler spans, the first start and the last end of the closed ranges."},
+    {"rows", (PyCFunction)Pass_rows, METH_NOARGS,
+     "(own, counted): each row's self time (int64 bytes) and whether it counts in its group's "
+     "total (bytes of 0/1), with keep_rows."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Pass_getset[] = {
+    {"bad", (getter)Pass_get_bad, NULL, "the id or parent_id the last error status names", NULL},
+    {"first", (getter)Pass_get_first, NULL, "the first row's id", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject PassType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn.native._csummary.Pass",
+    .tp_basicsize = sizeof(Pass),
+    .tp_dealloc = (destructor)Pass_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Pass(n, whole, keep_rows): one process's rows summarised in one pass.",
+    .tp_methods = Pass_methods,
+    .tp_getset = Pass_getset,
+    .tp_init = (initproc)Pass_init,
+    .tp_new = PyType_GenericNew,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_csummary",
+    "The out-of-core summary's one pass over a process's rows as recorded.", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__csummary(void) {
+    if (PyType_Ready(&PassType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&PassType);
+    if (PyModule_AddObject(m, "Pass", (PyObject *)&PassType) < 0 ||
+        PyModule_AddIntConstant(m, "OK", OK) < 0 ||
+        PyModule_AddIntConstant(m, "NOT_RECORDED", NOT_RECORDED) < 0 ||
+        PyModule_AddIntConstant(m, "ENDS_BEFORE_START", ENDS_BEFORE_START) < 0 ||
+        PyModule_AddIntConstant(m, "DANGLING_PARENT", DANGLING_PARENT) < 0) {
+        Py_DECREF(&PassType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,132 @@
+"""The out-of-core summary's native one pass (``recfn/native/_csummary.c``) gives the numpy
+path's numbers, and the in-memory summary's, on any process recorded in order: random forests
+with recursion, overlapping children, open ranges, marks and profiler spans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from fleetdata import same
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import recfn
+from recfn.analysis.outofcore import files as outofcore
+from recfn.analysis.synthetic import make_synthetic_trace
+from recfn.errors import TraceFormatError
+from recfn.native import extension
+
+NAMES = ["step", "forward", "mm", "copy"]
+
+
+@st.composite
+def recorded(draw: st.DrawFn) -> pd.DataFrame:
+    """A process's rows as recorded: ids counting up, starts in order, parents first."""
+    n = draw(st.integers(1, 60))
+    first = draw(st.sampled_from([0, 1, 2**40]))
+    frame = make_synthetic_trace(n, n_threads=1, seed=0)
+    start, end, parent, kind, scope, name, flops = [], [], [], [], [], [], []
+    at = 1_000_000
+    for row in range(n):
+        at += draw(st.integers(0, 5))
+        up = draw(st.one_of(st.none(), st.integers(0, row - 1))) if row else None
+        shape = draw(st.sampled_from(["closed", "closed", "closed", "open", "mark"]))
+        start.append(at)
+        end.append(None if shape == "open" else at + draw(st.integers(0, 40)))
+        parent.append(None if up is None else first + up)
+        kind.append("mark" if shape == "mark" else "range")
+        scope.append(draw(st.sampled_from(["function", "user_scope", "Trace"])))
+        name.append(draw(st.sampled_from(NAMES)))
+        flops.append(draw(st.integers(0, 1000)))
+    frame["id"] = np.arange(first, first + n, dtype=np.int64)
+    frame["parent_id"] = pd.array(parent, dtype="Int64")
+    frame["start_ns"] = np.array(start, dtype=np.int64)
+    frame["end_ns"] = pd.array(end, dtype="Int64")
+    frame["kind"] = pd.Categorical(kind)
+    frame["scope"] = pd.Categorical(scope)
+    frame["name"] = pd.Categorical(name)
+    frame["pid"] = 7
+    frame["flops"] = np.array(flops, dtype=np.int64)
+    return frame
+
+
+def numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(outofcore, "_one_pass", lambda *args, **kwargs: None)
+
+
+@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(frame=recorded())
+def test_the_one_pass_gives_the_numpy_paths_and_the_in_memory_numbers(
+    tmp_path: Path, frame: pd.DataFrame
+) -> None:
+    path = tmp_path / "one.parquet"
+    recfn.Trace.from_pandas(frame).save(path)
+    files = [str(path)]
+    df = recfn.load(path, as_pandas=True)
+    for by in ("name", ["scope", "name"]):
+        with pytest.MonkeyPatch.context() as patch:
+            numpy_path(patch)
+            by_numpy = outofcore.summarize_files(files, by=by)
+            stats_by_numpy = outofcore.run_stats(files, [by] if isinstance(by, str) else by, keep_calls=True)
+        native = outofcore.summarize_files(files, by=by)
+        same(native, by_numpy)
+        same(native, df.recfn.summary(by=by))
+        for key in ("self_total_ns", "wall_ns", "events"):
+            assert native.attrs[key] == by_numpy.attrs[key]
+        stats = outofcore.run_stats(files, [by] if isinstance(by, str) else by, keep_calls=True)
+        pd.testing.assert_frame_equal(stats.table, stats_by_numpy.table)
+        assert stats.workload_ns == stats_by_numpy.workload_ns
+        assert stats.calls is not None and stats_by_numpy.calls is not None
+        assert stats.calls.keys() == stats_by_numpy.calls.keys()
+        for group, calls in stats.calls.items():
+            np.testing.assert_array_equal(calls.durations, stats_by_numpy.calls[group].durations)
+            np.testing.assert_array_equal(calls.self_times, stats_by_numpy.calls[group].self_times)
+
+
+@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
+def test_the_one_pass_takes_recorded_rows_and_hands_others_back(tmp_path: Path) -> None:
+    frame = make_synthetic_trace(3000, n_threads=3, seed=4, max_depth=12)
+    path = tmp_path / "one.parquet"
+    recfn.Trace.from_pandas(frame).save(path)
+    taken: list[bool] = []
+    one_pass = outofcore._one_pass
+
+    def watched(*args: object, **kwargs: object) -> object:
+        found = one_pass(*args, **kwargs)  # type: ignore[arg-type]
+        taken.append(found is not None)
+        return found
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(outofcore, "_one_pass", watched)
+        same(outofcore.summarize_files([str(path)]), frame.recfn.summary())
+        shuffled = tmp_path / "shuffled.parquet"
+        recfn.Trace.from_pandas(frame.sample(frac=1, random_state=1)).save(shuffled)
+        same(outofcore.summarize_files([str(shuffled)]), frame.recfn.summary())
+    assert taken == [True, False]
+
+
+@pytest.mark.parametrize("fault", ["ends before it starts", "dangling parent"])
+def test_broken_rows_are_refused_by_both_paths(tmp_path: Path, fault: str) -> None:
+    frame = make_synthetic_trace(200, n_threads=2, seed=5)
+    if fault == "ends before it starts":
+        frame.loc[50, "end_ns"] = frame.loc[50, "start_ns"] - 1
+        message = "ends before it starts"
+    else:
+        frame.loc[50, "parent_id"] = 10_000
+        message = "parent_id 10000 is not the id of any row"
+    path = tmp_path / "broken.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)  # not validated
+    with pytest.raises(TraceFormatError, match=message):
+        outofcore.summarize_files([str(path)])
+    with pytest.MonkeyPatch.context() as patch:
+        numpy_path(patch)
+        with pytest.raises(TraceFormatError, match=message):
+            outofcore.summarize_files([str(path)])
