@@ -27,6 +27,7 @@ def test_core_modules_are_compiled_extensions() -> None:
     assert info.glue == {"call protocol": "installed"}, str(info)
     for module in CORE + [importlib.import_module(name) for name in recfn.NATIVE_MODULES]:
         assert module.__file__ is not None and module.__file__.endswith(".so"), module.__file__
+    from recfn import native
     from recfn.capture import _tracer
     from recfn.engine import ranges
     from recfn.formats.chrome import _reader as chrome_reader
@@ -40,6 +41,7 @@ def test_core_modules_are_compiled_extensions() -> None:
     assert type(recfn.record_function("x")(run_python)) is ranges._ccall.RangeCall
     assert type(recfn.record_function("x")(len)) is not ranges._ccall.RangeCall  # no __code__
     assert chrome_reader.NATIVE is not None  # read_chrome_trace decodes with recfn.native._cchrome
+    assert native.extension("_csummary") is not None  # out-of-core summaries in one native pass
 
 
 @pytest.mark.skipif(EXPECT != "pure", reason="RECFN_EXPECT=pure not set")

@@ -63,7 +63,7 @@ def pure_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_carries_stubs_and_data_but_no_c_sources(pure_wheel: Path) -> None:
     names = zipfile.ZipFile(pure_wheel).namelist()
     assert not [n for n in names if n.endswith((".c", ".h"))]
-    for stub in ("_crange", "_ccall", "_ctrace", "_cchrome"):
+    for stub in ("_crange", "_ccall", "_ctrace", "_cchrome", "_csummary"):
         assert f"recfn/native/{stub}.pyi" in names
     assert "recfn/py.typed" in names
     assert "recfn/notebook_ext/widget/timeline.js" in names

@@ -222,8 +222,9 @@ def _calls_part(
     if passed is not None:
         rows = passed.rows
         assert rows is not None
-        part = calls_part(keys, passed.groups, rows.code, rows.closed, rows.duration,
-                          rows.own, rows.counted)
+        part = calls_part(
+            keys, passed.groups, rows.code, rows.closed, rows.duration, rows.own, rows.counted
+        )
         return part, passed.total, passed.low, passed.high, passed.extent
     found = _process_rows(pieces, n, keys, extra, where, whole)
     duration = np.subtract(found.end, found.start, out=found.end)
@@ -635,7 +636,13 @@ def _summarize_process(
     ``ufunc.at`` per statistic, with no sort by group."""
     passed = _one_pass(pieces, n, keys, extra, where, whole, keep_rows=False)
     if passed is not None:
-        return _passed_part(passed, keys, extra), passed.total, passed.low, passed.high, passed.extent
+        return (
+            _passed_part(passed, keys, extra),
+            passed.total,
+            passed.low,
+            passed.high,
+            passed.extent,
+        )
     found = _process_rows(pieces, n, keys, extra, where, whole)
     start, end, closed, own, code, groups, counted, extras, total, low, high, extent = found
     del found
@@ -901,12 +908,12 @@ def _one_pass(
             values = _column(piece, name)
             if values is None:
                 continue
-            sums = extras[name]
-            if len(sums) < len(codes.groups):
-                extras[name] = sums = np.concatenate(
-                    [sums, np.zeros(len(codes.groups) - len(sums), dtype=np.int64)]
+            added = extras[name]
+            if len(added) < len(codes.groups):
+                extras[name] = added = np.concatenate(
+                    [added, np.zeros(len(codes.groups) - len(added), dtype=np.int64)]
                 )
-            np.add.at(sums, code[closed], _ints(values, 0)[closed])
+            np.add.at(added, code[closed], _ints(values, 0)[closed])
         if keep_rows:
             duration = np.subtract(_stored(end_column), _stored(start_column))
             kept.append((code, closed, duration))

@@ -75,7 +75,9 @@ def test_the_one_pass_gives_the_numpy_paths_and_the_in_memory_numbers(
         with pytest.MonkeyPatch.context() as patch:
             numpy_path(patch)
             by_numpy = outofcore.summarize_files(files, by=by)
-            stats_by_numpy = outofcore.run_stats(files, [by] if isinstance(by, str) else by, keep_calls=True)
+            stats_by_numpy = outofcore.run_stats(
+                files, [by] if isinstance(by, str) else by, keep_calls=True
+            )
         native = outofcore.summarize_files(files, by=by)
         same(native, by_numpy)
         same(native, df.recfn.summary(by=by))

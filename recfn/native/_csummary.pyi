@@ -1,0 +1,29 @@
+"""Types of recfn.native._csummary, the out-of-core summary's one pass (``recfn/native/_csummary.c``)."""
+
+from typing import Any
+
+OK: int
+NOT_RECORDED: int
+ENDS_BEFORE_START: int
+DANGLING_PARENT: int
+
+class Pass:
+    bad: int
+    first: int
+    def __init__(self, n: int, whole: bool, keep_rows: bool) -> None: ...
+    def add(
+        self,
+        ids: Any,
+        parent_ids: Any,
+        parent_valid: Any,
+        start: Any,
+        end: Any,
+        end_valid: Any,
+        closed: Any,
+        span: Any,
+        codes: Any,
+        groups: int,
+        /,
+    ) -> int: ...
+    def result(self) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, int, int, int]: ...
+    def rows(self) -> tuple[bytes, bytes]: ...
