@@ -851,11 +851,13 @@ def _one_pass(
     whole: bool,
     keep_rows: bool,
 ) -> _Passed | None:
-    """One process summarised in one native pass over its rows as recorded (ids counting up
-    by one, starts in order, parents before children; ``recfn/native/_csummary.c``), each
-    piece read once and verified. None where the pass cannot take the rows (no native
-    extension, a process of 2**31 rows, rows in another order): the caller then takes the
-    numpy path (`_process_rows`), which gives the same numbers (tests compare them)."""
+    """One process summarised in one native pass over its rows as recorded (in a few runs,
+    a capture's threads, whose ids count up by one and whose starts are in order; parents
+    before children, a closed parent in its children's run: ``recfn/native/_csummary.c``),
+    each piece read once and verified. None where the pass cannot take the rows (no native
+    extension, a process of 2**31 rows, rows in another order, repeated ids, a cycle): the
+    caller then takes the numpy path (`_process_rows`), which gives the same numbers and
+    names what is broken (tests compare them)."""
     from recfn.native import extension
 
     native = extension("_csummary")
@@ -902,8 +904,6 @@ def _one_pass(
             return None
         if status == native.ENDS_BEFORE_START:
             raise TraceFormatError(f"{where}: an event ends before it starts")
-        if status == native.DANGLING_PARENT:
-            raise TraceFormatError(f"{where}: parent_id {one_pass.bad} is not the id of any row")
         for name in extra:
             values = _column(piece, name)
             if values is None:
@@ -917,6 +917,11 @@ def _one_pass(
         if keep_rows:
             duration = np.subtract(_stored(end_column), _stored(start_column))
             kept.append((code, closed, duration))
+    status = one_pass.finish()
+    if status == native.NOT_RECORDED:
+        return None
+    if status == native.DANGLING_PARENT:
+        raise TraceFormatError(f"{where}: parent_id {one_pass.bad} is not the id of any row")
     count, duration_sum, self_sum, total_sum, minimum, maximum, total, first, last = (
         one_pass.result()
     )
@@ -940,7 +945,7 @@ def _one_pass(
             np.frombuffer(own, dtype=np.int64),
             np.frombuffer(counted, dtype=np.bool_),
         )
-    low, high = (one_pass.first, one_pass.first + n - 1) if n else NO_EXTENT
+    low, high = one_pass.low, one_pass.high
     extent = (first, last) if first <= last else NO_EXTENT
     return _Passed(codes.groups, sums, total, low, high, extent, passed_rows)
 

@@ -1,7 +1,9 @@
 /* The out-of-core summary's one pass over a process's rows (recfn/native/_csummary.c).
 
-   A process's rows as recorded (ids counting up by one, starts in order, every parent before
-   its children) are summarised in one pass, a row group at a time: each closed range adds to
+   A process's rows as recorded are summarised in one pass, a row group at a time. "As
+   recorded": the rows fall into a few segments (a capture's threads), each a run of rows whose
+   ids count up by one and whose starts are in order; every parent comes before its children,
+   and a parent that is a closed range lies in its children's segment. Then: each closed range adds to
    its group's count, durations, minimum and maximum; its self time is its duration less the
    union of its direct children's intervals clipped to its own (children meet their parent in
    start order, so the union is the part of each child past the furthest end of the children
@@ -15,8 +17,10 @@
    its children so far matter only until a later row starts past its end: they live in a small
    table of the ranges still open at the current start (`Open`), swept as it fills.
 
-   Rows not in that order are not summarised here: `add` returns NOT_RECORDED and the caller
-   takes the general (numpy) path, which is also the pure build's, and the reference. */
+   Rows not in that order are not summarised here: `add` or `finish` returns NOT_RECORDED and
+   the caller takes the general (numpy) path, which is also the pure build's, and the
+   reference; so do ids that repeat, parents that cycle, and a closed parent in another thread
+   (whose children's intervals would meet out of start order). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,6 +35,7 @@
 #define ENDS_BEFORE_START 2 /* bad: the id of a range that ends before it starts */
 #define DANGLING_PARENT 3   /* bad: a parent_id that is no row's id (whole files only) */
 #define NO_MEMORY (-2)
+#define MAX_SEGMENTS 65536 /* more: not as recorded (a shuffled file), the numpy path */
 
 /* What a later child may ask of any row. */
 typedef struct {
@@ -50,8 +55,16 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     Py_ssize_t n, at;
-    int whole, have_first;
-    int64_t first, last_start, bad;
+    int whole;
+    int64_t prev_id, last_start, low, high, bad;
+    /* segments: runs of rows whose ids count up by one and whose starts are in order */
+    int64_t *seg_first, *seg_last; /* their ids */
+    Py_ssize_t *seg_base;          /* the position of each one's first row */
+    int32_t *seg_sorted;           /* the segments by first id */
+    Py_ssize_t segments, seg_capacity;
+    /* parents not found among the rows before their child, in row order */
+    int64_t *unresolved;
+    Py_ssize_t unresolved_n, unresolved_capacity;
     Row *rows;
     size_t rows_bytes;
     Open *open;
@@ -92,6 +105,11 @@ static void rows_free(Row *rows, size_t bytes) {
 static void Pass_dealloc(Pass *self) {
     rows_free(self->rows, self->rows_bytes);
     PyMem_RawFree(self->open);
+    PyMem_RawFree(self->seg_first);
+    PyMem_RawFree(self->seg_last);
+    PyMem_RawFree(self->seg_base);
+    PyMem_RawFree(self->seg_sorted);
+    PyMem_RawFree(self->unresolved);
     PyMem_Free(self->own_out);
     PyMem_Free(self->counted_out);
     PyMem_Free(self->count);
@@ -136,6 +154,8 @@ static int Pass_init(Pass *self, PyObject *args, PyObject *kwds) {
     }
     self->extent_first = INT64_MAX;
     self->extent_last = INT64_MIN;
+    self->low = INT64_MAX;
+    self->high = INT64_MIN;
     return 0;
 }
 
@@ -230,42 +250,106 @@ static int add_open(Pass *self, int32_t row, int span, int64_t end, int64_t now)
     return 0;
 }
 
+static void *grown(void *data, Py_ssize_t capacity, size_t size) {
+    return PyMem_RawRealloc(data, (size_t)capacity * size);
+}
+
+/* A segment starts at row ``at`` with id ``id``: NOT_RECORDED past MAX_SEGMENTS. The ranges
+   still open belong to the segment before (a closed parent is looked up in its own segment). */
+static int new_segment(Pass *self, int64_t id, Py_ssize_t at) {
+    if (self->segments == MAX_SEGMENTS) return NOT_RECORDED;
+    if (self->segments == self->seg_capacity) {
+        Py_ssize_t capacity = self->seg_capacity ? self->seg_capacity * 2 : 16;
+        int64_t *first = grown(self->seg_first, capacity, sizeof(int64_t));
+        if (first) self->seg_first = first;
+        int64_t *last = grown(self->seg_last, capacity, sizeof(int64_t));
+        if (last) self->seg_last = last;
+        Py_ssize_t *base = grown(self->seg_base, capacity, sizeof(Py_ssize_t));
+        if (base) self->seg_base = base;
+        int32_t *sorted = grown(self->seg_sorted, capacity, sizeof(int32_t));
+        if (sorted) self->seg_sorted = sorted;
+        if (!first || !last || !base || !sorted) return NO_MEMORY;
+        self->seg_capacity = capacity;
+    }
+    Py_ssize_t s = self->segments++;
+    self->seg_first[s] = self->seg_last[s] = id;
+    self->seg_base[s] = at;
+    Py_ssize_t lo = 0, hi = s; /* where it goes among the others, by first id */
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (self->seg_first[self->seg_sorted[mid]] < id) lo = mid + 1;
+        else hi = mid;
+    }
+    memmove(&self->seg_sorted[lo + 1], &self->seg_sorted[lo], (size_t)(s - lo) * sizeof(int32_t));
+    self->seg_sorted[lo] = (int32_t)s;
+    if (self->open_used) {
+        for (Py_ssize_t slot = 0; slot < self->open_capacity; slot++) self->open[slot].row = -1;
+        self->open_used = 0;
+    }
+    return OK;
+}
+
+/* The position of the row with id ``id`` among the rows so far, or -1. */
+static Py_ssize_t find_position(const Pass *self, int64_t id) {
+    Py_ssize_t cur = self->segments - 1;
+    uint64_t offset = (uint64_t)id - (uint64_t)self->seg_first[cur];
+    if (offset <= (uint64_t)self->seg_last[cur] - (uint64_t)self->seg_first[cur])
+        return self->seg_base[cur] + (Py_ssize_t)offset;
+    Py_ssize_t lo = 0, hi = self->segments; /* the last segment whose first id is <= id */
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (self->seg_first[self->seg_sorted[mid]] <= id) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0) return -1;
+    Py_ssize_t s = self->seg_sorted[lo - 1];
+    if (id > self->seg_last[s]) return -1;
+    return self->seg_base[s] + (Py_ssize_t)(id - self->seg_first[s]);
+}
+
 /* The pass over one piece; the GIL is released. */
 static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *parent_ids,
                const uint8_t *parent_valid, const int64_t *start, const int64_t *end,
                const uint8_t *end_valid, const uint8_t *closed, const uint8_t *span,
                const int32_t *codes) {
-    Py_ssize_t n = self->n;
-    int dangling = 0, ends_before = 0;
-    int64_t bad_parent = 0, bad_end = 0;
+    int ends_before = 0;
+    int64_t bad_end = 0;
     for (Py_ssize_t k = 0; k < rows; k++) {
         Py_ssize_t i = self->at + k;
-        if (!self->have_first) {
-            self->first = ids[k];
-            self->have_first = 1;
-            self->last_start = start[k];
+        int64_t id = ids[k], begin = start[k];
+        if (self->segments == 0 || (uint64_t)id != (uint64_t)self->prev_id + 1 ||
+            begin < self->last_start) {
+            int status = new_segment(self, id, i);
+            if (status != OK) return status;
+        } else {
+            self->seg_last[self->segments - 1] = id;
         }
-        if ((uint64_t)ids[k] - (uint64_t)self->first != (uint64_t)i) return NOT_RECORDED;
-        int64_t begin = start[k];
-        if (begin < self->last_start) return NOT_RECORDED;
+        self->prev_id = id;
         self->last_start = begin;
+        if (id < self->low) self->low = id;
+        if (id > self->high) self->high = id;
         int valid_end = end_valid == NULL || end_valid[k];
         if (valid_end && end[k] < begin && !ends_before) {
             ends_before = 1; /* told once the piece is in, as the numpy path tells it */
-            bad_end = ids[k];
+            bad_end = id;
         }
         int32_t parent = -1;
         if (parent_valid == NULL || parent_valid[k]) {
-            uint64_t offset = (uint64_t)parent_ids[k] - (uint64_t)self->first;
-            if (offset >= (uint64_t)n) {
-                if (self->whole && !dangling) {
-                    dangling = 1; /* an error only once the piece's ids are known to count up */
-                    bad_parent = parent_ids[k];
+            Py_ssize_t found = find_position(self, parent_ids[k]);
+            if (found >= i) return NOT_RECORDED; /* itself, or a later row */
+            if (found < 0) {                      /* a later segment's, another part's, or none */
+                if (self->unresolved_n == self->unresolved_capacity) {
+                    Py_ssize_t capacity = self->unresolved_capacity ? self->unresolved_capacity * 2 : 64;
+                    int64_t *more = grown(self->unresolved, capacity, sizeof(int64_t));
+                    if (more == NULL) return NO_MEMORY;
+                    self->unresolved = more;
+                    self->unresolved_capacity = capacity;
                 }
-            } else if (offset >= (uint64_t)i) {
-                return NOT_RECORDED;
+                self->unresolved[self->unresolved_n++] = parent_ids[k];
+            } else if (found < self->seg_base[self->segments - 1]) { /* another segment's */
+                if (self->rows[found].code >= 0) return NOT_RECORDED;
             } else {
-                parent = (int32_t)offset;
+                parent = (int32_t)found;
             }
         }
         Row *row = &self->rows[i];
@@ -322,10 +406,6 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
         if (!nested) self->total[g] += took;
         if (self->counted_out) self->counted_out[i] = (uint8_t)!nested;
         if (stop > begin && add_open(self, (int32_t)i, is_span, stop, begin) < 0) return NO_MEMORY;
-    }
-    if (dangling) {
-        self->bad = bad_parent;
-        return DANGLING_PARENT;
     }
     if (ends_before) {
         self->bad = bad_end;
@@ -389,6 +469,30 @@ done:
     return PyLong_FromLong(status);
 }
 
+/* Once every row is in: ids repeat (segments overlap) or a parent met later -> NOT_RECORDED;
+   with whole files a parent that is no row's id -> DANGLING_PARENT (``bad``). */
+static int finish(Pass *self) {
+    for (Py_ssize_t s = 1; s < self->segments; s++)
+        if (self->seg_first[self->seg_sorted[s]] <= self->seg_last[self->seg_sorted[s - 1]])
+            return NOT_RECORDED;
+    for (Py_ssize_t u = 0; u < self->unresolved_n; u++) {
+        if (find_position(self, self->unresolved[u]) >= 0) return NOT_RECORDED;
+        if (self->whole) {
+            self->bad = self->unresolved[u];
+            return DANGLING_PARENT;
+        }
+    }
+    return OK;
+}
+
+static PyObject *Pass_finish(Pass *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->at != self->n) {
+        PyErr_Format(PyExc_ValueError, "%zd of %zd rows were added", self->at, self->n);
+        return NULL;
+    }
+    return PyLong_FromLong(self->segments ? finish(self) : OK);
+}
+
 static PyObject *as_bytes(const void *data, Py_ssize_t size) {
     return PyBytes_FromStringAndSize(data ? (const char *)data : "", data ? size : 0);
 }
@@ -415,14 +519,21 @@ static PyObject *Pass_get_bad(Pass *self, void *Py_UNUSED(closure)) {
     return PyLong_FromLongLong(self->bad);
 }
 
-static PyObject *Pass_get_first(Pass *self, void *Py_UNUSED(closure)) {
-    return PyLong_FromLongLong(self->first);
+static PyObject *Pass_get_low(Pass *self, void *Py_UNUSED(closure)) {
+    return PyLong_FromLongLong(self->low);
+}
+
+static PyObject *Pass_get_high(Pass *self, void *Py_UNUSED(closure)) {
+    return PyLong_FromLongLong(self->high);
 }
 
 static PyMethodDef Pass_methods[] = {
     {"add", (PyCFunction)Pass_add, METH_VARARGS,
      "add(ids, parent_ids, parent_valid, start, end, end_valid, closed, span, codes, groups)"
      " -> status: the next rows (numpy arrays; the validity arrays may be None for no nulls)."},
+    {"finish", (PyCFunction)Pass_finish, METH_NOARGS,
+     "finish() -> status, once every row is in: NOT_RECORDED for ids that repeat or a parent "
+     "met after its child, DANGLING_PARENT (whole files) for a parent that is no row's id."},
     {"result", (PyCFunction)Pass_result, METH_NOARGS,
      "(count, duration, self, total, min, max) as int64 bytes per group, then the self-time "
      "total without profiler spans, the first start and the last end of the closed ranges."},
@@ -434,7 +545,8 @@ static PyMethodDef Pass_methods[] = {
 
 static PyGetSetDef Pass_getset[] = {
     {"bad", (getter)Pass_get_bad, NULL, "the id or parent_id the last error status names", NULL},
-    {"first", (getter)Pass_get_first, NULL, "the first row's id", NULL},
+    {"low", (getter)Pass_get_low, NULL, "the lowest id (INT64_MAX without rows)", NULL},
+    {"high", (getter)Pass_get_high, NULL, "the highest id (INT64_MIN without rows)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -9,7 +9,8 @@ DANGLING_PARENT: int
 
 class Pass:
     bad: int
-    first: int
+    low: int
+    high: int
     def __init__(self, n: int, whole: bool, keep_rows: bool) -> None: ...
     def add(
         self,
@@ -25,5 +26,6 @@ class Pass:
         groups: int,
         /,
     ) -> int: ...
+    def finish(self) -> int: ...
     def result(self) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, int, int, int]: ...
     def rows(self) -> tuple[bytes, bytes]: ...

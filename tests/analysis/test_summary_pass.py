@@ -1,9 +1,11 @@
 """The out-of-core summary's native one pass (``recfn/native/_csummary.c``) gives the numpy
-path's numbers, and the in-memory summary's, on any process recorded in order: random forests
-with recursion, overlapping children, open ranges, marks and profiler spans."""
+path's numbers, and the in-memory summary's, on processes as a capture saves them (a block of
+rows per thread): random forests with recursion, overlapping children, open ranges, marks,
+profiler spans and parents in other threads; and hands every other order to the numpy path."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -26,24 +28,39 @@ NAMES = ["step", "forward", "mm", "copy"]
 
 @st.composite
 def recorded(draw: st.DrawFn) -> pd.DataFrame:
-    """A process's rows as recorded: ids counting up, starts in order, parents first."""
-    n = draw(st.integers(1, 60))
-    first = draw(st.sampled_from([0, 1, 2**40]))
+    """A process's rows as a capture saves them: a block of rows per thread, ids counting up
+    within it from the thread's own base, starts in order; parents earlier in the same block
+    mostly, now and then in an earlier block (which the pass hands to the numpy path when that
+    parent is a closed range)."""
+    threads = draw(st.integers(1, 3))
+    sizes = [draw(st.integers(1 if t == 0 else 0, 30)) for t in range(threads)]
+    n = sum(sizes)
     frame = make_synthetic_trace(n, n_threads=1, seed=0)
+    ids: list[int] = []
     start, end, parent, kind, scope, name, flops = [], [], [], [], [], [], []
-    at = 1_000_000
-    for row in range(n):
-        at += draw(st.integers(0, 5))
-        up = draw(st.one_of(st.none(), st.integers(0, row - 1))) if row else None
-        shape = draw(st.sampled_from(["closed", "closed", "closed", "open", "mark"]))
-        start.append(at)
-        end.append(None if shape == "open" else at + draw(st.integers(0, 40)))
-        parent.append(None if up is None else first + up)
-        kind.append("mark" if shape == "mark" else "range")
-        scope.append(draw(st.sampled_from(["function", "user_scope", "Trace"])))
-        name.append(draw(st.sampled_from(NAMES)))
-        flops.append(draw(st.integers(0, 1000)))
-    frame["id"] = np.arange(first, first + n, dtype=np.int64)
+    for thread, size in enumerate(sizes):
+        base = draw(st.sampled_from([0, 1, 2**40])) + (thread << 32)
+        at = 1_000_000 + draw(st.integers(0, 50))
+        first_row = len(ids)
+        for row in range(size):
+            at += draw(st.integers(0, 5))
+            where = draw(st.sampled_from(["same", "same", "same", "none", "earlier thread"]))
+            if where == "same" and row:
+                up: int | None = ids[first_row + draw(st.integers(0, row - 1))]
+            elif where == "earlier thread" and first_row:
+                up = ids[draw(st.integers(0, first_row - 1))]
+            else:
+                up = None
+            shape = draw(st.sampled_from(["closed", "closed", "closed", "open", "mark"]))
+            ids.append(base + row)
+            start.append(at)
+            end.append(None if shape == "open" else at + draw(st.integers(0, 40)))
+            parent.append(up)
+            kind.append("mark" if shape == "mark" else "range")
+            scope.append(draw(st.sampled_from(["function", "user_scope", "Trace"])))
+            name.append(draw(st.sampled_from(NAMES)))
+            flops.append(draw(st.integers(0, 1000)))
+    frame["id"] = np.array(ids, dtype=np.int64)
     frame["parent_id"] = pd.array(parent, dtype="Int64")
     frame["start_ns"] = np.array(start, dtype=np.int64)
     frame["end_ns"] = pd.array(end, dtype="Int64")
@@ -132,3 +149,42 @@ def test_broken_rows_are_refused_by_both_paths(tmp_path: Path, fault: str) -> No
         numpy_path(patch)
         with pytest.raises(TraceFormatError, match=message):
             outofcore.summarize_files([str(path)])
+
+
+def captured(tmp_path: Path) -> Path:
+    """A real capture of three threads' ranges, saved: a block of rows per thread, each
+    thread's ids counting up from its own base."""
+
+    def work(k: int) -> None:
+        for _ in range(300):
+            with recfn.record_function(f"outer{k % 2}"):
+                with recfn.record_function("inner"):
+                    pass
+
+    with recfn.profile() as trace:
+        workers = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    path = tmp_path / "capture.parquet"
+    trace.save(path)
+    return path
+
+
+@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
+def test_a_capture_of_threads_takes_the_pass(tmp_path: Path) -> None:
+    path = captured(tmp_path)
+    taken: list[bool] = []
+    one_pass = outofcore._one_pass
+
+    def watched(*args: object, **kwargs: object) -> object:
+        found = one_pass(*args, **kwargs)  # type: ignore[arg-type]
+        taken.append(found is not None)
+        return found
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(outofcore, "_one_pass", watched)
+        got = outofcore.summarize_files([str(path)])
+    same(got, recfn.load(path, as_pandas=True).recfn.summary())
+    assert taken == [True]
