@@ -9,8 +9,9 @@ import json
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
-from typing import Final, Optional
+from typing import Any, Final, Optional, TextIO
 
 from recfn.cli import _codegen, _compare, _convert, _demo, _diff, _run, _summary, _timeline
 from recfn.cli._common import (
@@ -61,7 +62,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``recfn`` command line; returns the exit code (the console script exits with it)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(args_list)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return _dispatch(args_list)
     except CLIError as exc:
         _error(str(exc))
         return exc.code
@@ -82,6 +85,37 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"(set {DEBUG_ENV}=1 for the traceback, and please report it)"
         )
         return EXIT_FAILURE
+
+
+_PACKAGE: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+"""The folder holding recfn (and, installed, ``recfn.analysis`` and ``recfn.notebook_ext``)."""
+_SHOW_WARNING: Final = warnings.showwarning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Optional[TextIO] = None,
+    line: Optional[str] = None,
+) -> None:
+    """recfn's own warnings as one ``recfn: warning:`` line on stderr, as errors are; any
+    other code's (a script under ``recfn run``) as Python shows them."""
+    text = str(message)
+    ours = text.startswith("recfn") or os.path.abspath(filename).startswith(_PACKAGE + os.sep)
+    if not ours:
+        _SHOW_WARNING(message, category, filename, lineno, file, line)
+        return
+    if text.startswith("recfn:"):
+        text = text.removeprefix("recfn:").strip()
+    else:  # another library's, met in recfn's code
+        text = f"{category.__name__}: {text}"
+    stream: Any = sys.stderr if file is None else file
+    try:
+        stream.write(f"{PROG}: warning: {' '.join(text.split())}\n")
+    except (OSError, ValueError):  # a closed stderr
+        pass
 
 
 _USER_CODE: Final = ("run", "demo")

@@ -597,3 +597,32 @@ def test_the_console_exit_keeps_the_exit_code_the_output_and_atexit(
     assert proc.returncode == code, proc.stderr
     assert proc.stdout.startswith("before") and "atexit ran" in proc.stdout
     assert "never here" not in proc.stdout
+
+
+def test_recfns_warnings_are_one_line_and_a_scripts_are_as_python_shows_them(
+    tmp_path: Path,
+) -> None:
+    """A dataset with a stray file: the summary goes on and says so in one ``recfn: warning:``
+    line; a warning of the script ``recfn run`` runs keeps Python's form."""
+    folder = tmp_path / "traces"
+    with recfn.profile(output=folder):
+        with recfn.record_function("step"):
+            pass
+    (folder / "stray.parquet").write_bytes(b"not a trace")
+
+    def shown(*args: object) -> subprocess.CompletedProcess[str]:  # the suite's env hides them
+        command = [sys.executable, "-m", "recfn", *map(str, args)]
+        env = dict(ENV, PYTHONWARNINGS="default")
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+
+    done = shown("summary", folder)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"recfn: warning: '{folder}' is a dataset of process folders; left out 1 file(s) that "
+        "are not its parts: stray.parquet (outside the process folders)"
+    ]
+    script = tmp_path / "warns.py"
+    script.write_text("import warnings\nwarnings.warn('mind the gap', UserWarning)\n")
+    done = shown("run", "--no-trace-calls", script, "-o", tmp_path / "run.parquet")
+    assert done.returncode == 0, done.stderr
+    assert "warns.py:2: UserWarning: mind the gap" in done.stderr, done.stderr
