@@ -112,6 +112,7 @@ def write_timeline(
             temporary, format=suffix, dpi=110, bbox_inches="tight", metadata=metadata
         ),
         overwrite=overwrite,
+        kind="image",
     )
 
 

@@ -128,7 +128,7 @@ def build_parser(
 
 def write(args: argparse.Namespace) -> None:
     """Generate the module `args` asks for and write it (standard output without ``-o``). An
-    existing file is replaced whole, and only when recfn wrote it (a module it generated) or
+    existing file is replaced whole, and only when it is a module recfn generated, or
     with ``--force`` (``recfn.formats.files.write_atomic``). ImportError for a module that
     cannot be imported, RecfnValueError for bad ``--rename``/``--scope`` values,
     FileExistsError for a file recfn would not replace."""
@@ -144,7 +144,7 @@ def write(args: argparse.Namespace) -> None:
         with open(temporary, "w", encoding="utf-8") as f:
             f.write(source)
 
-    write_atomic(args.output, save, overwrite=args.force)
+    write_atomic(args.output, save, overwrite=args.force, kind="module")
 
 
 def main(argv: list[str]) -> int:

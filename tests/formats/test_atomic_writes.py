@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import recfn
-from recfn.formats.files import write_atomic, written_by_recfn
+from recfn.formats.files import kind_written, write_atomic, written_by_recfn
 
 
 def small_trace() -> recfn.Trace:
@@ -203,3 +203,22 @@ def test_names_up_to_the_longest_a_folder_takes_are_saved(
     wide = "é" * ((length - len(suffix)) // 2) + suffix  # two bytes a character
     small_trace().save(tmp_path / wide)
     assert recfn.load(tmp_path / wide).events == 4
+
+
+def test_recfn_replaces_its_own_files_only_with_their_kind(tmp_path: Path) -> None:
+    """A generated module never replaces a trace recfn wrote, nor a trace a generated module
+    (``codegen json -o X.json`` once took a Chrome trace's place); each replaces its own kind."""
+    chrome = tmp_path / "X.json"
+    small_trace().save(chrome)
+    cmd = [sys.executable, "-m", "recfn", "codegen", "json", "-o", str(chrome)]
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1, refused.stderr
+    assert "it is a recfn trace" in refused.stderr and "Traceback" not in refused.stderr
+    assert recfn.load(chrome).events == 4
+    module = tmp_path / "generated.json"  # a module, whatever its name
+    for _ in range(2):  # the second run replaces its own module
+        done = subprocess.run([*cmd[:-1], str(module)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    with pytest.raises(FileExistsError, match="it is a recfn module"):
+        small_trace().save(module)
+    assert kind_written(str(module)) == "module" and kind_written(str(chrome)) == "trace"
