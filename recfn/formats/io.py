@@ -9,6 +9,7 @@ else is refused with a ``TraceFormatError`` that says what the file is not.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any, Final, Union
 
 import pyarrow as pa
@@ -243,6 +244,26 @@ class RowGroupCheck:
     def finish(self) -> None:
         if self.digest is not None and self.expected is not None:
             schema.compare_digests(self.digest.digests(), self.expected, self.source)
+
+
+def verified_row_groups(path: str, footer: Any, columns: list[str]) -> Iterator[pa.Table]:
+    """``columns`` of the Parquet file ``path`` (those it has) a row group at a time, each
+    verified as the out-of-core summary verifies what it reads (`RowGroupCheck` of those
+    columns: page checksums, their content hashes and the layout's, no null where the schema
+    has none; the last check once the last row group is in). ``footer``: the file's footer,
+    read already."""
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path, metadata=footer, page_checksum_verification=True)
+    except DECODE_ERRORS as exc:
+        raise unreadable_parquet(path, exc) from None
+    check = RowGroupCheck(path, parquet, columns)
+    for group in range(parquet.metadata.num_row_groups):
+        piece = decoded(path, parquet.read_row_group, group, columns=check.columns)
+        check.add(piece)
+        yield piece
+    check.finish()
 
 
 def decoded(path: str, read: Any, *args: Any, **kwargs: Any) -> pa.Table:

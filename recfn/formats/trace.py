@@ -151,11 +151,7 @@ class Trace:
         """The table; for an unread trace of Parquet files an empty table with their metadata
         combined as reading them combines it (``dataset.combine_metadata``), from the footers
         alone."""
-        if (
-            self._table is not None
-            or self._clock_offsets is not None
-            or not all(f.lower().endswith((".parquet", ".pq")) for f in self._files)
-        ):
+        if not self._unread_parquet():
             return self.table
         from recfn.formats.dataset import combine_metadata
         from recfn.formats.schema import metadata_of
@@ -163,6 +159,16 @@ class Trace:
         schemas = [self.footers.schema(f) for f in self._files]
         combined = combine_metadata([metadata_of(schema.empty_table()) for schema in schemas])
         return schemas[0].empty_table().replace_schema_metadata(combined)
+
+    def _unread_parquet(self) -> bool:
+        """Whether the trace is Parquet files not read yet, whose footers answer what they can
+        (the table is read only when asked for)."""
+        return (
+            self._table is None
+            and self._clock_offsets is None
+            and bool(self._files)
+            and all(f.lower().endswith((".parquet", ".pq")) for f in self._files)
+        )
 
     def _meta_int(self, key: str) -> Optional[int]:
         try:
@@ -198,6 +204,25 @@ class Trace:
             return stored
         import pyarrow.compute as pc
 
+        if self._unread_parquet():  # the two columns alone, verified
+            from recfn.formats.io import verified_row_groups
+
+            columns = ["start_ns", "end_ns"]
+            firsts, lasts, open_starts = [], [], []
+            for name in self._files:
+                for piece in verified_row_groups(name, self.footers(name), columns):
+                    if not piece.num_rows:
+                        continue
+                    bounds = pc.min_max(piece.column("start_ns"))
+                    firsts.append(bounds["min"].as_py())
+                    open_starts.append(bounds["max"].as_py())
+                    lasts.append(pc.max(piece.column("end_ns")).as_py())
+            if not firsts:
+                return 0
+            known = [end for end in lasts if end is not None]
+            first = min(firsts)
+            last = max(known) if known else max(open_starts)  # only open ranges
+            return max(int(last) - int(first), 0)
         table = self.table
         if table.num_rows == 0:
             return 0
@@ -250,20 +275,49 @@ class Trace:
 
     @property
     def events(self) -> int:
-        """Number of events (rows)."""
+        """Number of events (rows); of unread files, from their footers."""
+        if self._unread_parquet():
+            return sum(int(self.footers(name).num_rows) for name in self._files)
         return int(self.table.num_rows)
 
     @property
     def threads(self) -> int:
-        """Number of distinct threads that recorded events."""
+        """Number of distinct threads that recorded events; of unread files whose thread
+        columns agree, from those columns alone (read and verified, the rest left unread)."""
+        from recfn.formats.schema import THREAD_KEYS
 
+        if self._unread_parquet():
+            present = {
+                tuple(c for c in THREAD_KEYS if c in self.footers.schema(name).names)
+                for name in self._files
+            }
+            keys = list(present.pop()) if len(present) == 1 else []
+            if keys:
+                return self._unread_threads(keys)
         table = self.table
         if table.num_rows == 0:
             return 0
-        from recfn.formats.schema import THREAD_KEYS
-
         threads = table.select([c for c in THREAD_KEYS if c in table.column_names])
         return int(threads.group_by(threads.column_names).aggregate([]).num_rows)
+
+    def _unread_threads(self, keys: list[str]) -> int:
+        """`threads` of unread files that all hold the thread columns ``keys``."""
+        import pyarrow as pa
+
+        from recfn.formats.io import verified_row_groups
+
+        seen = []
+        for name in self._files:
+            for piece in verified_row_groups(name, self.footers(name), keys):
+                found = piece.group_by(keys).aggregate([])
+                for at, field in enumerate(found.schema):  # files' dictionaries differ
+                    if pa.types.is_dictionary(field.type):
+                        plain = found.column(at).cast(field.type.value_type)
+                        found = found.set_column(at, field.name, plain)
+                seen.append(found)
+        if not seen:
+            return 0
+        return int(pa.concat_tables(seen).group_by(keys).aggregate([]).num_rows)
 
     # -- analysis (through the df.recfn accessor) ---------------------------------------------
 

@@ -413,3 +413,27 @@ def test_a_lazy_summary_reads_only_its_columns_and_the_table_all_of_them(tmp_pat
     same(trace.summary(), expected)
     with pytest.raises(TraceFormatError, match="content hash mismatch in column 'depth'"):
         _ = trace.table
+
+
+@pytest.mark.parametrize("source", ["file", "dataset"])
+def test_a_lazy_traces_header_reads_only_the_columns_it_shows(tmp_path: Path, source: str) -> None:
+    """``repr`` of an unread trace (events from the footers; threads and the wall time from
+    their columns, verified) gives the read trace's, and leaves the table unread; an altered
+    value in a column it reads is refused as ``load`` refuses it."""
+    files = write_fleet(tmp_path / "traces")
+    path = files[0] if source == "file" else tmp_path / "traces"
+    lazy, read = recfn.load(path, lazy=True), recfn.load(path, lazy=False)
+    assert repr(lazy) == repr(read)
+    assert (lazy.events, lazy.threads, lazy.wall_ns) == (read.events, read.threads, read.wall_ns)
+    assert lazy._table is None
+
+    def earlier_start(table: pa.Table) -> pa.Table:
+        starts = table.column("start_ns").to_pylist()
+        starts[0] -= 1
+        index = table.schema.get_field_index("start_ns")
+        return table.set_column(index, "start_ns", pa.array(starts, pa.int64()))
+
+    rewritten(files[0], earlier_start)
+    refused = "content hash mismatch in column 'start_ns'"
+    with pytest.raises(TraceFormatError, match=refused):
+        repr(recfn.load(path, lazy=True))
