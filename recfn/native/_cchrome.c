@@ -1030,12 +1030,39 @@ static NOINLINE int exact_ns(const Number *n, int64_t *out) {
     return OK;
 }
 
+/* A time written as torch and Chrome write them, at most 15 digits before the point and 3 after
+ * it (a whole number of nanoseconds, no exponent), as int64 nanoseconds straight from its
+ * digits: the value `to_ns` gives such a number either way (exact for whole nanoseconds), without
+ * a double. 0 for other numbers. */
+static inline int whole_ns(const Number *n, int64_t *out) {
+    Ptr s = n->start, end = n->start + n->len;
+    int negative = *s == '-', fraction = 0;
+    if (n->digits > 15) return 0;
+    s += negative;
+    int64_t v = 0;
+    for (; s < end && *s != '.'; s++) {
+        if (!is_digit(*s)) return 0;
+        v = v * 10 + (*s - '0');
+    }
+    if (s < end) {
+        for (s++; s < end && fraction < 3; s++, fraction++) {
+            if (!is_digit(*s)) return 0;
+            v = v * 10 + (*s - '0');
+        }
+        if (s < end) return 0;
+    }
+    for (; fraction < 3; fraction++) v *= 10;
+    *out = negative ? -v : v;
+    return 1;
+}
+
 /* A Chrome time (microseconds) as int64 nanoseconds, as recfn.formats.chrome._times computes it
  * from the same text: below CHROME_EXACT_US in magnitude from its nearest double f,
  * floor(f) * 1000 + rint((f - floor(f)) * 1000), which is exact for every whole number of
  * nanoseconds; from there on, where a double no longer tells nanoseconds apart, from its digits
  * (`exact_ns`). */
 static int to_ns(const Number *n, int64_t *out) {
+    if (whole_ns(n, out)) return OK;
     double f;
     RETURN_IF(to_double(n, &f));
     if (fabs(f) >= (double)CHROME_EXACT_US) return exact_ns(n, out);
