@@ -473,6 +473,16 @@ static int container_to(Parser *ps, char **out, int depth) {
             RETURN_IF(expect(ps, ':'));
             *(*out)++ = ':';
         }
+        skip_space(ps);
+        Ptr at = ps->p;
+        if (ps->end - at >= 2 && is_digit(at[0]) && (at[1] == ',' || at[1] == close)) {
+            /* a one-digit integer and what follows it (shapes, strides): no call, no scan */
+            *(*out)++ = (char)at[0];
+            *(*out)++ = (char)at[1];
+            ps->p += 2;
+            if (at[1] == close) return OK;
+            continue;
+        }
         RETURN_IF(value_to(ps, out, depth + 1));
         int c = take(ps);
         if (c == close) {
