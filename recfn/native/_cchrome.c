@@ -494,11 +494,12 @@ static int container_to(Parser *ps, char **out, int depth) {
     }
 }
 
-/* Any JSON value, checked as `value` checks it and copied compactly (whitespace between
- * tokens dropped) to *out (with room for it); `depth` as `value`'s. */
+/* Any JSON value (p at its first byte: the callers have skipped the whitespace before it),
+ * checked as `value` checks it and copied compactly (whitespace between tokens dropped) to
+ * *out (with room for it); `depth` as `value`'s. */
 static int value_to(Parser *ps, char **out, int depth) {
     Ptr start;
-    switch (peek(ps)) {
+    switch (ps->p < ps->end ? *ps->p : -1) {
         case '"': {
             Ptr content;
             size_t len;
@@ -954,10 +955,10 @@ static int args_to(Parser *ps, char *data, char **out, TorchArgs *t) {
         *out += ps->p - quoted;
         RETURN_IF(expect(ps, ':'));
         *(*out)++ = ':';
+        skip_space(ps);
         if (which == SEQUENCE_NR || which == FWD_THREAD_ID) {
             Token v;
             if (seen[which]++) return NOT_FAST;
-            skip_space(ps);
             Ptr at = ps->p;
             RETURN_IF(token(ps, &v, 4));
             if (v.kind == IS_NUMBER) RETURN_IF(to_int64(&v.number, &t->ints[which]));
