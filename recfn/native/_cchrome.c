@@ -382,7 +382,7 @@ static int to_double(const Number *n, double *out) {
     return OK;
 }
 
-/* -- values validated and skipped (`compact` copies those that are kept) ---------------------- */
+/* -- values validated and skipped (`value_to` copies those that are kept) --------------------- */
 
 static int literal(Parser *ps, const char *word) {
     size_t len = strlen(word);
