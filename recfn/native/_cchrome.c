@@ -382,7 +382,7 @@ static int to_double(const Number *n, double *out) {
     return OK;
 }
 
-/* -- values validated and skipped (`compact` copies those that are kept) ---------------------- */
+/* -- values validated and skipped (`value_to` copies those that are kept) --------------------- */
 
 static int literal(Parser *ps, const char *word) {
     size_t len = strlen(word);
@@ -442,7 +442,7 @@ static int value(Parser *ps, int depth) {
     }
 }
 
-/* -- values copied compactly into room reserved beforehand (`compact`) ------------------------ */
+/* -- values copied compactly into room reserved beforehand (`args_value`) --------------------- */
 
 static int value_to(Parser *ps, char **out, int depth);
 
@@ -473,6 +473,16 @@ static int container_to(Parser *ps, char **out, int depth) {
             RETURN_IF(expect(ps, ':'));
             *(*out)++ = ':';
         }
+        skip_space(ps);
+        Ptr at = ps->p;
+        if (ps->end - at >= 2 && is_digit(at[0]) && (at[1] == ',' || at[1] == close)) {
+            /* a one-digit integer and what follows it (shapes, strides): no call, no scan */
+            *(*out)++ = (char)at[0];
+            *(*out)++ = (char)at[1];
+            ps->p += 2;
+            if (at[1] == close) return OK;
+            continue;
+        }
         RETURN_IF(value_to(ps, out, depth + 1));
         int c = take(ps);
         if (c == close) {
@@ -484,11 +494,12 @@ static int container_to(Parser *ps, char **out, int depth) {
     }
 }
 
-/* Any JSON value, checked as `value` checks it and copied compactly (whitespace between
- * tokens dropped) to *out (with room for it); `depth` as `value`'s. */
+/* Any JSON value (p at its first byte: the callers have skipped the whitespace before it),
+ * checked as `value` checks it and copied compactly (whitespace between tokens dropped) to
+ * *out (with room for it); `depth` as `value`'s. */
 static int value_to(Parser *ps, char **out, int depth) {
     Ptr start;
-    switch (peek(ps)) {
+    switch (ps->p < ps->end ? *ps->p : -1) {
         case '"': {
             Ptr content;
             size_t len;
@@ -518,16 +529,6 @@ static int value_to(Parser *ps, char **out, int depth) {
     copy_bytes(*out, start, (size_t)(ps->p - start));
     *out += ps->p - start;
     return OK;
-}
-
-/* `value_to` appending to `out`: the compact text is no longer than the text it comes from,
- * so room for the rest of the text is reserved once, and the tokens are copied unchecked. */
-static int compact(Parser *ps, Buf *out, int depth) {
-    RETURN_IF(buf_reserve(out, (size_t)(ps->end - ps->p)));
-    char *at = out->data + out->len;
-    int rc = value_to(ps, &at, depth);
-    out->len = (size_t)(at - out->data);
-    return rc;
 }
 
 /* A code point's UTF-8 bytes (not a surrogate: scan_string refuses lone ones). */
@@ -923,17 +924,19 @@ static inline int known_arg(Parser *ps) {
     return UNKNOWN;
 }
 
-/* An event's args (p at the value), copied compactly to the batch's args text; torch's integer
- * args, when the value is an object, to t->ints (their defaults when absent or null), and where
- * its list args' compact text lies to t->at and t->len. */
-static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
-    if (peek(ps) != '{') return compact(ps, &b->args, 3);
+/* An event's args (p at the value), copied compactly to *out (`data`: the args text, where
+ * `t->at` counts from); torch's integer args, when the value is an object, to t->ints (their
+ * defaults when absent or null), and where its list args' compact text lies to t->at and
+ * t->len. */
+static int args_to(Parser *ps, char *data, char **out, TorchArgs *t) {
+    if (peek(ps) != '{') return value_to(ps, out, 3);
     if (3 > ps->max_depth) return NOT_FAST;
     ps->p++;
-    RETURN_IF(buf_byte(&b->args, '{'));
+    *(*out)++ = '{';
     if (peek(ps) == '}') {
         ps->p++;
-        return buf_byte(&b->args, '}');
+        *(*out)++ = '}';
+        return OK;
     }
     int seen[2] = {0, 0};
     for (;;) {
@@ -948,32 +951,48 @@ static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
             if (escaped) return NOT_FAST; /* it could spell a torch key */
             which = torch_key(key, len);
         }
-        RETURN_IF(buf_put(&b->args, quoted, (size_t)(ps->p - quoted)));
+        copy_bytes(*out, quoted, (size_t)(ps->p - quoted));
+        *out += ps->p - quoted;
         RETURN_IF(expect(ps, ':'));
-        RETURN_IF(buf_byte(&b->args, ':'));
+        *(*out)++ = ':';
+        skip_space(ps);
         if (which == SEQUENCE_NR || which == FWD_THREAD_ID) {
             Token v;
             if (seen[which]++) return NOT_FAST;
-            skip_space(ps);
             Ptr at = ps->p;
             RETURN_IF(token(ps, &v, 4));
             if (v.kind == IS_NUMBER) RETURN_IF(to_int64(&v.number, &t->ints[which]));
             else if (v.kind != IS_NULL) return NOT_FAST;
-            RETURN_IF(buf_put(&b->args, at, (size_t)(ps->p - at)));
+            copy_bytes(*out, at, (size_t)(ps->p - at));
+            *out += ps->p - at;
         } else if (which >= 0) {
             int list = which - INPUT_DIMS;
             t->twice |= t->len[list] != 0;
-            t->at[list] = b->args.len;
-            RETURN_IF(compact(ps, &b->args, 4));
-            t->len[list] = b->args.len - t->at[list];
+            t->at[list] = (size_t)(*out - data);
+            RETURN_IF(value_to(ps, out, 4));
+            t->len[list] = (size_t)(*out - data) - t->at[list];
         } else {
-            RETURN_IF(compact(ps, &b->args, 4));
+            RETURN_IF(value_to(ps, out, 4));
         }
         int c = take(ps);
-        if (c == '}') return buf_byte(&b->args, '}');
+        if (c == '}') {
+            *(*out)++ = '}';
+            return OK;
+        }
         if (c != ',') return NOT_FAST;
-        RETURN_IF(buf_byte(&b->args, ','));
+        *(*out)++ = ',';
     }
+}
+
+/* `args_to` appending to the batch's args text: the compact text is no longer than the text it
+ * comes from, so room for the rest of the text is reserved once, and keys, values and
+ * separators are written unchecked. */
+static int args_value(Parser *ps, Batch *b, TorchArgs *t) {
+    RETURN_IF(buf_reserve(&b->args, (size_t)(ps->end - ps->p)));
+    char *at = b->args.data + b->args.len;
+    int rc = args_to(ps, b->args.data, &at, t);
+    b->args.len = (size_t)(at - b->args.data);
+    return rc;
 }
 
 static int put_i64(Buf *b, int64_t v) { return buf_put(b, &v, sizeof v); }
@@ -1022,12 +1041,39 @@ static NOINLINE int exact_ns(const Number *n, int64_t *out) {
     return OK;
 }
 
+/* A time written as torch and Chrome write them, at most 15 digits before the point and 3 after
+ * it (a whole number of nanoseconds, no exponent), as int64 nanoseconds straight from its
+ * digits: the value `to_ns` gives such a number either way (exact for whole nanoseconds), without
+ * a double. 0 for other numbers. */
+static inline int whole_ns(const Number *n, int64_t *out) {
+    Ptr s = n->start, end = n->start + n->len;
+    int negative = *s == '-', fraction = 0;
+    if (n->digits > 15) return 0;
+    s += negative;
+    int64_t v = 0;
+    for (; s < end && *s != '.'; s++) {
+        if (!is_digit(*s)) return 0;
+        v = v * 10 + (*s - '0');
+    }
+    if (s < end) {
+        for (s++; s < end && fraction < 3; s++, fraction++) {
+            if (!is_digit(*s)) return 0;
+            v = v * 10 + (*s - '0');
+        }
+        if (s < end) return 0;
+    }
+    for (; fraction < 3; fraction++) v *= 10;
+    *out = negative ? -v : v;
+    return 1;
+}
+
 /* A Chrome time (microseconds) as int64 nanoseconds, as recfn.formats.chrome._times computes it
  * from the same text: below CHROME_EXACT_US in magnitude from its nearest double f,
  * floor(f) * 1000 + rint((f - floor(f)) * 1000), which is exact for every whole number of
  * nanoseconds; from there on, where a double no longer tells nanoseconds apart, from its digits
  * (`exact_ns`). */
 static int to_ns(const Number *n, int64_t *out) {
+    if (whole_ns(n, out)) return OK;
     double f;
     RETURN_IF(to_double(n, &f));
     if (fabs(f) >= (double)CHROME_EXACT_US) return exact_ns(n, out);
@@ -1085,18 +1131,24 @@ static int end_item(ListColumn *c, int valid) {
     return OK;
 }
 
+/* The list columns read the compact args text, which `value_to` checked and stripped of
+ * whitespace: the next byte is the next token's (-1 at the end). */
+static inline int next_byte(const Parser *ps) { return ps->p < ps->end ? *ps->p : -1; }
+
+static inline int take_byte(Parser *ps) { return ps->p < ps->end ? *ps->p++ : -1; }
+
 /* An item of "Input Dims": null, or a list of int64 integers and nulls; NOT_FAST for others. */
 static int dims_item(Parser *ps, ListColumn *c) {
-    if (peek(ps) != '[') {
+    if (next_byte(ps) != '[') {
         RETURN_IF(literal(ps, "null"));
         return end_item(c, 0);
     }
     ps->p++;
-    if (peek(ps) == ']') ps->p++;
+    if (next_byte(ps) == ']') ps->p++;
     else
         for (;;) {
             int64_t v = 0;
-            int present = peek(ps) != 'n';
+            int present = next_byte(ps) != 'n';
             if (present && ps->end - ps->p >= 2 && is_digit(ps->p[0]) &&
                 (ps->p[1] == ',' || ps->p[1] == ']')) {
                 v = ps->p[0] - '0'; /* a one-digit size (the compact text has no spaces) */
@@ -1111,7 +1163,7 @@ static int dims_item(Parser *ps, ListColumn *c) {
             RETURN_IF(put_i64(&c->values, v));
             RETURN_IF(buf_byte(&c->values_valid, (unsigned char)present));
             c->n_values++;
-            int ch = take(ps);
+            int ch = take_byte(ps);
             if (ch == ']') break;
             if (ch != ',') return NOT_FAST;
         }
@@ -1120,14 +1172,21 @@ static int dims_item(Parser *ps, ListColumn *c) {
 
 /* An item of "Input type": null, or a string (decoded); NOT_FAST for others. */
 static int dtype_item(Parser *ps, ListColumn *c) {
-    if (peek(ps) != '"') {
+    if (next_byte(ps) != '"') {
         RETURN_IF(literal(ps, "null"));
         return end_item(c, 0);
     }
-    Ptr content;
-    size_t len;
-    int escaped;
-    RETURN_IF(scan_string(ps, &content, &len, &escaped));
+    Ptr content = ++ps->p;
+    int escaped = 0;
+    while (ps->p < ps->end && *ps->p != '"') { /* a checked string: an escape is two bytes */
+        if (*ps->p == '\\') {
+            escaped = 1;
+            ps->p++;
+        }
+        ps->p++;
+    }
+    if (ps->p >= ps->end) return NOT_FAST;
+    size_t len = (size_t)(ps->p++ - content);
     RETURN_IF(escaped ? unescape(content, len, &c->values) : buf_put(&c->values, content, len));
     c->n_values = c->values.len;
     return end_item(c, 1);
@@ -1139,12 +1198,12 @@ static int list_value(ListColumn *c, Ptr text, size_t len, int (*item)(Parser *,
     int valid = item != NULL && len != 0 && !(len == 4 && memcmp(text, "null", 4) == 0);
     if (valid) {
         Parser ps = {text, text + len, 0};
-        RETURN_IF(expect(&ps, '['));
-        if (peek(&ps) == ']') ps.p++;
+        if (take_byte(&ps) != '[') return NOT_FAST;
+        if (next_byte(&ps) == ']') ps.p++;
         else
             for (;;) {
                 RETURN_IF(item(&ps, c));
-                int ch = take(&ps);
+                int ch = take_byte(&ps);
                 if (ch == ']') break;
                 if (ch != ',') return NOT_FAST;
             }

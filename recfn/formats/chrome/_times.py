@@ -16,7 +16,6 @@ Times are int64 arrays with two values that are not times: `NO_TIME` (absent or 
 from __future__ import annotations
 
 import decimal
-import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -33,8 +32,25 @@ BEYOND: Final = int(INT64_MIN) + 1
 """A time whose nanoseconds do not fit int64."""
 LARGE: Final = float(CHROME_EXACT_US)
 
-_LARGE_TEXT: Final = re.compile(rb"[0-9]{13}|[0-9][eE]")
-"""Text that may hold a number of `LARGE` microseconds or more (13 digits, or an exponent)."""
+_SHAPE: Final = bytes(
+    ord("0") if c in b"0123456789" else ord("e") if c in b"eE" else ord(" ") for c in range(256)
+)
+"""Translates digits to ``0``, ``e`` and ``E`` to ``e`` and every other byte to a space."""
+_SPAN: Final = 16 << 20
+"""Bytes of text translated at a time by `may_be_large`."""
+
+
+def may_be_large(text: bytes | bytearray, span: int = _SPAN) -> bool:
+    """Whether `text` may hold a number of `LARGE` microseconds or more: 13 digits in a row, or
+    a digit followed by an exponent. A translation and two substring searches, about 12x faster
+    than a regular expression that scans each digit run from every digit of it (which took 60%
+    of a pure install's read of a torch trace); `span` bytes at a time, overlapping by 12, so
+    that no copy of a whole file is made."""
+    for at in range(0, len(text), span):
+        shape = text[at : at + span + 12].translate(_SHAPE)
+        if b"0000000000000" in shape or b"0e" in shape:
+            return True
+    return False
 
 
 class _Times(msgspec.Struct, gc=False):
@@ -60,7 +76,7 @@ def exact_times(
     ``decimal.Decimal`` of its text: the float has lost nanoseconds there. `read` gives the
     times of `text` (default: `TIMES` for a JSON list of events); where it cannot (events that
     are not objects, refused later), the events are left as they are."""
-    if not events or _LARGE_TEXT.search(text) is None:
+    if not events or not may_be_large(text):
         return events
     large = [i for i, e in enumerate(events) if _large(_field(e, "ts")) or _large(_field(e, "dur"))]
     if not large:

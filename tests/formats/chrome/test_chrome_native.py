@@ -264,6 +264,11 @@ def msgspec_ns(text: bytes) -> list[int]:
 def test_times_convert_as_the_msgspec_path_converts_them(number: str) -> None:
     """To the same nanoseconds; numbers msgspec refuses, and times int64 nanoseconds cannot
     hold, are not read natively."""
+    assert_converts_as_msgspec(number)
+
+
+def assert_converts_as_msgspec(number: str) -> None:
+    """The native decoder reads the time `number` as the msgspec path does, or leaves it."""
     text = f'[{{"ph":"X","pid":1,"tid":1,"ts":{number}}}]'.encode()
     columns = native_columns(text)
     try:
@@ -295,6 +300,20 @@ def test_another_events_time_is_flagged_where_a_float_loses_nanoseconds(
         (repr(e.ts), repr(e.dur)) for e in plain
     ]
     assert unchanged or large
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sign=st.sampled_from(["", "-"]),
+    whole=st.integers(0, 10**15 - 1),
+    fraction=st.sampled_from(["", ".0", ".5", ".05", ".123", ".999", ".1234", ".5e1"]),
+)
+def test_whole_nanosecond_times_convert_as_the_msgspec_path_converts_them(
+    sign: str, whole: int, fraction: str
+) -> None:
+    """Times of up to 15 digits and 3 decimals (torch's form, read from their digits without a
+    double), beyond 2^43 us too, and the forms next to it (4 decimals, an exponent)."""
+    assert_converts_as_msgspec(f"{sign}{whole}{fraction}")
 
 
 def test_many_random_times_convert_to_the_same_nanoseconds() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import decimal
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,22 @@ def test_both_decoders_read_the_same_nanoseconds(number: str) -> None:
         return
     assert expected is not None and expected != _times.BEYOND
     assert np.frombuffer(columns["ts"], np.int64).tolist() == [expected]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.lists(
+        st.integers(0, 10**16).map(str) | st.sampled_from(["e", "E", " ", ",", ".", "x", "-"]),
+        max_size=12,
+    ).map(lambda parts: "".join(parts).encode()),
+    span=st.integers(1, 30),
+)
+def test_text_that_may_hold_large_times_is_found_across_spans(text: bytes, span: int) -> None:
+    """13 digits in a row or a digit before an exponent, wherever the spans are cut."""
+    expected = re.search(rb"[0-9]{13}|[0-9][eE]", text) is not None
+    assert _times.may_be_large(text, span) is expected
+    assert _times.may_be_large(bytearray(text), span) is expected
+    assert _times.may_be_large(text) is expected
 
 
 def test_a_time_beyond_int64_nanoseconds_is_refused_where_it_is_used(tmp_path: Path) -> None:
