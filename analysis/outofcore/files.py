@@ -4,12 +4,14 @@ Self time and the recursion rule need a range's parent and children, which live 
 process (ids are unique per ``(host, pid)``). So the files are summarised one process at a
 time: a process folder of a dataset (``process=<pid>/part-*.parquet``) or any other file is read
 alone, only the columns the summary needs, split by process when it holds several, and
-summarised with the in-memory summary's numpy kernels (``tree.self_durations``,
-``tree.outermost``); the per-process sums are then added up. No global shuffle, no engine:
-memory is that of the largest process, and two processes are summarised at once. A process's
-files are read a row group at a time into compact arrays (int32 positions, dictionary codes,
-the two timestamps), so that a 10M-event process stays well under 1 GB; each statistic is then
-one pass of ``bincount`` or ``ufunc.at`` over the rows, with no sort by group.
+summarised; the per-process sums are then added up. No global shuffle, no engine: memory is
+that of the largest process, and two processes are summarised at once. A process whose rows
+are as captures save them (a block per thread, ids counting up, starts in order) is summarised
+in one native pass a row group at a time (`_one_pass`, ``recfn/native/_csummary.c``: 12 bytes
+per row); any other, and every process in a pure build, by the in-memory summary's numpy
+kernels (``tree.self_durations``, ``tree.outermost``) over compact arrays (int32 positions,
+dictionary codes, the two timestamps), each statistic one pass of ``bincount`` or ``ufunc.at``
+with no sort by group. A process the pass hands back after reading it is read again.
 
 Every file is verified as ``recfn.load`` verifies it, for the columns the summary reads, while
 it is read: its footer and schema (``recfn.formats.io.check_footer``), the page checksums of
