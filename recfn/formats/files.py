@@ -29,6 +29,10 @@ CHROME_MARK: Final = b'{"schemaVersion":1,"baseTimeNanoseconds":'
 """How every Chrome JSON trace recfn writes begins (its first keys, in order)."""
 PNG_MARK: Final = b"recfn"
 """Written into the PNG text chunks of recfn's images (``Software: recfn``)."""
+SVG_MARK: Final = re.compile(rb"<dc:creator>\s*<cc:Agent>\s*<dc:title>recfn</dc:title>")
+PDF_MARK: Final = b"/Creator (recfn)"
+"""How recfn's SVG and PDF images name their creator (``Creator: recfn``, as matplotlib writes
+it: the SVG's metadata near its start, the PDF's information dictionary near its end)."""
 PARQUET_MARK: Final = b"recfn.schema_version"
 """Key of the schema metadata in every recfn Parquet footer."""
 CODEGEN_MARK: Final = b'"""Traced wrappers for ``'
@@ -52,10 +56,13 @@ def kind_written(path: str) -> Optional[Kind]:
     try:
         with open_trace_file(path) as fh:  # a FIFO is not recfn's, and must not block
             head = fh.read(4096)
-            if head.startswith(b"PAR1"):
+            if head.startswith((b"PAR1", b"%PDF")):
                 size = fh.seek(0, os.SEEK_END)
                 fh.seek(max(size - _FOOTER_BYTES, 0))
-                return "trace" if PARQUET_MARK in fh.read() else None
+                tail = fh.read()
+                if head.startswith(b"%PDF"):
+                    return "image" if PDF_MARK in tail else None
+                return "trace" if PARQUET_MARK in tail else None
     except (OSError, TraceFormatError):
         return None
     if head.startswith(b"\x1f\x8b"):
@@ -68,6 +75,8 @@ def kind_written(path: str) -> Optional[Kind]:
         return "trace"
     if head.startswith(CODEGEN_MARK):
         return "module" if CODEGEN_SIGNATURE in head.split(b"\n", 1)[0] else None
+    if head.startswith(b"<?xml") and b"<svg" in head:
+        return "image" if SVG_MARK.search(head) else None
     return "image" if head.startswith(b"\x89PNG") and PNG_MARK in head else None
 
 

@@ -110,10 +110,11 @@ def test_cli_refuses_a_foreign_output_in_one_line_and_force_replaces_it(tmp_path
     assert recfn.load(foreign).events == 4
 
 
-def test_timeline_images_are_recognised_as_ours(tmp_path: Path) -> None:
+@pytest.mark.parametrize("suffix", ["png", "svg", "pdf"])
+def test_timeline_images_are_recognised_as_ours(tmp_path: Path, suffix: str) -> None:
     trace = tmp_path / "run.parquet"
     small_trace().save(trace)
-    image = tmp_path / "t.png"
+    image = tmp_path / f"t.{suffix}"
     for _ in range(2):  # the second run replaces recfn's own image without --force
         proc = subprocess.run(
             [sys.executable, "-m", "recfn", "timeline", str(trace), "-o", str(image)],
@@ -124,6 +125,9 @@ def test_timeline_images_are_recognised_as_ours(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
     assert written_by_recfn(str(image))
     assert not os.path.exists(str(image) + ".part")
+    foreign = tmp_path / f"theirs.{suffix}"  # the same kind of file, not recfn's
+    foreign.write_bytes(image.read_bytes().replace(b"recfn", b"other"))
+    assert not written_by_recfn(str(foreign))
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
