@@ -470,6 +470,19 @@ def _valid(array: pa.Array) -> np.ndarray:
     return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _event_columns(piece: pa.Table, where: str) -> tuple[pa.Array, ...]:
+    """A piece's ``id``, ``parent_id``, ``start_ns``, ``end_ns``, ``kind`` and ``scope`` (each
+    one array); ``TraceFormatError`` for a null id or start."""
+    names = ("id", "parent_id", "start_ns", "end_ns", "kind", "scope")
+    found = [_column(piece, name) for name in names]
+    assert all(column is not None for column in found)  # EVENT_COLUMNS are checked first
+    if found[0].null_count:
+        raise TraceFormatError(f"{where}: a range has a null id")
+    if found[2].null_count:
+        raise TraceFormatError(f"{where}: a range has a null start_ns")
+    return tuple(found)
+
+
 class _Codes:
     """Integer codes (0, 1, ... in order of first appearance; null has one too) of a column's
     values, met a piece at a time: each piece's own dictionary is mapped onto the codes seen
@@ -575,17 +588,7 @@ def _process_rows(
     at = 0
     for piece in pieces(columns, verify=True):
         rows = piece.num_rows
-        ids, parent_ids, start_column, end_column, kind, scope = (
-            _column(piece, name)
-            for name in ("id", "parent_id", "start_ns", "end_ns", "kind", "scope")
-        )
-        assert ids is not None and parent_ids is not None  # EVENT_COLUMNS
-        assert start_column is not None and end_column is not None
-        assert kind is not None and scope is not None
-        if ids.null_count:
-            raise TraceFormatError(f"{where}: a range has a null id")
-        if start_column.null_count:
-            raise TraceFormatError(f"{where}: a range has a null start_ns")
+        ids, parent_ids, start_column, end_column, kind, scope = _event_columns(piece, where)
         links.add(ids, parent_ids, at)
         here_start = _ints(start_column, 0)
         here_end = _stored(end_column)
@@ -872,17 +875,7 @@ def _one_pass(
     columns = ["id", "parent_id", "start_ns", "end_ns", "kind", "scope", *keys, *extra]
     for piece in pieces(columns, verify=True):
         rows = piece.num_rows
-        ids, parent_ids, start_column, end_column, kind, scope = (
-            _column(piece, name)
-            for name in ("id", "parent_id", "start_ns", "end_ns", "kind", "scope")
-        )
-        assert ids is not None and parent_ids is not None  # EVENT_COLUMNS
-        assert start_column is not None and end_column is not None
-        assert kind is not None and scope is not None
-        if ids.null_count:
-            raise TraceFormatError(f"{where}: a range has a null id")
-        if start_column.null_count:
-            raise TraceFormatError(f"{where}: a range has a null start_ns")
+        ids, parent_ids, start_column, end_column, kind, scope = _event_columns(piece, where)
         if any(c.type != pa.int64() for c in (ids, parent_ids, start_column, end_column)):
             return None  # foreign Parquet: the numpy path converts its integers
         ended = _valid(end_column) if end_column.null_count else None

@@ -5,7 +5,9 @@ profiler spans and parents in other threads; and hands every other order to the 
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -110,11 +112,9 @@ def test_the_one_pass_gives_the_numpy_paths_and_the_in_memory_numbers(
             np.testing.assert_array_equal(calls.self_times, stats_by_numpy.calls[group].self_times)
 
 
-@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
-def test_the_one_pass_takes_recorded_rows_and_hands_others_back(tmp_path: Path) -> None:
-    frame = make_synthetic_trace(3000, n_threads=3, seed=4, max_depth=12)
-    path = tmp_path / "one.parquet"
-    recfn.Trace.from_pandas(frame).save(path)
+@contextlib.contextmanager
+def passes_taken() -> Iterator[list[bool]]:
+    """For each process summarised inside, whether the native pass took it."""
     taken: list[bool] = []
     one_pass = outofcore._one_pass
 
@@ -125,6 +125,15 @@ def test_the_one_pass_takes_recorded_rows_and_hands_others_back(tmp_path: Path) 
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(outofcore, "_one_pass", watched)
+        yield taken
+
+
+@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
+def test_the_one_pass_takes_recorded_rows_and_hands_others_back(tmp_path: Path) -> None:
+    frame = make_synthetic_trace(3000, n_threads=3, seed=4, max_depth=12)
+    path = tmp_path / "one.parquet"
+    recfn.Trace.from_pandas(frame).save(path)
+    with passes_taken() as taken:
         same(outofcore.summarize_files([str(path)]), frame.recfn.summary())
         shuffled = tmp_path / "shuffled.parquet"
         recfn.Trace.from_pandas(frame.sample(frac=1, random_state=1)).save(shuffled)
@@ -175,16 +184,7 @@ def captured(tmp_path: Path) -> Path:
 @pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
 def test_a_capture_of_threads_takes_the_pass(tmp_path: Path) -> None:
     path = captured(tmp_path)
-    taken: list[bool] = []
-    one_pass = outofcore._one_pass
-
-    def watched(*args: object, **kwargs: object) -> object:
-        found = one_pass(*args, **kwargs)  # type: ignore[arg-type]
-        taken.append(found is not None)
-        return found
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(outofcore, "_one_pass", watched)
+    with passes_taken() as taken:
         got = outofcore.summarize_files([str(path)])
     same(got, recfn.load(path, as_pandas=True).recfn.summary())
     assert taken == [True]
