@@ -473,9 +473,11 @@ def _valid(array: pa.Array) -> np.ndarray:
 def _event_columns(piece: pa.Table, where: str) -> tuple[pa.Array, ...]:
     """A piece's ``id``, ``parent_id``, ``start_ns``, ``end_ns``, ``kind`` and ``scope`` (each
     one array); ``TraceFormatError`` for a null id or start."""
-    names = ("id", "parent_id", "start_ns", "end_ns", "kind", "scope")
-    found = [_column(piece, name) for name in names]
-    assert all(column is not None for column in found)  # EVENT_COLUMNS are checked first
+    found: list[pa.Array] = []
+    for name in ("id", "parent_id", "start_ns", "end_ns", "kind", "scope"):
+        column = _column(piece, name)
+        assert column is not None  # EVENT_COLUMNS are checked first
+        found.append(column)
     if found[0].null_count:
         raise TraceFormatError(f"{where}: a range has a null id")
     if found[2].null_count:
