@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from recfn.analysis.columns import RANGE
-from recfn.analysis.stats.runs import RunStats, calls_part, calls_table
+from recfn.analysis.stats.runs import RunStats, calls_part, calls_table, with_calls
 from recfn.analysis.stats.summary import PARTIAL_COLUMNS, PROFILER_SPAN_SCOPES, add_partials
 from recfn.analysis.stats.tree import (
     Nodes,
@@ -222,11 +222,13 @@ def _calls_part(
     extent."""
     passed = _one_pass(pieces, n, keys, extra, where, whole, keep_rows=True)
     if passed is not None:
-        rows = passed.rows
-        assert rows is not None
-        part = calls_part(
-            keys, passed.groups, rows.code, rows.closed, rows.duration, rows.own, rows.counted
-        )
+        assert passed.calls is not None
+        durations, self_times = passed.calls
+        part = _passed_part(passed, keys, [])[[*keys, "count", "total_ns", "self_ns"]]
+        part = part.rename(columns={"count": "calls"})
+        counts = passed.sums["count"]
+        bounds = np.concatenate([[0], np.cumsum(counts[counts > 0])]).tolist()
+        part = with_calls(part, durations, self_times, bounds)
         return part, passed.total, passed.low, passed.high, passed.extent
     found = _process_rows(pieces, n, keys, extra, where, whole)
     duration = np.subtract(found.end, found.start, out=found.end)
@@ -825,20 +827,11 @@ def _positions(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray, 
     return parent
 
 
-class _PassedRows(NamedTuple):
-    """Per row, what comparisons over calls need (`_one_pass` with ``keep_rows``)."""
-
-    code: np.ndarray
-    closed: np.ndarray
-    duration: np.ndarray
-    """``end - start`` of closed ranges (any value on other rows)."""
-    own: np.ndarray
-    counted: np.ndarray
-
-
 class _Passed(NamedTuple):
     """One process summarised in one native pass (`_one_pass`): per group (in code order)
-    ``sums`` holds count, duration_ns, self_ns, total_ns, min_ns, max_ns and the extras."""
+    ``sums`` holds count, duration_ns, self_ns, total_ns, min_ns, max_ns and the extras;
+    with ``keep_rows``, ``calls`` holds the closed ranges' durations and self times grouped
+    (group by group in code order, each group's count of them)."""
 
     groups: list[tuple[Any, ...]]
     sums: dict[str, np.ndarray]
@@ -846,7 +839,7 @@ class _Passed(NamedTuple):
     low: int
     high: int
     extent: tuple[int, int]
-    rows: _PassedRows | None
+    calls: tuple[np.ndarray, np.ndarray] | None
 
 
 def _one_pass(
@@ -873,7 +866,6 @@ def _one_pass(
     one_pass = native.Pass(n, whole, keep_rows)
     codes = _GroupCodes(len(keys))
     extras = {name: np.zeros(0, dtype=np.int64) for name in extra}
-    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     columns = ["id", "parent_id", "start_ns", "end_ns", "kind", "scope", *keys, *extra]
     for piece in pieces(columns, verify=True):
         rows = piece.num_rows
@@ -911,9 +903,6 @@ def _one_pass(
                     [added, np.zeros(len(codes.groups) - len(added), dtype=np.int64)]
                 )
             np.add.at(added, code[closed], _ints(values, 0)[closed])
-        if keep_rows:
-            duration = np.subtract(_stored(end_column), _stored(start_column))
-            kept.append((code, closed, duration))
     status = one_pass.finish()
     if status == native.NOT_RECORDED:
         return None
@@ -932,23 +921,14 @@ def _one_pass(
     }
     for name, found in extras.items():
         sums[name] = np.concatenate([found, np.zeros(size - len(found), dtype=np.int64)])
-    passed_rows = None
+    calls = None
     if keep_rows:
-        own, counted = one_pass.rows()
-        passed_rows = _PassedRows(
-            _joined([code for code, _, _ in kept], np.int32),
-            _joined([closed for _, closed, _ in kept], np.bool_),
-            _joined([duration for _, _, duration in kept], np.int64),
-            np.frombuffer(own, dtype=np.int64),
-            np.frombuffer(counted, dtype=np.bool_),
-        )
+        closed_rows = int(sums["count"].sum())
+        calls = (np.empty(closed_rows, dtype=np.int64), np.empty(closed_rows, dtype=np.int64))
+        one_pass.grouped(*calls)
     low, high = one_pass.low, one_pass.high
     extent = (first, last) if first <= last else NO_EXTENT
-    return _Passed(codes.groups, sums, total, low, high, extent, passed_rows)
-
-
-def _joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
-    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
+    return _Passed(codes.groups, sums, total, low, high, extent, calls)
 
 
 def _passed_part(passed: _Passed, keys: list[str], extra: list[str]) -> pd.DataFrame:

@@ -25,6 +25,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 #ifndef _WIN32
 #include <sys/mman.h>
@@ -69,8 +70,7 @@ typedef struct {
     size_t rows_bytes;
     Open *open;
     Py_ssize_t open_capacity, open_used; /* a power of two; slots taken */
-    int64_t *own_out;   /* per row, when asked (keep_rows) */
-    uint8_t *counted_out;
+    int64_t *own_out, *took_out; /* per row, self time and duration, when asked (keep_rows) */
     /* per group */
     Py_ssize_t groups, capacity;
     int64_t *count, *duration, *self_time, *total, *minimum, *maximum;
@@ -111,7 +111,7 @@ static void Pass_dealloc(Pass *self) {
     PyMem_RawFree(self->seg_sorted);
     PyMem_RawFree(self->unresolved);
     PyMem_Free(self->own_out);
-    PyMem_Free(self->counted_out);
+    PyMem_Free(self->took_out);
     PyMem_Free(self->count);
     PyMem_Free(self->duration);
     PyMem_Free(self->self_time);
@@ -146,9 +146,9 @@ static int Pass_init(Pass *self, PyObject *args, PyObject *kwds) {
         for (Py_ssize_t s = 0; s < self->open_capacity; s++) self->open[s].row = -1;
     if (keep_rows) {
         self->own_out = PyMem_Calloc(rows, sizeof(int64_t));
-        self->counted_out = PyMem_Calloc(rows, 1);
+        self->took_out = PyMem_Malloc(rows * sizeof(int64_t));
     }
-    if (!self->rows || !self->open || (keep_rows && (!self->own_out || !self->counted_out))) {
+    if (!self->rows || !self->open || (keep_rows && (!self->own_out || !self->took_out))) {
         PyErr_NoMemory();
         return -1;
     }
@@ -369,7 +369,10 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
         if (!is_span) self->self_total += took;
         if (begin < self->extent_first) self->extent_first = begin;
         if (stop > self->extent_last) self->extent_last = stop;
-        if (self->own_out) self->own_out[i] += took;
+        if (self->own_out) {
+            self->own_out[i] += took;
+            self->took_out[i] = took;
+        }
         int nested = 0;
         uint32_t above = 0;
         Row *up = parent >= 0 ? &self->rows[parent] : NULL;
@@ -404,7 +407,6 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
         }
         row->above = above;
         if (!nested) self->total[g] += took;
-        if (self->counted_out) self->counted_out[i] = (uint8_t)!nested;
         if (stop > begin && add_open(self, (int32_t)i, is_span, stop, begin) < 0) return NO_MEMORY;
     }
     if (ends_before) {
@@ -506,13 +508,312 @@ static PyObject *Pass_result(Pass *self, PyObject *Py_UNUSED(ignored)) {
                          (long long)self->extent_first, (long long)self->extent_last);
 }
 
-static PyObject *Pass_rows(Pass *self, PyObject *Py_UNUSED(ignored)) {
+/* ``obj`` as a writable C-contiguous buffer of int64 (``rows`` of them, or any number for -1). */
+static int hold_int64_out(PyObject *obj, Py_ssize_t rows, const char *what, Py_buffer *view) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    const char *format = view->format ? view->format : "B";
+    if (*format == '<' || *format == '=' || *format == '@') format++;
+    if (view->itemsize != 8 || (strcmp(format, "q") != 0 && strcmp(format, "l") != 0) ||
+        (rows >= 0 && view->len != rows * 8)) {
+        PyErr_Format(PyExc_ValueError, "%s: a writable int64 array%s wanted", what,
+                     rows >= 0 ? " of one item per closed range" : "");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* The closed ranges' durations and self times into ``durations`` and ``self_times``, grouped:
+   group 0's in row order, then group 1's, ... (each group's share is its count). */
+static PyObject *Pass_grouped(Pass *self, PyObject *args) {
+    PyObject *objs[2];
+    if (!PyArg_ParseTuple(args, "OO", &objs[0], &objs[1])) return NULL;
     if (self->own_out == NULL) {
         PyErr_SetString(PyExc_ValueError, "the pass was made without keep_rows");
         return NULL;
     }
-    return Py_BuildValue("(NN)", as_bytes(self->own_out, self->n * (Py_ssize_t)sizeof(int64_t)),
-                         as_bytes(self->counted_out, self->n));
+    if (self->at != self->n) {
+        PyErr_Format(PyExc_ValueError, "%zd of %zd rows were added", self->at, self->n);
+        return NULL;
+    }
+    Py_ssize_t closed = 0, groups = self->capacity;
+    for (Py_ssize_t g = 0; g < groups; g++) closed += (Py_ssize_t)self->count[g];
+    Py_buffer out[2];
+    if (hold_int64_out(objs[0], closed, "durations", &out[0]) < 0) return NULL;
+    if (hold_int64_out(objs[1], closed, "self_times", &out[1]) < 0) {
+        PyBuffer_Release(&out[0]);
+        return NULL;
+    }
+    Py_ssize_t *next = PyMem_RawMalloc((size_t)(groups ? groups : 1) * sizeof(Py_ssize_t));
+    if (next == NULL) {
+        PyBuffer_Release(&out[0]);
+        PyBuffer_Release(&out[1]);
+        return PyErr_NoMemory();
+    }
+    int64_t *took = out[0].buf, *own = out[1].buf;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t at = 0;
+    for (Py_ssize_t g = 0; g < groups; g++) {
+        next[g] = at;
+        at += (Py_ssize_t)self->count[g];
+    }
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        int32_t g = self->rows[i].code;
+        if (g < 0) continue;
+        Py_ssize_t to = next[g]++;
+        took[to] = self->took_out[i];
+        own[to] = self->own_out[i];
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(next);
+    PyBuffer_Release(&out[0]);
+    PyBuffer_Release(&out[1]);
+    Py_RETURN_NONE;
+}
+
+/* Order statistics in place: afterwards ``v[k]`` holds the value of rank ``k`` among
+   ``v[lo..hi]``, the values before it are no greater and those after it no smaller (Hoare's
+   partition around a median of three, which keeps runs of equal values balanced). */
+static int compare_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void select_rank(int64_t *v, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t k) {
+    for (int rounds = 0; hi > lo; rounds++) {
+        if (k == lo || k == hi) { /* the least or the greatest: one scan */
+            Py_ssize_t best = lo;
+            for (Py_ssize_t i = lo + 1; i <= hi; i++)
+                if (k == lo ? v[i] < v[best] : v[i] > v[best]) best = i;
+            int64_t t = v[k];
+            v[k] = v[best];
+            v[best] = t;
+            return;
+        }
+        if (hi - lo < 16 || rounds > 64) { /* small, or unlucky pivots: sort what is left */
+            qsort(v + lo, (size_t)(hi - lo + 1), sizeof(int64_t), compare_int64);
+            return;
+        }
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        int64_t a = v[lo], b = v[mid], c = v[hi], t;
+        if (a > b) { t = a; a = b; b = t; }
+        if (b > c) { t = b; b = c; c = t; }
+        if (a > b) { t = a; a = b; b = t; }
+        v[lo] = a;
+        v[mid] = b;
+        v[hi] = c;
+        int64_t pivot = b;
+        Py_ssize_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return; /* between j and i every value equals the pivot */
+    }
+}
+
+/* Every rank of ``ranks[0..count)`` (ascending, within lo..hi) to its place: the middle one
+   first, then those below it among the values below it, and those above among those above. */
+static void select_ranks(int64_t *v, Py_ssize_t lo, Py_ssize_t hi, const Py_ssize_t *ranks,
+                         int count) {
+    while (count > 0) {
+        int middle = count / 2;
+        Py_ssize_t k = ranks[middle];
+        select_rank(v, lo, hi, k);
+        select_ranks(v, lo, k - 1, ranks, middle);
+        ranks += middle + 1;
+        count -= middle + 1;
+        lo = k + 1;
+    }
+}
+
+#define MAX_RANKS 64
+
+static int add_rank(Py_ssize_t *ranks, int *count, Py_ssize_t rank) {
+    for (int r = 0; r < *count; r++)
+        if (ranks[r] == rank) return 0;
+    if (*count == MAX_RANKS) return -1;
+    ranks[(*count)++] = rank;
+    return 0;
+}
+
+static int compare_rank(const void *a, const void *b) {
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A non-negative value's bucket: itself below 256, else its highest 9 bits with its bit
+   length, so buckets follow the values' order and each spans under 0.4% of its values. */
+#define EXACT_BUCKETS 256
+#define BUCKETS (EXACT_BUCKETS * 56)
+static inline Py_ssize_t bucket_of(int64_t x) {
+    if (x < EXACT_BUCKETS) return (Py_ssize_t)x;
+    int shift = 63 - __builtin_clzll((unsigned long long)x) - 8; /* 0 .. 54 */
+    return (Py_ssize_t)(shift + 1) * EXACT_BUCKETS + (Py_ssize_t)((x >> shift) - EXACT_BUCKETS);
+}
+
+/* The ranks (ascending, count of them) to their places in v[0..n) and the sum of the values
+   whose ranks lie from ranks[sum_from] to ranks[sum_to] (when sum_from >= 0). Large arrays of
+   non-negative values (durations) go through a histogram of their buckets: only the values in
+   the buckets that hold a wanted rank are gathered and selected among, the rest summed where
+   the sum wants them. Returns -1 when out of memory. */
+static int place_ranks(int64_t *v, Py_ssize_t n, Py_ssize_t *ranks, int count, int sum_from,
+                       int sum_to, int64_t *values_out, uint64_t *sum_out) {
+    int64_t least = 0;
+    if (n >= 2048)
+        for (Py_ssize_t i = 0; i < n; i++) least = v[i] < least ? v[i] : least;
+    if (n < 2048 || least < 0) { /* small, or negative values: select in place */
+        select_ranks(v, 0, n - 1, ranks, count);
+        uint64_t sum = 0;
+        if (sum_from >= 0)
+            for (Py_ssize_t k = ranks[sum_from]; k <= ranks[sum_to]; k++) sum += (uint64_t)v[k];
+        for (int r = 0; r < count; r++) values_out[r] = v[ranks[r]];
+        *sum_out = sum;
+        return 0;
+    }
+    uint32_t *hist = PyMem_RawCalloc(BUCKETS, sizeof(uint32_t));
+    uint8_t *wanted = PyMem_RawCalloc(BUCKETS, 1);
+    if (hist == NULL || wanted == NULL) {
+        PyMem_RawFree(hist);
+        PyMem_RawFree(wanted);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) hist[bucket_of(v[i])]++;
+    /* the bucket of each rank, and how many values lie in unwanted buckets below it */
+    Py_ssize_t bucket[MAX_RANKS], below[MAX_RANKS];
+    Py_ssize_t seen = 0, b = 0;
+    for (int r = 0; r < count; r++) {
+        while (seen + (Py_ssize_t)hist[b] <= ranks[r]) seen += hist[b++];
+        bucket[r] = b;
+        wanted[b] = 1;
+    }
+    Py_ssize_t gathered = 0, skipped = 0;
+    for (int r = 0, b = 0; r < count; r++) {
+        for (; b < bucket[r]; b++)
+            if (!wanted[b]) skipped += hist[b];
+        if (r == 0 || bucket[r] != bucket[r - 1]) gathered += hist[bucket[r]];
+        below[r] = skipped;
+    }
+    int64_t *kept = PyMem_RawMalloc((size_t)(gathered + 1) * sizeof(int64_t));
+    if (kept == NULL) {
+        PyMem_RawFree(hist);
+        PyMem_RawFree(wanted);
+        return -1;
+    }
+    Py_ssize_t low = sum_from >= 0 ? bucket[sum_from] : BUCKETS, high = sum_from >= 0 ? bucket[sum_to] : 0;
+    uint64_t sum = 0;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) { /* without branches: the buckets come in any order */
+        Py_ssize_t here = bucket_of(v[i]);
+        uint64_t keep = wanted[here], between = (uint64_t)((here > low) & (here < high));
+        kept[at] = v[i];
+        at += (Py_ssize_t)keep;
+        sum += (uint64_t)v[i] & (0 - (between & (keep ^ 1)));
+    }
+    Py_ssize_t local[MAX_RANKS];
+    int distinct = 0;
+    for (int r = 0; r < count; r++) {
+        local[r] = ranks[r] - below[r];
+        if (distinct == 0 || local[distinct - 1] != local[r]) local[distinct++] = local[r];
+    }
+    select_ranks(kept, 0, gathered - 1, local, distinct);
+    if (sum_from >= 0)
+        for (Py_ssize_t k = ranks[sum_from] - below[sum_from]; k <= ranks[sum_to] - below[sum_to]; k++)
+            sum += (uint64_t)kept[k];
+    for (int r = 0; r < count; r++) values_out[r] = kept[ranks[r] - below[r]];
+    *sum_out = sum;
+    PyMem_RawFree(kept);
+    PyMem_RawFree(hist);
+    PyMem_RawFree(wanted);
+    return 0;
+}
+
+/* order_stats(values, at, between) -> (quantiles..., trimmed mean): see the method table. */
+static PyObject *order_stats(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *values, *at, *between;
+    if (!PyArg_ParseTuple(args, "OOO", &values, &at, &between)) return NULL;
+    PyObject *levels = PySequence_Fast(at, "at must be a sequence of floats");
+    if (levels == NULL) return NULL;
+    Py_ssize_t wanted = PySequence_Fast_GET_SIZE(levels);
+    double q[MAX_RANKS / 2 - 1], trim[2] = {-1.0, -1.0};
+    int ok = wanted < MAX_RANKS / 2 - 1;
+    for (Py_ssize_t w = 0; ok && w < wanted; w++) {
+        q[w] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(levels, w));
+        ok = !(q[w] == -1.0 && PyErr_Occurred()) && q[w] >= 0.0 && q[w] <= 1.0;
+    }
+    Py_DECREF(levels);
+    if (ok && between != Py_None)
+        ok = PyArg_ParseTuple(between, "dd", &trim[0], &trim[1]) && trim[0] >= 0.0 &&
+             trim[0] <= trim[1] && trim[1] <= 1.0;
+    if (!ok) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "levels between 0 and 1 wanted (at most 30)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (hold_int64_out(values, -1, "values", &view) < 0) return NULL;
+    Py_ssize_t n = view.len / 8;
+    if (n == 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "no values");
+        return NULL;
+    }
+    Py_ssize_t ranks[MAX_RANKS], low[MAX_RANKS / 2], trim_low = 0, trim_high = 0;
+    double weight[MAX_RANKS / 2];
+    int count = 0;
+    for (Py_ssize_t w = 0; w < wanted; w++) { /* as numpy's linear interpolation */
+        double position = (double)(n - 1) * q[w];
+        low[w] = (Py_ssize_t)floor(position);
+        weight[w] = position - (double)low[w];
+        add_rank(ranks, &count, low[w]);
+        add_rank(ranks, &count, low[w] + 1 < n ? low[w] + 1 : n - 1);
+    }
+    if (between != Py_None) {
+        trim_low = (Py_ssize_t)floor((double)(n - 1) * trim[0]);
+        trim_high = (Py_ssize_t)ceil((double)(n - 1) * trim[1]);
+        if (trim_high < trim_low) trim_high = trim_low;
+        add_rank(ranks, &count, trim_low);
+        add_rank(ranks, &count, trim_high);
+    }
+    qsort(ranks, (size_t)count, sizeof(Py_ssize_t), compare_rank);
+    int sum_from = -1, sum_to = -1;
+    for (int r = 0; r < count && between != Py_None; r++) {
+        if (ranks[r] == trim_low) sum_from = r;
+        if (ranks[r] == trim_high) sum_to = r;
+    }
+    int64_t at_rank[MAX_RANKS];
+    uint64_t sum = 0;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = place_ranks(view.buf, n, ranks, count, sum_from, sum_to, at_rank, &sum);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (status < 0) return PyErr_NoMemory();
+    double mean = NAN;
+    if (between != Py_None) mean = (double)(int64_t)sum / (double)(trim_high - trim_low + 1);
+    PyObject *found = PyTuple_New(wanted + 1);
+    for (Py_ssize_t w = 0; found != NULL && w < wanted; w++) {
+        Py_ssize_t high = low[w] + 1 < n ? low[w] + 1 : n - 1;
+        int64_t below = 0, above = 0;
+        for (int r = 0; r < count; r++) {
+            if (ranks[r] == low[w]) below = at_rank[r];
+            if (ranks[r] == high) above = at_rank[r];
+        }
+        double value = (double)below * (1.0 - weight[w]) + (double)above * weight[w];
+        PyTuple_SET_ITEM(found, w, PyFloat_FromDouble(value));
+    }
+    if (found != NULL) PyTuple_SET_ITEM(found, wanted, PyFloat_FromDouble(mean));
+    return found;
 }
 
 static PyObject *Pass_get_bad(Pass *self, void *Py_UNUSED(closure)) {
@@ -537,9 +838,10 @@ static PyMethodDef Pass_methods[] = {
     {"result", (PyCFunction)Pass_result, METH_NOARGS,
      "(count, duration, self, total, min, max) as int64 bytes per group, then the self-time "
      "total without profiler spans, the first start and the last end of the closed ranges."},
-    {"rows", (PyCFunction)Pass_rows, METH_NOARGS,
-     "(own, counted): each row's self time (int64 bytes) and whether it counts in its group's "
-     "total (bytes of 0/1), with keep_rows."},
+    {"grouped", (PyCFunction)Pass_grouped, METH_VARARGS,
+     "grouped(durations, self_times): the closed ranges' durations and self times written into "
+     "the two int64 arrays (one item per closed range), group by group in code order (each "
+     "group's count of them), in row order within a group; with keep_rows, once all rows are in."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -562,9 +864,20 @@ static PyTypeObject PassType = {
     .tp_new = PyType_GenericNew,
 };
 
+static PyMethodDef module_methods[] = {
+    {"order_stats", (PyCFunction)order_stats, METH_VARARGS,
+     "order_stats(values, at, between) -> (quantile at each level of ``at``, trimmed mean): "
+     "``values`` a non-empty writable int64 array, reordered in place; the quantiles "
+     "interpolated linearly as numpy's default; the trimmed mean (NaN when ``between`` is None) "
+     "is the integer sum of the values whose ranks lie from floor((n - 1) * low) to "
+     "max(ceil((n - 1) * high), that), divided by their number."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_csummary",
-    "The out-of-core summary's one pass over a process's rows as recorded.", -1, NULL,
+    "The out-of-core summary's one pass over a process's rows as recorded, and the order "
+    "statistics of its calls.", -1, module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__csummary(void) {
