@@ -652,14 +652,14 @@ static int compare_rank(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* A non-negative value's bucket: itself below 256, else its highest 9 bits with its bit
-   length, so buckets follow the values' order and each spans under 0.4% of its values. */
-#define EXACT_BUCKETS 256
-#define BUCKETS (EXACT_BUCKETS * 56)
+/* A non-negative value's bucket: the value itself below 512, else its highest 9 bits with
+   its bit length; buckets follow the values' order and each spans under 0.4% of its values.
+   Without branches: values small and large come mixed. */
+#define BUCKETS (256 * 56)
 static inline Py_ssize_t bucket_of(int64_t x) {
-    if (x < EXACT_BUCKETS) return (Py_ssize_t)x;
-    int shift = 63 - __builtin_clzll((unsigned long long)x) - 8; /* 0 .. 54 */
-    return (Py_ssize_t)(shift + 1) * EXACT_BUCKETS + (Py_ssize_t)((x >> shift) - EXACT_BUCKETS);
+    int length = 64 - __builtin_clzll((unsigned long long)x | 1); /* 1 .. 63 */
+    int shift = length > 9 ? length - 9 : 0;
+    return ((Py_ssize_t)shift << 8) + (Py_ssize_t)(x >> shift);
 }
 
 /* The ranks (ascending, count of them) to their places in v[0..n) and the sum of the values
@@ -669,10 +669,28 @@ static inline Py_ssize_t bucket_of(int64_t x) {
    the sum wants them. Returns -1 when out of memory. */
 static int place_ranks(int64_t *v, Py_ssize_t n, Py_ssize_t *ranks, int count, int sum_from,
                        int sum_to, int64_t *values_out, uint64_t *sum_out) {
+    uint32_t *hist = NULL;
     int64_t least = 0;
-    if (n >= 2048)
-        for (Py_ssize_t i = 0; i < n; i++) least = v[i] < least ? v[i] : least;
+    if (n >= 2048) {
+        /* two histograms, even and odd values, so runs of one bucket do not wait on each other */
+        hist = PyMem_RawCalloc(2 * BUCKETS, sizeof(uint32_t));
+        if (hist == NULL) return -1;
+        Py_ssize_t i = 0;
+        for (; i + 1 < n; i += 2) {
+            int64_t x = v[i], y = v[i + 1];
+            least = x < least ? x : least;
+            least = y < least ? y : least;
+            hist[bucket_of(x & ~(x >> 63))]++; /* a negative value counts as 0 here */
+            hist[BUCKETS + bucket_of(y & ~(y >> 63))]++;
+        }
+        if (i < n) {
+            least = v[i] < least ? v[i] : least;
+            hist[bucket_of(v[i] & ~(v[i] >> 63))]++;
+        }
+        for (Py_ssize_t b = 0; b < BUCKETS; b++) hist[b] += hist[BUCKETS + b];
+    }
     if (n < 2048 || least < 0) { /* small, or negative values: select in place */
+        PyMem_RawFree(hist);
         select_ranks(v, 0, n - 1, ranks, count);
         uint64_t sum = 0;
         if (sum_from >= 0)
@@ -681,14 +699,11 @@ static int place_ranks(int64_t *v, Py_ssize_t n, Py_ssize_t *ranks, int count, i
         *sum_out = sum;
         return 0;
     }
-    uint32_t *hist = PyMem_RawCalloc(BUCKETS, sizeof(uint32_t));
     uint8_t *wanted = PyMem_RawCalloc(BUCKETS, 1);
-    if (hist == NULL || wanted == NULL) {
+    if (wanted == NULL) {
         PyMem_RawFree(hist);
-        PyMem_RawFree(wanted);
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++) hist[bucket_of(v[i])]++;
     /* the bucket of each rank, and how many values lie in unwanted buckets below it */
     Py_ssize_t bucket[MAX_RANKS], below[MAX_RANKS];
     Py_ssize_t seen = 0, b = 0;
