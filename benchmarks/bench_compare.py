@@ -21,8 +21,8 @@ A/A "false positive": any group, or the common shift, other than ``unchanged``. 
 is ``slower``.
 
 The speed part writes two run sets of 10 Parquet runs of 1M synthetic ranges each
-(``make_synthetic_trace``) and times ``recfn compare`` on them in a fresh interpreter that
-reports its own peak RSS, as ``bench_fleet.py`` measures.
+(``make_synthetic_trace``) and times ``python -m recfn compare`` on them, each time in a fresh
+interpreter (its wall time from start to exit, its CPU time and peak RSS from ``wait4``).
 """
 
 from __future__ import annotations
@@ -168,15 +168,18 @@ def refresh(blocks: dict[str, Any]) -> None:
                 ]
 
 
-MEASURE = """
-import resource, sys, time
-t = time.perf_counter()
-from recfn.cli import main
-code = main(["compare", {base!r}, {cand!r}, "--format", "csv"])
-elapsed = time.perf_counter() - t
-usage = resource.getrusage(resource.RUSAGE_SELF)
-print(elapsed, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime, code)
-"""
+def measure(base: str, cand: str) -> tuple[float, int, float, int]:
+    """``recfn compare base cand --format csv`` as a user runs it (``python -m recfn``: the
+    console script's path, from the interpreter's start to its exit): wall seconds, peak RSS
+    in bytes, CPU seconds and the exit code."""
+    command = [sys.executable, "-m", "recfn", "compare", base, cand, "--format", "csv"]
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, cwd=ROOT)
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    return elapsed, usage.ru_maxrss * 1024, cpu, child.returncode
 
 
 def write_run_sets(folder: str, runs: int, ranges: int) -> tuple[str, str]:
@@ -205,17 +208,10 @@ def speed(runs: int, ranges: int, rounds: int) -> str:
             f"| write 2 x {runs} runs of {ranges:,} ranges | {written:.1f} | - | - |",
         ]
         for _ in range(rounds):
-            done = subprocess.run(
-                [sys.executable, "-c", MEASURE.format(base=base, cand=cand)],
-                capture_output=True,
-                text=True,
-                check=True,
-                cwd=ROOT,
-            )
-            seconds, rss, cpu, code = done.stdout.split()[-4:]
+            seconds, rss, cpu, code = measure(base, cand)
             lines.append(
-                f"| `recfn compare base/ cand/` (exit {code}) | {float(seconds):.2f} | "
-                f"{float(cpu):.2f} | {int(rss) / 2**20:,.0f} |"
+                f"| `recfn compare base/ cand/` (exit {code}) | {seconds:.2f} | "
+                f"{cpu:.2f} | {rss / 2**20:,.0f} |"
             )
         return "\n".join(lines)
 

@@ -1,4 +1,4 @@
-"""``python -m recfn ...``: the ``recfn`` command line (notebook_ext.cli)."""
+"""``python -m recfn ...``: the ``recfn`` command line (``recfn.cli``)."""
 
 from recfn.cli import console
 

@@ -14,8 +14,9 @@
    Per row the pass keeps 12 bytes that a later child may ask of it: its group, its closed
    parent, and a 32-bit set of its ancestors' groups (hashed, so a miss proves no ancestor of
    the group and a hit is checked by walking up). A closed range's end and the furthest end of
-   its children so far matter only until a later row starts past its end: they live in a small
-   table of the ranges still open at the current start (`Open`), swept as it fills.
+   its children so far matter only until a later row starts past its end: they live in a ring of
+   the latest rows' slots (`recent`, where most children find their parent in one load) and,
+   for ranges still open when their slot is taken, a small table swept as it fills (`Open`).
 
    Rows not in that order are not summarised here: `add` or `finish` returns NOT_RECORDED and
    the caller takes the general (numpy) path, which is also the pure build's, and the
@@ -45,6 +46,8 @@ typedef struct {
     uint32_t above; /* its closed ancestors' groups, hashed to one bit each */
 } Row;
 
+#define RECENT 4096 /* a power of two */
+
 /* A closed range whose end a later row may still start before. */
 typedef struct {
     int32_t row;  /* -1: an empty slot */
@@ -68,7 +71,8 @@ typedef struct {
     Py_ssize_t unresolved_n, unresolved_capacity;
     Row *rows;
     size_t rows_bytes;
-    Open *open;
+    Open *recent; /* the open range of row r, if any, in slot r % RECENT */
+    Open *open;   /* those still open when a later row took their slot in `recent` */
     Py_ssize_t open_capacity, open_used; /* a power of two; slots taken */
     int64_t *own_out, *took_out; /* per row, self time and duration, when asked (keep_rows) */
     /* per group */
@@ -104,6 +108,7 @@ static void rows_free(Row *rows, size_t bytes) {
 
 static void Pass_dealloc(Pass *self) {
     rows_free(self->rows, self->rows_bytes);
+    PyMem_RawFree(self->recent);
     PyMem_RawFree(self->open);
     PyMem_RawFree(self->seg_first);
     PyMem_RawFree(self->seg_last);
@@ -144,11 +149,14 @@ static int Pass_init(Pass *self, PyObject *args, PyObject *kwds) {
     self->open = PyMem_RawMalloc(self->open_capacity * sizeof(Open));
     if (self->open != NULL)
         for (Py_ssize_t s = 0; s < self->open_capacity; s++) self->open[s].row = -1;
+    self->recent = PyMem_RawMalloc(RECENT * sizeof(Open));
+    if (self->recent != NULL)
+        for (Py_ssize_t s = 0; s < RECENT; s++) self->recent[s].row = -1;
     if (keep_rows) {
         self->own_out = PyMem_Calloc(rows, sizeof(int64_t));
         self->took_out = PyMem_Malloc(rows * sizeof(int64_t));
     }
-    if (!self->rows || !self->open || (keep_rows && (!self->own_out || !self->took_out))) {
+    if (!self->rows || !self->open || !self->recent || (keep_rows && (!self->own_out || !self->took_out))) {
         PyErr_NoMemory();
         return -1;
     }
@@ -208,6 +216,8 @@ static Py_ssize_t slot_of(int32_t row, Py_ssize_t capacity) {
 
 /* The open range of ``row``, or NULL: ended before the current start (swept) or never open. */
 static Open *find_open(Pass *self, int32_t row) {
+    Open *recent = &self->recent[row & (RECENT - 1)];
+    if (recent->row == row) return recent;
     Py_ssize_t mask = self->open_capacity - 1;
     for (Py_ssize_t s = slot_of(row, self->open_capacity);; s = (s + 1) & mask) {
         Open *slot = &self->open[s];
@@ -241,12 +251,21 @@ static int sweep(Pass *self, int64_t now) {
     return 0;
 }
 
-static int add_open(Pass *self, int32_t row, int span, int64_t end, int64_t now) {
+static int keep_open(Pass *self, Open range, int64_t now) {
     if ((self->open_used + 1) * 2 > self->open_capacity && sweep(self, now) < 0) return -1;
-    Py_ssize_t mask = self->open_capacity - 1, s = slot_of(row, self->open_capacity);
+    Py_ssize_t mask = self->open_capacity - 1, s = slot_of(range.row, self->open_capacity);
     while (self->open[s].row >= 0) s = (s + 1) & mask;
-    self->open[s] = (Open){row, span, end, INT64_MIN};
+    self->open[s] = range;
     self->open_used++;
+    return 0;
+}
+
+/* Most children come soon after their parent: a range is kept in `recent`, where looking it
+   up is one load, and moved to the table only if it is still open when its slot is needed. */
+static int add_open(Pass *self, int32_t row, int span, int64_t end, int64_t now) {
+    Open *slot = &self->recent[row & (RECENT - 1)];
+    if (slot->row >= 0 && slot->end > now && keep_open(self, *slot, now) < 0) return -1;
+    *slot = (Open){row, span, end, INT64_MIN};
     return 0;
 }
 

@@ -146,6 +146,55 @@ def test_the_one_pass_takes_recorded_rows_and_hands_others_back(tmp_path: Path) 
     assert taken == [True, False]
 
 
+def long_lived(n_long: int, n_short: int, seed: int) -> pd.DataFrame:
+    """``n_long`` overlapping ranges open across all the rows after them, then ``n_short``
+    short ranges in start order whose parents are long ranges, recent short ones or none:
+    thousands of rows between a parent and its child, as a long step's or an asyncio task's."""
+    rng = np.random.default_rng(seed)
+    n = n_long + n_short
+    frame = make_synthetic_trace(n, n_threads=1, seed=0)
+    start = np.concatenate([np.arange(n_long), n_long + np.arange(n_short) * 10])
+    end = np.concatenate(
+        [
+            start[-1] + 1_000 + rng.integers(0, 10_000, n_long),
+            start[n_long:] + rng.integers(0, 25, n_short),
+        ]
+    )
+    parent = np.full(n, -1)
+    pick = rng.random(n_short)
+    parent[n_long:] = np.where(pick < 0.5, rng.integers(0, n_long, n_short), -1)
+    recent = np.arange(n_long, n) - 1 - rng.integers(0, 3, n_short)
+    parent[n_long:] = np.where((pick > 0.8) & (recent >= n_long), recent, parent[n_long:])
+    frame["id"] = np.arange(n, dtype=np.int64)
+    frame["parent_id"] = pd.array(np.where(parent >= 0, parent, 0), dtype="Int64")
+    frame.loc[parent < 0, "parent_id"] = pd.NA
+    frame["start_ns"] = start.astype(np.int64)
+    frame["end_ns"] = pd.array(end.astype(np.int64), dtype="Int64")
+    frame["kind"] = pd.Categorical(["range"] * n)
+    frame["scope"] = pd.Categorical(["user_scope"] * n)
+    frame["name"] = pd.Categorical(rng.choice(NAMES, n))
+    return frame
+
+
+@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
+def test_ranges_open_across_thousands_of_rows_give_the_numpy_paths_numbers(
+    tmp_path: Path,
+) -> None:
+    frame = long_lived(3_000, 20_000, seed=11)
+    path = tmp_path / "long.parquet"
+    recfn.Trace.from_pandas(frame).save(path)
+    files = [str(path)]
+    with passes_taken() as taken:
+        native = outofcore.summarize_files(files)
+        stats = outofcore.run_stats(files, ["name"])
+    assert taken == [True, True]
+    with pytest.MonkeyPatch.context() as patch:
+        numpy_path(patch)
+        same(native, outofcore.summarize_files(files))
+        pd.testing.assert_frame_equal(stats.table, outofcore.run_stats(files, ["name"]).table)
+    same(native, frame.recfn.summary())
+
+
 @pytest.mark.parametrize("fault", ["ends before it starts", "dangling parent"])
 def test_broken_rows_are_refused_by_both_paths(tmp_path: Path, fault: str) -> None:
     frame = make_synthetic_trace(200, n_threads=2, seed=5)
