@@ -138,7 +138,11 @@ def _feed(h: Any, array: pa.Array) -> None:
     h.update(len(array).to_bytes(8, "little"))
     if array.null_count:
         h.update(b"N")
-        h.update(_validity(array))
+        validity = _validity(array)
+        h.update(validity)
+        if pa.types.is_integer(dtype) or pa.types.is_floating(dtype):
+            h.update(_valid_numbers(array, validity).data)
+            return
         array = array.drop_null()
     else:
         h.update(b"V")
@@ -157,6 +161,22 @@ def _feed(h: Any, array: pa.Array) -> None:
         _feed(h, pc.list_flatten(array))
     elif not pa.types.is_null(dtype):
         h.update(json.dumps(array.to_pylist(), default=repr).encode())
+
+
+def _valid_numbers(array: pa.Array, validity: bytes) -> np.ndarray:
+    """The non-null values of a fixed-width number array, little-endian: what
+    ``array.drop_null()`` holds, picked by a numpy mask from the validity bitmap (half the time
+    of Arrow's filter and its copy back)."""
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    if array.buffers()[1] is None:  # every value null
+        return np.zeros(0, dtype=dtype.newbyteorder("<"))
+    values = np.frombuffer(
+        array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize
+    )
+    bits = np.frombuffer(validity, dtype=np.uint8)
+    valid = np.unpackbits(bits, count=len(array), bitorder="little").view(np.bool_)
+    found: np.ndarray = values[valid].astype(dtype.newbyteorder("<"), copy=False)
+    return found
 
 
 def _validity(array: pa.Array) -> bytes:
@@ -202,6 +222,11 @@ def _feed_chunked_strings(h: Any, column: pa.ChunkedArray) -> None:
     _feed_strings(h, [chunk.drop_null() if chunk.null_count else chunk for chunk in column.chunks])
 
 
+_FEW_VALUES: Final = 8
+"""Up to this many dictionary values, which are used is found by one compare per value (a
+pass over the indices as they are, no cast)."""
+
+
 def _feed_dictionary(h: Any, array: pa.DictionaryArray) -> None:
     """The used values sorted, then each row's rank among them: the same for every dictionary
     order, duplicate or unused entries, and chunking of the same logical values."""
@@ -211,7 +236,10 @@ def _feed_dictionary(h: Any, array: pa.DictionaryArray) -> None:
         return
     indices = array.indices.to_numpy(zero_copy_only=False)
     values = dictionary.to_pylist()
-    used = np.bincount(indices, minlength=len(values)) > 0
+    if len(values) <= _FEW_VALUES:  # kind, scope: a compare per value beats a count
+        used = np.array([bool((indices == code).any()) for code in range(len(values))], bool)
+    else:
+        used = np.bincount(indices, minlength=len(values)) > 0
     ordered = sorted({value for value, hit in zip(values, used) if hit})
     rank_of = {value: rank for rank, value in enumerate(ordered)}
     ranks = np.array([rank_of.get(value, -1) for value in values], dtype=np.int32)

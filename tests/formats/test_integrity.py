@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import recfn
 from recfn import TraceFormatError
-from recfn.formats import schema
+from recfn.formats import _digest, schema
 from recfn.formats._digest import table_digest
 
 
@@ -483,3 +483,57 @@ def test_a_summary_does_not_read_or_check_the_columns_it_does_not_use(
     for read in (recfn.load, lambda p: summarize_files([str(p)])):
         with pytest.raises(TraceFormatError, match="content hash mismatch in its column names"):
             read(path)
+
+
+def defined_feed(h: Any, array: pa.Array) -> None:
+    """What ``_digest._feed`` feeds for numbers and dictionaries, as the format defines it
+    (written plainly: nulls dropped by Arrow, used values counted): the digests files carry."""
+    h.update(len(array).to_bytes(8, "little"))
+    if array.null_count:
+        h.update(b"N")
+        h.update(_digest._validity(array))
+        array = array.drop_null()
+    else:
+        h.update(b"V")
+    if pa.types.is_dictionary(array.type):
+        indices = array.indices.to_numpy(zero_copy_only=False)
+        values = array.dictionary.to_pylist()
+        used = np.bincount(indices, minlength=len(values)) > 0
+        ordered = sorted({value for value, hit in zip(values, used) if hit})
+        rank_of = {value: rank for rank, value in enumerate(ordered)}
+        ranks = np.array([rank_of.get(value, -1) for value in values], dtype=np.int32)
+        _digest._feed(h, pa.array(ordered, array.dictionary.type))
+        h.update(ranks.take(indices).astype("<i4").data)
+    else:
+        values = array.to_numpy(zero_copy_only=False)
+        h.update(values.astype(values.dtype.newbyteorder("<")).data)
+
+
+NUMBER_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint64()]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.integers(0, 120)), max_size=60),
+    st.sampled_from([*NUMBER_TYPES, pa.float16(), pa.float32(), pa.float64()]),
+    st.integers(0, 70),
+    st.integers(1, 40),
+)
+def test_numbers_and_dictionaries_hash_as_the_format_defines(
+    numbers: list[int | None], dtype: pa.DataType, offset: int, names: int
+) -> None:
+    """The fast paths (nulls dropped by a numpy mask; used dictionary values found by a compare
+    per value when they are few) feed what the format's definition feeds, sliced or not."""
+    import xxhash
+
+    if pa.types.is_floating(dtype):
+        array = pa.array([None if x is None else float(x) for x in numbers], dtype)
+    else:
+        array = pa.array(numbers, dtype)
+    labels = pa.array([None if x is None else f"v{x % names}" for x in numbers], pa.string())
+    for whole in (array, labels.dictionary_encode(), pa.nulls(len(numbers), dtype)):
+        for piece in (whole, whole.slice(min(offset, len(whole)))):
+            fast, defined = xxhash.xxh3_128(), xxhash.xxh3_128()
+            _digest._feed(fast, piece)
+            defined_feed(defined, piece)
+            assert fast.digest() == defined.digest()
