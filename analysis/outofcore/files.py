@@ -510,8 +510,11 @@ class _Codes:
         if indices.null_count:
             indices = pc.fill_null(indices, len(mapping))
             mapping.append(self._code(None))
+        positions = np.asarray(indices.to_numpy(zero_copy_only=False))
+        if mapping == list(range(len(mapping))) and positions.dtype == np.int32:
+            return positions  # the piece's dictionary in the order of the codes: no take
         codes: np.ndarray = np.asarray(mapping, dtype=np.int32)
-        found: np.ndarray = codes[np.asarray(indices.to_numpy(zero_copy_only=False))]
+        found: np.ndarray = codes[positions]
         return found
 
     def _code(self, value: Any) -> int:
