@@ -306,17 +306,26 @@ def read_stats(
     sources: Sequence[tuple[str, list[Run]]],
     keys: list[str],
     keep_calls: bool,
-    threads: int = 2,
+    threads: Optional[int] = None,
 ) -> dict[str, list[RunStats]]:
-    """Each side's runs' statistics, ``threads`` runs at a time."""
+    """Each side's runs' statistics, ``threads`` runs at a time (default: the cores, up to
+    ``recfn.analysis.outofcore.files.MAX_DEFAULT_THREADS``)."""
+    workers = _threads(threads)
     footers = Footers()
     jobs = [(side, run) for side, runs in sources for run in runs]
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(jobs)))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
         found = list(pool.map(lambda job: job[1].stats(keys, keep_calls, footers), jobs))
     result: dict[str, list[RunStats]] = {side: [] for side, _ in sources}
     for (side, _), stats in zip(jobs, found):
         result[side].append(stats)
     return result
+
+
+def _threads(threads: Optional[int]) -> int:
+    """``worker_threads``, loaded when first needed (the out-of-core reader is)."""
+    from recfn.analysis.outofcore.files import worker_threads
+
+    return worker_threads(threads)
 
 
 def _keys(by: str | Sequence[str]) -> list[str]:
@@ -339,20 +348,23 @@ def compare(
     min_calls: int = 5,
     labels: Optional[tuple[str, str]] = None,
     paths: bool = False,
-    threads: int = 2,
+    threads: Optional[int] = None,
 ) -> Comparison:
     """How `candidate` changed from `baseline`, two run sets of one workload, per group (a range
     name by default; `by` any column or columns): calls, the median and spread of time per run
     and per call on each side, the change beyond the common shift with its interval, a verdict
     (slower / faster / unchanged / not enough data) and the share of the workload. Intervals
     come from the bootstrap over runs when both sides have two runs or more, else over calls.
-    `paths` also compares per call path, for the differential flame view. docs/compare.md
-    explains the method and its options.
+    `paths` also compares per call path, for the differential flame view. ``threads`` runs are
+    read at once (default: the cores, up to 4). docs/compare.md explains the method and its
+    options.
 
     Errors: ``TraceNotFoundError`` for a missing path or a folder with no traces;
     ``TraceFormatError`` for a file that is not a trace; ``RunSetError`` for run sets that
-    share no group, carry different schema versions, or a side with no ranges."""
+    share no group, carry different schema versions, or a side with no ranges;
+    ``RecfnValueError`` for ``threads`` below 1."""
     keys = _keys(by)
+    threads = _threads(threads)
     names = labels or (_label(baseline), _label(candidate))
     if len(names) != 2:
         raise RunSetError(f"labels must be two names, got {labels!r}")
@@ -422,13 +434,14 @@ def compare_steps(
     *,
     by: str | Sequence[str] = "name",
     labels: Optional[Sequence[str]] = None,
-    threads: int = 2,
+    threads: Optional[int] = None,
     **options: Any,
 ) -> pd.DataFrame:
     """Run sets in order (one per commit, say): per group, the first set at which its time
     changed from the set before it, as asv reports steps; see
     ``recfn.analysis.stats.compare.find_steps`` for the columns. Options as `compare`."""
     keys = _keys(by)
+    threads = _threads(threads)
     if len(run_sets) < 2:
         raise RunSetError("finding steps needs at least two run sets")
     names = list(labels) if labels is not None else [_label(s) for s in run_sets]

@@ -107,6 +107,26 @@ def partitions(files: Sequence[str]) -> list[list[str]]:
     return list(groups.values())
 
 
+MAX_DEFAULT_THREADS = 4
+"""At most this many processes (or runs) are read at once unless asked: each holds its
+columns while it is read, about 150 MB per 1M rows."""
+
+
+def worker_threads(threads: int | None) -> int:
+    """How many processes or runs to read at once: ``threads`` (``RecfnValueError`` below 1),
+    else the cores this process may run on, up to `MAX_DEFAULT_THREADS` (decoding, hashing and
+    the pass release the GIL)."""
+    if threads is not None:
+        if threads < 1:
+            raise RecfnValueError(f"threads must be >= 1, got {threads}")
+        return threads
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 2
+    return max(1, min(cores, MAX_DEFAULT_THREADS))
+
+
 def summarize_files(
     files: Sequence[str],
     by: str | Sequence[str] = "name",
@@ -123,7 +143,7 @@ def summarize_files(
     (recursion) counts in the count, mean, min and max but not again in the total; other keys
     may be any columns (``rank``, ``host``, ``pid``...). ``flops`` is summed when the
     files have it; the memory columns are left out. ``threads`` processes are summarised at
-    once (default 2). ``attrs["self_total_ns"]`` holds the time ``self_pct`` divides by,
+    once (default `worker_threads`). ``attrs["self_total_ns"]`` holds the time ``self_pct`` divides by,
     ``attrs["wall_ns"]`` the wall time ``total_pct`` divides by,
     ``attrs["events"]`` the number of closed ranges. ValueError for other groupings and for
     options that only the in-memory summary offers; TraceFormatError for a file that is not a
@@ -137,14 +157,13 @@ def summarize_files(
         raise RecfnValueError("the out-of-core summary groups by name (plus any other columns)")
     if top is not None and top < 0:
         raise RecfnValueError(f"top must be >= 0, got {top}")
-    if threads is not None and threads < 1:
-        raise RecfnValueError(f"threads must be >= 1, got {threads}")
+    workers = worker_threads(threads)
     if not files:
         raise RecfnValueError("no files to summarise")
     footers = _checked(files, keys, footers, "")
     flops = any(_holds(footers, name, "flops") for name in files)
     groups = partitions(files)
-    with ThreadPoolExecutor(max_workers=min(threads or 2, len(groups))) as pool:
+    with ThreadPoolExecutor(max_workers=min(workers, len(groups))) as pool:
         found = list(
             progress(
                 pool.map(lambda group: _summarize_partition(group, keys, flops, footers), groups),

@@ -468,3 +468,14 @@ def test_a_sides_value_is_the_trimmed_mean_of_its_runs(
     monkeypatch.setattr(module, "RUN_TRIM", trim)
     found = module._location(np.array(values)[:, None])[0]
     assert found == pytest.approx(expected, nan_ok=True)
+
+
+def test_runs_are_read_on_the_cores_and_a_bad_thread_count_is_refused(tmp_path: Path) -> None:
+    from recfn.analysis.outofcore.files import MAX_DEFAULT_THREADS, worker_threads
+
+    assert 1 <= worker_threads(None) <= MAX_DEFAULT_THREADS
+    assert worker_threads(7) == 7
+    with pytest.raises(RecfnValueError, match="threads must be >= 1, got 0"):
+        worker_threads(0)
+    with pytest.raises(RecfnValueError, match="threads must be >= 1, got 0"):
+        recfn.compare(tmp_path / "base", tmp_path / "cand", threads=0)
