@@ -732,9 +732,9 @@ static int place_ranks(int64_t *v, Py_ssize_t n, Py_ssize_t *ranks, int count, i
         wanted[b] = 1;
     }
     Py_ssize_t gathered = 0, skipped = 0;
-    for (int r = 0, b = 0; r < count; r++) {
-        for (; b < bucket[r]; b++)
-            if (!wanted[b]) skipped += hist[b];
+    for (Py_ssize_t r = 0, under = 0; r < count; r++) {
+        for (; under < bucket[r]; under++)
+            if (!wanted[under]) skipped += hist[under];
         if (r == 0 || bucket[r] != bucket[r - 1]) gathered += hist[bucket[r]];
         below[r] = skipped;
     }
@@ -744,7 +744,9 @@ static int place_ranks(int64_t *v, Py_ssize_t n, Py_ssize_t *ranks, int count, i
         PyMem_RawFree(wanted);
         return -1;
     }
-    Py_ssize_t low = sum_from >= 0 ? bucket[sum_from] : BUCKETS, high = sum_from >= 0 ? bucket[sum_to] : 0;
+    /* the values strictly between the trimmed mean's two buckets are summed as they pass */
+    Py_ssize_t low = sum_from >= 0 ? bucket[sum_from] : BUCKETS;
+    Py_ssize_t high = sum_from >= 0 ? bucket[sum_to] : 0;
     uint64_t sum = 0;
     Py_ssize_t at = 0;
     for (Py_ssize_t i = 0; i < n; i++) { /* without branches: the buckets come in any order */
@@ -762,7 +764,8 @@ static int place_ranks(int64_t *v, Py_ssize_t n, Py_ssize_t *ranks, int count, i
     }
     select_ranks(kept, 0, gathered - 1, local, distinct);
     if (sum_from >= 0)
-        for (Py_ssize_t k = ranks[sum_from] - below[sum_from]; k <= ranks[sum_to] - below[sum_to]; k++)
+        for (Py_ssize_t k = ranks[sum_from] - below[sum_from]; k <= ranks[sum_to] - below[sum_to];
+             k++)
             sum += (uint64_t)kept[k];
     for (int r = 0; r < count; r++) values_out[r] = kept[ranks[r] - below[r]];
     *sum_out = sum;
