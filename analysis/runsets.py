@@ -306,14 +306,12 @@ def read_stats(
     sources: Sequence[tuple[str, list[Run]]],
     keys: list[str],
     keep_calls: bool,
-    threads: Optional[int] = None,
+    threads: int,
 ) -> dict[str, list[RunStats]]:
-    """Each side's runs' statistics, ``threads`` runs at a time (default: the cores, up to
-    ``recfn.analysis.outofcore.files.MAX_DEFAULT_THREADS``)."""
-    workers = _threads(threads)
+    """Each side's runs' statistics, ``threads`` runs at a time."""
     footers = Footers()
     jobs = [(side, run) for side, runs in sources for run in runs]
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(jobs)))) as pool:
         found = list(pool.map(lambda job: job[1].stats(keys, keep_calls, footers), jobs))
     result: dict[str, list[RunStats]] = {side: [] for side, _ in sources}
     for (side, _), stats in zip(jobs, found):
@@ -322,7 +320,8 @@ def read_stats(
 
 
 def _threads(threads: Optional[int]) -> int:
-    """``worker_threads``, loaded when first needed (the out-of-core reader is)."""
+    """How many runs to read at once (``recfn.analysis.outofcore.files.worker_threads``:
+    the cores, up to 4), loaded when first needed, as the out-of-core reader is."""
     from recfn.analysis.outofcore.files import worker_threads
 
     return worker_threads(threads)

@@ -5,7 +5,7 @@ process (ids are unique per ``(host, pid)``). So the files are summarised one pr
 time: a process folder of a dataset (``process=<pid>/part-*.parquet``) or any other file is read
 alone, only the columns the summary needs, split by process when it holds several, and
 summarised; the per-process sums are then added up. No global shuffle, no engine: memory is
-that of the largest process, and two processes are summarised at once. A process whose rows
+that of the processes read at once (`worker_threads`: the cores, up to 4). A process whose rows
 are as captures save them (a block per thread, ids counting up, starts in order) is summarised
 in one native pass a row group at a time (`_one_pass`, ``recfn/native/_csummary.c``: 12 bytes
 per row); any other, and every process in a pure build, by the in-memory summary's numpy
@@ -143,8 +143,8 @@ def summarize_files(
     (recursion) counts in the count, mean, min and max but not again in the total; other keys
     may be any columns (``rank``, ``host``, ``pid``...). ``flops`` is summed when the
     files have it; the memory columns are left out. ``threads`` processes are summarised at
-    once (default `worker_threads`). ``attrs["self_total_ns"]`` holds the time ``self_pct`` divides by,
-    ``attrs["wall_ns"]`` the wall time ``total_pct`` divides by,
+    once (default `worker_threads`). ``attrs["self_total_ns"]`` holds the time ``self_pct``
+    divides by, ``attrs["wall_ns"]`` the wall time ``total_pct`` divides by,
     ``attrs["events"]`` the number of closed ranges. ValueError for other groupings and for
     options that only the in-memory summary offers; TraceFormatError for a file that is not a
     trace, or whose ids or parents are broken. ``footers`` are the files' footers read so far
