@@ -13,10 +13,11 @@ import math
 import numbers
 import sys
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional
 
 from recfn.notebook_ext.capture import call_tracing, estimated_overhead_ns, overhead_share
-from recfn.notebook_ext.export import no_progress_bars
+from recfn.notebook_ext.export import chrome_gz, no_progress_bars
 from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET
 from recfn.notebook_ext.options import (
     ZERO_ANNOTATION_EXCLUDE,
@@ -458,16 +459,33 @@ def show(
     where the widget runs, its stylesheet hides the stand-in of its own cell. No progress bar
     reaches the outputs (`export.no_progress_bars`).
     """
-    with no_progress_bars():
-        return _show(trace, shell, timeline, budget, saved_path)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from recfn.notebook_ext.fallback import may_embed
+
+    pictures = timeline and wants_png(shell)
+    with no_progress_bars(), ThreadPoolExecutor(1, thread_name_prefix="recfn-display") as pool:
+        # The stand-in's Chrome file is built meanwhile: Arrow's kernels and zlib run without
+        # the GIL, beside the summary and the picture, which hold it.
+        chrome = None
+        if pictures and may_embed(trace, budget):
+            table = trace.table  # a file's is read here: the thread only reads what is in memory
+            chrome = pool.submit(chrome_gz, trace) if table is not None else None
+        return _show(trace, shell, pictures, budget, saved_path, chrome.result if chrome else None)
 
 
-def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Optional[str]) -> int:
+def _show(
+    trace: Trace,
+    shell: Any,
+    pictures: bool,
+    budget: int,
+    saved_path: Optional[str],
+    chrome: Optional[Callable[[], bytes]],
+) -> int:
     from IPython.display import display
 
     from recfn.notebook_ext.fallback import fallback_html
 
-    pictures = timeline and wants_png(shell)
     widget = make_widget(trace, shell) if pictures else None
     summary_handle = None
     used = 0
@@ -503,7 +521,11 @@ def _show(trace: Trace, shell: Any, timeline: bool, budget: int, saved_path: Opt
     room = budget - used - (bundle_size(picture[0]) if picture is not None else 0)
     try:
         stand_in = fallback_html(
-            trace, room, index=getattr(widget, "index", None), saved_path=saved_path
+            trace,
+            room,
+            index=getattr(widget, "index", None),
+            saved_path=saved_path,
+            chrome=chrome,
         )
     except Exception as exc:  # the table is already there; say why this is missing
         print(f"recfn: no HTML view: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import html
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional
 
 from recfn.notebook_ext.export import chrome_gz, file_stem
@@ -232,13 +233,16 @@ def fallback_html(
     *,
     index: Optional[TimelineIndex] = None,
     saved_path: Optional[str] = None,
+    chrome: Optional[Callable[[], bytes]] = None,
 ) -> str:
     """The stand-in for the widget, at most ``budget`` bytes (UTF-8): description, summary
     table, call tree, download and Perfetto links, each left out (the links with a note) when
     it would not fit.
 
     ``index`` is the widget's, when there is one (building it again costs a few sorts);
-    ``saved_path`` is where ``--output`` wrote the trace, linked when the data does not fit.
+    ``saved_path`` is where ``--output`` wrote the trace, linked when the data does not fit;
+    ``chrome`` gives the trace's `chrome_gz` bytes (say, from a thread that began on them
+    earlier), called only when `may_embed` allows.
     """
     if budget <= 0:
         return ""
@@ -267,21 +271,27 @@ def fallback_html(
                 parts.append(part)
                 used += size
 
-    actions = _actions_html(trace, budget - used, saved_path)
+    actions = _actions_html(trace, budget - used, saved_path, chrome or (lambda: chrome_gz(trace)))
     if actions and used + len(actions.encode()) <= budget:
         parts.append(actions)
     parts.append(tail)
     return "".join(parts)
 
 
-def _actions_html(trace: Trace, room: int, saved_path: Optional[str]) -> str:
+def may_embed(trace: Trace, room: int) -> bool:
+    """Whether the trace's Chrome file may fit ``room`` bytes of the stand-in (base64, with its
+    links): not a trace too small to hold events, nor one too large for even the smallest
+    events (`MIN_CHROME_BYTES_PER_RANGE`), which is not even written."""
+    estimate = 4 * MIN_CHROME_BYTES_PER_RANGE * trace.events // 3
+    return 0 < estimate < room - 400
+
+
+def _actions_html(
+    trace: Trace, room: int, saved_path: Optional[str], chrome: Callable[[], bytes]
+) -> str:
     """The download link and Perfetto button in at most ``room`` bytes, or a note saying why not."""
     file_name = f"{file_stem(trace.name)}.json.gz"
-    note_room = room - 400
-    estimate = 4 * MIN_CHROME_BYTES_PER_RANGE * trace.events // 3
-    payload = b""
-    if 0 < estimate < note_room:
-        payload = chrome_gz(trace)
+    payload = chrome() if may_embed(trace, room) else b""
     encoded = base64.b64encode(payload).decode("ascii") if payload else ""
     if encoded and len(encoded) + len(_PERFETTO_JS) + 800 < room:
         link_id, button_id, status_id = (f"recfn-{uuid.uuid4().hex}" for _ in range(3))

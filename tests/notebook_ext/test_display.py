@@ -67,6 +67,29 @@ def test_each_output_is_published_once_and_only_the_header_is_filled_in() -> Non
     assert kinds == ["html", "view", "html", "png"]  # header, widget, stand-in, picture
 
 
+def test_a_stand_in_whose_file_failed_says_so_and_the_rest_is_published(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stand-in's Chrome file is built in a thread beside the picture: its failure is
+    reported as the stand-in's, never raised from the cell and never lost."""
+    from recfn.notebook_ext import display
+
+    def broken(trace: Trace) -> bytes:
+        raise RuntimeError("no room on the disk")
+
+    monkeypatch.setattr(display, "chrome_gz", broken)
+    frame = make_synthetic_trace(300, 1, seed=4)
+    trace = Trace(pa.Table.from_pandas(frame, preserve_index=False), name="t")
+    pytest.importorskip("anywidget")
+    kernel = SimpleNamespace(kernel=object(), display_formatter=None)
+    with capture_output() as captured:
+        show(trace, shell=kernel)
+    assert "recfn: no HTML view: RuntimeError: no room on the disk" in captured.stderr
+    outputs = [o for o in captured.outputs if not o.update]
+    assert not [o for o in outputs if "recfn-fallback" in o.data.get("text/html", "")]
+    assert [o for o in outputs if "image/png" in o.data] and len(outputs) == 3
+
+
 def test_summaries_show_with_units_other_frames_as_pandas_does(shell: Any) -> None:
     summary = make_synthetic_trace(500, 1, seed=2).recfn.summary()
     assert frames.is_summary(summary)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import gzip
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import recfn
 from recfn.analysis.synthetic import make_synthetic_trace
 from recfn.formats.trace import Trace
 from recfn.notebook_ext.display import bundle_size
+from recfn.notebook_ext.export import chrome_gz
 from recfn.notebook_ext.fallback import PERFETTO_ORIGIN, fallback_html
 from recfn.notebook_ext.sessions import current_session
 
@@ -49,6 +51,8 @@ def test_the_stand_in_has_description_call_tree_and_a_trace_that_loads_back(shel
     loaded = recfn.load(path, as_pandas=True)
     names = lambda df: sorted(map(str, df.loc[df["kind"] == "range", "name"]))  # noqa: E731
     assert names(loaded) == names(shell.ns["df"].to_pandas())
+    written = gzip.decompress(chrome_gz(shell.ns["df"]))  # what `recfn convert` writes
+    assert gzip.decompress(base64.b64decode(payload)) == written
     assert "Open in Perfetto" in html and f'"{PERFETTO_ORIGIN}"' in html and "PING" in html
 
 

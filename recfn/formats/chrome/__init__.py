@@ -61,7 +61,7 @@ from recfn.formats.chrome._writer import (
     Layout,
     Rows,
     distributed_info,
-    trace_events,
+    encode_events,
 )
 from recfn.formats.columns import INT64_MAX, INT64_MIN, require
 from recfn.formats.files import open_trace_file
@@ -284,7 +284,7 @@ def write_chrome_trace(
         separator = b""
         for events in _event_batches(layout, bar):
             if events:
-                out.write(separator + jsonio.dumps(events)[1:-1])
+                out.write(separator + events)
                 separator = b","
         out.write(b"]}")
 
@@ -351,8 +351,8 @@ def estimate_chrome_bytes(data: pd.DataFrame | pa.Table, *, compressed: bool = F
         np.linspace(0, rows.count - 1, min(rows.count, SAMPLE_ROWS)).astype(np.int64)
     )
     sample = rows.take(picked)
-    encoded = jsonio.dumps(trace_events(sample, Layout(Rows(sample))))
-    per_row = len(encoded) / len(picked)
+    encoded = encode_events(sample, Layout(Rows(sample)))
+    per_row = (len(encoded) + 2) / len(picked)
     if compressed:
         per_row *= len(gzip.compress(encoded, compresslevel=GZIP_LEVEL)) / len(encoded)
     return len(head) + 2 + round(per_row * rows.count)
@@ -427,14 +427,15 @@ def _foreign_members(metadata: dict[str, str]) -> dict[str, Any]:
 REQUIRED_TO_WRITE: Final = ("name", "kind", "start_ns", "end_ns", "thread_id")
 
 
-def _event_batches(layout: Layout, bar: Bar) -> Iterator[list[dict[str, Any]]]:
-    """Metadata events, then the events of `ROWS` rows at a time."""
-    yield layout.header_events()
+def _event_batches(layout: Layout, bar: Bar) -> Iterator[bytes]:
+    """The JSON of the metadata events, then of the events of `ROWS` rows at a time, each
+    comma-separated without brackets."""
+    yield jsonio.dumps(layout.header_events())[1:-1]
     positions, keys, totals = layout.totals
     for first, frame in layout.rows.frames():
         lo, hi = np.searchsorted(positions, [first, first + len(frame)])
         batch = (positions[lo:hi] - first, keys[lo:hi], totals[lo:hi])
-        yield trace_events(frame, layout, batch)
+        yield encode_events(frame, layout, batch)
         bar.update(len(frame))
 
 

@@ -185,6 +185,26 @@ def micros(ns: np.ndarray) -> list[Any]:
     return [msgspec.Raw(f"{w}.{p:03d}".encode()) for w, p in zip(whole.tolist(), part.tolist())]
 
 
+_DECIMALS: Final = {
+    False: [("%.3f" % (p / 1000))[1:].rstrip("0").ljust(2, "0") for p in range(1000)],
+    True: [f".{p:03d}" for p in range(1000)],
+}
+"""What follows the whole microseconds of a time (by its nanoseconds 0-999) in `micros`'s
+text: the shortest (``.5``, ``.0``) for the doubles below `LARGE`, three digits beyond."""
+
+
+def micros_text(ns: np.ndarray) -> Any:
+    """`micros` as the JSON text of each number (a ``pyarrow`` string array): the same text
+    msgspec writes for it, built column-wise (no Python object per value)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    large = bool(len(ns)) and int(ns.max()) >= CHROME_EXACT_US * 1000
+    whole, part = np.divmod(ns, 1000)
+    decimals = pa.array(_DECIMALS[large], pa.string()).take(pa.array(part))
+    return pc.binary_join_element_wise(pa.array(whole).cast(pa.string()), decimals, "")
+
+
 TIME_BASE_STEP: Final = 10**15
 """recfn writes ``baseTimeNanoseconds`` as a multiple of this (about 11.6 days)."""
 

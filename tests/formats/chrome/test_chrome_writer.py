@@ -1,0 +1,113 @@
+"""The writer's complete ("X") events are built a column at a time: each must be the JSON that
+msgspec writes for the event's dict, whatever the names, args, nulls, processes and times."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recfn.formats.chrome._times import micros, micros_text
+from recfn.formats.chrome._writer import Layout, Rows, complete_events, encode_events
+from recfn.native.constants import CHROME_EXACT_US
+
+LARGE_NS = CHROME_EXACT_US * 1000
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0, 1, 9, 10, 99, 100, 999, 1000, 1001, 1010, 1100, 123456789, LARGE_NS - 1],
+        [LARGE_NS, 0, 1, 20, 300, 4000, 2**62],  # one large value: every text has 3 decimals
+        [],
+    ],
+)
+def test_micros_text_is_what_msgspec_writes(values: list[int]) -> None:
+    ns = np.array(values, dtype=np.int64)
+    expected = [msgspec.json.encode(value).decode() for value in micros(ns)]
+    assert micros_text(ns).to_pylist() == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2 * LARGE_NS), max_size=40))
+def test_micros_text_of_any_times(values: list[int]) -> None:
+    ns = np.array(values, dtype=np.int64)
+    assert micros_text(ns).to_pylist() == [msgspec.json.encode(v).decode() for v in micros(ns)]
+
+
+NAMES = st.one_of(st.none(), st.text(max_size=8), st.sampled_from(['q"', "a\\b", "\x01\n", "é中"]))
+SCOPES = st.sampled_from([None, "user_scope", "function", "custom"])
+ARGS = st.none() | st.sampled_from(['{"k": "v"}', "text"])
+
+
+@st.composite
+def frames(draw: Any) -> pd.DataFrame:
+    n = draw(st.integers(1, 12))
+    start = np.array(draw(st.lists(st.integers(0, 10**12), min_size=n, max_size=n)))
+    start = start + draw(st.sampled_from([0, 1_700_000_000_000_000_000]))
+    frame = pd.DataFrame(
+        {
+            "id": np.arange(n, dtype=np.int64) + 7,
+            "parent_id": pd.array(
+                draw(st.lists(st.none() | st.integers(0, 99), min_size=n, max_size=n)),
+                dtype="Int64",
+            ),
+            "name": pd.Series(draw(st.lists(NAMES, min_size=n, max_size=n)), dtype=object),
+            "scope": pd.Series(draw(st.lists(SCOPES, min_size=n, max_size=n)), dtype=object),
+            "kind": "range",
+            "start_ns": start,
+            "end_ns": start
+            + np.array(draw(st.lists(st.integers(0, 10**9), min_size=n, max_size=n))),
+            "thread_id": draw(st.lists(st.integers(0, 2**40), min_size=n, max_size=n)),
+            "pid": draw(st.lists(st.sampled_from([5, 6]), min_size=n, max_size=n)),
+            "host": draw(st.lists(st.sampled_from(["a", "b"]), min_size=n, max_size=n)),
+            "hidden_calls": pd.array(
+                draw(st.lists(st.none() | st.integers(0, 9), min_size=n, max_size=n)),
+                dtype="Int64",
+            ),
+            "args": pd.Series(draw(st.lists(ARGS, min_size=n, max_size=n)), dtype=object),
+        }
+    )
+    if draw(st.booleans()):
+        frame["name"] = frame["name"].astype("category")
+    return frame
+
+
+@settings(max_examples=80, deadline=None)
+@given(frames(), st.sampled_from([None, 0]))
+def test_complete_events_are_the_json_of_their_dicts(frame: pd.DataFrame, base: Any) -> None:
+    layout = Layout(Rows(frame), base)
+    rows = np.arange(len(frame))
+    args = [{} for _ in rows]
+    for i, text in enumerate(frame["args"]):
+        if text is not None:
+            args[i] = {"k": "v"} if text.startswith("{") else {"args": text}
+        if not pd.isna(frame["hidden_calls"][i]):
+            args[i]["hidden calls"] = int(frame["hidden_calls"][i])
+    start, end = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
+    ts, dur = micros(start - layout.base_ns), micros(end - start)
+    pids = layout.chrome_pids(frame)
+    expected = []
+    for i in rows.tolist():
+        scope = frame["scope"][i]
+        parent = frame["parent_id"][i]
+        event = {
+            "ph": "X",
+            "cat": "" if scope is None else layout.categories.get(scope, scope),
+            "name": "" if pd.isna(frame["name"][i]) else str(frame["name"][i]),
+            "pid": pids[i],
+            "tid": int(frame["thread_id"][i]),
+            "ts": ts[i],
+            "dur": dur[i],
+            "args": args[i],
+            "recfn_id": int(frame["id"][i]),
+            "recfn_parent_id": None if pd.isna(parent) else int(parent),
+        }
+        expected.append(msgspec.json.encode(event))
+    assert complete_events(frame, layout, rows, args) == b",".join(expected)
+    assert encode_events(frame, layout) == b",".join(expected)
