@@ -111,3 +111,33 @@ def test_complete_events_are_the_json_of_their_dicts(frame: pd.DataFrame, base: 
         expected.append(msgspec.json.encode(event))
     assert complete_events(frame, layout, rows, args) == b",".join(expected)
     assert encode_events(frame, layout) == b",".join(expected)
+
+
+def test_a_gzip_file_is_the_json_file_compressed(tmp_path: Any, monkeypatch: Any) -> None:
+    """``.json.gz`` is compressed in a thread while the next batch is encoded: every batch
+    arrives, in order."""
+    import gzip
+
+    from recfn.analysis.synthetic import make_synthetic_trace
+    from recfn.formats.chrome import _writer, write_chrome_trace
+
+    monkeypatch.setattr(_writer, "ROWS", 97)  # many batches
+    frame = make_synthetic_trace(2_000, 3, seed=1, n_marks=40, n_memory_events=30)
+    write_chrome_trace(frame, tmp_path / "t.json")
+    write_chrome_trace(frame, tmp_path / "t.json.gz")
+    plain = (tmp_path / "t.json").read_bytes()
+    assert gzip.decompress((tmp_path / "t.json.gz").read_bytes()) == plain
+
+
+def test_a_failed_compressed_write_is_raised(tmp_path: Any, monkeypatch: Any) -> None:
+    import gzip
+
+    from recfn.analysis.synthetic import make_synthetic_trace
+    from recfn.formats.chrome import write_chrome_trace
+
+    def full(self: Any, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gzip.GzipFile, "write", full)
+    with pytest.raises(OSError, match="No space left"):
+        write_chrome_trace(make_synthetic_trace(300, 1, seed=2), tmp_path / "t.json.gz")
