@@ -62,7 +62,7 @@ from recfn.engine import (
     remove_callback,
     set_record_function_seed_for_testing,
 )
-from recfn.errors import RecfnError, TraceFormatError
+from recfn.errors import RecfnError, RecfnValueError, TraceFormatError
 from recfn.formats import hooks as _hooks
 from recfn.gpu import emit_nvtx
 from recfn.native import BuildInfo, build_info
@@ -158,6 +158,19 @@ def _files_summary(files: Any, footers: Any, **options: Any) -> Any:
     return outofcore.summarize_files(files, footers=footers, **options)
 
 
+def _table_summary(table: Any, **options: Any) -> Any:
+    """A trace in memory's summary in one pass per process when it can compute it (grouped by
+    name, no memory or GPU columns, ids that check out), else None (pandas): the same numbers."""
+    outofcore = importlib.import_module("recfn.analysis.outofcore.files")
+    if not outofcore.supports_options(options) or table.num_rows == 0:
+        return None
+    try:
+        summary = outofcore.summarize_table(table, **options)
+    except (RecfnValueError, TraceFormatError):  # pandas computes it, or says what is wrong
+        return None
+    return summary if len(summary) else None
+
+
 def _compare(baseline: Any, candidate: Any, **options: Any) -> Any:
     return importlib.import_module("recfn.analysis.runsets").compare(baseline, candidate, **options)
 
@@ -228,6 +241,7 @@ _hooks.header_renderer = _trace_header
 _hooks.text_renderer = _trace_text
 _hooks.html_renderer = _trace_html
 _hooks.files_summary = _files_summary
+_hooks.table_summary = _table_summary
 _hooks.compare = _compare
 _hooks.comparison_html_renderer = _comparison_html
 _hooks.on_pandas = _register_accessor

@@ -79,13 +79,15 @@ EVENT_COLUMNS = ("id", "parent_id", "kind", "scope", "start_ns", "end_ns")
 
 def supports(files: Sequence[str], options: dict[str, Any]) -> bool:
     """Whether ``summarize_files`` can compute the summary with these ``summary()`` options."""
+    return supports_options(options) and all(f.lower().endswith((".parquet", ".pq")) for f in files)
+
+
+def supports_options(options: dict[str, Any]) -> bool:
+    """Whether the one-pass summary (``summarize_files``, ``summarize_table``) takes these
+    ``summary()`` options: grouped by name (and any other columns), sorted, cut, as index."""
     by = options.get("by", "name")
     keys = [by] if isinstance(by, str) else list(by)
-    return (
-        "name" in keys
-        and set(options) <= {"by", "sort_by", "top", "as_index"}
-        and all(f.lower().endswith((".parquet", ".pq")) for f in files)
-    )
+    return "name" in keys and set(options) <= {"by", "sort_by", "top", "as_index"}
 
 
 IN_MEMORY_ONLY = ("memory_bytes", "device_start_ns", "device_duration_ns")
@@ -181,6 +183,44 @@ def summarize_files(
     extra = ["flops"] if flops else []
     wall = max(last - first, 0)
     result = add_partials(joined, keys, extra, total, sort_by, top, as_index, wall)
+    result.attrs["events"] = ranges  # closed ranges summarised
+    return result
+
+
+def summarize_table(
+    table: pa.Table,
+    by: str | Sequence[str] = "name",
+    *,
+    sort_by: str = "total_ns",
+    top: int | None = None,
+    as_index: bool = True,
+    where: str = "the trace",
+) -> pd.DataFrame:
+    """`summarize_files`'s summary of a table in memory (a captured trace's): the same one pass
+    per process, with the same numbers as ``df.recfn.summary`` and none of its per-row pandas
+    work. ``by`` must include ``name``; RecfnValueError for a table without the event columns
+    or with the columns only the in-memory summary sums (`IN_MEMORY_ONLY`, with values);
+    TraceFormatError naming ``where`` for broken ids or parents."""
+    keys = [by] if isinstance(by, str) else list(by)
+    if "name" not in keys:
+        raise RecfnValueError("the one-pass summary groups by name (plus any other columns)")
+    if top is not None and top < 0:
+        raise RecfnValueError(f"top must be >= 0, got {top}")
+    missing = [c for c in (*EVENT_COLUMNS, *keys) if c not in table.column_names]
+    if missing:
+        raise RecfnValueError(f"{where}: no column(s) {missing} to summarise")
+    held = [
+        c for c in IN_MEMORY_ONLY if c in table.column_names and table[c].null_count < len(table)
+    ]
+    if held:
+        raise RecfnValueError(f"{where}: {held} are summed by the in-memory summary only")
+    extra = ["flops"] if "flops" in table.column_names else []
+    part, total, _, extent = _summarize_processes(
+        table, keys, extra, where, True, _summarize_process
+    )
+    ranges = int(part["count"].sum())
+    wall = max(extent[1] - extent[0], 0)
+    result = add_partials(part, keys, extra, total, sort_by, top, as_index, wall)
     result.attrs["events"] = ranges  # closed ranges summarised
     return result
 
@@ -297,7 +337,18 @@ def _summarize_partition(
         part, own, low, high, extent = summarize(pieces, rows, keys, extra, where, whole)
         label = ", ".join(f"{k}={v[0]}" for k, v in zip(keys_here, single) if v is not None)
         return part, own, ([(label, low, high, where)] if rows else []), extent
-    table = _read(files, parquets)
+    return _summarize_processes(_read(files, parquets), keys, extra, where, whole, summarize)
+
+
+def _summarize_processes(
+    table: pa.Table,
+    keys: list[str],
+    extra: list[str],
+    where: str,
+    whole: bool,
+    summarize: Callable[..., tuple[pd.DataFrame, int, int, int, tuple[int, int]]],
+) -> tuple[pd.DataFrame, int, list[_Span], tuple[int, int]]:
+    """`_summarize_partition`'s result for the processes of a table in memory."""
     found = process_rows(table)
     if found is None:
         processes = [(process_label(table) if table.num_rows else "", table)]

@@ -19,6 +19,9 @@ html_renderer: Optional[Callable[[Any], str]] = None
 files_summary: Optional[Callable[..., Any]] = None
 """``(files, footers, **summary options) -> DataFrame``: the summary of a trace of files, out of
 core (``footers``: the trace's ``recfn.formats.dataset.Footers``)."""
+table_summary: Optional[Callable[..., Any]] = None
+"""``(table, **summary options) -> DataFrame or None``: the summary of a trace in memory in one
+pass, or None where only the pandas summary computes it."""
 comparison_html_renderer: Optional[Callable[[Any], str]] = None
 """``comparison -> str``: a ``recfn.analysis.stats.compare.Comparison`` as HTML for notebooks
 (its table with change bars, and the differential flame view)."""

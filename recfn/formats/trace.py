@@ -322,9 +322,10 @@ class Trace:
     # -- analysis (through the df.recfn accessor) ---------------------------------------------
 
     def summary(self, **kwargs: Any) -> pd.DataFrame:
-        """``df.recfn.summary(**kwargs)``; cached per arguments. A trace of Parquet files not yet
-        read is summarised out of core, one process at a time (``recfn.analysis.outofcore.files``),
-        when the options allow (grouped by name), with the same numbers."""
+        """``df.recfn.summary(**kwargs)``; cached per arguments. When the options allow (grouped
+        by name; no memory or GPU columns), a trace of Parquet files not yet read is summarised
+        out of core, one process at a time, and a trace in memory in one pass per process over
+        its table (``recfn.analysis.outofcore.files``), with the same numbers."""
         try:
             key: Any = tuple(sorted(kwargs.items()))
             hash(key)
@@ -335,6 +336,8 @@ class Trace:
         result: Optional[pd.DataFrame] = None
         if self._table is None and _hooks.files_summary is not None:
             result = _hooks.files_summary(self._files, self.footers, **kwargs)
+        elif self._table is not None and _hooks.table_summary is not None:
+            result = _hooks.table_summary(self._table, **kwargs)
         if result is None:
             result = self.to_pandas().recfn.summary(**kwargs)
         if key is not None:

@@ -14,11 +14,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from fleetdata import overlapping, same, write_fleet
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import recfn
 from recfn.analysis.outofcore.files import summarize_files
 from recfn.analysis.synthetic import make_synthetic_trace
-from recfn.errors import TraceFormatError
+from recfn.errors import MalformedFrameError, TraceFormatError
 from recfn.formats import schema
 
 
@@ -437,3 +439,52 @@ def test_a_lazy_traces_header_reads_only_the_columns_it_shows(tmp_path: Path, so
     refused = "content hash mismatch in column 'start_ns'"
     with pytest.raises(TraceFormatError, match=refused):
         repr(recfn.load(path, lazy=True))
+
+
+def _in_memory(frame: pd.DataFrame) -> recfn.Trace:
+    return recfn.Trace.from_pandas(frame)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    threads=st.integers(1, 4),
+    depth=st.integers(1, 20),
+    processes=st.integers(1, 3),
+    by=st.sampled_from(["name", ["pid", "name"], ["thread_id", "name"]]),
+)
+def test_a_trace_in_memory_summarises_in_one_pass_with_the_pandas_numbers(
+    seed: int, threads: int, depth: int, processes: int, by: str | list[str]
+) -> None:
+    """``Trace.summary`` of a table in memory takes the one-pass summary (``summarize_table``)
+    where it can: the numbers are the pandas summary's, recursion and overlap included."""
+    from recfn.formats import hooks
+
+    frames = []
+    for k in range(processes):
+        frame = make_synthetic_trace(300, n_threads=threads, seed=seed + k, max_depth=depth)
+        frame["pid"] = 40 + k
+        frames.append(frame)
+    frames.append(overlapping(40))  # siblings that overlap (asyncio tasks), ranges still open
+    trace = _in_memory(pd.concat(frames, ignore_index=True))
+    assert hooks.table_summary is not None
+    fast = hooks.table_summary(trace.table, by=by)
+    assert fast is not None  # the one pass, not pandas
+    expected = trace.to_pandas().recfn.summary(by=by)
+    same(fast, expected)
+    same(trace.summary(by=by), expected)
+
+
+def test_a_trace_in_memory_with_memory_events_or_broken_ids_is_summarised_by_pandas() -> None:
+    from recfn.formats import hooks
+
+    memory = _in_memory(make_synthetic_trace(500, 2, seed=1, n_memory_events=50))
+    assert hooks.table_summary is not None and hooks.table_summary(memory.table) is None
+    assert "total_memory_bytes" in memory.summary().columns
+
+    frame = make_synthetic_trace(500, 2, seed=2)
+    frame.loc[3, "id"] = frame.loc[2, "id"]  # an id that repeats: the one pass refuses it
+    broken = _in_memory(frame)
+    assert hooks.table_summary(broken.table) is None
+    with pytest.raises(MalformedFrameError, match="duplicate"):  # as pandas has always said
+        broken.summary()
