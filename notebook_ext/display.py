@@ -468,9 +468,9 @@ def show(
         # The stand-in's Chrome file is built meanwhile: Arrow's kernels and zlib run without
         # the GIL, beside the summary and the picture, which hold it.
         chrome = None
-        if pictures and may_embed(trace, budget):
-            table = trace.table  # a file's is read here: the thread only reads what is in memory
-            chrome = pool.submit(chrome_gz, trace) if table is not None else None
+        # trace.table reads a trace of files here: the thread only reads what is in memory.
+        if pictures and may_embed(trace, budget) and trace.table.num_rows:
+            chrome = pool.submit(chrome_gz, trace)
         return _show(trace, shell, pictures, budget, saved_path, chrome.result if chrome else None)
 
 

@@ -305,8 +305,10 @@ def complete_events(df: pd.DataFrame, layout: Layout, rows: np.ndarray, args: li
             root = pa.array(nulls(df["parent_id"])[rows])
             pieces += [',"recfn_parent_id":', pc.if_else(root, "null", parent)]
     pieces.append("},")
+    text = pa.large_string()  # 64-bit offsets: a batch's JSON may pass 2 GiB (long args)
     joined = pc.binary_join_element_wise(
-        *(pa.scalar(p) if isinstance(p, str) else p for p in pieces), ""
+        *(pa.scalar(p, text) if isinstance(p, str) else p.cast(text) for p in pieces),
+        pa.scalar("", text),
     )
     return _string_bytes(joined)[:-1]
 
@@ -346,8 +348,8 @@ _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 def _string_bytes(strings: pa.Array) -> bytes:
-    """The characters of a string array's values, one after another."""
-    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)
+    """The characters of a large string array's values, one after another."""
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)
     first, last = int(offsets[strings.offset]), int(offsets[strings.offset + len(strings)])
     data: bytes = strings.buffers()[2].slice(first, last - first).to_pybytes()
     return data
@@ -367,10 +369,10 @@ def other_events(
     "[memory]" instants for memory events with a counter of the running total per process,
     name and device beside (`totals` of the rows of `df`; by default computed from `df`
     alone), "C" for counters, "s"/"t"/"f" for flows. ``ts`` and the ends of async ranges
-    (`end_ts`) are exact microseconds after the layout's base (`micros`). Each row's ``id`` and ``parent_id`` go into the event's
-    ``recfn_id``/``recfn_parent_id``, so that recfn reads back the parents of ranges that
-    overlap on one thread (asyncio tasks), which nesting alone cannot tell; an async range
-    without one is identified by its row in the batch (`rows`)."""
+    (`end_ts`) are exact microseconds after the layout's base (`micros`). Each row's ``id``
+    and ``parent_id`` go into the event's ``recfn_id``/``recfn_parent_id``, so that recfn reads
+    back the parents of ranges that overlap on one thread (asyncio tasks), which nesting alone
+    cannot tell; an async range without one is identified by its row in the batch (`rows`)."""
     n = len(df)
     ranges = equals(df["kind"], RANGE)
     open_range = nulls(df["end_ns"])
