@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recfn.formats.chrome._json import compact, string_array
 from recfn.formats.chrome._reader import (
     ASYNC_RANGES,
     MEMORY_TOTALS,
@@ -255,8 +256,7 @@ def encode_events(df: pd.DataFrame, layout: Layout, totals: Totals | None = None
         else np.zeros(n, dtype=bool)
     )
     complete = ranges & ~open_range & ~is_async
-    args = _event_args(df)
-    parts = [complete_events(df, layout, np.flatnonzero(complete), args)]
+    parts = [complete_events(df, layout, np.flatnonzero(complete))]
     rest = np.flatnonzero(~complete)
     if len(rest):  # memory rows among them: `totals` only points there
         if totals is not None:
@@ -265,13 +265,15 @@ def encode_events(df: pd.DataFrame, layout: Layout, totals: Totals | None = None
         # Each time column's text is chosen for the whole batch (`micros`), as for "X" events.
         times = [micros(start - layout.base_ns), micros(np.maximum(end, start) - layout.base_ns)]
         at = rest.tolist()
-        ts, end_ts, picked = ([values[i] for i in at] for values in (*times, args))
-        others = other_events(df.iloc[rest], layout, totals, picked, ts, end_ts, at)
+        ts, end_ts = ([values[i] for i in at] for values in times)
+        others_df = df.iloc[rest]
+        args = _event_args(others_df)
+        others = other_events(others_df, layout, totals, args, ts, end_ts, at)
         parts.append(msgspec.json.encode(others)[1:-1] if others else b"")
     return b",".join(part for part in parts if part)
 
 
-def complete_events(df: pd.DataFrame, layout: Layout, rows: np.ndarray, args: list[Any]) -> bytes:
+def complete_events(df: pd.DataFrame, layout: Layout, rows: np.ndarray) -> bytes:
     """The "X" events of the closed ranges at `rows` of `df`, comma-separated, exactly as msgspec
     writes ``{"ph": "X", "cat", "name", "pid", "tid", "ts", "dur", "args", "recfn_id",
     "recfn_parent_id"}`` (see `other_events` for what each holds), but built a column at a time
@@ -296,7 +298,7 @@ def complete_events(df: pd.DataFrame, layout: Layout, rows: np.ndarray, args: li
         ',"dur":',
         micros_text(np.maximum(end - start, 0)).take(take),
         ',"args":',
-        _args_texts(args, rows),
+        _args_json(df, rows),
     ]
     if "id" in df.columns:
         pieces += [',"recfn_id":', _int_texts(ints(df["id"], 0)[rows])]
@@ -326,17 +328,104 @@ def _int_texts(values: np.ndarray) -> pa.Array:
     return pa.array(values, pa.int64()).cast(pa.string())
 
 
-def _args_texts(args: list[Any], rows: np.ndarray) -> pa.Array:
-    """The JSON of each of `args` at `rows` as msgspec writes it (``{}`` when empty); the
-    non-empty ones encoded in one call."""
-    filled = np.fromiter((bool(args[i]) for i in rows.tolist()), dtype=bool, count=len(rows))
-    if not filled.any():
-        return pa.scalar("{}")
-    which = rows[filled]
-    encoded = msgspec.json.encode([args[i] for i in which.tolist()])
-    texts = pa.array(_split_objects(encoded, len(which)), pa.string())
-    at = np.cumsum(filled) - 1
-    return pc.if_else(pa.array(filled), texts.take(pa.array(np.maximum(at, 0))), "{}")
+def _args_json(df: pd.DataFrame, rows: np.ndarray) -> pa.Array:
+    """The JSON of each row's args at `rows` (`_event_args`' dict as msgspec writes it), built a
+    column at a time where it can: an ``args`` text that is a JSON object, compacted, with the
+    integer `TORCH_ARGS` and `LIST_ARGS` keys it does not hold yet added at its end. Other rows
+    (text that is no object, such a key already in it, list values) take the dicts."""
+    n = len(rows)
+    text = pa.large_string()
+    nothing = pa.scalar("", text)
+    slow = np.zeros(n, dtype=bool)
+    added: list[Any] = []  # per key: its text where the row has it, else ""
+    for column, key, unset in TORCH_ARGS:
+        if column in df.columns:
+            values = ints(df[column], unset)[rows]
+            added.append((key, values != unset, values))
+    for column, key in LIST_ARGS:
+        if column not in df.columns:
+            continue
+        filled = df[column].notna().to_numpy()[rows]
+        if pd.api.types.is_integer_dtype(df[column].dtype):
+            added.append((key, filled, ints(df[column], 0)[rows]))
+        else:
+            slow |= filled  # lists (shapes, stacks): the dicts
+    added = [(key, has, values) for key, has, values in added if has.any()]
+    base = pa.array(["{}"] * n, text) if n else pa.array([], text)
+    if "args" in df.columns:
+        texts = df["args"].to_numpy(dtype=object)[rows]
+        present = np.flatnonzero(pd.notna(texts))
+        if len(present):
+            try:
+                strings = pa.array(texts[present], text)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):  # values that are no strings: as text
+                strings = pa.array([str(t) for t in texts[present].tolist()], text)
+            objects, compacted = _object_texts(strings)
+            slow[present[~objects]] = True
+            found = np.zeros(n, dtype=bool)
+            found[present[objects]] = True
+            at = np.zeros(n, dtype=np.int64)
+            at[present[objects]] = np.arange(int(objects.sum()))
+            if found.any():
+                base = pc.if_else(pa.array(found), compacted.take(pa.array(at)), base)
+            for key, has, _ in added:  # a key the text already holds: the dict replaces it
+                quoted = msgspec.json.encode(key).decode() + ":"
+                slow |= has & np.asarray(pc.match_substring(base, quoted).to_numpy(False))
+    if added:
+        pieces = []
+        for key, has, values in added:
+            label = pa.scalar("," + msgspec.json.encode(key).decode() + ":", text)
+            field = pc.binary_join_element_wise(label, _int_texts(values).cast(text), nothing)
+            pieces.append(pc.if_else(pa.array(has), field, nothing))
+        tail = pc.binary_join_element_wise(*pieces, nothing)
+        empty = pc.equal(base, pa.scalar("{}", text))
+        opened = pc.if_else(empty, pa.scalar("{", text), pc.utf8_slice_codeunits(base, 0, -1))
+        tail = pc.if_else(empty, pc.utf8_slice_codeunits(tail, 1), tail)
+        with_tail = pc.binary_join_element_wise(opened, tail, pa.scalar("}", text), nothing)
+        base = pc.if_else(pa.array(pc.not_equal(tail, "").to_numpy(False)), with_tail, base)
+    if slow.any():
+        which = np.flatnonzero(slow)
+        dicts = _event_args(df.iloc[rows[which]])
+        encoded = pa.array(_split_objects(msgspec.json.encode(dicts), len(which)), text)
+        at = np.zeros(n, dtype=np.int64)
+        at[which] = np.arange(len(which))
+        base = pc.if_else(pa.array(slow), encoded.take(pa.array(at)), base)
+    return base
+
+
+def _object_texts(texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Which of `texts` (large strings, no nulls) are one JSON object each, and those objects
+    compacted (no whitespace between tokens, as msgspec writes them), in order. One check of
+    them all when every one is: joined into a JSON list, msgspec finds each value where its
+    text is (as many values, each as long as its text); the compacted list is cut likewise."""
+    n = len(texts)
+    large = pa.large_string()
+    braces = pc.and_(pc.starts_with(texts, "{"), pc.ends_with(texts, "}"))
+    if n and pc.all(braces).as_py():
+        comma = pc.binary_join_element_wise(texts, pa.scalar(",", large), pa.scalar("", large))
+        joined = b"[" + _string_bytes(comma)[:-1] + b"]"
+        try:
+            raws = _RAW_LIST.decode(joined)
+            sizes = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+            written = pc.binary_length(texts).to_numpy(zero_copy_only=False)
+            if len(raws) == n and np.array_equal(sizes, written):
+                text = compact(joined)
+                sizes = np.fromiter(map(len, _RAW_LIST.decode(text)), dtype=np.int64, count=n)
+                # Values and the commas between them alternate: value k is entry 2k.
+                starts = 1 + np.concatenate([[0], np.cumsum(sizes + 1)[:-1]])
+                bounds = np.empty(2 * n, dtype=np.int64)
+                bounds[0::2], bounds[1::2] = starts, starts + sizes
+                kept = string_array(2 * n - 1, bounds, pa.py_buffer(text), np.ones(2 * n - 1, bool))
+                return np.ones(n, dtype=bool), kept.take(pa.array(2 * np.arange(n)))
+        except (ValueError, UnicodeDecodeError):  # msgspec's errors: each text alone says
+            pass
+    objects = np.zeros(n, dtype=bool)
+    found = []
+    for k, value in enumerate(texts.to_pylist()):
+        if value[:1] == "{" and json_object(value) is not None:
+            objects[k] = True
+            found.append(compact(value.encode()))
+    return objects, pa.array(found, large)
 
 
 def _split_objects(encoded: bytes, count: int) -> list[bytes]:
