@@ -337,7 +337,7 @@ def _args_json(df: pd.DataFrame, rows: np.ndarray) -> pa.Array:
     text = pa.large_string()
     nothing = pa.scalar("", text)
     slow = np.zeros(n, dtype=bool)
-    added: list[Any] = []  # per key: its text where the row has it, else ""
+    added: list[Any] = []  # (key, the rows that have it, its values)
     for column, key, unset in TORCH_ARGS:
         if column in df.columns:
             values = ints(df[column], unset)[rows]
@@ -382,7 +382,7 @@ def _args_json(df: pd.DataFrame, rows: np.ndarray) -> pa.Array:
         opened = pc.if_else(empty, pa.scalar("{", text), pc.utf8_slice_codeunits(base, 0, -1))
         tail = pc.if_else(empty, pc.utf8_slice_codeunits(tail, 1), tail)
         with_tail = pc.binary_join_element_wise(opened, tail, pa.scalar("}", text), nothing)
-        base = pc.if_else(pa.array(pc.not_equal(tail, "").to_numpy(False)), with_tail, base)
+        base = pc.if_else(pc.not_equal(tail, nothing), with_tail, base)
     if slow.any():
         which = np.flatnonzero(slow)
         dicts = _event_args(df.iloc[rows[which]])
@@ -613,7 +613,7 @@ def _decode_many(texts: list[str]) -> list[dict[str, Any]]:
         blobs = [t.encode() for t in texts]
         joined = b"[" + b",".join(blobs) + b"]"
         try:
-            raws = _RAWS.decode(joined)
+            raws = _RAW_LIST.decode(joined)
             if len(raws) == len(blobs) and all(map(operator.eq, map(len, raws), map(len, blobs))):
                 return _OBJECTS.decode(joined)
         except (ValueError, UnicodeDecodeError):  # msgspec's errors: the slower path says
@@ -621,7 +621,6 @@ def _decode_many(texts: list[str]) -> list[dict[str, Any]]:
     return [_decode_args(text) for text in texts]
 
 
-_RAWS = msgspec.json.Decoder(list[msgspec.Raw])
 _OBJECTS = msgspec.json.Decoder(list[dict[str, Any]])
 
 
