@@ -1,5 +1,7 @@
-"""The writer's complete ("X") events are built a column at a time: each must be the JSON that
-msgspec writes for the event's dict, whatever the names, args, nulls, processes and times."""
+"""The writer's complete ("X") events and their args are built a column at a time: each must
+hold what msgspec writes for the event's dict (the same text where an args text is written as
+msgspec writes it), whatever the names, args, nulls, processes and times; a ``.json.gz``,
+compressed in a thread, is the ``.json`` whatever the batches."""
 
 from __future__ import annotations
 
