@@ -436,7 +436,7 @@ def _event_batches(layout: Layout, bar: Bar) -> Iterator[bytes]:
     for first, frame in layout.rows.frames():
         lo, hi = np.searchsorted(positions, [first, first + len(frame)])
         batch = (positions[lo:hi] - first, keys[lo:hi], totals[lo:hi])
-        yield encode_events(frame, layout, batch)
+        yield encode_events(frame, layout, batch, first)
         bar.update(len(frame))
 
 

@@ -242,11 +242,13 @@ def memory_totals(rows: Rows) -> Totals:
     )
 
 
-def encode_events(df: pd.DataFrame, layout: Layout, totals: Totals | None = None) -> bytes:
+def encode_events(
+    df: pd.DataFrame, layout: Layout, totals: Totals | None = None, first: int = 0
+) -> bytes:
     """The JSON of the Chrome events of `df`'s rows, comma-separated (no brackets): one event
     per row (two for a closed async range, and memory events a counter beside), the complete
     ranges first ("X", built column-wise: `complete_events`), then the others in the order
-    `other_events` gives them."""
+    `other_events` gives them. `first` is the table's row that `df` starts at."""
     n = len(df)
     ranges = equals(df["kind"], RANGE)
     open_range = nulls(df["end_ns"])
@@ -268,7 +270,7 @@ def encode_events(df: pd.DataFrame, layout: Layout, totals: Totals | None = None
         ts, end_ts = ([values[i] for i in at] for values in times)
         others_df = df.iloc[rest]
         args = _event_args(others_df)
-        others = other_events(others_df, layout, totals, args, ts, end_ts, at)
+        others = other_events(others_df, layout, totals, args, ts, end_ts, (rest + first).tolist())
         parts.append(msgspec.json.encode(others)[1:-1] if others else b"")
     return b",".join(part for part in parts if part)
 
@@ -461,7 +463,8 @@ def other_events(
     (`end_ts`) are exact microseconds after the layout's base (`micros`). Each row's ``id``
     and ``parent_id`` go into the event's ``recfn_id``/``recfn_parent_id``, so that recfn reads
     back the parents of ranges that overlap on one thread (asyncio tasks), which nesting alone
-    cannot tell; an async range without one is identified by its row in the batch (`rows`)."""
+    cannot tell; an async range without one is identified by its row in the table (`rows`),
+    which no other async range of the file has."""
     n = len(df)
     ranges = equals(df["kind"], RANGE)
     open_range = nulls(df["end_ns"])

@@ -153,3 +153,29 @@ def test_a_failed_compressed_write_is_raised(tmp_path: Any, monkeypatch: Any) ->
     monkeypatch.setattr(gzip.GzipFile, "write", full)
     with pytest.raises(OSError, match="No space left"):
         write_chrome_trace(make_synthetic_trace(300, 1, seed=2), tmp_path / "t.json.gz")
+
+
+def test_async_ranges_without_ids_get_ids_no_other_has(tmp_path: Any, monkeypatch: Any) -> None:
+    """A table without ``id`` (another tool's DataFrame) still gets one id per async range, the
+    row's place in the table, whatever batch it is written in: viewers pair "b" and "e" events
+    by id, so two ranges of one name must not share one."""
+    from recfn.formats.chrome import _writer, write_chrome_trace
+
+    monkeypatch.setattr(_writer, "ROWS", 4)  # several batches
+    n = 10
+    frame = pd.DataFrame(
+        {
+            "name": "fetch",
+            "kind": "range",
+            "start_ns": np.arange(n, dtype=np.int64) * 1000,
+            "end_ns": np.arange(n, dtype=np.int64) * 1000 + 5000,
+            "thread_id": 1,
+            "is_async": True,
+        }
+    )
+    write_chrome_trace(frame, tmp_path / "t.json")
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    begins = [event["id"] for event in events if event["ph"] == "b"]
+    assert sorted(begins) == list(range(n))
+    ends = [event["id"] for event in events if event["ph"] == "e"]
+    assert sorted(ends) == list(range(n))
