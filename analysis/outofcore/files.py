@@ -154,11 +154,7 @@ def summarize_files(
     """
     from recfn.formats.progress import progress
 
-    keys = [by] if isinstance(by, str) else list(by)
-    if "name" not in keys:
-        raise RecfnValueError("the out-of-core summary groups by name (plus any other columns)")
-    if top is not None and top < 0:
-        raise RecfnValueError(f"top must be >= 0, got {top}")
+    keys = _summary_keys(by, top, "the out-of-core summary")
     workers = worker_threads(threads)
     if not files:
         raise RecfnValueError("no files to summarise")
@@ -179,11 +175,37 @@ def summarize_files(
     first = min((extent[0] for _, _, _, extent in found), default=0)
     last = max((extent[1] for _, _, _, extent in found), default=0)
     joined = pd.concat(parts, ignore_index=True)
-    ranges = int(joined["count"].sum())
     extra = ["flops"] if flops else []
-    wall = max(last - first, 0)
-    result = add_partials(joined, keys, extra, total, sort_by, top, as_index, wall)
-    result.attrs["events"] = ranges  # closed ranges summarised
+    return _summary(joined, keys, extra, total, (first, last), sort_by, top, as_index)
+
+
+def _summary_keys(by: str | Sequence[str], top: int | None, what: str) -> list[str]:
+    """The group keys of a one-pass summary (`what`, named in the error): ``by``, which must
+    include ``name``; RecfnValueError for that and for a negative ``top``."""
+    keys = [by] if isinstance(by, str) else list(by)
+    if "name" not in keys:
+        raise RecfnValueError(f"{what} groups by name (plus any other columns)")
+    if top is not None and top < 0:
+        raise RecfnValueError(f"top must be >= 0, got {top}")
+    return keys
+
+
+def _summary(
+    part: pd.DataFrame,
+    keys: list[str],
+    extra: list[str],
+    total: int,
+    extent: tuple[int, int],
+    sort_by: str,
+    top: int | None,
+    as_index: bool,
+) -> pd.DataFrame:
+    """The summary of the processes' summed ``part``: partials (`add_partials`) over their
+    self-time ``total`` and the wall time of their closed ranges' ``extent``, and
+    ``attrs["events"]``, the closed ranges summarised."""
+    wall = max(extent[1] - extent[0], 0)
+    result = add_partials(part, keys, extra, total, sort_by, top, as_index, wall)
+    result.attrs["events"] = int(part["count"].sum())
     return result
 
 
@@ -201,11 +223,7 @@ def summarize_table(
     work. ``by`` must include ``name``; RecfnValueError for a table without the event columns
     or with the columns only the in-memory summary sums (`IN_MEMORY_ONLY`, with values);
     TraceFormatError naming ``where`` for broken ids or parents."""
-    keys = [by] if isinstance(by, str) else list(by)
-    if "name" not in keys:
-        raise RecfnValueError("the one-pass summary groups by name (plus any other columns)")
-    if top is not None and top < 0:
-        raise RecfnValueError(f"top must be >= 0, got {top}")
+    keys = _summary_keys(by, top, "the one-pass summary")
     missing = [c for c in (*EVENT_COLUMNS, *keys) if c not in table.column_names]
     if missing:
         raise RecfnValueError(f"{where}: no column(s) {missing} to summarise")
@@ -218,11 +236,7 @@ def summarize_table(
     part, total, _, extent = _summarize_processes(
         table, keys, extra, where, True, _summarize_process
     )
-    ranges = int(part["count"].sum())
-    wall = max(extent[1] - extent[0], 0)
-    result = add_partials(part, keys, extra, total, sort_by, top, as_index, wall)
-    result.attrs["events"] = ranges  # closed ranges summarised
-    return result
+    return _summary(part, keys, extra, total, extent, sort_by, top, as_index)
 
 
 def run_stats(

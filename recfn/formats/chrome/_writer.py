@@ -249,14 +249,7 @@ def encode_events(
     per row (two for a closed async range, and memory events a counter beside), the complete
     ranges first ("X", built column-wise: `complete_events`), then the others in the order
     `other_events` gives them. `first` is the table's row that `df` starts at."""
-    n = len(df)
-    ranges = equals(df["kind"], RANGE)
-    open_range = nulls(df["end_ns"])
-    is_async = (
-        np.array(df["is_async"].fillna(False), dtype=bool)
-        if "is_async" in df.columns
-        else np.zeros(n, dtype=bool)
-    )
+    ranges, open_range, is_async = _range_masks(df)
     complete = ranges & ~open_range & ~is_async
     parts = [complete_events(df, layout, np.flatnonzero(complete))]
     rest = np.flatnonzero(~complete)
@@ -273,6 +266,16 @@ def encode_events(
         others = other_events(others_df, layout, totals, args, ts, end_ts, (rest + first).tolist())
         parts.append(msgspec.json.encode(others)[1:-1] if others else b"")
     return b",".join(part for part in parts if part)
+
+
+def _range_masks(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which rows of `df` are ranges, which are still open (no end), which are async."""
+    is_async = (
+        np.array(df["is_async"].fillna(False), dtype=bool)
+        if "is_async" in df.columns
+        else np.zeros(len(df), dtype=bool)
+    )
+    return equals(df["kind"], RANGE), nulls(df["end_ns"]), is_async
 
 
 def complete_events(df: pd.DataFrame, layout: Layout, rows: np.ndarray) -> bytes:
@@ -466,13 +469,7 @@ def other_events(
     cannot tell; an async range without one is identified by its row in the table (`rows`),
     which no other async range of the file has."""
     n = len(df)
-    ranges = equals(df["kind"], RANGE)
-    open_range = nulls(df["end_ns"])
-    is_async = (
-        np.array(df["is_async"].fillna(False), dtype=bool)
-        if "is_async" in df.columns
-        else np.zeros(n, dtype=bool)
-    )
+    ranges, open_range, is_async = _range_masks(df)
     name = _strings(df["name"])
     cat = (
         [layout.categories.get(c, c) for c in _strings(df["scope"])] if "scope" in df else [""] * n
