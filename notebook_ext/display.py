@@ -333,7 +333,7 @@ def fixed_layout(fig: Any, frame: pd.DataFrame) -> None:
     """Margins for the timeline of ``frame`` on ``fig`` (pixels at `TIMELINE_DPI`): the left
     one fits the longest lane label, the right one the legend (names cut at
     ``LEGEND_CHARS``), the top one a one-line title, the bottom one the time axis."""
-    from recfn.analysis.plots.timeline import LEGEND_CHARS
+    from recfn.analysis.plots.chart import LEGEND_CHARS
 
     longest_lane = longest_lane_label(frame)
     names = frame["name"].astype("category").cat.categories

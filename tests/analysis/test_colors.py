@@ -17,7 +17,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from recfn.analysis.plots import drawing, timeline
+from recfn.analysis.plots import chart, drawing
 from recfn.analysis.plots.drawing import (
     DISTINCT_TOP,
     PALETTE,
@@ -142,5 +142,5 @@ def test_narrow_bars_are_as_opaque_as_the_time_they_cover() -> None:
     bottom_band = rows_with_paint[rows_with_paint >= pixels.shape[0] / 2]
     sparse_alpha = alpha[top_band][painted[top_band]].max()
     busy_alpha = alpha[bottom_band][painted[bottom_band]].min()
-    assert sparse_alpha <= timeline.MIN_DENSITY_ALPHA + 1 / 255
+    assert sparse_alpha <= chart.MIN_DENSITY_ALPHA + 1 / 255
     assert busy_alpha > 0.9

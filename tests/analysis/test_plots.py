@@ -20,7 +20,7 @@ from matplotlib.text import Text
 
 import recfn.analysis as analysis
 from recfn.analysis import MissingColumnsError
-from recfn.analysis.plots import drawing, timeline
+from recfn.analysis.plots import chart, drawing
 from recfn.analysis.plots.drawing import alt_text
 from recfn.analysis.plots.flame import WORD_JOINER
 
@@ -283,7 +283,7 @@ def test_names_are_drawn_as_text_never_as_math() -> None:
         for text in texts:
             assert not text.get_parse_math() and not text.get_usetex(), text.get_text()
     legend = df.recfn.timeline().get_legend()
-    cut = MARKUP[1][: timeline.LEGEND_CHARS - 1] + "…"  # a long name does not squeeze the plot
+    cut = MARKUP[1][: chart.LEGEND_CHARS - 1] + "…"  # a long name does not squeeze the plot
     assert [t.get_text() for t in legend.get_texts()][:2] == [MARKUP[0], cut]
     _, given = plt.subplots()
     ax = df.recfn.timeline(ax=given)
@@ -310,7 +310,7 @@ def test_deep_chain_timeline_has_a_bounded_raster(deep: pd.DataFrame) -> None:
     ax = deep.recfn.timeline()
     (image,) = ax.images
     lines, width, channels = image.get_array().shape
-    assert lines <= timeline.MAX_IMAGE_ROWS and channels == 4
+    assert lines <= chart.MAX_IMAGE_ROWS and channels == 4
     assert image.get_array().dtype == np.uint8
     assert width == int(ax.get_window_extent().width)
     assert (image.get_array()[..., 3] > 0).any()
@@ -328,13 +328,13 @@ def test_deep_chain_flame_has_few_depth_ticks(deep: pd.DataFrame) -> None:
 def test_raster_rows_share_lines_past_the_limit() -> None:
     # More nesting rows than image lines: rows share lines, and every row is still painted.
     # A long root stretches the window so that the whole chain under it is narrower than 2 px.
-    depth = timeline.MAX_IMAGE_ROWS + 500
+    depth = chart.MAX_IMAGE_ROWS + 500
     rows = [(1, None, "root", "range", 0, 10**9, 1)] + [
         (i + 2, i + 1, "f", "range", 10 + i, 20 * depth - i, 1) for i in range(depth)
     ]
     ax = make_frame(rows).recfn.timeline()
     (image,) = ax.images
-    assert image.get_array().shape[0] == timeline.MAX_IMAGE_ROWS
+    assert image.get_array().shape[0] == chart.MAX_IMAGE_ROWS
     painted = (image.get_array()[..., 3] > 0).any(axis=1)
     assert painted[1:].all()
 
@@ -459,8 +459,8 @@ def test_legend_says_how_many_names_it_leaves_out() -> None:
     rows = [(i, None, f"n{i:02d}", "range", 100 * i, 100 * i + 50 + i, 1) for i in range(1, 14)]
     ax = make_frame(rows).recfn.timeline()
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert texts[: timeline.TOP_COLORS] == [f"n{i:02d}" for i in range(13, 3, -1)]
-    assert texts[timeline.TOP_COLORS] == "3 more names"
+    assert texts[: chart.TOP_COLORS] == [f"n{i:02d}" for i in range(13, 3, -1)]
+    assert texts[chart.TOP_COLORS] == "3 more names"
 
 
 def test_memory_below_an_axes_outside_a_grid() -> None:
