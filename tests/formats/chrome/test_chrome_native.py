@@ -353,11 +353,14 @@ def test_results_hold_no_extra_references_and_nothing_leaks() -> None:
     del columns
     tracemalloc.start()
     try:
-        native_columns(text)
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(200):
-            native_columns(text)
-            native_columns(text[:-2])  # refused halfway
+        # A first round may grow one of the process's tables for good, depending on what ran
+        # before it (after tests/notebook_ext/test_fallback.py: one 3.7 MB block): only the
+        # second round's growth is a leak.
+        for _round in range(2):
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(200):
+                native_columns(text)
+                native_columns(text[:-2])  # refused halfway
         assert tracemalloc.get_traced_memory()[0] - before < 64 << 10
     finally:
         tracemalloc.stop()
