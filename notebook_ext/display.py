@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import math
 import numbers
 import sys
@@ -284,24 +283,24 @@ def table_text(trace: Trace, top: int = 15, **summary_kwargs: Any) -> str:
 
 
 def render_timeline_png(trace: Trace, width_in: float = TIMELINE_WIDTH_IN) -> tuple[bytes, str]:
-    """Draw ``df.recfn.timeline`` on an off-screen Agg figure: the PNG bytes and its alt text
-    (``recfn.analysis.alt_text``), which the PNG also carries as its Description.
+    """The timeline picture (`recfn.analysis.plots.picture`: the chart ``trace.timeline()``
+    draws, in pixels, without matplotlib's figure): the PNG bytes and its alt text, which the
+    PNG also carries as its Description. The header line is shown above the picture, so the
+    title is its short form (`picture_title`); the height grows with the threads
+    (`picture_height_in`)."""
+    from recfn.analysis.plots.picture import timeline_png
 
-    The figure is laid out before drawing (`fixed_layout`: margins sized for the lane labels,
-    the legend and a one-line title) and drawn once: a "tight" bounding box would draw it twice
-    to measure it. The header line is shown above the picture, so the title is its short form
-    (`picture_title`)."""
-    from recfn.analysis import alt_text
+    return timeline_png(
+        trace.to_pandas(),
+        round(width_in * TIMELINE_DPI),
+        round(picture_height_in(trace.threads) * TIMELINE_DPI),
+        title=picture_title(trace),
+    )
 
-    frame = trace.to_pandas()
-    fig = new_figure(trace.threads, width_in)
-    fixed_layout(fig, frame)
-    ax = fig.add_subplot()
-    trace.timeline(ax=ax, title=picture_title(trace))
-    alt = alt_text(ax)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=TIMELINE_DPI, metadata={"Description": alt})
-    return buffer.getvalue(), alt
+
+def picture_height_in(threads: int) -> float:
+    """The timeline picture's height in inches for ``threads`` bands (at most 9)."""
+    return min(1.5 + 0.9 * max(threads, 1), 9.0)
 
 
 TITLE_NAME_CHARS = 40
@@ -321,56 +320,6 @@ def picture_title(trace: Trace) -> str:
     )
 
 
-LABEL_CHAR_PX = 6.6
-"""Width of one character of a lane label (8 pt at `TIMELINE_DPI`), a little generous."""
-LEGEND_CHAR_PX = 5.8
-"""Width of one character of a legend label (7 pt at `TIMELINE_DPI`), a little generous."""
-MIN_PLOT_FRACTION = 0.45
-"""The least share of the figure's width the lanes keep, however long the labels."""
-
-
-def fixed_layout(fig: Any, frame: pd.DataFrame) -> None:
-    """Margins for the timeline of ``frame`` on ``fig`` (pixels at `TIMELINE_DPI`): the left
-    one fits the longest lane label, the right one the legend (names cut at
-    ``LEGEND_CHARS``), the top one a one-line title, the bottom one the time axis."""
-    from recfn.analysis.plots.chart import LEGEND_CHARS
-
-    longest_lane = longest_lane_label(frame)
-    names = frame["name"].astype("category").cat.categories
-    longest_name = max((len(str(name)) for name in names), default=8)
-    width = fig.get_figwidth() * TIMELINE_DPI
-    height = fig.get_figheight() * TIMELINE_DPI
-    left = 16 + LABEL_CHAR_PX * max(longest_lane, 10)
-    right = 40 + LEGEND_CHAR_PX * min(max(longest_name, 12), LEGEND_CHARS)
-    if left + right > (1 - MIN_PLOT_FRACTION) * width:
-        scale = (1 - MIN_PLOT_FRACTION) * width / (left + right)
-        left, right = left * scale, right * scale
-    fig.subplots_adjust(
-        left=left / width, right=1 - right / width, top=1 - 30 / height, bottom=44 / height
-    )
-
-
-def longest_lane_label(frame: pd.DataFrame) -> int:
-    """At least the length of the longest lane label the timeline writes for ``frame``
-    (``"<thread_name> (<thread_id>)"``, with ``"<host> pid <pid> · "`` before it when there
-    are several processes), from the columns' distinct values: cheaper than the lanes."""
-    import pandas as pd
-
-    def longest(column: str) -> int:
-        if column not in frame.columns:
-            return 0
-        values = pd.unique(frame[column].dropna().astype(object))
-        return max((len(str(value)) for value in values), default=0)
-
-    label = max(longest("thread_name"), len("thread")) + longest("thread_id") + 3
-    processes = sum(
-        frame[column].nunique(dropna=False) > 1 for column in ("host", "pid") if column in frame
-    )
-    if processes:
-        label += longest("host") + longest("pid") + len("  pid  · ")
-    return label
-
-
 _PNGS: weakref.WeakKeyDictionary[Trace, tuple[bytes, str]] = weakref.WeakKeyDictionary()
 
 
@@ -387,8 +336,7 @@ def new_figure(threads: int, width_in: float = TIMELINE_WIDTH_IN) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    height = min(1.5 + 0.9 * max(threads, 1), 9.0)
-    fig = Figure(figsize=(width_in, height), dpi=TIMELINE_DPI)
+    fig = Figure(figsize=(width_in, picture_height_in(threads)), dpi=TIMELINE_DPI)
     FigureCanvasAgg(fig)
     return fig
 

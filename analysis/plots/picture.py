@@ -1,0 +1,349 @@
+"""The timeline as a PNG drawn straight into pixels: the notebook's picture of a cell.
+
+It draws the `Chart` that ``timeline`` draws on a matplotlib Axes (the same lanes, bars,
+colours, density, marks, memory lines, legend and alt text), with numpy for the shapes and
+Pillow for the text, in DejaVu Sans as matplotlib's default. Building an Axes and laying out
+its text took most of a cell's display (about 100 ms of matplotlib for a one-thread cell);
+this takes a few ms. ``df.recfn.timeline()`` stays the figure to customise.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import math
+import os
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from recfn.analysis.plots.chart import Chart, Scale
+from recfn.analysis.plots.drawing import LABEL_MIN_PX, MAX_LABELS
+from recfn.analysis.units import printable
+from recfn.errors import RecfnValueError
+
+DPI = 96
+"""Pixels per inch the picture states (its text sizes are matplotlib's points at this)."""
+TITLE_PX = 16
+"""Title text, 12 pt."""
+AXIS_PX = 13
+"""Tick labels and the axis label, 10 pt."""
+LANE_PX = 11
+"""Lane labels, 8 pt."""
+SMALL_PX = 9
+"""Bar labels, the legend and the memory axis, 7 pt."""
+TOP_PX = 30
+"""Room above the lanes for the title."""
+BOTTOM_PX = 44
+"""Room below the lanes for the time axis: ticks, their labels and the axis label."""
+MIN_PLOT_FRACTION = 0.45
+"""The least share of the width the lanes keep, however long the labels."""
+LEGEND_ROW_PX = 14
+MEMORY_GAP_PX = 8
+INK = (0, 0, 0)
+GRID = (89, 89, 89)
+"""Host separators (matplotlib's grey "0.35")."""
+MARK_INK = (77, 77, 77)
+"""Marks: black at 70% on white."""
+
+
+@functools.lru_cache(maxsize=8)
+def _font(size: int) -> Any:
+    from matplotlib import get_data_path
+    from PIL import ImageFont
+
+    return ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), size)
+
+
+def timeline_png(
+    df: pd.DataFrame,
+    width_px: int,
+    height_px: int,
+    *,
+    title: Optional[str] = None,
+    max_depth: Optional[int] = None,
+) -> tuple[bytes, str]:
+    """The timeline of `df` (as ``df.recfn.timeline(max_depth=..., title=...)`` draws it) as a
+    `width_px` x `height_px` PNG, and its alt text (`Chart.describe`), which the PNG also
+    carries as its Description. Margins fit the lane labels and the legend as measured in
+    the font; the lanes keep at least `MIN_PLOT_FRACTION` of the width. Raises what
+    ``timeline`` raises (`NothingToDrawError` for nothing to draw), RecfnValueError for a
+    size too small to hold the axes."""
+    from PIL.PngImagePlugin import PngInfo
+
+    if width_px < 200 or height_px < TOP_PX + BOTTOM_PX + 40:
+        raise RecfnValueError(
+            f"timeline_png: {width_px} x {height_px} px is too small (at least 200 x "
+            f"{TOP_PX + BOTTOM_PX + 40})"
+        )
+    chart = Chart.of(df, max_depth=max_depth)
+    canvas = _Canvas(width_px, height_px)
+    left, right = _margins(chart, width_px)
+    bottom = height_px - BOTTOM_PX
+    lanes_bottom = bottom
+    memory_top = bottom
+    if chart.has_memory:
+        ratio = float(np.clip(chart.layout.n_rows / 6, 2.5, 10))
+        memory_top = bottom - round((bottom - TOP_PX) / (ratio + 1))
+        lanes_bottom = memory_top - MEMORY_GAP_PX
+    plot = _Box(left, TOP_PX, width_px - right, lanes_bottom)
+    scale = chart.scale(plot.width)
+    _draw_ranges(canvas, chart, scale, plot)
+    if chart.mark_rows.size:
+        at, row = chart.mark_ticks(scale)
+        for x, low in zip(plot.x(scale, at).tolist(), row.tolist()):
+            canvas.vline(x, plot.y(chart, low - 0.8), plot.y(chart, low), MARK_INK)
+    for row in chart.host_breaks():
+        canvas.hline(plot.y(chart, row), plot.left, plot.right, GRID)
+    canvas.frame(plot)
+    layout = chart.layout
+    for centre, label in zip(
+        (layout.band_top + (layout.band_rows - 1) / 2).tolist(), chart.lane_labels
+    ):
+        canvas.text((plot.left - 5, plot.y(chart, centre)), label, LANE_PX, "rm")
+    legend: list[tuple[Optional[tuple[int, int, int]], str, bool]] = [
+        (None if color is None else _rgb(color), label, False) for color, label in chart.legend
+    ]
+    if chart.mark_rows.size:
+        legend.append((INK, "mark", True))
+    peaks: list[str] = []
+    axis_box = plot
+    if chart.has_memory:
+        axis_box = _Box(left, memory_top, width_px - right, bottom)
+        for line in chart.memory_lines(scale):
+            legend.append((_rgb(line.color), line.label, True))
+            peaks.append(line.peak)
+        _draw_memory(canvas, chart, scale, axis_box)
+    _draw_time_axis(canvas, chart, scale, axis_box)
+    heading = printable(title) if title is not None else chart.default_title()
+    canvas.text(((plot.left + plot.right) / 2, TOP_PX / 2), heading, TITLE_PX, "mm", plot.right)
+    _draw_legend(canvas, legend, plot.right + 8, plot.top)
+    alt = chart.describe(peaks)
+    info = PngInfo()
+    info.add_text("Software", "recfn")
+    info.add_text("Description", alt)
+    return canvas.png(info), alt
+
+
+class _Box:
+    """A rectangle of the canvas, in pixels: `left` and `top` inside, `right` and `bottom`
+    just outside."""
+
+    def __init__(self, left: int, top: int, right: int, bottom: int) -> None:
+        self.left, self.top, self.right, self.bottom = left, top, right, bottom
+
+    @property
+    def width(self) -> int:
+        return self.right - self.left
+
+    @property
+    def height(self) -> int:
+        return self.bottom - self.top
+
+    def x(self, scale: Scale, ns: Any) -> Any:
+        """Pixel columns of times."""
+        return self.left + np.floor((np.asarray(ns) - scale.lo) / scale.ns_per_px).astype(np.int64)
+
+    def y(self, chart: Chart, row: float) -> int:
+        """The pixel line of a row coordinate (rows run from -0.5 at the top)."""
+        return self.top + round((row + 0.5) * self.height / chart.layout.n_rows)
+
+
+class _Canvas:
+    """An RGB image with the few shapes and texts a timeline needs."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.pixels = np.full((height, width, 3), 255, dtype=np.uint8)
+        self.texts: list[tuple[tuple[float, float], str, int, str]] = []
+
+    @property
+    def width(self) -> int:
+        return int(self.pixels.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.pixels.shape[0])
+
+    def fill(self, x0: int, y0: int, x1: int, y1: int, color: tuple[int, int, int]) -> None:
+        self.pixels[max(y0, 0) : max(y1, 0), max(x0, 0) : max(x1, 0)] = color
+
+    def hline(self, y: int, x0: int, x1: int, color: tuple[int, int, int]) -> None:
+        self.fill(x0, y, x1, y + 1, color)
+
+    def vline(self, x: int, y0: int, y1: int, color: tuple[int, int, int]) -> None:
+        self.fill(x, min(y0, y1), x + 1, max(y0, y1) + 1, color)
+
+    def frame(self, box: _Box) -> None:
+        self.hline(box.top - 1, box.left - 1, box.right + 1, INK)
+        self.hline(box.bottom, box.left - 1, box.right + 1, INK)
+        self.vline(box.left - 1, box.top - 1, box.bottom, INK)
+        self.vline(box.right, box.top - 1, box.bottom, INK)
+
+    def text(
+        self,
+        at: tuple[float, float],
+        text: str,
+        size: int,
+        anchor: str,
+        limit: Optional[int] = None,
+    ) -> None:
+        """`text` at `at` (Pillow's `anchor`), cut with an ellipsis where it would pass
+        `limit` (the canvas' right edge by default) or the left edge. Texts are drawn over
+        every shape, when the picture is encoded."""
+        font = _font(size)
+        limit = self.width if limit is None else limit
+        x = at[0]
+        room = {"l": limit - x, "m": 2 * min(x, limit - x), "r": x}[anchor[0]]
+        text = fit(text, font, room)
+        if text:
+            self.texts.append((at, text, size, anchor))
+
+    def png(self, info: Any) -> bytes:
+        """The picture, its texts drawn, as PNG bytes with the chunks of `info`."""
+        from PIL import Image, ImageDraw
+
+        image = Image.fromarray(self.pixels, "RGB")
+        draw = ImageDraw.Draw(image)
+        for at, text, size, anchor in self.texts:
+            draw.text(at, text, font=_font(size), fill=INK, anchor=anchor)
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG", pnginfo=info, dpi=(DPI, DPI))
+        return buffer.getvalue()
+
+
+def fit(text: str, font: Any, room: float) -> str:
+    """`text` cut with an ellipsis to fit `room` pixels in `font`; empty when not even two
+    characters fit."""
+    if font.getlength(text) <= room:
+        return text
+    low, high = 0, len(text)
+    while low < high:  # the longest prefix that fits with its ellipsis
+        middle = (low + high + 1) // 2
+        if font.getlength(text[:middle] + "…") <= room:
+            low = middle
+        else:
+            high = middle - 1
+    cut = text[:low] + "…"
+    return cut if low >= 1 else ""
+
+
+def _rgb(color: Any) -> tuple[int, int, int]:
+    red, green, blue = (round(float(c) * 255) for c in list(color)[:3])
+    return red, green, blue
+
+
+def _margins(chart: Chart, width: int) -> tuple[int, int]:
+    """Left and right margins: the longest lane label, the widest legend entry."""
+    lane_font, legend_font = _font(LANE_PX), _font(SMALL_PX)
+    labels = [*chart.lane_labels, "MiB"] if chart.has_memory else chart.lane_labels
+    left = 16 + max((lane_font.getlength(label) for label in labels), default=0.0)
+    entries = [label for _, label in chart.legend] + ["memory (device)"] * chart.has_memory
+    right = 40 + max((legend_font.getlength(label) for label in entries), default=0.0)
+    room = (1 - MIN_PLOT_FRACTION) * width
+    if left + right > room:
+        left, right = left * room / (left + right), right * room / (left + right)
+    return max(math.ceil(left), 8), max(math.ceil(right), 8)
+
+
+def _draw_ranges(canvas: _Canvas, chart: Chart, scale: Scale, plot: _Box) -> None:
+    """The density image, then the wide bars and their labels, as ``timeline`` draws them."""
+    wide, pixels = chart.wide(scale)
+    painted = chart.density(~wide, scale)
+    if painted is not None:
+        image = painted[0]
+        lines = (np.arange(plot.height) * image.shape[0]) // plot.height
+        rgba = image[lines].astype(np.float32)
+        alpha = rgba[..., 3:] / 255.0
+        area = canvas.pixels[plot.top : plot.bottom, plot.left : plot.right].astype(np.float32)
+        blended = area * (1 - alpha) + rgba[..., :3] * alpha
+        canvas.pixels[plot.top : plot.bottom, plot.left : plot.right] = np.rint(blended)
+    bars = np.flatnonzero(wide)
+    x0 = plot.x(scale, chart.x0[bars])
+    x1 = np.maximum(plot.x(scale, chart.x1[bars]), x0 + 1)
+    x0, x1 = np.clip(x0, plot.left, plot.right), np.clip(x1, plot.left, plot.right)
+    rows = chart.y[bars]
+    top = [plot.y(chart, row - 0.4) for row in rows.tolist()]
+    low = [plot.y(chart, row + 0.4) for row in rows.tolist()]
+    colors = np.rint(chart.colors[bars, :3] * 255).astype(np.uint8)
+    edge = pixels[bars] >= 4  # white edges between bars wide enough to show them
+    for i, (a, b) in enumerate(zip(x0.tolist(), x1.tolist())):
+        canvas.pixels[top[i] : low[i], a:b] = colors[i]
+        if edge[i]:
+            canvas.pixels[top[i] : low[i], b - 1] = 255
+    labelled = np.flatnonzero(pixels[bars] >= LABEL_MIN_PX)
+    labelled = labelled[np.argsort(-pixels[bars][labelled], kind="stable")[:MAX_LABELS]]
+    names = chart.names(bars[labelled])
+    for k, i in enumerate(labelled.tolist()):
+        middle = (top[i] + low[i]) / 2
+        end = min(int(x1[i]) - 3, plot.right)
+        canvas.text((int(x0[i]) + 3, middle), printable(str(names[k])), SMALL_PX, "lm", end)
+
+
+def _draw_memory(canvas: _Canvas, chart: Chart, scale: Scale, box: _Box) -> None:
+    """The memory lines as steps in `box`, from 0 (or the lowest level) to the highest."""
+    lines = chart.memory_lines(scale)
+    low = min(0.0, *(float(line.y.min()) for line in lines))
+    high = max(low + 1e-9, *(float(line.y.max()) for line in lines))
+    span = (high - low) * 1.05
+
+    def level(value: np.ndarray) -> np.ndarray:
+        return box.bottom - 1 - np.rint((value - low) / span * (box.height - 2)).astype(np.int64)
+
+    for line in lines:
+        xs = box.left + np.rint(
+            (line.x - scale.x(scale.lo)) / (scale.x(scale.hi) - scale.x(scale.lo)) * box.width
+        ).astype(np.int64)
+        xs = np.clip(xs, box.left, box.right - 1)
+        ys = level(line.y)
+        color = _rgb(line.color)
+        for i in range(len(xs) - 1):
+            canvas.hline(int(ys[i]), int(xs[i]), int(xs[i + 1]) + 1, color)
+            canvas.vline(int(xs[i + 1]), int(ys[i]), int(ys[i + 1]), color)
+    canvas.frame(box)
+    canvas.text((box.left - 5, box.top), f"{high:,.1f}", SMALL_PX, "rt")
+    canvas.text((box.left - 5, box.bottom), f"{low:,.1f}", SMALL_PX, "rb")
+    canvas.text((box.left - 5, (box.top + box.bottom) / 2), chart.memory_label(), SMALL_PX, "rm")
+
+
+def _draw_time_axis(canvas: _Canvas, chart: Chart, scale: Scale, box: _Box) -> None:
+    """Ticks at round times (1, 2, 2.5 or 5 times a power of ten, about one per 100 px) with
+    labels that tell them apart, and the axis label."""
+    from matplotlib.ticker import MaxNLocator
+
+    lo, hi = scale.x(scale.lo), scale.x(scale.hi)
+    locator = MaxNLocator(nbins=max(box.width // 100, 2), steps=[1, 2, 2.5, 5, 10])
+    ticks = [t for t in locator.tick_values(lo, hi).tolist() if lo <= t <= hi]
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    decimals = _decimals(step)
+    for tick in ticks:
+        x = box.left + int((tick - lo) / (hi - lo) * box.width)
+        x = min(x, box.right - 1)
+        canvas.vline(x, box.bottom, box.bottom + 4, INK)
+        canvas.text((x, box.bottom + 6), f"{tick:,.{decimals}f}", AXIS_PX, "mt")
+    canvas.text(((box.left + box.right) / 2, box.bottom + 24), chart.x_label(scale), AXIS_PX, "mt")
+
+
+def _decimals(step: float) -> int:
+    """Decimals that tell ticks `step` apart (2.5 needs one, 0.25 two, 50 none)."""
+    for decimals in range(10):
+        if abs(round(step, decimals) - step) <= abs(step) * 1e-6:
+            return decimals
+    return 10
+
+
+def _draw_legend(
+    canvas: _Canvas,
+    entries: list[tuple[Optional[tuple[int, int, int]], str, bool]],
+    x: int,
+    y: int,
+) -> None:
+    """One line per entry: its colour as a patch (a line for marks and memory), its label."""
+    for color, label, line in entries:
+        middle = y + LEGEND_ROW_PX // 2
+        if color is not None and line:
+            canvas.fill(x, middle, x + 20, middle + 1, color)
+        elif color is not None:
+            canvas.fill(x, middle - 3, x + 20, middle + 4, color)
+        canvas.text((x + 26, middle), label, SMALL_PX, "lm")
+        y += LEGEND_ROW_PX

@@ -1,0 +1,131 @@
+"""The notebook's timeline picture drawn straight into pixels (``plots.picture``): the chart
+``df.recfn.timeline()`` draws, in the same colours, density and words."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+from known_frames import KNOWN_ROWS, make_frame
+from PIL import Image
+
+from recfn.analysis.plots import picture
+from recfn.analysis.plots.chart import Chart
+from recfn.analysis.plots.drawing import alt_text, column_colors
+from recfn.analysis.synthetic import make_synthetic_trace
+from recfn.errors import NothingToDrawError, RecfnValueError
+
+
+def pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+@pytest.mark.parametrize("memory", [0, 40])
+def test_the_picture_says_what_the_figure_says(memory: int) -> None:
+    frame = make_synthetic_trace(600, 2, seed=1, n_marks=4, n_memory_events=memory)
+    png, alt = picture.timeline_png(frame, 960, 300, title="t")
+    image = Image.open(io.BytesIO(png))
+    assert image.size == (960, 300)
+    assert image.text["Description"] == alt == alt_text(frame.recfn.timeline())
+    assert ("peak" in alt) == bool(memory)
+
+
+def test_a_bar_has_its_names_colour() -> None:
+    frame = make_frame(KNOWN_ROWS)
+    png, _ = picture.timeline_png(frame, 800, 300)
+    chart = Chart.of(frame)
+    _, values, palette = column_colors(frame)
+    drawn = pixels(png)
+    left, right = picture._margins(chart, 800)
+    box = picture._Box(left, picture.TOP_PX, 800 - right, 300 - picture.BOTTOM_PX)
+    scale = chart.scale(box.width)
+    for bar in range(len(chart.rows)):
+        if chart.x1[bar] - chart.x0[bar] < 10:  # wide enough to sample away from its edges
+            continue
+        middle = (chart.x0[bar] + chart.x1[bar]) // 2
+        x = int(box.x(scale, middle))
+        y = box.y(chart, float(chart.y[bar]))
+        name = frame["name"].iloc[chart.rows[bar]]
+        expected = palette[list(values).index(name)][:3] * 255
+        assert np.abs(drawn[y, x].astype(float) - expected).max() <= 1, name
+
+
+def test_narrow_bars_are_as_faint_as_the_time_they_cover() -> None:
+    # As in test_colors: "sparse" has one 60 ns call per ms, "busy" fills its time with
+    # 50 us calls; both far narrower than a pixel.
+    sparse = [
+        (i + 1, None, "sparse", "range", i * 1_000_000, i * 1_000_000 + 60, 1) for i in range(1000)
+    ]
+    busy = [
+        (100_000 + i, None, "busy", "range", i * 50_000, (i + 1) * 50_000 - 1, 2)
+        for i in range(20_000)
+    ]
+    frame = make_frame(sparse + busy)
+    drawn = pixels(picture.timeline_png(frame, 800, 300)[0]).astype(float)
+    chart = Chart.of(frame)
+    left, right = picture._margins(chart, 800)
+    box = picture._Box(left, picture.TOP_PX, 800 - right, 300 - picture.BOTTOM_PX)
+    ink = 255 - drawn[:, box.left + 5 : box.right - 5].min(axis=2)
+    sparse_row = box.y(chart, float(chart.y[chart.df["name"].iloc[chart.rows] == "sparse"][0]))
+    busy_row = box.y(chart, float(chart.y[chart.df["name"].iloc[chart.rows] == "busy"][0]))
+    assert ink[sparse_row].max() < 0.2 * 255
+    assert ink[busy_row].min() > 0.5 * 255
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_the_left_margin_fits_every_lane_label(processes: int) -> None:
+    frame = make_synthetic_trace(400, 3, seed=4)
+    if processes > 1:
+        half = frame.index % 2 == 0
+        frame["host"] = ["a-rather-long-host-name" if h else "b" for h in half]
+        frame["pid"] = [123456 if h else 7 for h in half]
+    chart = Chart.of(frame)
+    left, _ = picture._margins(chart, 960)
+    font = picture._font(picture.LANE_PX)
+    assert left >= 5 + max(font.getlength(label) for label in chart.lane_labels)
+
+
+def test_texts_are_cut_to_their_room() -> None:
+    font = picture._font(picture.SMALL_PX)
+    long = "pandas.core.groupby.generic::SeriesGroupBy._cython_transform"
+    cut = picture.fit(long, font, 80)
+    assert cut.endswith("…") and font.getlength(cut) <= 80 and long.startswith(cut[:-1])
+    assert picture.fit("short", font, 80) == "short"
+    assert picture.fit(long, font, 3) == ""
+
+
+@pytest.mark.parametrize(
+    ("step", "decimals"), [(50.0, 0), (1.0, 0), (2.5, 1), (0.25, 2), (0.1, 1), (0.002, 3)]
+)
+def test_tick_labels_tell_ticks_apart(step: float, decimals: int) -> None:
+    assert picture._decimals(step) == decimals
+
+
+def test_memory_lines_are_drawn_in_their_colour() -> None:
+    frame = make_synthetic_trace(300, 1, seed=2, n_memory_events=60)
+    png, _ = picture.timeline_png(frame, 960, 300)
+    chart = Chart.of(frame)
+    color = picture._rgb(chart.memory_lines(chart.scale(500))[0].color)
+    assert (pixels(png) == color).all(axis=2).sum() > 50
+
+
+def test_bad_input_is_refused_as_the_figure_refuses_it() -> None:
+    frame = make_frame(KNOWN_ROWS)
+    with pytest.raises(RecfnValueError, match="too small"):
+        picture.timeline_png(frame, 100, 300)
+    with pytest.raises(NothingToDrawError):
+        picture.timeline_png(frame.iloc[0:0], 960, 300)
+    with pytest.raises(NothingToDrawError):
+        picture.timeline_png(frame[frame["kind"] == "range"], 960, 300, max_depth=-1)
+
+
+def test_a_name_that_looks_like_math_is_drawn_as_written() -> None:
+    frame = make_frame([(1, None, "$\\alpha$", "range", 0, 100, 1)])
+    png, alt = picture.timeline_png(frame, 960, 200)
+    assert "longest: $\\alpha$" in alt
+    assert Image.open(io.BytesIO(png)).size == (960, 200)
