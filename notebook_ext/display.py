@@ -409,7 +409,7 @@ def show(
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from recfn.notebook_ext.fallback import may_embed
+    from recfn.notebook_ext.fallback import FAST_GZIP_LEVEL, may_embed
 
     pictures = timeline and wants_png(shell)
     with no_progress_bars(), ThreadPoolExecutor(1, thread_name_prefix="recfn-display") as pool:
@@ -418,7 +418,7 @@ def show(
         chrome = None
         # trace.table reads a trace of files here: the thread only reads what is in memory.
         if pictures and may_embed(trace, budget) and trace.table.num_rows:
-            chrome = pool.submit(chrome_gz, trace)
+            chrome = pool.submit(chrome_gz, trace, FAST_GZIP_LEVEL)
         return _show(trace, shell, pictures, budget, saved_path, chrome.result if chrome else None)
 
 

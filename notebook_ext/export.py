@@ -31,9 +31,10 @@ def no_progress_bars() -> Iterator[None]:
             os.environ["RECFN_PROGRESS"] = before
 
 
-def chrome_gz(trace: Trace) -> bytes:
+def chrome_gz(trace: Trace, compresslevel: int = 6) -> bytes:
     """The trace as gzipped Chrome/Perfetto JSON, the bytes ``recfn convert t.parquet
-    t.json.gz`` writes (no progress bar: `no_progress_bars`).
+    t.json.gz`` writes (no progress bar: `no_progress_bars`); `compresslevel` is gzip's (the
+    stand-in starts with the fastest, `denser` when that does not fit).
 
     The file is written in a private temporary folder, not with ``Trace.save``: the bytes are
     read back at once and the folder removed, so what makes a user's file safe (a validated
@@ -42,9 +43,19 @@ def chrome_gz(trace: Trace) -> bytes:
 
     with no_progress_bars(), tempfile.TemporaryDirectory(prefix="recfn-") as folder:
         path = os.path.join(folder, "trace.json.gz")
-        write_chrome_trace(trace.table_as_saved(), path)
+        write_chrome_trace(trace.table_as_saved(), path, compresslevel=compresslevel)
         with open(path, "rb") as written:
             return written.read()
+
+
+def denser(gz: bytes) -> bytes:
+    """gzip bytes compressed again at the Chrome writer's own level (`GZIP_LEVEL`), for bytes
+    written at a faster one: about a fifth smaller."""
+    import gzip
+
+    from recfn.formats.chrome import GZIP_LEVEL
+
+    return gzip.compress(gzip.decompress(gz), compresslevel=GZIP_LEVEL, mtime=0)
 
 
 def file_stem(name: str) -> str:

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 import recfn
 from recfn.analysis.synthetic import make_synthetic_trace
 from recfn.formats.trace import Trace
+from recfn.notebook_ext import fallback
 from recfn.notebook_ext.display import bundle_size
-from recfn.notebook_ext.export import chrome_gz
-from recfn.notebook_ext.fallback import PERFETTO_ORIGIN, fallback_html
+from recfn.notebook_ext.export import chrome_gz, denser
+from recfn.notebook_ext.fallback import FAST_GZIP_LEVEL, PERFETTO_ORIGIN, fallback_html
 from recfn.notebook_ext.sessions import current_session
 
 PLAIN_CELL = """\
@@ -79,6 +80,27 @@ def test_a_large_trace_stays_within_the_output_budget(shell):
     run = shell.run("%record_function --last --max-output-bytes 60000")
     assert run.error is None and total_output(run) <= 60_000
     assert not run.mime("image/png") and "picture left out" in run.stderr
+
+
+def test_a_file_that_fits_only_compressed_harder_is_embedded_so():
+    # The stand-in compresses fast first; when that misses the room by less than what level 6
+    # saves, the embedded file is the level-6 one, with the same JSON.
+    frame = make_synthetic_trace(3_000, 2, seed=5)
+    trace = Trace(pa.Table.from_pandas(frame, preserve_index=False), name="mid")
+    fast = chrome_gz(trace, FAST_GZIP_LEVEL)
+    dense = denser(fast)
+    assert len(dense) < 0.9 * len(fast)
+    room = 4 * ((len(dense) + 2) // 3) + len(fallback._PERFETTO_JS) + 900
+    assert fallback._fits(dense, room) and not fallback._fits(fast, room)
+    links = {}
+    for label, given_room in (("dense", room), ("fast", 2 * room)):
+        html = fallback._actions_html(trace, given_room, None, lambda: fast)
+        [(_, payload)] = LINK.findall(html)
+        links[label] = base64.b64decode(payload)
+    assert links["fast"] == fast and links["dense"] == dense
+    assert gzip.decompress(dense) == gzip.decompress(fast)
+    html = fallback._actions_html(trace, room - 200, None, lambda: fast)
+    assert "too large to embed" in html and not LINK.findall(html)
 
 
 def test_a_saved_trace_is_linked_when_it_does_not_fit(tmp_path: Path):

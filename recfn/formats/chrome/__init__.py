@@ -252,8 +252,16 @@ def _check_base(base_ns: int, source: str) -> None:
         raise TraceFormatError(f"{source}: baseTimeNanoseconds {base_ns} does not fit int64")
 
 
+GZIP_LEVEL: Final = 6
+"""gzip's level for a ``.json.gz`` unless told otherwise: zlib's default balance."""
+
+
 def write_chrome_trace(
-    data: pd.DataFrame | pa.Table, path: PathLike, *, base_ns: int | None = None
+    data: pd.DataFrame | pa.Table,
+    path: PathLike,
+    *,
+    base_ns: int | None = None,
+    compresslevel: int = GZIP_LEVEL,
 ) -> None:
     """Write an event table, DataFrame or ``pyarrow.Table``, as a Chrome trace that Perfetto,
     chrome://tracing, torch-tb-profiler and HTA read.
@@ -271,16 +279,22 @@ def write_chrome_trace(
     processes share a pid. A table's ``recfn.*`` schema metadata goes to ``otherData``; a table
     of one rank gets ``distributedInfo`` (``rank``, ``world_size``) as HTA reads it, and a
     trace imported from another tool its top-level members back (torch's
-    ``distributedInfo``, ``deviceProperties``). A path ending in ``.gz`` is compressed.
+    ``distributedInfo``, ``deviceProperties``). A path ending in ``.gz`` is compressed, at
+    gzip's `compresslevel` (1 fastest to 9 smallest; RecfnValueError for another).
 
     Rows are encoded and written (through the gzip stream) a batch at a time, so memory holds
     the table and one batch's JSON, never the whole file's; a progress bar shows on a terminal
     or in a notebook. `estimate_chrome_bytes` tells beforehand about how large the file gets.
     """
+    if isinstance(compresslevel, bool) or compresslevel not in range(1, 10):
+        raise RecfnValueError(f"compresslevel must be 1 to 9, got {compresslevel!r}")
     layout, head = _prepare(data, base_ns=base_ns)
     rows = layout.rows
     name = os.fspath(path)
-    with _output(name) as out, Bar(rows.count, desc=f"writing {os.path.basename(name)}") as bar:
+    with (
+        _output(name, compresslevel) as out,
+        Bar(rows.count, desc=f"writing {os.path.basename(name)}") as bar,
+    ):
         out.write(head)
         separator = b""
         for events in _event_batches(layout, bar):
@@ -363,7 +377,6 @@ SAMPLE_ROWS: Final = 2000
 """Rows that `estimate_chrome_bytes` encodes."""
 LARGE_JSON_BYTES: Final = 1 << 30
 """Estimated sizes above this are announced by ``recfn convert`` before it writes."""
-GZIP_LEVEL: Final = 6
 
 
 def _check_columns(data: pd.DataFrame | pa.Table) -> None:
@@ -445,14 +458,14 @@ class _Sink(Protocol):
 
 
 @contextmanager
-def _output(path: str) -> Iterator[_Sink]:
-    """`path` opened for writing, through a gzip stream when it ends with ``.gz``, whose
-    writes run behind the caller (`_Behind`)."""
+def _output(path: str, level: int) -> Iterator[_Sink]:
+    """`path` opened for writing, through a gzip stream (at `level`) when it ends with
+    ``.gz``, whose writes run behind the caller (`_Behind`)."""
     with open(path, "wb") as raw:
         if not path.endswith(".gz"):
             yield raw
             return
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL) as out:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level) as out:
             behind = _Behind(out)
             try:
                 yield behind
