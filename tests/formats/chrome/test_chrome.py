@@ -15,7 +15,7 @@ import pytest
 
 import recfn.analysis as analysis
 from recfn.analysis import read_chrome_trace, write_chrome_trace
-from recfn.errors import TraceFormatError
+from recfn.errors import RecfnValueError, TraceFormatError
 from recfn.formats.chrome import _json as jsonio
 from recfn.formats.chrome import read_chrome_table
 from recfn.formats.chrome._reader import IDS
@@ -413,3 +413,21 @@ def test_concurrent_asyncio_tasks_round_trip(tmp_path: Path) -> None:
         )
     ]
     assert any(moved)
+
+
+def test_gzip_level_is_chosen_and_checked(tmp_path: Path) -> None:
+    frame = analysis.make_synthetic_trace(2_000, 2, seed=6)
+    sizes = {}
+    for level in (1, 9):
+        path = tmp_path / f"level{level}.json.gz"
+        write_chrome_trace(frame, path, compresslevel=level)
+        sizes[level] = path.stat().st_size
+        assert gzip.decompress(path.read_bytes()).startswith(b"{")
+    assert sizes[9] < sizes[1]
+    assert gzip.decompress((tmp_path / "level1.json.gz").read_bytes()) == gzip.decompress(
+        (tmp_path / "level9.json.gz").read_bytes()
+    )
+    for bad in (0, 10, True, 2.5):
+        with pytest.raises(RecfnValueError, match="compresslevel must be 1 to 9"):
+            write_chrome_trace(frame, tmp_path / "bad.json.gz", compresslevel=bad)  # type: ignore[arg-type]
+        assert not (tmp_path / "bad.json.gz").exists()
