@@ -6,7 +6,8 @@ loaded or a command runs.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import Any, Final
 
 # Import the submodule first: importing ``notebook_ext.session`` later would otherwise replace
 # the ``session()`` function below with the module of the same name (it only loads trace.py).
@@ -15,11 +16,42 @@ from recfn.notebook_ext.sessions import Session, current_session
 __all__ = ["Session", "load_ipython_extension", "session", "unload_ipython_extension"]
 
 
+FIRST_CELL_MODULES: Final = (
+    "pyarrow.parquet",
+    "pyarrow.dataset",
+    "pyarrow.acero",
+    "pandas.io.formats.html",
+    "pandas.io.formats.string",
+    "msgspec.json",
+    "PIL.ImageDraw",
+    "PIL.PngImagePlugin",
+    "recfn.capture._table",
+    "recfn.formats.chrome",
+    "recfn.formats.dataset",
+    "recfn.analysis.outofcore.files",
+    "recfn.analysis.stats.runs",
+    "recfn.analysis.plots.picture",
+    "recfn.notebook_ext.display",
+    "recfn.notebook_ext.fallback",
+    "recfn.notebook_ext.compare_view",
+    "recfn.notebook_ext.widget.lod",
+    "recfn.notebook_ext.widget.table",
+)
+"""What the magic's first cell would otherwise import when its capture ends (the table, the
+summary, the picture, the stand-in, the widget's index): about half a second, which loading
+the extension takes instead, so that the first look waits no longer than later ones."""
+
+
 def load_ipython_extension(ipython: Any) -> None:
-    """Register ``%%record_function`` / ``%record_function`` (and the ``df.recfn`` accessor)."""
+    """Register ``%%record_function`` / ``%record_function`` (and the ``df.recfn`` accessor),
+    and import what the first capture's display needs (`FIRST_CELL_MODULES`, the picture's
+    fonts and Pillow's PNG writer)."""
     from recfn.notebook_ext.magics import register
 
     register(ipython)
+    for name in FIRST_CELL_MODULES:
+        importlib.import_module(name)
+    importlib.import_module("recfn.analysis.plots.picture").prepare()
 
 
 def unload_ipython_extension(ipython: Any) -> None:

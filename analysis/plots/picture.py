@@ -56,6 +56,16 @@ def _font(size: int) -> Any:
     return ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), size)
 
 
+def prepare() -> None:
+    """Load now what the first picture would: its fonts (each read once per process) and
+    Pillow's image plugins (imported on its first save)."""
+    from PIL import Image
+
+    Image.preinit()
+    for size in (TITLE_PX, AXIS_PX, LANE_PX, SMALL_PX):
+        _font(size)
+
+
 def timeline_png(
     df: pd.DataFrame,
     width_px: int,

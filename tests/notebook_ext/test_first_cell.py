@@ -1,0 +1,36 @@
+"""Loading the extension imports what the first capture's display needs, so that the first
+cell a user profiles waits no longer than later ones (``FIRST_CELL_MODULES``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "recfn")
+    shell.run_cell("def work():\\n    return sorted(range(1000))")
+    before = set(sys.modules)
+    with capture_output():
+        result = shell.run_cell("%%record_function first\\nwork()\\nwork()")
+    assert result.error_in_exec is None, result.error_in_exec
+    print(json.dumps(sorted(set(sys.modules) - before)))
+    """
+)
+WATCHED = ("recfn", "pyarrow", "PIL", "matplotlib", "msgspec")
+
+
+def test_the_first_cell_imports_nothing_the_extension_could_have() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [name for name in imported if name.split(".")[0] in WATCHED] == []
