@@ -47,8 +47,11 @@ def lab(lab_root: Path) -> Iterator[str]:
         pytest.fail(str(exc))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium under Playwright's sync API, for one test module: while that API is open the
+    main thread has a running asyncio loop, so a session-wide browser made every later test
+    that calls ``asyncio.run`` in the same process fail (order dependence)."""
     why = _browser_missing()
     if why:
         pytest.skip(why)
