@@ -45,11 +45,13 @@ def test_the_picture_carries_its_alt_text_for_exporters(shell: Any) -> None:
 
 
 def published(trace: Trace) -> list[Any]:
-    """What ``show`` publishes for ``trace`` where a widget can run (a kernel, anywidget)."""
+    """What ``show`` publishes for ``trace`` where a widget can run (a kernel, anywidget);
+    nothing goes to stderr."""
     pytest.importorskip("anywidget")
     kernel = SimpleNamespace(kernel=object(), display_formatter=None)
     with capture_output() as captured:
         show(trace, shell=kernel)
+    assert captured.stderr == ""
     return list(captured.outputs)
 
 
@@ -87,7 +89,7 @@ def test_a_stand_in_whose_file_failed_says_so_and_the_rest_is_published(
     assert "recfn: no HTML view: RuntimeError: no room on the disk" in captured.stderr
     outputs = [o for o in captured.outputs if not o.update]
     assert not [o for o in outputs if "recfn-fallback" in o.data.get("text/html", "")]
-    assert [o for o in outputs if "image/png" in o.data] and len(outputs) == 3
+    assert [o for o in outputs if "image/png" in o.data] and len(outputs) == 3, captured.stderr
 
 
 def test_summaries_show_with_units_other_frames_as_pandas_does(shell: Any) -> None:
