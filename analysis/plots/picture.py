@@ -101,11 +101,11 @@ def timeline_png(
     scale = chart.scale(plot.width)
     _draw_ranges(canvas, chart, scale, plot)
     if chart.mark_rows.size:
-        at, row = chart.mark_ticks(scale)
-        for x, low in zip(plot.x(scale, at).tolist(), row.tolist()):
+        at, bottoms = chart.mark_ticks(scale)
+        for x, low in zip(plot.x(scale, at).tolist(), bottoms.tolist()):
             canvas.vline(x, plot.y(chart, low - 0.8), plot.y(chart, low), MARK_INK)
-    for row in chart.host_breaks():
-        canvas.hline(plot.y(chart, row), plot.left, plot.right, GRID)
+    for boundary in chart.host_breaks():
+        canvas.hline(plot.y(chart, boundary), plot.left, plot.right, GRID)
     canvas.frame(plot)
     layout = chart.layout
     for centre, label in zip(
@@ -323,7 +323,7 @@ def _draw_time_axis(canvas: _Canvas, chart: Chart, scale: Scale, box: _Box) -> N
 
     lo, hi = scale.x(scale.lo), scale.x(scale.hi)
     locator = MaxNLocator(nbins=max(box.width // 100, 2), steps=[1, 2, 2.5, 5, 10])
-    ticks = [t for t in locator.tick_values(lo, hi).tolist() if lo <= t <= hi]
+    ticks = [float(t) for t in np.asarray(locator.tick_values(lo, hi)) if lo <= t <= hi]
     step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
     decimals = _decimals(step)
     for tick in ticks:

@@ -68,7 +68,7 @@ def timeline(
     handles: list[Artist] = [
         Patch(facecolor="none", edgecolor="none", label=label)
         if color is None
-        else Patch(facecolor=color, label=label)
+        else Patch(facecolor=tuple(color.tolist()), label=label)
         for color, label in chart.legend
     ]
     if chart.mark_rows.size:
