@@ -46,7 +46,8 @@ def test_the_picture_carries_its_alt_text_for_exporters(shell: Any) -> None:
 
 def published(trace: Trace) -> list[Any]:
     """What ``show`` publishes for ``trace`` where a widget can run (a kernel, anywidget);
-    nothing goes to stderr."""
+    nothing goes to stderr. IPython's capture sees ``display()`` only while an InteractiveShell
+    exists: callers take the ``shell`` fixture."""
     pytest.importorskip("anywidget")
     kernel = SimpleNamespace(kernel=object(), display_formatter=None)
     with capture_output() as captured:
@@ -55,7 +56,7 @@ def published(trace: Trace) -> list[Any]:
     return list(captured.outputs)
 
 
-def test_each_output_is_published_once_and_only_the_header_is_filled_in() -> None:
+def test_each_output_is_published_once_and_only_the_header_is_filled_in(shell: Any) -> None:
     frame = make_synthetic_trace(2_000, 2, seed=5)
     outputs = published(Trace(pa.Table.from_pandas(frame, preserve_index=False), name="t"))
     updates = [o for o in outputs if o.update]
@@ -70,7 +71,7 @@ def test_each_output_is_published_once_and_only_the_header_is_filled_in() -> Non
 
 
 def test_a_stand_in_whose_file_failed_says_so_and_the_rest_is_published(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, shell: Any
 ) -> None:
     """The stand-in's Chrome file is built in a thread beside the picture: its failure is
     reported as the stand-in's, never raised from the cell and never lost."""
