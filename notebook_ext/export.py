@@ -7,7 +7,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from recfn.formats.trace import Trace
@@ -31,19 +31,21 @@ def no_progress_bars() -> Iterator[None]:
             os.environ["RECFN_PROGRESS"] = before
 
 
-def chrome_gz(trace: Trace, compresslevel: int = 6) -> bytes:
+def chrome_gz(trace: Trace, compresslevel: Optional[int] = None) -> bytes:
     """The trace as gzipped Chrome/Perfetto JSON, the bytes ``recfn convert t.parquet
-    t.json.gz`` writes (no progress bar: `no_progress_bars`); `compresslevel` is gzip's (the
-    stand-in starts with the fastest, `denser` when that does not fit).
+    t.json.gz`` writes (no progress bar: `no_progress_bars`); `compresslevel` is gzip's, the
+    writer's own by default (the stand-in starts with the fastest, `denser` when that does not
+    fit).
 
     The file is written in a private temporary folder, not with ``Trace.save``: the bytes are
     read back at once and the folder removed, so what makes a user's file safe (a validated
     table, an atomic rename, an fsync) only costs time here."""
-    from recfn.formats.chrome import write_chrome_trace
+    from recfn.formats.chrome import GZIP_LEVEL, write_chrome_trace
 
+    level = GZIP_LEVEL if compresslevel is None else compresslevel
     with no_progress_bars(), tempfile.TemporaryDirectory(prefix="recfn-") as folder:
         path = os.path.join(folder, "trace.json.gz")
-        write_chrome_trace(trace.table_as_saved(), path, compresslevel=compresslevel)
+        write_chrome_trace(trace.table_as_saved(), path, compresslevel=level)
         with open(path, "rb") as written:
             return written.read()
 

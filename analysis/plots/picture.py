@@ -171,10 +171,6 @@ class _Canvas:
     def width(self) -> int:
         return int(self.pixels.shape[1])
 
-    @property
-    def height(self) -> int:
-        return int(self.pixels.shape[0])
-
     def fill(self, x0: int, y0: int, x1: int, y1: int, color: tuple[int, int, int]) -> None:
         self.pixels[max(y0, 0) : max(y1, 0), max(x0, 0) : max(x1, 0)] = color
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Optional
 
 import pandas as pd
 import pyarrow as pa
@@ -77,7 +77,7 @@ def test_a_stand_in_whose_file_failed_says_so_and_the_rest_is_published(
     reported as the stand-in's, never raised from the cell and never lost."""
     from recfn.notebook_ext import display
 
-    def broken(trace: Trace, compresslevel: int = 6) -> bytes:
+    def broken(trace: Trace, compresslevel: Optional[int] = None) -> bytes:
         raise RuntimeError("no room on the disk")
 
     monkeypatch.setattr(display, "chrome_gz", broken)
