@@ -49,9 +49,22 @@ def load_ipython_extension(ipython: Any) -> None:
     from recfn.notebook_ext.magics import register
 
     register(ipython)
+    _import_early()
+
+
+def _import_early() -> None:
+    """`FIRST_CELL_MODULES` and the picture's fonts, each skipped where it cannot load (say,
+    an Arrow built without datasets, a Pillow without FreeType): the display reports what it
+    misses when a cell needs it, and loading the extension never fails for it."""
     for name in FIRST_CELL_MODULES:
-        importlib.import_module(name)
-    importlib.import_module("recfn.analysis.plots.picture").prepare()
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    try:
+        importlib.import_module("recfn.analysis.plots.picture").prepare()
+    except (ImportError, OSError):
+        pass
 
 
 def unload_ipython_extension(ipython: Any) -> None:

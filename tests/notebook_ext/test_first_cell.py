@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import json, sys
@@ -34,3 +36,18 @@ def test_the_first_cell_imports_nothing_the_extension_could_have() -> None:
     assert done.returncode == 0, done.stderr
     imported = json.loads(done.stdout.strip().splitlines()[-1])
     assert [name for name in imported if name.split(".")[0] in WATCHED] == []
+
+
+def test_a_module_that_cannot_load_early_does_not_stop_the_extension(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import recfn.notebook_ext as extension
+
+    monkeypatch.setattr(
+        extension, "FIRST_CELL_MODULES", ("recfn_no_such_module", *extension.FIRST_CELL_MODULES)
+    )
+    registered = []
+    monkeypatch.setattr("recfn.notebook_ext.magics.register", registered.append)
+    shell = object()
+    extension.load_ipython_extension(shell)
+    assert registered == [shell]
