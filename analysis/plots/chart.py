@@ -123,10 +123,9 @@ class GpuTimes:
 
     @classmethod
     def of(cls, df: pd.DataFrame, candidates: np.ndarray) -> GpuTimes:
-        n = len(df)
         timed, start, end = gpu_spans(df, candidates)
-        device = np.full(n, "GPU", dtype=object)
-        if "device" in df.columns:
+        device = np.full(len(df) if timed.any() else 0, "GPU", dtype=object)  # only timed rows'
+        if device.size and "device" in df.columns:
             device = df["device"].astype(object).fillna("GPU").to_numpy()
         return cls(timed, start, end, device)
 
@@ -304,7 +303,8 @@ class Chart:
 
     def names(self, bars: np.ndarray) -> np.ndarray:
         """The names of the chosen bars (a mask or indices of `rows`)."""
-        return np.asarray(self.df["name"].to_numpy(dtype=object)[self.rows[bars]])
+        chosen = self.df["name"].take(self.rows[bars])
+        return np.asarray(chosen.to_numpy(dtype=object))
 
     def density(self, narrow: np.ndarray, scale: Scale) -> Optional[tuple[np.ndarray, int]]:
         """The narrow bars as one RGBA image (uint8), and how many image lines make a row:
@@ -318,10 +318,11 @@ class Chart:
         rows share a line: its size is bounded whatever the depth. The image spans rows
         ``-0.5`` to ``n_rows - 0.5`` and the whole time window.
         """
-        y, column = self.y[narrow], scale.column(self.x0[narrow])
-        duration, colors = (self.x1 - self.x0)[narrow], self.colors[narrow]
-        if y.size == 0:
+        bars = np.flatnonzero(narrow)
+        if bars.size == 0:
             return None
+        y, column = self.y[bars], scale.column(self.x0[bars])
+        duration = (self.x1 - self.x0)[bars]
         n_rows = self.layout.n_rows
         subrows = SUBROWS if n_rows * SUBROWS <= MAX_IMAGE_ROWS else 1
         lines = min(n_rows * subrows, MAX_IMAGE_ROWS)
@@ -330,9 +331,14 @@ class Chart:
         cells, inverse = np.unique(cell, return_inverse=True)
         inverse = inverse.reshape(-1)
         covered = np.bincount(inverse, weights=duration, minlength=cells.size)
-        order = np.lexsort((-duration, inverse))
-        first = order[np.r_[True, inverse[order][1:] != inverse[order][:-1]]]
-        rgba = colors[first].copy()
+        # Per cell, the longest bar (the first of them in table order); a sort of a million
+        # bars by (cell, -duration) took most of this.
+        longest = np.zeros(cells.size, dtype=duration.dtype)
+        np.maximum.at(longest, inverse, duration)
+        candidates = np.flatnonzero(duration == longest[inverse])
+        first = np.full(cells.size, bars.size, dtype=np.int64)
+        np.minimum.at(first, inverse[candidates], candidates)
+        rgba = self.colors[bars[first]].copy()
         share = covered[inverse[first]] / max(scale.ns_per_px, 1e-9)
         rgba[:, 3] = np.clip(share, MIN_DENSITY_ALPHA, 1.0)
         rgba = np.rint(rgba * 255).astype(np.uint8)

@@ -129,3 +129,36 @@ def test_a_name_that_looks_like_math_is_drawn_as_written() -> None:
     png, alt = picture.timeline_png(frame, 960, 200)
     assert "longest: $\\alpha$" in alt
     assert Image.open(io.BytesIO(png)).size == (960, 200)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_density_keeps_the_longest_bar_of_each_pixel_first_in_table_order(seed: int) -> None:
+    # Narrow bars of a few equal durations and names, many to a pixel: the colour of each
+    # pixel is that of its longest bar, the first of them in the table on a tie, as a sort by
+    # (pixel, -duration) that keeps table order gives it.
+    rng = np.random.default_rng(seed)
+    starts = np.sort(rng.integers(0, 10_000_000, 4_000))
+    durations = rng.choice([10, 20, 30], starts.size)
+    names = rng.choice(["a", "b", "c", "d", "e"], starts.size)
+    rows = [(1, None, "root", "range", 0, 10_000_100, 1)] + [
+        (i + 2, 1, str(names[i]), "range", int(s), int(s + d), 1)
+        for i, (s, d) in enumerate(zip(starts, durations))
+    ]
+    chart = Chart.of(make_frame(rows))
+    scale = chart.scale(300)
+    wide, _ = chart.wide(scale)
+    painted = chart.density(~wide, scale)
+    assert painted is not None
+    image, _ = painted
+    bars = np.flatnonzero(~wide)
+    n_rows = chart.layout.n_rows
+    lines = n_rows * 10
+    line = chart.y[bars] * lines // n_rows
+    cell = line * scale.width_px + scale.column(chart.x0[bars])
+    _, inverse = np.unique(cell, return_inverse=True)
+    duration = (chart.x1 - chart.x0)[bars]
+    order = np.lexsort((-duration, inverse))
+    first = order[np.r_[True, inverse[order][1:] != inverse[order][:-1]]]
+    expected = np.rint(chart.colors[bars[first], :3] * 255).astype(np.uint8)
+    middle = line[first] + 5
+    assert (image[middle, scale.column(chart.x0[bars[first]]), :3] == expected).all()
