@@ -55,6 +55,19 @@ KNOWN_ROWS = [
 """Self times: step 30 + 40, fwd 20, bwd 50 - 25, mm 10 + 15 + 10; "load" is still open."""
 
 
+def sparse_and_busy_rows() -> list[tuple[Any, ...]]:
+    """Two threads over 1 s of bars far narrower than a pixel: thread 1 ("sparse") has one 60 ns
+    call per millisecond, thread 2 ("busy") fills its time with 50 us calls."""
+    sparse = [
+        (i + 1, None, "sparse", "range", i * 1_000_000, i * 1_000_000 + 60, 1) for i in range(1000)
+    ]
+    busy = [
+        (100_000 + i, None, "busy", "range", i * 50_000, (i + 1) * 50_000 - 1, 2)
+        for i in range(20_000)
+    ]
+    return sparse + busy
+
+
 OVERLAPPING_ROWS = [
     # id, parent, name, kind, start, end, thread: asyncio tasks gathered inside "fetch_all"
     (1, None, "fetch_all", "range", 0, 100, 1),

@@ -149,7 +149,7 @@ class Chart:
     Bars are the CPU ranges (the first `n_cpu`), then the GPU spans; `x0`/`x1` are clipped to
     ``[lo, hi]``, `y` is the row, `colors` RGBA. `legend` lists (colour, label) entries, a
     None colour for the "n more names" line; `lane_labels` the bands' labels in band order,
-    `lane_hosts` their hosts ("" for one host).
+    `lane_hosts` the host of each thread lane ("" for one host).
     """
 
     df: pd.DataFrame
@@ -172,7 +172,6 @@ class Chart:
     windowed: bool
     lane_labels: list[str]
     lane_hosts: list[str]
-    n_threads: int
     devices: list[str]
 
     @classmethod
@@ -284,9 +283,13 @@ class Chart:
             windowed=cut_start is not None,
             lane_labels=labels,
             lane_hosts=[lane_hosts.get(each, "") for each in threads.tolist()],
-            n_threads=len(threads),
             devices=[str(d) for d in devices.tolist()],
         )
+
+    @property
+    def n_threads(self) -> int:
+        """The thread lanes drawn (the GPU lanes come after them)."""
+        return len(self.lane_hosts)
 
     def scale(self, width_px: int) -> Scale:
         """The time axis over `width_px` pixels (at least one)."""
@@ -306,9 +309,8 @@ class Chart:
         chosen = self.df["name"].take(self.rows[bars])
         return np.asarray(chosen.to_numpy(dtype=object))
 
-    def density(self, narrow: np.ndarray, scale: Scale) -> Optional[tuple[np.ndarray, int]]:
-        """The narrow bars as one RGBA image (uint8), and how many image lines make a row:
-        per (row, pixel column), the colour of the longest bar there, as opaque as the share
+    def density(self, narrow: np.ndarray, scale: Scale) -> Optional[np.ndarray]:
+        """The narrow bars as one RGBA image (uint8): per (row, pixel column), the colour of the longest bar there, as opaque as the share
         of the pixel's time the narrow bars cover (at least `MIN_DENSITY_ALPHA`), so a pixel
         holding one 60 ns call does not look as busy as a pixel the calls fill. None when no
         bar is narrow.
@@ -347,7 +349,7 @@ class Chart:
             image[line[first] + k, column[first]] = rgba
         if subrows == 1:
             image[line[first], column[first]] = rgba
-        return image, subrows
+        return image
 
     def mark_ticks(self, scale: Scale) -> tuple[np.ndarray, np.ndarray]:
         """The marks drawn, at most one per pixel column of a lane: their times (ns) and the

@@ -18,7 +18,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from recfn.analysis.plots.chart import Chart, Scale
+from recfn.analysis.plots.chart import Chart, MemoryLine, Scale
 from recfn.analysis.plots.drawing import LABEL_MIN_PX, MAX_LABELS
 from recfn.analysis.units import printable
 from recfn.errors import RecfnValueError
@@ -121,10 +121,11 @@ def timeline_png(
     axis_box = plot
     if chart.has_memory:
         axis_box = _Box(left, memory_top, width_px - right, bottom)
-        for line in chart.memory_lines(scale):
+        lines = chart.memory_lines(scale)
+        for line in lines:
             legend.append((_rgb(line.color), line.label, True))
             peaks.append(line.peak)
-        _draw_memory(canvas, chart, scale, axis_box)
+        _draw_memory(canvas, chart, lines, scale, axis_box)
     _draw_time_axis(canvas, chart, scale, axis_box)
     heading = printable(title) if title is not None else chart.default_title()
     canvas.text(((plot.left + plot.right) / 2, TOP_PX / 2), heading, TITLE_PX, "mm", plot.right)
@@ -255,9 +256,8 @@ def _margins(chart: Chart, width: int) -> tuple[int, int]:
 def _draw_ranges(canvas: _Canvas, chart: Chart, scale: Scale, plot: _Box) -> None:
     """The density image, then the wide bars and their labels, as ``timeline`` draws them."""
     wide, pixels = chart.wide(scale)
-    painted = chart.density(~wide, scale)
-    if painted is not None:
-        image = painted[0]
+    image = chart.density(~wide, scale)
+    if image is not None:
         lines = (np.arange(plot.height) * image.shape[0]) // plot.height
         rgba = image[lines].astype(np.float32)
         alpha = rgba[..., 3:] / 255.0
@@ -286,9 +286,10 @@ def _draw_ranges(canvas: _Canvas, chart: Chart, scale: Scale, plot: _Box) -> Non
         canvas.text((int(x0[i]) + 3, middle), printable(str(names[k])), SMALL_PX, "lm", end)
 
 
-def _draw_memory(canvas: _Canvas, chart: Chart, scale: Scale, box: _Box) -> None:
-    """The memory lines as steps in `box`, from 0 (or the lowest level) to the highest."""
-    lines = chart.memory_lines(scale)
+def _draw_memory(
+    canvas: _Canvas, chart: Chart, lines: list[MemoryLine], scale: Scale, box: _Box
+) -> None:
+    """The memory `lines` as steps in `box`, from 0 (or the lowest level) to the highest."""
     low = min(0.0, *(float(line.y.min()) for line in lines))
     high = max(low + 1e-9, *(float(line.y.max()) for line in lines))
     span = (high - low) * 1.05

@@ -117,10 +117,10 @@ HOST_SEPARATOR = "recfn-host-separator"
 def _draw_ranges(ax: Axes, chart: Chart, scale: Scale) -> None:
     """Wide bars as rectangles with labels, narrow ones as one density image."""
     wide, pixels = chart.wide(scale)
-    painted = chart.density(~wide, scale)
-    if painted is not None:
+    image = chart.density(~wide, scale)
+    if image is not None:
         ax.imshow(
-            painted[0],
+            image,
             aspect="auto",
             origin="upper",
             interpolation="nearest",

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 import pytest
-from known_frames import make_frame
+from known_frames import make_frame, sparse_and_busy_rows
 from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from matplotlib.lines import Line2D
@@ -122,16 +122,7 @@ def test_the_legend_lists_mark_only_for_marks_of_the_program() -> None:
 
 
 def test_narrow_bars_are_as_opaque_as_the_time_they_cover() -> None:
-    # Two threads over 1 s drawn on a few hundred pixels: "sparse" has one 60 ns call per
-    # millisecond, "busy" fills its time with 50 us calls. Both are far narrower than a pixel.
-    sparse = [
-        (i + 1, None, "sparse", "range", i * 1_000_000, i * 1_000_000 + 60, 1) for i in range(1000)
-    ]
-    busy = [
-        (100_000 + i, None, "busy", "range", i * 50_000, (i + 1) * 50_000 - 1, 2)
-        for i in range(20_000)
-    ]
-    frame = make_frame(sparse + busy)
+    frame = make_frame(sparse_and_busy_rows())  # drawn on a few hundred pixels
     ax = frame.recfn.timeline()
     [image] = ax.get_images()
     pixels = np.asarray(image.get_array())

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
-from known_frames import KNOWN_ROWS, make_frame
+from known_frames import KNOWN_ROWS, make_frame, sparse_and_busy_rows
 from PIL import Image
 
 from recfn.analysis.plots import picture
@@ -56,16 +56,7 @@ def test_a_bar_has_its_names_colour() -> None:
 
 
 def test_narrow_bars_are_as_faint_as_the_time_they_cover() -> None:
-    # As in test_colors: "sparse" has one 60 ns call per ms, "busy" fills its time with
-    # 50 us calls; both far narrower than a pixel.
-    sparse = [
-        (i + 1, None, "sparse", "range", i * 1_000_000, i * 1_000_000 + 60, 1) for i in range(1000)
-    ]
-    busy = [
-        (100_000 + i, None, "busy", "range", i * 50_000, (i + 1) * 50_000 - 1, 2)
-        for i in range(20_000)
-    ]
-    frame = make_frame(sparse + busy)
+    frame = make_frame(sparse_and_busy_rows())  # drawn on a few hundred pixels
     drawn = pixels(picture.timeline_png(frame, 800, 300)[0]).astype(float)
     chart = Chart.of(frame)
     left, right = picture._margins(chart, 800)
@@ -147,9 +138,8 @@ def test_density_keeps_the_longest_bar_of_each_pixel_first_in_table_order(seed: 
     chart = Chart.of(make_frame(rows))
     scale = chart.scale(300)
     wide, _ = chart.wide(scale)
-    painted = chart.density(~wide, scale)
-    assert painted is not None
-    image, _ = painted
+    image = chart.density(~wide, scale)
+    assert image is not None
     bars = np.flatnonzero(~wide)
     n_rows = chart.layout.n_rows
     lines = n_rows * 10
