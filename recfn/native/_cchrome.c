@@ -1545,6 +1545,231 @@ done:
     return out;
 }
 
+/* -- complete events, written ---------------------------------------------------------------- */
+
+/* Digits of v (an int64) at out; returns how many were written (at most 20). */
+static size_t put_int(char *out, int64_t v) {
+    char tmp[24];
+    size_t k = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    size_t n = 0;
+    if (v < 0) out[n++] = '-';
+    while (k) out[n++] = tmp[--k];
+    return n;
+}
+
+/* v nanoseconds as recfn.formats.chrome._times.micros_text writes its microseconds: the floor
+ * of v / 1000, then its nanoseconds as three digits (`large`) or the shortest of them (".5",
+ * ".0"). */
+static size_t put_micros(char *out, int64_t v, int large) {
+    int64_t whole = v / 1000, part = v % 1000;
+    if (part < 0) {
+        part += 1000;
+        whole -= 1;
+    }
+    size_t n = put_int(out, whole);
+    out[n++] = '.';
+    char digits[3] = {(char)('0' + part / 100), (char)('0' + part / 10 % 10), (char)('0' + part % 10)};
+    size_t keep = 3;
+    if (!large) {
+        while (keep > 1 && digits[keep - 1] == '0') keep--;
+    }
+    memcpy(out + n, digits, keep);
+    return n + keep;
+}
+
+#define PUT(lit)                            \
+    do {                                    \
+        memcpy(w, lit, sizeof(lit) - 1);    \
+        w += sizeof(lit) - 1;               \
+    } while (0)
+
+enum {
+    C_TS, C_DUR, C_LARGE, C_PID, C_TID, C_NAME, C_NAME_AT, C_NAME_TEXT, C_CAT, C_CAT_AT,
+    C_CAT_TEXT, C_ARGS_AT, C_ARGS_TEXT, C_PLAIN, C_EXTRA_AT, C_EXTRA_TEXT, C_EXTRA_HAS,
+    C_EXTRA_VALUES, C_IDS, C_PARENTS, C_ROOTS, C_LINKS, C_N_ARGS
+};
+
+/* encode_complete(...): the "X" events of recfn.formats.chrome._writer.complete_events, comma
+ * separated, built in one pass without the GIL. Arrays are int64 unless said: ts and dur
+ * (nanoseconds, written as microseconds; `large` bit 0 and bit 1: three decimals always), pid,
+ * tid, the name's and the category's code into a text table (offsets, int64 n+1, and bytes),
+ * each row's args object as text (offsets and bytes) with `plain` (uint8): whether the extra
+ * integer fields are appended to it (their labels ``,"key":`` as a text table, `extra_has`
+ * uint8 and `extra_values` int64, one row of n per extra), ids, parents and roots (uint8: no
+ * parent) written as recfn_id (links >= 1) and recfn_parent_id (links == 2). */
+static PyObject *encode_complete(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != C_N_ARGS) {
+        PyErr_Format(PyExc_TypeError, "encode_complete takes %d arguments", (int)C_N_ARGS);
+        return NULL;
+    }
+    static const int is_buffer[C_N_ARGS] = {
+        [C_TS] = 1, [C_DUR] = 1, [C_PID] = 1, [C_TID] = 1, [C_NAME] = 1, [C_NAME_AT] = 1,
+        [C_NAME_TEXT] = 1, [C_CAT] = 1, [C_CAT_AT] = 1, [C_CAT_TEXT] = 1, [C_ARGS_AT] = 1,
+        [C_ARGS_TEXT] = 1, [C_PLAIN] = 1, [C_EXTRA_AT] = 1, [C_EXTRA_TEXT] = 1,
+        [C_EXTRA_HAS] = 1, [C_EXTRA_VALUES] = 1, [C_IDS] = 1, [C_PARENTS] = 1, [C_ROOTS] = 1};
+    Py_buffer views[C_N_ARGS];
+    int held[C_N_ARGS] = {0};
+    PyObject *out = NULL;
+    long large = PyLong_AsLong(args[C_LARGE]);
+    long links = PyLong_AsLong(args[C_LINKS]);
+    if (PyErr_Occurred()) return NULL;
+    for (int i = 0; i < C_N_ARGS; i++) {
+        if (!is_buffer[i]) continue;
+        if (PyObject_GetBuffer(args[i], &views[i], PyBUF_SIMPLE) < 0) goto done;
+        held[i] = 1;
+    }
+#define LEN(i) (views[i].len)
+#define I64(i) ((const int64_t *)views[i].buf)
+#define U8(i) ((const unsigned char *)views[i].buf)
+#define TXT(i) ((const char *)views[i].buf)
+    Py_ssize_t n = LEN(C_TS) / 8;
+    Py_ssize_t names = LEN(C_NAME_AT) / 8 - 1, cats = LEN(C_CAT_AT) / 8 - 1;
+    Py_ssize_t extras = LEN(C_EXTRA_AT) / 8 - 1;
+    int sized = LEN(C_TS) == 8 * n && LEN(C_DUR) == 8 * n && LEN(C_PID) == 8 * n &&
+                LEN(C_TID) == 8 * n && LEN(C_NAME) == 8 * n && LEN(C_CAT) == 8 * n &&
+                LEN(C_ARGS_AT) == 8 * (n + 1) && LEN(C_PLAIN) == n && names >= 0 && cats >= 0 &&
+                extras >= 0 && LEN(C_EXTRA_HAS) == extras * n &&
+                LEN(C_EXTRA_VALUES) == 8 * extras * n && links >= 0 && links <= 2 &&
+                (links < 1 || LEN(C_IDS) == 8 * n) &&
+                (links < 2 || (LEN(C_PARENTS) == 8 * n && LEN(C_ROOTS) == n));
+    if (!sized) {
+        PyErr_SetString(PyExc_ValueError, "encode_complete: arrays of different lengths");
+        goto done;
+    }
+    /* Text tables and codes checked, and the output's size bounded, before anything is written. */
+    const int64_t *name_at = I64(C_NAME_AT), *cat_at = I64(C_CAT_AT), *args_at = I64(C_ARGS_AT);
+    const int64_t *extra_at = I64(C_EXTRA_AT);
+    struct {
+        const int64_t *at;
+        Py_ssize_t count, bytes;
+    } tables[4] = {{name_at, names, LEN(C_NAME_TEXT)},
+                   {cat_at, cats, LEN(C_CAT_TEXT)},
+                   {args_at, n, LEN(C_ARGS_TEXT)},
+                   {extra_at, extras, LEN(C_EXTRA_TEXT)}};
+    for (int t = 0; t < 4; t++) {
+        for (Py_ssize_t k = 0; k < tables[t].count; k++) {
+            if (tables[t].at[k] < 0 || tables[t].at[k] > tables[t].at[k + 1] ||
+                tables[t].at[k + 1] > tables[t].bytes) {
+                PyErr_SetString(PyExc_ValueError, "encode_complete: text offsets out of range");
+                goto done;
+            }
+        }
+    }
+    size_t longest_name = 0, longest_cat = 0, extra_bytes = 0;
+    for (Py_ssize_t k = 0; k < names; k++)
+        if ((size_t)(name_at[k + 1] - name_at[k]) > longest_name)
+            longest_name = (size_t)(name_at[k + 1] - name_at[k]);
+    for (Py_ssize_t k = 0; k < cats; k++)
+        if ((size_t)(cat_at[k + 1] - cat_at[k]) > longest_cat)
+            longest_cat = (size_t)(cat_at[k + 1] - cat_at[k]);
+    for (Py_ssize_t k = 0; k < extras; k++) extra_bytes += (size_t)(extra_at[k + 1] - extra_at[k]) + 20;
+    const int64_t *name = I64(C_NAME), *cat = I64(C_CAT);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (name[i] < 0 || name[i] >= names || cat[i] < 0 || cat[i] >= cats) {
+            PyErr_SetString(PyExc_ValueError, "encode_complete: a code outside its text table");
+            goto done;
+        }
+    }
+    /* Per event: 150 bytes of field names and punctuation, 7 numbers of at most 21 bytes each. */
+    size_t per_event = 150 + 7 * 21 + longest_name + longest_cat + extra_bytes + 2;
+    size_t bound = (size_t)n * per_event + (size_t)(args_at[n] - args_at[0]);
+    if (n && (bound - (size_t)(args_at[n] - args_at[0])) / (size_t)n != per_event) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)bound);
+    if (out == NULL) goto done;
+    char *w = PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    const int64_t *ts = I64(C_TS), *dur = I64(C_DUR), *pid = I64(C_PID), *tid = I64(C_TID);
+    const int64_t *ids = links >= 1 ? I64(C_IDS) : NULL;
+    const int64_t *parents = links >= 2 ? I64(C_PARENTS) : NULL;
+    const unsigned char *roots = links >= 2 ? U8(C_ROOTS) : NULL;
+    const unsigned char *plain = U8(C_PLAIN), *has = U8(C_EXTRA_HAS);
+    const int64_t *values = I64(C_EXTRA_VALUES);
+    const char *name_text = TXT(C_NAME_TEXT), *cat_text = TXT(C_CAT_TEXT);
+    const char *args_text = TXT(C_ARGS_TEXT), *extra_text = TXT(C_EXTRA_TEXT);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PUT("{\"ph\":\"X\",\"cat\":");
+        memcpy(w, cat_text + cat_at[cat[i]], (size_t)(cat_at[cat[i] + 1] - cat_at[cat[i]]));
+        w += cat_at[cat[i] + 1] - cat_at[cat[i]];
+        PUT(",\"name\":");
+        memcpy(w, name_text + name_at[name[i]], (size_t)(name_at[name[i] + 1] - name_at[name[i]]));
+        w += name_at[name[i] + 1] - name_at[name[i]];
+        PUT(",\"pid\":");
+        w += put_int(w, pid[i]);
+        PUT(",\"tid\":");
+        w += put_int(w, tid[i]);
+        PUT(",\"ts\":");
+        w += put_micros(w, ts[i], (int)(large & 1));
+        PUT(",\"dur\":");
+        w += put_micros(w, dur[i], (int)(large & 2));
+        PUT(",\"args\":");
+        const char *text = args_text + args_at[i];
+        size_t size = (size_t)(args_at[i + 1] - args_at[i]);
+        int tail = 0;
+        if (plain[i])
+            for (Py_ssize_t k = 0; k < extras; k++) tail |= has[k * n + i];
+        if (!tail) {
+            memcpy(w, text, size);
+            w += size;
+        } else {
+            int empty = size == 2 && text[0] == '{' && text[1] == '}';
+            if (empty) {
+                *w++ = '{';
+            } else {
+                memcpy(w, text, size ? size - 1 : 0);
+                w += size ? size - 1 : 0;
+            }
+            int first = 1;
+            for (Py_ssize_t k = 0; k < extras; k++) {
+                if (!has[k * n + i]) continue;
+                const char *label = extra_text + extra_at[k];
+                size_t label_size = (size_t)(extra_at[k + 1] - extra_at[k]);
+                if (first && empty && label_size) { /* the label's leading comma goes */
+                    label++;
+                    label_size--;
+                }
+                first = 0;
+                memcpy(w, label, label_size);
+                w += label_size;
+                w += put_int(w, values[k * n + i]);
+            }
+            *w++ = '}';
+        }
+        if (links >= 1) {
+            PUT(",\"recfn_id\":");
+            w += put_int(w, ids[i]);
+            if (links == 2) {
+                PUT(",\"recfn_parent_id\":");
+                if (roots[i])
+                    PUT("null");
+                else
+                    w += put_int(w, parents[i]);
+            }
+        }
+        PUT("},");
+    }
+    Py_END_ALLOW_THREADS
+    Py_ssize_t used = (Py_ssize_t)(w - PyBytes_AS_STRING(out));
+    if (used) used--; /* the last comma */
+    if (_PyBytes_Resize(&out, used) < 0) out = NULL;
+#undef LEN
+#undef I64
+#undef U8
+#undef TXT
+done:
+    for (int i = 0; i < C_N_ARGS; i++)
+        if (held[i]) PyBuffer_Release(&views[i]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(text, max_depth, sequence_default, fwd_default): the columns of a JSON list of "
@@ -1555,6 +1780,9 @@ static PyMethodDef methods[] = {
      "spare_bytes(): the bytes of the buffers kept for the next batch (for tests)."},
     {"nest", (PyCFunction)(void (*)(void))nest, METH_FASTCALL,
      "nest(order, group, need, reach): each row's parent and depth by interval nesting."},
+    {"encode_complete", (PyCFunction)(void (*)(void))encode_complete, METH_FASTCALL,
+     "encode_complete(...): complete (\"X\") events as Chrome JSON, comma separated (see "
+     "recfn.formats.chrome._writer.complete_events)."},
     {NULL, NULL, 0, NULL},
 };
 

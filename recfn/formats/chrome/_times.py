@@ -178,7 +178,7 @@ def micros(ns: np.ndarray) -> list[Any]:
     """Nanoseconds (int64, not negative) as the JSON numbers of their microseconds, exact: floats
     below `LARGE` microseconds (the shortest text of a double there is its three decimals), the
     three-decimal text beyond."""
-    if not len(ns) or int(ns.max()) < CHROME_EXACT_US * 1000:
+    if not large_micros(ns):
         floats: list[Any] = (ns / 1000.0).tolist()
         return floats
     whole, part = np.divmod(ns, 1000)
@@ -193,13 +193,20 @@ _DECIMALS: Final = {
 text: the shortest (``.5``, ``.0``) for the doubles below `LARGE`, three digits beyond."""
 
 
-def micros_text(ns: np.ndarray) -> Any:
+def large_micros(ns: np.ndarray) -> bool:
+    """Whether `micros` writes these nanoseconds with three decimals (some reach `LARGE`
+    microseconds), not as the shortest text of their doubles."""
+    return bool(len(ns)) and int(ns.max()) >= CHROME_EXACT_US * 1000
+
+
+def micros_text(ns: np.ndarray, large: bool | None = None) -> Any:
     """`micros` as the JSON text of each number (a ``pyarrow`` string array): the same text
-    msgspec writes for it, built column-wise (no Python object per value)."""
+    msgspec writes for it, built column-wise (no Python object per value). `large` chooses the
+    text as `large_micros` of a larger batch did (default: of `ns`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    large = bool(len(ns)) and int(ns.max()) >= CHROME_EXACT_US * 1000
+    large = large_micros(ns) if large is None else large
     whole, part = np.divmod(ns, 1000)
     decimals = pa.array(_DECIMALS[large], pa.string()).take(pa.array(part))
     return pc.binary_join_element_wise(pa.array(whole).cast(pa.string()), decimals, "")

@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recfn import native
 from recfn.formats.chrome._json import compact, string_array
 from recfn.formats.chrome._reader import (
     ASYNC_RANGES,
@@ -19,7 +20,7 @@ from recfn.formats.chrome._reader import (
     NO_DEVICE,
     RECFN_PROCESS,
 )
-from recfn.formats.chrome._times import micros, micros_text, time_base
+from recfn.formats.chrome._times import large_micros, micros, micros_text, time_base
 from recfn.formats.columns import equals, ints, nulls
 from recfn.formats.schema import COUNTER, FLOW, MARK, MEMORY, RANGE, json_object
 
@@ -68,6 +69,37 @@ class Rows:
         frame = data[columns] if columns is not None else data
         return frame.iloc[rows]
 
+    def distinct(self, columns: list[str]) -> Rows:
+        """These rows' values of `columns` with repeats left out, first occurrences in order:
+        what a question about the distinct values (processes, threads) needs to read. A
+        DataFrame's rows are all kept."""
+        keep = [c for c in columns if c in self.columns]
+        if not isinstance(self.data, pa.Table) or not keep or not self.count:
+            return self
+        table = self.data.select(keep).combine_chunks().unify_dictionaries()
+        key, size = np.zeros(self.count, dtype=np.int64), 1
+        for column in table.columns:
+            array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+            if not pa.types.is_dictionary(array.type):
+                array = pc.dictionary_encode(array)
+            size *= len(array.dictionary) + 1
+            if size >= 2**62:
+                return self  # too many combinations to number: read every row
+            key = key * (len(array.dictionary) + 1) + 1
+            key += pc.fill_null(array.indices, -1).to_numpy(zero_copy_only=False)
+        first = np.sort(np.unique(key, return_index=True)[1])
+        return Rows(table.take(pa.array(first)))
+
+    def where(self, kind: str, columns: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
+        """The positions of the rows of this `kind`, and their `columns` (those present)."""
+        keep = [c for c in columns if c in self.columns]
+        if isinstance(self.data, pa.Table):
+            found = pc.fill_null(pc.equal(self.data["kind"], kind), False)
+            positions = np.flatnonzero(found.to_numpy(zero_copy_only=False))
+        else:
+            positions = np.flatnonzero(equals(self.data["kind"], kind))
+        return positions, self.take(positions, keep)
+
     def start_ns(self) -> int:
         """The first start, 0 for no rows."""
         if isinstance(self.data, pa.Table):
@@ -103,7 +135,7 @@ class Layout:
         threads: list[Any] = []
         scopes: set[Any] = set()
         wanted = [*keys, "thread_id", "thread_name", "scope"]
-        for _, frame in rows.frames(wanted):
+        for _, frame in rows.distinct(wanted).frames(wanted):
             frame = _with_process_keys(frame)
             processes.append(frame[["host", "pid", "rank"]].drop_duplicates(["host", "pid"]))
             if "thread_name" in frame.columns:
@@ -224,16 +256,10 @@ def memory_totals(rows: Rows) -> Totals:
     needed = ["kind", "pid", "host", "name", "device", "memory_bytes", "start_ns"]
     if "memory_bytes" not in rows.columns:
         return np.zeros(0, dtype=np.int64), [], np.zeros(0, dtype=np.int64)
-    parts, where = [], []
-    for first, frame in rows.frames(needed):
-        memory = np.flatnonzero(equals(frame["kind"], MEMORY))
-        if memory.size:
-            parts.append(frame.iloc[memory])
-            where.append(first + memory)
-    if not parts:
+    positions, memory = rows.where(MEMORY, needed)
+    if not len(positions):
         return np.zeros(0, dtype=np.int64), [], np.zeros(0, dtype=np.int64)
-    positions = np.concatenate(where)
-    found = _running_totals(pd.concat(parts, ignore_index=True))
+    found = _running_totals(memory.reset_index(drop=True))
     order = [i for i, _, _ in found]
     return (
         positions[order],
@@ -278,71 +304,172 @@ def _range_masks(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return equals(df["kind"], RANGE), nulls(df["end_ns"]), is_async
 
 
-def complete_events(df: pd.DataFrame, layout: Layout, rows: np.ndarray) -> bytes:
+def complete_events(
+    df: pd.DataFrame, layout: Layout, rows: np.ndarray, native: bool = True
+) -> bytes:
     """The "X" events of the closed ranges at `rows` of `df`, comma-separated, exactly as msgspec
     writes ``{"ph": "X", "cat", "name", "pid", "tid", "ts", "dur", "args", "recfn_id",
     "recfn_parent_id"}`` (see `other_events` for what each holds), but built a column at a time
-    in Arrow's kernels: a Python dict per event cost 6-8 us."""
+    (a Python dict per event cost 6-8 us): in one native pass without the GIL where
+    recfn.native._cchrome is built (and `native`), else in Arrow's kernels."""
     if not len(rows):
         return b""
-    take = pa.array(rows)
-    start = ints(df["start_ns"], 0)
-    end = ints(df["end_ns"], 0)
-    cat = _json_texts(df["scope"], layout.categories, rows) if "scope" in df else pa.scalar('""')
-    pieces: list[Any] = [
-        '{"ph":"X","cat":',
-        cat,
-        ',"name":',
-        _json_texts(df["name"], {}, rows),
-        ',"pid":',
-        _int_texts(np.asarray(layout.chrome_pids(df), dtype=np.int64)[rows]),
-        ',"tid":',
-        _int_texts(ints(df["thread_id"], 0)[rows]),
-        ',"ts":',
-        micros_text(start - layout.base_ns).take(take),
-        ',"dur":',
-        micros_text(np.maximum(end - start, 0)).take(take),
-        ',"args":',
-        _args_json(df, rows),
-    ]
-    if "id" in df.columns:
-        pieces += [',"recfn_id":', _int_texts(ints(df["id"], 0)[rows])]
-        if "parent_id" in df.columns:
-            parent = _int_texts(ints(df["parent_id"], 0)[rows])
-            root = pa.array(nulls(df["parent_id"])[rows])
-            pieces += [',"recfn_parent_id":', pc.if_else(root, "null", parent)]
-    pieces.append("},")
-    text = pa.large_string()  # 64-bit offsets: a batch's JSON may pass 2 GiB (long args)
-    joined = pc.binary_join_element_wise(
-        *(pa.scalar(p, text) if isinstance(p, str) else p.cast(text) for p in pieces),
-        pa.scalar("", text),
-    )
-    return _string_bytes(joined)[:-1]
+    fields = _Complete(df, layout, rows)
+    if native and ENCODE_COMPLETE is not None:
+        return fields.native()
+    return fields.arrow()
 
 
-def _json_texts(series: pd.Series, renamed: dict[str, str], rows: np.ndarray) -> pa.Array:
+ENCODE_COMPLETE: Any = getattr(native.extension("_cchrome"), "encode_complete", None)
+"""recfn.native._cchrome's writer of complete events, None where it is not built."""
+
+
+class _Complete:
+    """What the complete events at `rows` of `df` are written from: times in nanoseconds (each
+    column's text chosen for the whole batch, as `micros` chooses it), pids, names and
+    categories as codes into their JSON texts, each row's args object (`_args_parts`) and the
+    integer fields added to it, ids."""
+
+    def __init__(self, df: pd.DataFrame, layout: Layout, rows: np.ndarray) -> None:
+        start = ints(df["start_ns"], 0)
+        end = ints(df["end_ns"], 0)
+        ts, dur = start - layout.base_ns, np.maximum(end - start, 0)
+        self.large = (large_micros(ts), large_micros(dur))
+        self.ts, self.dur = ts[rows], dur[rows]
+        self.pid = np.asarray(layout.chrome_pids(df), dtype=np.int64)[rows]
+        self.tid = ints(df["thread_id"], 0)[rows]
+        self.names = _json_codes(df["name"], {}, rows)
+        self.cats = (
+            _json_codes(df["scope"], layout.categories, rows)
+            if "scope" in df.columns
+            else (np.zeros(len(rows), dtype=np.int64), ['""'])
+        )
+        self.args, self.added, self.slow = _args_parts(df, rows)
+        self.ids = ints(df["id"], 0)[rows] if "id" in df.columns else None
+        has_parents = self.ids is not None and "parent_id" in df.columns
+        self.parents = ints(df["parent_id"], 0)[rows] if has_parents else None
+        self.roots = nulls(df["parent_id"])[rows] if has_parents else None
+
+    def native(self) -> bytes:
+        n = len(self.ts)
+        args = self.args
+        buffers = args.buffers()
+        args_at = np.frombuffer(buffers[1], dtype=np.int64)[args.offset : args.offset + n + 1]
+        labels = _text_table([_label(key) for key, _, _ in self.added])
+        has = np.zeros((len(self.added), n), dtype=np.uint8)
+        values = np.zeros((len(self.added), n), dtype=np.int64)
+        for k, (_, rows_with, column) in enumerate(self.added):
+            has[k], values[k] = rows_with, column
+        none = np.zeros(0, dtype=np.int64)
+        encoded: bytes = ENCODE_COMPLETE(
+            np.ascontiguousarray(self.ts, dtype=np.int64),
+            np.ascontiguousarray(self.dur, dtype=np.int64),
+            int(self.large[0]) | 2 * int(self.large[1]),
+            np.ascontiguousarray(self.pid, dtype=np.int64),
+            np.ascontiguousarray(self.tid, dtype=np.int64),
+            self.names[0],
+            *_text_table(self.names[1]),
+            self.cats[0],
+            *_text_table(self.cats[1]),
+            np.ascontiguousarray(args_at),
+            buffers[2] if buffers[2] is not None else b"",
+            (~self.slow).astype(np.uint8),
+            *labels,
+            has,
+            values,
+            np.ascontiguousarray(self.ids) if self.ids is not None else none,
+            np.ascontiguousarray(self.parents) if self.parents is not None else none,
+            self.roots.astype(np.uint8) if self.roots is not None else np.zeros(0, np.uint8),
+            0 if self.ids is None else 1 if self.parents is None else 2,
+        )
+        return encoded
+
+    def arrow(self) -> bytes:
+        def texts(codes_and_texts: tuple[np.ndarray, list[str]]) -> pa.Array:
+            codes, values = codes_and_texts
+            return pa.array(values, pa.string()).take(pa.array(codes))
+
+        pieces: list[Any] = [
+            '{"ph":"X","cat":',
+            texts(self.cats),
+            ',"name":',
+            texts(self.names),
+            ',"pid":',
+            _int_texts(self.pid),
+            ',"tid":',
+            _int_texts(self.tid),
+            ',"ts":',
+            micros_text(self.ts, self.large[0]),
+            ',"dur":',
+            micros_text(self.dur, self.large[1]),
+            ',"args":',
+            _with_added(self.args, self.added, ~self.slow),
+        ]
+        if self.ids is not None:
+            pieces += [',"recfn_id":', _int_texts(self.ids)]
+            if self.parents is not None and self.roots is not None:
+                parent = _int_texts(self.parents)
+                pieces += [',"recfn_parent_id":', pc.if_else(pa.array(self.roots), "null", parent)]
+        pieces.append("},")
+        text = pa.large_string()  # 64-bit offsets: a batch's JSON may pass 2 GiB (long args)
+        joined = pc.binary_join_element_wise(
+            *(pa.scalar(p, text) if isinstance(p, str) else p.cast(text) for p in pieces),
+            pa.scalar("", text),
+        )
+        return _string_bytes(joined)[:-1]
+
+
+def _text_table(texts: list[str]) -> tuple[np.ndarray, bytes]:
+    """`texts` as the native writer reads a table of them: offsets (n + 1) and UTF-8 bytes."""
+    blobs = [t.encode() for t in texts]
+    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    return offsets, b"".join(blobs)
+
+
+def _label(key: str) -> str:
+    """What precedes an added integer field's value in args: ``,"key":``."""
+    return "," + msgspec.json.encode(key).decode() + ":"
+
+
+def _json_codes(
+    series: pd.Series, renamed: dict[str, str], rows: np.ndarray
+) -> tuple[np.ndarray, list[str]]:
     """The JSON string of each value of `series` at `rows` (``str`` of it, `renamed` where it
-    says, ``""`` for nulls), encoded once per distinct value."""
-    codes, uniques = pd.factorize(series.to_numpy(dtype=object)[rows])
-    texts = [msgspec.json.encode(renamed.get(str(u), str(u))).decode() for u in uniques]
+    says, ``""`` for nulls) as codes into the texts of the distinct values, each encoded once."""
+
+    def text(value: Any) -> str:
+        return msgspec.json.encode(renamed.get(str(value), str(value))).decode()
+
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        used, codes = np.unique(series.cat.codes.to_numpy()[rows], return_inverse=True)
+        categories = series.cat.categories
+        texts = ['""' if k < 0 else text(categories[k]) for k in used.tolist()]
+        return codes.astype(np.int64).reshape(-1), texts
+    found, uniques = pd.factorize(series.to_numpy(dtype=object)[rows])
+    texts = [text(u) for u in uniques]
     texts.append('""')  # the code of nulls, -1
-    return pa.array(texts, pa.string()).take(pa.array(codes.astype(np.int64) % len(texts)))
+    return found.astype(np.int64) % len(texts), texts
 
 
 def _int_texts(values: np.ndarray) -> pa.Array:
     return pa.array(values, pa.int64()).cast(pa.string())
 
 
-def _args_json(df: pd.DataFrame, rows: np.ndarray) -> pa.Array:
-    """The JSON of each row's args at `rows` (`_event_args`' dict as msgspec writes it), built a
-    column at a time where it can: an ``args`` text that is a JSON object, compacted, with the
-    integer `TORCH_ARGS` and `LIST_ARGS` keys it does not hold yet added at its end. Other rows
-    (text that is no object, such a key already in it, list values) take the dicts."""
+Added = tuple[str, np.ndarray, np.ndarray]
+"""An integer field added to args: its key, the rows that have it, its values."""
+
+
+def _args_parts(df: pd.DataFrame, rows: np.ndarray) -> tuple[pa.Array, list[Added], np.ndarray]:
+    """The args of the rows at `rows` (`_event_args`' dict as msgspec writes it), a column at a
+    time where it can: (each row's JSON object, the integer `TORCH_ARGS` and `LIST_ARGS` fields
+    to add at its end, the rows whose object is already whole). The object is an ``args`` text
+    that is a JSON object, compacted, or ``{}``; other rows (text that is no object, such a key
+    already in it, list values) take the dicts, which hold every field."""
     n = len(rows)
     text = pa.large_string()
-    nothing = pa.scalar("", text)
     slow = np.zeros(n, dtype=bool)
-    added: list[Any] = []  # (key, the rows that have it, its values)
+    added: list[Added] = []
     for column, key, unset in TORCH_ARGS:
         if column in df.columns:
             values = ints(df[column], unset)[rows]
@@ -376,18 +503,6 @@ def _args_json(df: pd.DataFrame, rows: np.ndarray) -> pa.Array:
             for key, has, _ in added:  # a key the text already holds: the dict replaces it
                 quoted = msgspec.json.encode(key).decode() + ":"
                 slow |= has & np.asarray(pc.match_substring(base, quoted).to_numpy(False))
-    if added:
-        pieces = []
-        for key, has, values in added:
-            label = pa.scalar("," + msgspec.json.encode(key).decode() + ":", text)
-            field = pc.binary_join_element_wise(label, _int_texts(values).cast(text), nothing)
-            pieces.append(pc.if_else(pa.array(has), field, nothing))
-        tail = pc.binary_join_element_wise(*pieces, nothing)
-        empty = pc.equal(base, pa.scalar("{}", text))
-        opened = pc.if_else(empty, pa.scalar("{", text), pc.utf8_slice_codeunits(base, 0, -1))
-        tail = pc.if_else(empty, pc.utf8_slice_codeunits(tail, 1), tail)
-        with_tail = pc.binary_join_element_wise(opened, tail, pa.scalar("}", text), nothing)
-        base = pc.if_else(pc.not_equal(tail, nothing), with_tail, base)
     if slow.any():
         which = np.flatnonzero(slow)
         dicts = _event_args(df.iloc[rows[which]])
@@ -395,7 +510,27 @@ def _args_json(df: pd.DataFrame, rows: np.ndarray) -> pa.Array:
         at = np.zeros(n, dtype=np.int64)
         at[which] = np.arange(len(which))
         base = pc.if_else(pa.array(slow), encoded.take(pa.array(at)), base)
-    return base
+    return base, added, slow
+
+
+def _with_added(base: pa.Array, added: list[Added], plain: np.ndarray) -> pa.Array:
+    """`_args_parts`' objects with the added fields at their end, on the `plain` rows."""
+    if not added:
+        return base
+    text = pa.large_string()
+    nothing = pa.scalar("", text)
+    pieces = []
+    for key, has, values in added:
+        field = pc.binary_join_element_wise(
+            pa.scalar(_label(key), text), _int_texts(values).cast(text), nothing
+        )
+        pieces.append(pc.if_else(pa.array(has & plain), field, nothing))
+    tail = pc.binary_join_element_wise(*pieces, nothing)
+    empty = pc.equal(base, pa.scalar("{}", text))
+    opened = pc.if_else(empty, pa.scalar("{", text), pc.utf8_slice_codeunits(base, 0, -1))
+    tail = pc.if_else(empty, pc.utf8_slice_codeunits(tail, 1), tail)
+    with_tail = pc.binary_join_element_wise(opened, tail, pa.scalar("}", text), nothing)
+    return pc.if_else(pc.not_equal(tail, nothing), with_tail, base)
 
 
 def _object_texts(texts: pa.Array) -> tuple[np.ndarray, pa.Array]:

@@ -11,12 +11,19 @@ from typing import Any
 import msgspec
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recfn.formats.chrome._times import micros, micros_text
-from recfn.formats.chrome._writer import Layout, Rows, complete_events, encode_events
+from recfn.formats.chrome._writer import (
+    ENCODE_COMPLETE,
+    Layout,
+    Rows,
+    complete_events,
+    encode_events,
+)
 from recfn.native.constants import CHROME_EXACT_US
 
 LARGE_NS = CHROME_EXACT_US * 1000
@@ -52,6 +59,10 @@ ARGS = st.none() | st.sampled_from(
 that a column also sets), text that is no object."""
 
 
+DURATIONS = st.integers(0, 10**9) | st.integers(LARGE_NS - 1, LARGE_NS + 1)
+"""Durations, some long enough to be written with three decimals."""
+
+
 @st.composite
 def frames(draw: Any) -> pd.DataFrame:
     n = draw(st.integers(1, 12))
@@ -68,8 +79,7 @@ def frames(draw: Any) -> pd.DataFrame:
             "scope": pd.Series(draw(st.lists(SCOPES, min_size=n, max_size=n)), dtype=object),
             "kind": "range",
             "start_ns": start,
-            "end_ns": start
-            + np.array(draw(st.lists(st.integers(0, 10**9), min_size=n, max_size=n))),
+            "end_ns": start + np.array(draw(st.lists(DURATIONS, min_size=n, max_size=n))),
             "thread_id": draw(st.lists(st.integers(0, 2**40), min_size=n, max_size=n)),
             "pid": draw(st.lists(st.sampled_from([5, 6]), min_size=n, max_size=n)),
             "host": draw(st.lists(st.sampled_from(["a", "b"]), min_size=n, max_size=n)),
@@ -82,6 +92,8 @@ def frames(draw: Any) -> pd.DataFrame:
     )
     if draw(st.booleans()):
         frame["name"] = frame["name"].astype("category")
+    if draw(st.booleans()):
+        frame["sequence_nr"] = draw(st.lists(st.integers(-1, 3), min_size=n, max_size=n))
     return frame
 
 
@@ -95,6 +107,8 @@ def test_complete_events_are_the_json_of_their_dicts(frame: pd.DataFrame, base: 
         if text is not None:
             decoded = json.loads(text) if text[:1] in "{[" else None
             args[i] = decoded if isinstance(decoded, dict) else {"args": text}
+        if "sequence_nr" in frame and frame["sequence_nr"][i] != -1:
+            args[i]["Sequence number"] = int(frame["sequence_nr"][i])
         if not pd.isna(frame["hidden_calls"][i]):
             args[i]["hidden calls"] = int(frame["hidden_calls"][i])
     start, end = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
@@ -123,6 +137,42 @@ def test_complete_events_are_the_json_of_their_dicts(frame: pd.DataFrame, base: 
     assert json.loads(b"[" + written + b"]") == json.loads(b"[" + b",".join(expected) + b"]")
     if not frame["args"].isin(['{"n": 1.50, "u": "\\u00e9"}']).any():
         assert written == b",".join(expected)  # and the same text
+
+
+@settings(max_examples=80, deadline=None)
+@given(frames(), st.sampled_from([None, 0]), st.data())
+def test_the_native_writer_writes_what_the_arrow_kernels_write(
+    frame: pd.DataFrame, base: Any, data: Any
+) -> None:
+    """Byte for byte, on any rows of a batch (whose times choose their text as a whole)."""
+    layout = Layout(Rows(frame), base)
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, len(frame) - 1)))), dtype=np.int64)
+    arrow = complete_events(frame, layout, rows, native=False)
+    assert complete_events(frame, layout, rows) == arrow
+
+
+@pytest.mark.skipif(ENCODE_COMPLETE is None, reason="a pure build has no native writer")
+def test_the_native_writer_refuses_codes_outside_their_table() -> None:
+    one = np.zeros(1, dtype=np.int64)  # also the offsets of a table of no texts
+    table = np.array([0, 2], dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    plain = np.ones(1, dtype=np.uint8)
+
+    def encode(name_code: int, names_at: np.ndarray = table) -> bytes:
+        code = np.array([name_code], dtype=np.int64)
+        at = np.array([0, 2], dtype=np.int64)
+        encoded: bytes = ENCODE_COMPLETE(
+            one, one, 0, one, one, code, names_at, b'""', one, table, b'""', at, b"{}", plain,
+            one, b"", np.zeros(0, np.uint8), none, none, none,
+            np.zeros(0, np.uint8), 0,
+        )  # fmt: skip
+        return encoded
+
+    assert encode(0).startswith(b'{"ph":"X","cat":"","name":""')
+    with pytest.raises(ValueError, match="code outside"):
+        encode(1)
+    with pytest.raises(ValueError, match="offsets out of range"):
+        encode(0, np.array([0, 3], dtype=np.int64))
 
 
 def test_a_gzip_file_is_the_json_file_compressed(tmp_path: Any, monkeypatch: Any) -> None:
@@ -179,3 +229,49 @@ def test_async_ranges_without_ids_get_ids_no_other_has(tmp_path: Any, monkeypatc
     assert sorted(begins) == list(range(n))
     ends = [event["id"] for event in events if event["ph"] == "e"]
     assert sorted(ends) == list(range(n))
+
+
+@st.composite
+def tables(draw: Any) -> pa.Table:
+    """Rows of a few processes and threads, some named, some hosts and ranks missing, some
+    memory rows."""
+    n = draw(st.integers(1, 30))
+
+    def column(values: Any) -> list[Any]:
+        return draw(st.lists(values, min_size=n, max_size=n))
+
+    start = np.array(column(st.integers(0, 10**6)), dtype=np.int64)
+    table = pa.table(
+        {
+            "name": pa.array(column(st.sampled_from(["a", "b", "alloc"]))).dictionary_encode(),
+            "kind": pa.array(column(st.sampled_from(["range", "memory"]))).dictionary_encode(),
+            "scope": pa.array(column(SCOPES), pa.string()).dictionary_encode(),
+            "start_ns": start,
+            "end_ns": start + 5,
+            "thread_id": pa.array(column(st.sampled_from([1, 2, 3])), pa.int64()),
+            "thread_name": pa.array(
+                column(st.none() | st.sampled_from(["main", "w"])), pa.string()
+            ),
+            "pid": pa.array(column(st.none() | st.sampled_from([5, 6])), pa.int64()),
+            "host": pa.array(column(st.none() | st.sampled_from(["a", "b", ""])), pa.string()),
+            "rank": pa.array(column(st.none() | st.sampled_from([0, 1])), pa.int32()),
+            "memory_bytes": pa.array(column(st.integers(-9, 9)), pa.int64()),
+            "device": pa.array(
+                column(st.none() | st.just("cuda:0")), pa.string()
+            ).dictionary_encode(),
+        }
+    )
+    return table.drop_columns(draw(st.sets(st.sampled_from(["host", "rank", "thread_name"]))))
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables())
+def test_a_table_is_laid_out_as_its_frame(table: pa.Table) -> None:
+    """An Arrow table's layout reads only its distinct processes and threads and its memory
+    rows: the same as the DataFrame's, read whole."""
+    read, whole = Layout(Rows(table)), Layout(Rows(table.to_pandas()))
+    pd.testing.assert_frame_equal(read.processes, whole.processes, check_dtype=False)
+    assert read.header_events() == whole.header_events()
+    assert read.categories == whole.categories
+    for ours, theirs in zip(read.totals, whole.totals):
+        assert np.array_equal(ours, theirs)
