@@ -34,7 +34,8 @@ def test_core_modules_are_compiled_extensions() -> None:
 
     assert _tracer.native_available()  # trace_calls runs on the C hook
     assert ranges._crange is not None  # the profiler's rows and the range fast path are native
-    assert ranges._same_context is not None  # ranges in an event loop leave without a reset
+    # ranges in an event loop push onto their task's stack in place, without a ContextVar write
+    assert ranges._private_value is not None and ranges._current_context is not None
     # record_function("x") is made without an argument tuple, its __enter__/__exit__ bound from
     # a free list, and decorated plain callables run without a Python frame (recfn.native._ccall)
     assert ranges.NATIVE_CALLS

@@ -20,12 +20,16 @@ derived, never incremented per operation: global entries plus live non-empty thr
 
 Open ranges: outside an event loop each thread keeps a list of its open ranges, innermost last; a
 range leaves it when it ends, in any order, so no chain of links is ever walked. Inside a loop the
-ContextVar holds an immutable ``_TaskLink`` per open range (its range and the link it was opened
-under); a link is closed when its range ends and closed links are skipped. Where
-``recfn.native._crange`` can tell a set's context from the running one, a range that ends leaves
-its closed link current instead of resetting the ContextVar (one write per range, not two). Both
-can only be walked for as many steps as they are deep. A range started with ``before()`` is held
-weakly by both, so one that is dropped without ``end()`` is collected and ended then.
+ContextVar holds a ``_TaskStack``, the same list for the running task: a task made while a range
+is open copies the context, so it starts under that range. A ContextVar write per range (about
+two thirds of a range's cost in a loop) is what a per-task stack saves: where
+``recfn.native._crange`` can tell that no other context can see the stack (none was copied from
+this one and no ContextVar was set since the stack was made current), a range pushes onto it in
+place; otherwise it makes a copy of the stack's open ranges current first. Each entry keeps the run
+of its range, so an entry left in a copy after its range ended is skipped even if the range
+object is entered again. Both lists can only be walked for as many steps as they are deep. A range
+started with ``before()`` is held weakly by both, so one that is dropped without ``end()`` is
+collected and ended then.
 """
 
 from __future__ import annotations
@@ -92,8 +96,13 @@ _native_in_loop: Final[Callable[[], bool]] = _crange.in_loop if _crange is not N
 _close_row: Final[Callable[[object, object, int], None]] = (
     _crange.close_row if _crange is not None else _no_close_row
 )
-# Absent in the pure build and where CPython lays a Token out differently: links are then reset.
-_same_context: Final[Optional[Callable[[object], bool]]] = getattr(_crange, "same_context", None)
+# Absent in the pure build and where CPython lays a Context out differently: every range in an
+# event loop then makes a copy of its task's stack current, and its end resets the ContextVar.
+_private_value: Final[Optional[Callable[[object], object]]] = getattr(
+    _crange, "private_value", None
+)
+_claim: Final[Optional[Callable[[object], None]]] = getattr(_crange, "claim", None)
+_current_context: Final[Optional[Callable[[], object]]] = getattr(_crange, "current_context", None)
 
 
 class RecordFunctionCallback:
@@ -333,20 +342,24 @@ class _ThreadData:
         self.row_args = vec[i64]([0, 0, 0, 0])
 
 
-class _TaskLink:
-    """One open range of an asyncio task: immutable but for ``open``, so no cycle can form."""
+class _TaskStack:
+    """The open ranges of one asyncio task, innermost last in ``entries[0:top]``: each a
+    RecordFunction, a weak reference to the _Abandon of one started with before(), or None for
+    one that ended out of order, with the run of its range when it was pushed (-1: it left with
+    ``_detach``). Changed in place only by the context that made it current, while no other can
+    see it (``_private_value``); ranges that end may leave their slot from any copy."""
 
-    entry: object  # the RecordFunction, or a weak reference to its _Abandon
-    up: Optional[_TaskLink]  # the task's link when this range started
-    depth: i64  # links below this one: bounds every walk
-    open: bool
-    token: Optional[contextvars.Token[Optional[_TaskLink]]]  # restores the task's previous link
+    entries: list[object]
+    runs: list[int]
+    top: i64
+    context: object  # the Context it was made current in (None in the pure build)
+    token: object  # the pure build: the ContextVar.set that made it current, reset at the end
 
-    def __init__(self, entry: object, up: Optional[_TaskLink]) -> None:
-        self.entry = entry
-        self.up = up
-        self.depth = up.depth + 1 if up is not None else 0
-        self.open = True
+    def __init__(self, entries: list[object], runs: list[int]) -> None:
+        self.entries = entries
+        self.runs = runs
+        self.top = len(entries)
+        self.context = None
         self.token = None
 
 
@@ -384,16 +397,18 @@ _EMPTY_STATE: Final = _ThreadState([], True)
 _state_var: Final[contextvars.ContextVar[_ThreadState]] = contextvars.ContextVar(
     "recfn_thread_state", default=_EMPTY_STATE
 )
-_current_var: Final[contextvars.ContextVar[Optional[_TaskLink]]] = contextvars.ContextVar(
+_current_var: Final[contextvars.ContextVar[Optional[_TaskStack]]] = contextvars.ContextVar(
     "recfn_current_range", default=None
 )
 # Bound once: compiled code would look each ContextVar method up by name at every call.
 _state_get: Final[Callable[[], _ThreadState]] = _state_var.get
-_current_get: Final[Callable[[], Optional[_TaskLink]]] = _current_var.get
-_current_set: Final[Callable[[Optional[_TaskLink]], contextvars.Token[Optional[_TaskLink]]]] = (
+_current_get: Final[Callable[[], Optional[_TaskStack]]] = _current_var.get
+_current_set: Final[Callable[[Optional[_TaskStack]], contextvars.Token[Optional[_TaskStack]]]] = (
     _current_var.set
 )
-_current_reset: Final[Callable[[contextvars.Token[Optional[_TaskLink]]], None]] = _current_var.reset
+_current_reset: Final[Callable[[contextvars.Token[Optional[_TaskStack]]], None]] = (
+    _current_var.reset
+)
 _thread_local: Final = threading.local()
 # recfn.native._crange keeps each thread's data by thread state: where threading.local was patched to
 # hold one per greenlet (gevent), the fast path would find another greenlet's, so it is not told.
@@ -516,7 +531,7 @@ class RecordFunction:
     _c0: object = None
     _extra: Optional[_RangeExtra] = None
     _future_end: bool = False
-    _link: Optional[_TaskLink] = None  # open inside an event loop
+    _task: Optional[_TaskStack] = None  # the task stack it was pushed on, inside an event loop
     _on_stack: bool = False  # open on its thread's stack
     _fast: bool = False  # started by _fast_begin: its row is native, opened without on_start
     # Fields owned by the profiler (recfn.capture._recorder): where this range's row lives.
@@ -625,15 +640,25 @@ class RecordFunction:
         entry = self._entry()
         if in_loop:
             # Inside an event loop, nesting is per task: the ContextVar gives each task its own.
-            up = _current_get()
-            while up is not None and not up.open:
-                up = up.up  # ranges of this task that ended since (their links stay current)
-            parent = _link_range(up)
+            task = _task_stack()
+            top = min(task.top, len(task.entries))
+            parent = None
+            while top > 0:  # slots of ranges that ended since are dropped here
+                parent = _task_range(task, top - 1)
+                if parent is not None:
+                    break
+                task.entries[top - 1] = None
+                top -= 1
             if parent is None:
                 parent = _stack_top(td)
-            link = _TaskLink(entry, up)
-            self._link = link
-            link.token = _current_set(link)
+            if top < len(task.entries):
+                task.entries[top] = entry
+                task.runs[top] = self._run + 1
+            else:
+                task.entries.append(entry)
+                task.runs.append(self._run + 1)
+            task.top = top + 1
+            self._task = task
         else:
             # Elsewhere a per-thread stack is exact and avoids ContextVar writes.
             stack = td.stack
@@ -873,30 +898,38 @@ class RecordFunction:
                     stack[i] = None  # its thread drops the slot when it reaches it
                     break
             return
-        link = self._link
-        if link is None:
+        task = self._task
+        if task is None:
             return
-        self._link = None
-        link.open = False
-        token = link.token
-        link.token = None
-        if token is None or collected:
-            if collected and _thread_data() is not td:
+        self._task = None
+        if collected:
+            if _thread_data() is not td:
                 self.is_async = True
-            return  # a closed link is skipped by whoever reads it next
-        if _same_context is not None:
-            # No reset: the closed link stays current until the task's next range skips it,
-            # which saves a ContextVar write (about half of a range's cost) per range.
-            if not _same_context(token):  # another thread or asyncio task than its start's
-                self.is_async = True
+            return  # its entry is a dead weak reference: skipped by whoever reads it next
+        if _current_context is None:
+            self._leave_by_reset(task)
+            return
+        if task.context is not _current_context():  # another thread or asyncio task's
+            self.is_async = True
+            return  # its entry is skipped once the range has ended
+        current = _current_get()  # the task's stack, or a copy of it made current since
+        if current is not None:
+            _task_leave(current, self._entry(), self._run)
+
+    def _leave_by_reset(self, task: _TaskStack) -> None:
+        """The pure build's end of a range in an event loop: every range made a stack current
+        with its ContextVar.set; resetting it tells another context's end (ValueError)."""
+        token = task.token
+        task.token = None
+        if token is None:
             return
         innermost = _current_get()
         try:
-            _current_reset(token)
+            _current_reset(cast(contextvars.Token[Optional[_TaskStack]], token))
         except ValueError:  # another thread or asyncio task than the one it started in
             self.is_async = True
             return
-        if innermost is not link:  # ended out of order: the inner range stays current
+        if innermost is not task:  # ended out of order: the inner range stays current
             _current_set(innermost)
 
     def _detach(self) -> None:
@@ -1219,7 +1252,7 @@ def current_range() -> Optional[RecordFunction]:
     """The innermost active range of this thread or asyncio task, or ``None``."""
     td = _thread_data()
     if _asyncio_loop_running():
-        rf = _link_range(_current_get())
+        rf = _task_top(_current_get())
         if rf is not None and rf._td is td:
             return rf
     return _stack_top(td)
@@ -1227,10 +1260,77 @@ def current_range() -> Optional[RecordFunction]:
 
 def _innermost(td: _ThreadData) -> Optional[RecordFunction]:
     """The innermost open range of the running task if any, else of the thread ``td``."""
-    rf = _link_range(_current_get())
+    rf = _task_top(_current_get())
     if rf is None:
         rf = _stack_top(td)
     return rf
+
+
+def _task_stack() -> _TaskStack:
+    """The running task's stack to push a range on: the current one where no other context can
+    see it, else a copy of its open ranges, made current (one ContextVar write)."""
+    if _private_value is not None:
+        found = _private_value(_current_var)
+        if found is not None:
+            return cast(_TaskStack, found)
+    current = _current_get()
+    entries: list[object] = []
+    runs: list[int] = []
+    if current is not None:
+        for i in range(min(current.top, len(current.entries))):
+            if _task_range(current, i) is not None:
+                entries.append(current.entries[i])
+                runs.append(current.runs[i])
+    task = _TaskStack(entries, runs)
+    token = _current_set(task)
+    if _claim is not None and _current_context is not None:
+        _claim(_current_var)
+        task.context = _current_context()
+    else:
+        task.token = token
+    return task
+
+
+def _task_range(task: _TaskStack, i: i64) -> Optional[RecordFunction]:
+    """The range at slot ``i`` of ``task`` if it is still open in the run it was pushed in."""
+    entry = task.entries[i]
+    run = task.runs[i]
+    if entry is None or run < 0:
+        return None
+    if isinstance(entry, RecordFunction):
+        rf: Optional[RecordFunction] = entry
+    else:
+        rf = _live(entry)
+    if rf is None or rf._state != 1 or rf._run != run:
+        return None
+    return rf
+
+
+def _task_top(task: Optional[_TaskStack]) -> Optional[RecordFunction]:
+    """The innermost open range of ``task`` (at most its depth in steps)."""
+    if task is None:
+        return None
+    top = min(task.top, len(task.entries))
+    while top > 0:
+        rf = _task_range(task, top - 1)
+        if rf is not None:
+            return rf
+        top -= 1
+    return None
+
+
+def _task_leave(task: _TaskStack, entry: object, run: i64) -> None:
+    """Take the range ``entry`` (in its run ``run``) off ``task``: pop it when it is innermost,
+    with the slots of ranges that ended under it; otherwise its slot is skipped from now on."""
+    top = min(task.top, len(task.entries))
+    for i in range(top - 1, -1, -1):
+        if task.entries[i] is entry and task.runs[i] == run:
+            task.entries[i] = None
+            if i == top - 1:
+                while top > 0 and task.entries[top - 1] is None:
+                    top -= 1
+                task.top = top
+            return
 
 
 def _stack_top(td: _ThreadData) -> Optional[RecordFunction]:
@@ -1251,24 +1351,6 @@ def _stack_top(td: _ThreadData) -> Optional[RecordFunction]:
             stack[top - 1] = None
         top -= 1
     td.top = 0
-    return None
-
-
-def _link_range(link: Optional[_TaskLink]) -> Optional[RecordFunction]:
-    """The range of the innermost open link from ``link`` outwards (at most its depth + 1 steps)."""
-    if link is None:
-        return None
-    steps = link.depth
-    while link is not None and steps >= 0:
-        if link.open:
-            entry = link.entry
-            if isinstance(entry, RecordFunction):
-                return entry
-            rf = _live(entry)
-            if rf is not None:
-                return rf
-        link = link.up
-        steps -= 1
     return None
 
 

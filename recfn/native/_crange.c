@@ -763,47 +763,132 @@ static PyObject *m_in_loop(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored))
     return PyBool_FromLong(running);
 }
 
-/* The layout CPython (3.11-3.13) gives a contextvars.Token: its first field is the Context the
- * value was set in. Not public API, so PyInit__crange checks it on a probe token first and
- * leaves same_context out where it does not hold (the engine then resets the token instead). */
+/* The part of a contextvars.Context that private_value reads, as CPython 3.11-3.13 lay it out
+ * (not public API: PyInit__crange checks it on probe contexts first). ctx_vars is the HAMT of
+ * its values: every ContextVar.set in the context replaces it, and a copy of the context shares
+ * it (one more reference) until either sets a value. */
 typedef struct {
     PyObject_HEAD
-    PyObject *tok_ctx;
-    PyObject *tok_var;
-} TokenLayout;
+    PyObject *ctx_prev;
+    PyObject *ctx_vars;
+} ContextLayout;
 
-static PyObject *m_same_context(PyObject *Py_UNUSED(m), PyObject *token) {
-    if (!PyContextToken_CheckExact(token)) {
-        PyErr_Format(PyExc_TypeError, "same_context needs a contextvars.Token, got %.100s",
-                     Py_TYPE(token)->tp_name);
+/* What claim() recorded on this thread: the context, its values then (a strong reference, so
+ * that no later HAMT can have its address), the ContextVar and its value (borrowed: the HAMT
+ * holds it). */
+typedef struct {
+    PyObject *ctx;
+    PyObject *vars;
+    PyObject *var;
+    PyObject *value;
+    int release_at_exit; /* the thread state's dict holds a capsule that clears this */
+} Claimed;
+static _Thread_local Claimed claimed __attribute__((tls_model("initial-exec")));
+static const char *const CLAIMED_KEY = "recfn.native._crange.claimed";
+
+static void forget_claim(PyObject *capsule) {
+    (void)capsule; /* runs as the thread state is cleared, on its own thread */
+    claimed.ctx = claimed.var = claimed.value = NULL;
+    Py_CLEAR(claimed.vars);
+    claimed.release_at_exit = 0;
+}
+
+/* private_value(var): var's value in the running context when claim(var) made it current there
+ * and nothing can have seen it since: the context is the same, none of its ContextVars was set
+ * (its HAMT is the same one) and no copy of it holds that HAMT (a copy takes a reference; a
+ * task made, a callback scheduled or contextvars.copy_context() each make one). The engine
+ * then changes the value in place; None otherwise. */
+static PyObject *m_private_value(PyObject *Py_UNUSED(m), PyObject *var) {
+    PyObject *ctx = PyThreadState_Get()->context;
+    if (ctx == NULL || ctx != claimed.ctx || var != claimed.var) Py_RETURN_NONE;
+    PyObject *vars = ((ContextLayout *)ctx)->ctx_vars;
+    if (vars != claimed.vars || Py_REFCNT(vars) != 2) Py_RETURN_NONE; /* the context's + ours */
+    return Py_NewRef(claimed.value);
+}
+
+/* claim(var): remember var's value, just set in the running context, for private_value. */
+static PyObject *m_claim(PyObject *Py_UNUSED(m), PyObject *var) {
+    if (!PyContextVar_CheckExact(var)) {
+        PyErr_SetString(PyExc_TypeError, "claim needs a contextvars.ContextVar");
         return NULL;
     }
-    return PyBool_FromLong(((TokenLayout *)token)->tok_ctx == PyThreadState_Get()->context);
-}
-
-/* Whether TokenLayout reads a token as this CPython lays it out: 1, 0, or -1 with an error. */
-static int token_layout_holds(void) {
-    PyObject *var = PyContextVar_New("recfn_token_probe", NULL);
-    if (var == NULL) return -1;
-    PyObject *token = PyContextVar_Set(var, Py_None);
-    if (token == NULL) {
-        Py_DECREF(var);
-        return -1;
+    PyObject *ctx = PyThreadState_Get()->context, *value = NULL;
+    if (PyContextVar_Get(var, NULL, &value) < 0) return NULL;
+    if (!claimed.release_at_exit) {
+        PyObject *state = PyThreadState_GetDict();
+        PyObject *capsule = state == NULL ? NULL : PyCapsule_New(&claimed, CLAIMED_KEY, forget_claim);
+        if (capsule == NULL || PyDict_SetItemString(state, CLAIMED_KEY, capsule) < 0) {
+            Py_XDECREF(capsule);
+            Py_XDECREF(value);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "claim: the thread state has no dict");
+            return NULL;
+        }
+        Py_DECREF(capsule);
+        claimed.release_at_exit = 1;
     }
-    PyObject *ctx = PyThreadState_Get()->context;
-    int holds = ((TokenLayout *)token)->tok_var == var && ctx != NULL &&
-                ((TokenLayout *)token)->tok_ctx == ctx && PyContext_CheckExact(ctx);
-    int reset = PyContextVar_Reset(var, token);
-    Py_DECREF(token);
-    Py_DECREF(var);
-    return reset < 0 ? -1 : holds;
+    if (ctx == NULL || value == NULL) {
+        claimed.ctx = claimed.var = claimed.value = NULL;
+        Py_CLEAR(claimed.vars);
+    } else {
+        Py_XSETREF(claimed.vars, Py_NewRef(((ContextLayout *)ctx)->ctx_vars));
+        claimed.ctx = ctx;
+        claimed.var = var;
+        claimed.value = value;
+    }
+    Py_XDECREF(value); /* the context's values hold it */
+    Py_RETURN_NONE;
 }
 
-static PyMethodDef same_context_def = {
-    "same_context", m_same_context, METH_O,
-    "same_context(token) -> bool: whether the ContextVar.set that made token ran in the context "
-    "that runs now (the asyncio task, or the thread's context), as ContextVar.reset(token) would "
-    "accept it, without resetting."};
+static PyObject *m_current_context(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
+    PyObject *ctx = PyThreadState_Get()->context;
+    return Py_NewRef(ctx != NULL ? ctx : Py_None);
+}
+
+/* Whether ContextLayout reads contexts as this CPython lays them out: a copy shares its HAMT, a
+ * set in it replaces its own with one that only it holds. 1, 0, or -1 with an error. */
+static int context_layout_holds(void) {
+#ifdef Py_GIL_DISABLED
+    return 0; /* reference counts are not single numbers there */
+#else
+    int holds = -1;
+    PyObject *ctx = PyContext_New(), *copy = NULL, *var = NULL, *token = NULL;
+    if (ctx == NULL || (copy = PyContext_Copy(ctx)) == NULL ||
+        (var = PyContextVar_New("recfn_context_probe", NULL)) == NULL)
+        goto done;
+    PyObject *shared = ((ContextLayout *)ctx)->ctx_vars;
+    holds = shared != NULL && shared == ((ContextLayout *)copy)->ctx_vars &&
+            strcmp(Py_TYPE(shared)->tp_name, "hamt") == 0 && Py_REFCNT(shared) >= 2;
+    if (!holds) goto done;
+    if (PyContext_Enter(copy) < 0) {
+        holds = -1;
+        goto done;
+    }
+    token = PyContextVar_Set(var, Py_None);
+    PyObject *own = ((ContextLayout *)copy)->ctx_vars;
+    holds = token != NULL && own != shared && Py_TYPE(own) == Py_TYPE(shared) &&
+            Py_REFCNT(own) == 1 && PyThreadState_Get()->context == copy;
+    if (PyContext_Exit(copy) < 0 || token == NULL) holds = -1;
+done:
+    Py_XDECREF(token);
+    Py_XDECREF(var);
+    Py_XDECREF(copy);
+    Py_XDECREF(ctx);
+    return holds;
+#endif
+}
+
+static PyMethodDef context_defs[] = {
+    {"private_value", m_private_value, METH_O,
+     "private_value(var) -> object: var's value when claim(var) made it current in the running "
+     "context and no other context can have seen it since (no copy of the context holds its "
+     "values, none was set), else None."},
+    {"claim", m_claim, METH_O,
+     "claim(var): remember var's value, just set in the running context, for private_value."},
+    {"current_context", m_current_context, METH_NOARGS,
+     "current_context() -> Context: the running contextvars.Context itself (not a copy)."},
+    {NULL, NULL, 0, NULL},
+};
 
 static void release_thread_data(PyObject *capsule) {
     PyObject *td = PyCapsule_GetPointer(capsule, THREAD_KEY);
@@ -935,14 +1020,8 @@ PyMODINIT_FUNC PyInit__crange(void) {
         Py_DECREF(m);
         return NULL;
     }
-    int holds = token_layout_holds();
-    if (holds > 0) {
-        PyObject *same_context = PyCFunction_NewEx(&same_context_def, NULL, NULL);
-        int added = same_context == NULL ? -1
-                                         : PyModule_AddObjectRef(m, "same_context", same_context);
-        Py_XDECREF(same_context);
-        if (added < 0) holds = -1;
-    }
+    int holds = context_layout_holds();
+    if (holds > 0 && PyModule_AddFunctions(m, context_defs) < 0) holds = -1;
     if (holds < 0) {
         Py_DECREF(m);
         return NULL;

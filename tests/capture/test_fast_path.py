@@ -117,12 +117,12 @@ def test_ranges_inside_an_event_loop_take_the_fast_path_in_their_tasks_frames() 
     async def task() -> tuple[bool, bool]:
         with recfn.record_function("in a task") as rf:
             await asyncio.sleep(0)
-            return rf._fast, rf._link is not None
+            return rf._fast, rf._task is not None
 
     with recfn.profile():
         assert asyncio.run(task()) == (True, True)
         with recfn.record_function("after the loop") as rf:
-            assert rf._fast and rf._link is None
+            assert rf._fast and rf._task is None
 
 
 @needs_crange

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import threading
 from collections import Counter
 from typing import Any
@@ -85,6 +86,94 @@ def test_ended_ranges_of_a_task_parent_nothing_after_them() -> None:
         "made-after-outer": "",
         "last": "",
     }
+
+
+OTHER_VAR: contextvars.ContextVar[int] = contextvars.ContextVar("recfn_test_other", default=0)
+
+
+@pytest.mark.parametrize("then", ["nothing", "set another ContextVar"])
+def test_a_task_starts_under_the_ranges_open_when_it_was_made(then: str) -> None:
+    """Its maker goes on to open another range before the task runs: a task's context is a
+    copy made with the task, so the task's ranges nest under what was open then, not now,
+    whether or not a ContextVar was set in between."""
+    parents = _parents()
+
+    async def child() -> None:
+        with recfn.record_function("in-task"):
+            pass
+
+    async def main() -> None:
+        with recfn.record_function("outer"):
+            task = asyncio.create_task(child())
+            if then != "nothing":
+                OTHER_VAR.set(1)
+            with recfn.record_function("later"):
+                with recfn.record_function("inner"):
+                    await task
+
+    asyncio.run(main())
+    assert parents == {"outer": "", "later": "outer", "inner": "later", "in-task": "outer"}
+
+
+def test_a_copied_context_runs_under_the_ranges_open_when_it_was_copied() -> None:
+    parents = _parents()
+
+    def in_copy() -> None:
+        with recfn.record_function("in-copy"):
+            pass
+
+    async def main() -> None:
+        with recfn.record_function("outer"):
+            copied = contextvars.copy_context()
+            with recfn.record_function("later"):
+                copied.run(in_copy)
+                with recfn.record_function("after-the-copy-ran"):
+                    pass
+
+    asyncio.run(main())
+    assert parents == {
+        "outer": "",
+        "later": "outer",
+        "in-copy": "outer",
+        "after-the-copy-ran": "later",
+    }
+
+
+def test_a_range_entered_again_is_not_the_parent_its_first_run_was() -> None:
+    """A task made during a range's first run and started during its second: the first run
+    had ended, so the task's range has no parent, though the same object is open again."""
+    parents = _parents()
+    reused = recfn.record_function("reused")
+
+    async def child() -> None:
+        with recfn.record_function("in-task"):
+            pass
+
+    async def main() -> None:
+        with reused:
+            task = asyncio.create_task(child())
+            with recfn.record_function("inner"):  # pushed on a copy: the task holds the stack
+                pass
+        with reused:
+            await task
+
+    asyncio.run(main())
+    assert parents == {"reused": "", "inner": "reused", "in-task": ""}
+
+
+def test_a_range_ended_in_its_task_after_the_task_made_another_is_not_async() -> None:
+    async def main() -> None:
+        with recfn.record_function("outer"):
+            task = asyncio.create_task(asyncio.sleep(0))
+            with recfn.record_function("inner"):  # its stack is a copy, made current
+                pass
+            await task
+
+    with recfn.profile() as prof:
+        asyncio.run(main())
+    rows = {row["name"]: row for row in prof.table.to_pylist() if row["kind"] == "range"}
+    assert not rows["outer"]["is_async"] and not rows["inner"]["is_async"]
+    assert rows["inner"]["parent_id"] == rows["outer"]["id"]
 
 
 def test_range_outside_the_loop_parents_ranges_inside_it() -> None:
