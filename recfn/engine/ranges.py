@@ -324,6 +324,9 @@ class _ThreadData:
     rows_owner: object
     rows: object
     rows_stack: Optional[Callable[[], object]]
+    # The task stack this thread last made current and claimed (recfn.native._crange.claim):
+    # the fast path pushes on it when _crange.thread() finds it private (ROW_ARGS_LOOP 2).
+    claimed: Optional[_TaskStack]
     # The seq, parent seq and meta of the next row this thread opens: the Rows reads them
     # through the buffer protocol, so they are never boxed; then whether an event loop runs on
     # the thread, which recfn.native._crange.thread() writes (ROW_ARGS_LOOP). Never resized.
@@ -339,6 +342,7 @@ class _ThreadData:
         self.rows_owner = None
         self.rows = None
         self.rows_stack = None
+        self.claimed = None
         self.row_args = vec[i64]([0, 0, 0, 0])
 
 
@@ -633,15 +637,17 @@ class RecordFunction:
         self._extra_fields().abandon = _Abandon(self)
         self._begin(args, kwargs)
 
-    def _enter_context(self, td: _ThreadData, in_loop: bool) -> None:
-        """Make this range the innermost of its task (``in_loop``: an event loop runs on the
-        thread) or of its thread, and link it to the range it opened under."""
+    def _enter_context(self, td: _ThreadData, loop: i64) -> None:
+        """Make this range the innermost of its task (``loop`` 1: an event loop runs on the
+        thread; 2: and td's claimed stack is private to the running context) or of its thread,
+        and link it to the range it opened under."""
         self._td = td
         entry = self._entry()
-        if in_loop:
+        if loop != 0:
             # Inside an event loop, nesting is per task: the ContextVar gives each task its own.
-            task = _task_stack()
-            top = min(task.top, len(task.entries))
+            claimed = td.claimed
+            task = claimed if loop == 2 and claimed is not None else _task_stack(td)
+            top = task.top
             parent = None
             while top > 0:  # slots of ranges that ended since are dropped here
                 parent = _task_range(task, top - 1)
@@ -649,8 +655,8 @@ class RecordFunction:
                     break
                 task.entries[top - 1] = None
                 top -= 1
-            if parent is None:
-                parent = _stack_top(td)
+            if parent is None and td.top > 0:
+                parent = _stack_top(td)  # a range open outside the loop
             if top < len(task.entries):
                 task.entries[top] = entry
                 task.runs[top] = self._run + 1
@@ -685,7 +691,7 @@ class RecordFunction:
 
     def _begin(self, inputs: object, kwinputs: object) -> None:
         td = _thread_data()
-        self._enter_context(td, _asyncio_loop_running())
+        self._enter_context(td, 1 if _asyncio_loop_running() else 0)
         if self._needs_ids:
             td.next_seq += 1
             self.handle = (td.tid << TID_SHIFT) | td.next_seq
@@ -747,7 +753,7 @@ class RecordFunction:
         if _reg.state_touched and not _state_get().enabled:
             return False  # a state with callbacks would have cleared _reg.plain
         self._e0 = plain
-        self._enter_context(td, td.row_args[ROW_ARGS_LOOP] != 0)
+        self._enter_context(td, td.row_args[ROW_ARGS_LOOP])
         parent = self._parent
         td.next_seq += 1
         self.handle = (td.tid << TID_SHIFT) | td.next_seq
@@ -781,14 +787,29 @@ class RecordFunction:
         return True
 
     def _fast_end(self) -> None:
-        """End a range ``_fast_begin`` started: pop it (or leave its task's link, or its slot
-        when it ends out of order) and end its row; one left from another thread or task is
-        async, and the profiler's ``on_end`` marks it so through ``_finish``."""
+        """End a range ``_fast_begin`` started: pop it from its thread's or its task's stack
+        (or leave its slot when it ends out of order) and end its row; one left from another
+        thread or task is async, and the profiler's ``on_end`` marks it so through
+        ``_finish``."""
         td = self._td
+        task = self._task
         if td is not None and self._on_stack and td.top > 0 and td.stack[td.top - 1] is self:
             td.top -= 1
             td.stack[td.top] = None
             self._on_stack = False
+        elif (
+            task is not None
+            and task.top > 0
+            and task.entries[task.top - 1] is self
+            and _private_value is not None
+            and _private_value(_current_var) is task  # its own task's, unseen by others
+        ):
+            self._task = None
+            top = task.top - 1
+            task.entries[top] = None
+            while top > 0 and task.entries[top - 1] is None:
+                top -= 1  # slots of ranges that ended out of order under it
+            task.top = top
         else:
             self._leave_context(False, False)
             if self.is_async:
@@ -906,6 +927,9 @@ class RecordFunction:
             if _thread_data() is not td:
                 self.is_async = True
             return  # its entry is a dead weak reference: skipped by whoever reads it next
+        if _private_value is not None and _private_value(_current_var) is task:
+            _task_leave(task, self._entry(), self._run)  # its own task's, unseen by others
+            return
         if _current_context is None:
             self._leave_by_reset(task)
             return
@@ -1266,9 +1290,10 @@ def _innermost(td: _ThreadData) -> Optional[RecordFunction]:
     return rf
 
 
-def _task_stack() -> _TaskStack:
-    """The running task's stack to push a range on: the current one where no other context can
-    see it, else a copy of its open ranges, made current (one ContextVar write)."""
+def _task_stack(td: _ThreadData) -> _TaskStack:
+    """The running task's stack to push a range on (from the thread ``td``): the current one
+    where no other context can see it, else a copy of its open ranges, made current (one
+    ContextVar write) and claimed."""
     if _private_value is not None:
         found = _private_value(_current_var)
         if found is not None:
@@ -1286,6 +1311,7 @@ def _task_stack() -> _TaskStack:
     if _claim is not None and _current_context is not None:
         _claim(_current_var)
         task.context = _current_context()
+        td.claimed = task
     else:
         task.token = token
     return task

@@ -638,7 +638,8 @@ static PyTypeObject RowsType = {
  *   it before releasing it, so no finalizer running later on the thread finds it freed;
  * - id: the thread state it belongs to (PyThreadState_GetID);
  * - args: td.row_args' items (the vec is never resized or replaced, and td keeps it): thread()
- *   sets ROW_ARGS_LOOP to whether an asyncio event loop runs on the thread;
+ *   sets ROW_ARGS_LOOP to whether an asyncio event loop runs on the thread (2: and the task
+ *   stack last claimed on it is private to the running context);
  * - holder, running (Python < 3.12): the last running-loop holder asyncio stored in the thread
  *   state's dict (a strong reference: a new holder is never mistaken for it) and whether
  *   asyncio said a loop runs while it is there. asyncio makes a new holder whenever a loop
@@ -735,13 +736,17 @@ static int loop_running(void) {
     return ask_asyncio();
 }
 
+static int claimed_is_private(PyObject *var);
+
 static PyObject *m_thread(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
     PyObject *td = here.td;
     if (td == NULL || here.id != PyThreadState_GetID(PyThreadState_Get())) Py_RETURN_NONE;
     int running = loop_running();
     if (running < 0) return NULL;
     if (running > 1) Py_RETURN_NONE;
-    here.args[ROW_ARGS_LOOP] = running;
+    /* In a loop, 2 when the stack this thread last claimed is current and private to its
+     * context (private_value would return it): the engine pushes on it without asking. */
+    here.args[ROW_ARGS_LOOP] = running && claimed_is_private(NULL) ? 2 : running;
     return Py_NewRef(td);
 }
 
@@ -799,11 +804,17 @@ static void forget_claim(PyObject *capsule) {
  * task made, a callback scheduled or contextvars.copy_context() each make one). The engine
  * then changes the value in place; None otherwise. */
 static PyObject *m_private_value(PyObject *Py_UNUSED(m), PyObject *var) {
-    PyObject *ctx = PyThreadState_Get()->context;
-    if (ctx == NULL || ctx != claimed.ctx || var != claimed.var) Py_RETURN_NONE;
-    PyObject *vars = ((ContextLayout *)ctx)->ctx_vars;
-    if (vars != claimed.vars || Py_REFCNT(vars) != 2) Py_RETURN_NONE; /* the context's + ours */
+    if (!claimed_is_private(var)) Py_RETURN_NONE;
     return Py_NewRef(claimed.value);
+}
+
+/* Whether the value claimed on this thread (of `var`; NULL: whichever) is private_value's. */
+static int claimed_is_private(PyObject *var) {
+    PyObject *ctx = PyThreadState_Get()->context;
+    if (ctx == NULL || ctx != claimed.ctx || claimed.var == NULL) return 0;
+    if (var != NULL && var != claimed.var) return 0;
+    PyObject *vars = ((ContextLayout *)ctx)->ctx_vars;
+    return vars == claimed.vars && Py_REFCNT(vars) == 2; /* the context's reference and ours */
 }
 
 /* claim(var): remember var's value, just set in the running context, for private_value. */

@@ -32,7 +32,8 @@ META_ASYNC_BIT: Final[i32] = 1 << 6
 META_LOW: Final[i32] = (1 << 7) - 1
 META_DEPTH_SHIFT: Final = 8
 
-# A thread's row arguments (int64): the slot where the fast path learns an event loop runs.
+# A thread's row arguments (int64): the slot where the fast path learns an event loop runs (1),
+# and that the task stack last claimed on the thread is private to the running context (2).
 ROW_ARGS_LOOP: Final = 3
 
 # trace_calls' name ids that are not names.
