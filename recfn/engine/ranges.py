@@ -792,24 +792,12 @@ class RecordFunction:
         thread or task is async, and the profiler's ``on_end`` marks it so through
         ``_finish``."""
         td = self._td
-        task = self._task
         if td is not None and self._on_stack and td.top > 0 and td.stack[td.top - 1] is self:
             td.top -= 1
             td.stack[td.top] = None
             self._on_stack = False
-        elif (
-            task is not None
-            and task.top > 0
-            and task.entries[task.top - 1] is self
-            and _private_value is not None
-            and _private_value(_current_var) is task  # its own task's, unseen by others
-        ):
-            self._task = None
-            top = task.top - 1
-            task.entries[top] = None
-            while top > 0 and task.entries[top - 1] is None:
-                top -= 1  # slots of ranges that ended out of order under it
-            task.top = top
+        elif self._task is not None and self._pop_own_task():
+            pass
         else:
             self._leave_context(False, False)
             if self.is_async:
@@ -818,6 +806,27 @@ class RecordFunction:
         self._state = 2
         if self.sink_row >= 0:
             _close_row(self.sink_chunk, self, 0)
+
+    def _pop_own_task(self) -> bool:
+        """Pop this range from its task's stack if it is the innermost there and the running
+        context is that stack's, unseen by others (the common end inside a loop); False when
+        ``_leave_context`` must decide."""
+        task = self._task
+        if (
+            task is None
+            or task.top == 0
+            or task.entries[task.top - 1] is not self
+            or _private_value is None
+            or _private_value(_current_var) is not task
+        ):
+            return False
+        self._task = None
+        top = task.top - 1
+        task.entries[top] = None
+        while top > 0 and task.entries[top - 1] is None:
+            top -= 1  # slots of ranges that ended out of order under it
+        task.top = top
+        return True
 
     def end(self) -> None:
         """End the range: run end callbacks and restore the parent as the current range."""
