@@ -349,9 +349,9 @@ class _ThreadData:
 class _TaskStack:
     """The open ranges of one asyncio task, innermost last in ``entries[0:top]``: each a
     RecordFunction, a weak reference to the _Abandon of one started with before(), or None for
-    one that ended out of order, with the run of its range when it was pushed (-1: it left with
-    ``_detach``). Changed in place only by the context that made it current, while no other can
-    see it (``_private_value``); ranges that end may leave their slot from any copy."""
+    one that ended out of order, with the run of its range when it was pushed. Changed in place
+    only by the context that made it current, while no other can see it (``_private_value``);
+    a range that ends may also clear its slot in the copy current in its task."""
 
     entries: list[object]
     runs: list[int]
@@ -1330,7 +1330,7 @@ def _task_range(task: _TaskStack, i: i64) -> Optional[RecordFunction]:
     """The range at slot ``i`` of ``task`` if it is still open in the run it was pushed in."""
     entry = task.entries[i]
     run = task.runs[i]
-    if entry is None or run < 0:
+    if entry is None:
         return None
     if isinstance(entry, RecordFunction):
         rf: Optional[RecordFunction] = entry

@@ -791,8 +791,14 @@ typedef struct {
 static _Thread_local Claimed claimed __attribute__((tls_model("initial-exec")));
 static const char *const CLAIMED_KEY = "recfn.native._crange.claimed";
 
+/* The capsule's destructor, as a thread's state is cleared: on that thread, it drops the
+ * claim; where another thread clears it (the thread and its thread-local are gone), the claim's
+ * reference is left behind rather than read from freed memory. */
 static void forget_claim(PyObject *capsule) {
-    (void)capsule; /* runs as the thread state is cleared, on its own thread */
+    if (PyCapsule_GetPointer(capsule, CLAIMED_KEY) != &claimed) {
+        PyErr_Clear();
+        return;
+    }
     claimed.ctx = claimed.var = claimed.value = NULL;
     Py_CLEAR(claimed.vars);
     claimed.release_at_exit = 0;

@@ -176,6 +176,30 @@ def test_a_range_ended_in_its_task_after_the_task_made_another_is_not_async() ->
     assert rows["inner"]["parent_id"] == rows["outer"]["id"]
 
 
+def test_event_loops_on_many_threads_keep_their_tasks_apart() -> None:
+    """Each thread's loop claims its own stacks; threads that end drop theirs."""
+    parents = _parents()
+
+    async def child(tag: str) -> None:
+        with recfn.record_function(f"{tag}-child"):
+            await asyncio.sleep(0)
+
+    async def main(tag: str) -> None:
+        with recfn.record_function(f"{tag}-outer"):
+            task = asyncio.create_task(child(tag))
+            with recfn.record_function(f"{tag}-inner"):
+                await task
+
+    threads = [threading.Thread(target=asyncio.run, args=(main(f"t{i}"),)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for i in range(8):
+        assert parents[f"t{i}-outer"] == ""
+        assert parents[f"t{i}-inner"] == parents[f"t{i}-child"] == f"t{i}-outer"
+
+
 def test_range_outside_the_loop_parents_ranges_inside_it() -> None:
     parents = _parents()
 
