@@ -305,17 +305,17 @@ def _range_masks(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def complete_events(
-    df: pd.DataFrame, layout: Layout, rows: np.ndarray, native: bool = True
+    df: pd.DataFrame, layout: Layout, rows: np.ndarray, use_native: bool = True
 ) -> bytes:
     """The "X" events of the closed ranges at `rows` of `df`, comma-separated, exactly as msgspec
     writes ``{"ph": "X", "cat", "name", "pid", "tid", "ts", "dur", "args", "recfn_id",
     "recfn_parent_id"}`` (see `other_events` for what each holds), but built a column at a time
     (a Python dict per event cost 6-8 us): in one native pass without the GIL where
-    recfn.native._cchrome is built (and `native`), else in Arrow's kernels."""
+    recfn.native._cchrome is built (and `use_native`), else in Arrow's kernels."""
     if not len(rows):
         return b""
     fields = _Complete(df, layout, rows)
-    if native and ENCODE_COMPLETE is not None:
+    if use_native and ENCODE_COMPLETE is not None:
         return fields.native()
     return fields.arrow()
 

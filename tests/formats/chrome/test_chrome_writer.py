@@ -147,7 +147,7 @@ def test_the_native_writer_writes_what_the_arrow_kernels_write(
     """Byte for byte, on any rows of a batch (whose times choose their text as a whole)."""
     layout = Layout(Rows(frame), base)
     rows = np.array(sorted(data.draw(st.sets(st.integers(0, len(frame) - 1)))), dtype=np.int64)
-    arrow = complete_events(frame, layout, rows, native=False)
+    arrow = complete_events(frame, layout, rows, use_native=False)
     assert complete_events(frame, layout, rows) == arrow
 
 
