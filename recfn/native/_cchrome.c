@@ -1788,7 +1788,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, .m_name = "recfn.native._cchrome",
-    .m_doc = "A native decoder for the common shape of Chrome trace events.", .m_size = -1,
+    .m_doc = "A native decoder for the common shape of Chrome trace events, and the writer's "
+              "complete events.",
+    .m_size = -1,
     .m_methods = methods,
 };
 

@@ -19,7 +19,8 @@ C_EXTENSIONS: Final = {
     "_ccall": "the compiled range classes' call protocol: constructors, bound __enter__/__exit__, "
     "the decorator's wrapper",
     "_ctrace": "trace_calls' C hook",
-    "_cchrome": "the Chrome reader's native decoder and one-pass nesting",
+    "_cchrome": "the Chrome reader's native decoder and one-pass nesting, the writer's complete "
+    "events",
     "_csummary": "the out-of-core summary's one pass over a process's rows as recorded",
 }
 """The C extensions in recfn/native/, built with the compiled modules, by what they do."""
