@@ -821,11 +821,8 @@ class RecordFunction:
         ):
             return False
         self._task = None
-        top = task.top - 1
-        task.entries[top] = None
-        while top > 0 and task.entries[top - 1] is None:
-            top -= 1  # slots of ranges that ended out of order under it
-        task.top = top
+        task.entries[task.top - 1] = None
+        _task_drop_ended(task)
         return True
 
     def end(self) -> None:
@@ -1311,7 +1308,7 @@ def _task_stack(td: _ThreadData) -> _TaskStack:
     entries: list[object] = []
     runs: list[int] = []
     if current is not None:
-        for i in range(min(current.top, len(current.entries))):
+        for i in range(current.top):
             if _task_range(current, i) is not None:
                 entries.append(current.entries[i])
                 runs.append(current.runs[i])
@@ -1345,7 +1342,7 @@ def _task_top(task: Optional[_TaskStack]) -> Optional[RecordFunction]:
     """The innermost open range of ``task`` (at most its depth in steps)."""
     if task is None:
         return None
-    top = min(task.top, len(task.entries))
+    top = task.top
     while top > 0:
         rf = _task_range(task, top - 1)
         if rf is not None:
@@ -1357,15 +1354,20 @@ def _task_top(task: Optional[_TaskStack]) -> Optional[RecordFunction]:
 def _task_leave(task: _TaskStack, entry: object, run: i64) -> None:
     """Take the range ``entry`` (in its run ``run``) off ``task``: pop it when it is innermost,
     with the slots of ranges that ended under it; otherwise its slot is skipped from now on."""
-    top = min(task.top, len(task.entries))
-    for i in range(top - 1, -1, -1):
+    for i in range(task.top - 1, -1, -1):
         if task.entries[i] is entry and task.runs[i] == run:
             task.entries[i] = None
-            if i == top - 1:
-                while top > 0 and task.entries[top - 1] is None:
-                    top -= 1
-                task.top = top
+            if i == task.top - 1:
+                _task_drop_ended(task)
             return
+
+
+def _task_drop_ended(task: _TaskStack) -> None:
+    """Lower ``task.top`` past the cleared slots at its top (ranges that ended out of order)."""
+    top = task.top
+    while top > 0 and task.entries[top - 1] is None:
+        top -= 1
+    task.top = top
 
 
 def _stack_top(td: _ThreadData) -> Optional[RecordFunction]:

@@ -26,6 +26,12 @@ def _parents() -> dict[str, str]:
     return parents
 
 
+async def _one_range(name: str) -> None:
+    """A task's body: one range named ``name``."""
+    with recfn.record_function(name):
+        pass
+
+
 def test_interleaving_asyncio_tasks_keep_their_own_parents() -> None:
     parents = _parents()
     order: list[str] = []
@@ -60,19 +66,15 @@ def test_ended_ranges_of_a_task_parent_nothing_after_them() -> None:
     after it ended or while it was open but run after it ended, skip it."""
     parents = _parents()
 
-    async def child(tag: str) -> None:
-        with recfn.record_function(tag):
-            pass
-
     async def main() -> None:
         with recfn.record_function("outer"):
             with recfn.record_function("first"):
-                late = asyncio.ensure_future(child("made-in-first"))
+                late = asyncio.ensure_future(_one_range("made-in-first"))
             with recfn.record_function("second"):
                 pass
             await late
-            await asyncio.create_task(child("made-in-outer"))
-        await asyncio.create_task(child("made-after-outer"))
+            await asyncio.create_task(_one_range("made-in-outer"))
+        await asyncio.create_task(_one_range("made-after-outer"))
         with recfn.record_function("last"):
             pass
 
@@ -98,13 +100,9 @@ def test_a_task_starts_under_the_ranges_open_when_it_was_made(then: str) -> None
     whether or not a ContextVar was set in between."""
     parents = _parents()
 
-    async def child() -> None:
-        with recfn.record_function("in-task"):
-            pass
-
     async def main() -> None:
         with recfn.record_function("outer"):
-            task = asyncio.create_task(child())
+            task = asyncio.create_task(_one_range("in-task"))
             if then != "nothing":
                 OTHER_VAR.set(1)
             with recfn.record_function("later"):
@@ -145,13 +143,9 @@ def test_a_range_entered_again_is_not_the_parent_its_first_run_was() -> None:
     parents = _parents()
     reused = recfn.record_function("reused")
 
-    async def child() -> None:
-        with recfn.record_function("in-task"):
-            pass
-
     async def main() -> None:
         with reused:
-            task = asyncio.create_task(child())
+            task = asyncio.create_task(_one_range("in-task"))
             with recfn.record_function("inner"):  # pushed on a copy: the task holds the stack
                 pass
         with reused:
