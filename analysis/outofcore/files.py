@@ -938,9 +938,10 @@ def _one_pass(
     whole: bool,
     keep_rows: bool,
 ) -> _Passed | None:
-    """One process summarised in one native pass over its rows as recorded (in a few runs,
-    a capture's threads, whose ids count up by one and whose starts are in order; parents
-    before children, a closed parent in its children's run: ``recfn/native/_csummary.c``),
+    """One process summarised in one native pass over its rows as recorded (a few blocks, a
+    capture's threads, whose starts are in order, each of runs whose ids count up by one: a
+    thread's ranges and its traced calls interleave; parents before children, a closed parent
+    in its children's block: ``recfn/native/_csummary.c``),
     each piece read once and verified. None where the pass cannot take the rows (no native
     extension, a process of 2**31 rows, rows in another order, repeated ids, a cycle): the
     caller then takes the numpy path (`_process_rows`), which gives the same numbers and

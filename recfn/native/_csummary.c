@@ -1,9 +1,11 @@
 /* The out-of-core summary's one pass over a process's rows (recfn/native/_csummary.c).
 
    A process's rows as recorded are summarised in one pass, a row group at a time. "As
-   recorded": the rows fall into a few segments (a capture's threads), each a run of rows whose
-   ids count up by one and whose starts are in order; every parent comes before its children,
-   and a parent that is a closed range lies in its children's segment. Then: each closed range adds to
+   recorded": the rows fall into a few blocks (a capture's threads), each a run of rows whose
+   starts are in order, made of segments, runs of rows whose ids count up by one (a thread's
+   ranges and the calls traced on it, merged by start, are two interleaved id sequences); every
+   parent comes before its children, and a parent that is a closed range lies in its children's
+   block. Then: each closed range adds to
    its group's count, durations, minimum and maximum; its self time is its duration less the
    union of its direct children's intervals clipped to its own (children meet their parent in
    start order, so the union is the part of each child past the furthest end of the children
@@ -21,7 +23,7 @@
    Rows not in that order are not summarised here: `add` or `finish` returns NOT_RECORDED and
    the caller takes the general (numpy) path, which is also the pure build's, and the
    reference; so do ids that repeat, parents that cycle, and a closed parent in another thread
-   (whose children's intervals would meet out of start order). */
+   (a block before: its children's intervals would meet out of start order). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -61,11 +63,12 @@ typedef struct {
     Py_ssize_t n, at;
     int whole;
     int64_t prev_id, last_start, low, high, bad;
-    /* segments: runs of rows whose ids count up by one and whose starts are in order */
+    /* segments: runs of rows whose ids count up by one, within a block (starts in order) */
     int64_t *seg_first, *seg_last; /* their ids */
     Py_ssize_t *seg_base;          /* the position of each one's first row */
     int32_t *seg_sorted;           /* the segments by first id */
     Py_ssize_t segments, seg_capacity;
+    Py_ssize_t block_base; /* the position of the current block's first row */
     /* parents not found among the rows before their child, in row order */
     int64_t *unresolved;
     Py_ssize_t unresolved_n, unresolved_capacity;
@@ -273,9 +276,10 @@ static void *grown(void *data, Py_ssize_t capacity, size_t size) {
     return PyMem_RawRealloc(data, (size_t)capacity * size);
 }
 
-/* A segment starts at row ``at`` with id ``id``: NOT_RECORDED past MAX_SEGMENTS. The ranges
-   still open belong to the segment before (a closed parent is looked up in its own segment). */
-static int new_segment(Pass *self, int64_t id, Py_ssize_t at) {
+/* A segment starts at row ``at`` with id ``id``: NOT_RECORDED past MAX_SEGMENTS. When it starts
+   a block too (``block``), the ranges still open belong to the block before (a closed parent is
+   looked up in its own block). */
+static int new_segment(Pass *self, int64_t id, Py_ssize_t at, int block) {
     if (self->segments == MAX_SEGMENTS) return NOT_RECORDED;
     if (self->segments == self->seg_capacity) {
         Py_ssize_t capacity = self->seg_capacity ? self->seg_capacity * 2 : 16;
@@ -301,6 +305,8 @@ static int new_segment(Pass *self, int64_t id, Py_ssize_t at) {
     }
     memmove(&self->seg_sorted[lo + 1], &self->seg_sorted[lo], (size_t)(s - lo) * sizeof(int32_t));
     self->seg_sorted[lo] = (int32_t)s;
+    if (!block) return OK;
+    self->block_base = at;
     if (self->open_used) {
         for (Py_ssize_t slot = 0; slot < self->open_capacity; slot++) self->open[slot].row = -1;
         self->open_used = 0;
@@ -336,9 +342,9 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
     for (Py_ssize_t k = 0; k < rows; k++) {
         Py_ssize_t i = self->at + k;
         int64_t id = ids[k], begin = start[k];
-        if (self->segments == 0 || (uint64_t)id != (uint64_t)self->prev_id + 1 ||
-            begin < self->last_start) {
-            int status = new_segment(self, id, i);
+        int block = self->segments == 0 || begin < self->last_start;
+        if (block || (uint64_t)id != (uint64_t)self->prev_id + 1) {
+            int status = new_segment(self, id, i, block);
             if (status != OK) return status;
         } else {
             self->seg_last[self->segments - 1] = id;
@@ -365,7 +371,7 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
                     self->unresolved_capacity = capacity;
                 }
                 self->unresolved[self->unresolved_n++] = parent_ids[k];
-            } else if (found < self->seg_base[self->segments - 1]) { /* another segment's */
+            } else if (found < self->block_base) { /* another block's */
                 if (self->rows[found].code >= 0) return NOT_RECORDED;
             } else {
                 parent = (int32_t)found;

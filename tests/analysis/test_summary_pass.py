@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,10 +31,13 @@ NAMES = ["step", "forward", "mm", "copy"]
 
 @st.composite
 def recorded(draw: st.DrawFn) -> pd.DataFrame:
-    """A process's rows as a capture saves them: a block of rows per thread, ids counting up
-    within it from the thread's own base, starts in order; parents earlier in the same block
-    mostly, now and then in an earlier block (which the pass hands to the numpy path when that
-    parent is a closed range)."""
+    """A process's rows as a capture saves them: a block of rows per thread, starts in order,
+    ids counting up from the thread's own base, or, where calls were traced, two id sequences
+    interleaved (the thread's ranges and its traced calls, merged by start); parents earlier in
+    the same block mostly, now and then in an earlier block (which the pass hands to the numpy
+    path when that parent is a closed range and the block starts before it ends). A thread may
+    start after the one before ends: one block for the pass, as a process's threads that never
+    overlap."""
     threads = draw(st.integers(1, 3))
     sizes = [draw(st.integers(1 if t == 0 else 0, 30)) for t in range(threads)]
     n = sum(sizes)
@@ -42,7 +46,9 @@ def recorded(draw: st.DrawFn) -> pd.DataFrame:
     start, end, parent, kind, scope, name, flops = [], [], [], [], [], [], []
     for thread, size in enumerate(sizes):
         base = draw(st.sampled_from([0, 1, 2**40])) + (thread << 32)
-        at = 1_000_000 + draw(st.integers(0, 50))
+        sequences = [base, base + 2**20]  # ranges, traced calls
+        traced = draw(st.booleans())
+        at = 1_000_000 + draw(st.integers(0, 50)) + draw(st.sampled_from([0, 0, 500]))
         first_row = len(ids)
         for row in range(size):
             at += draw(st.integers(0, 5))
@@ -54,7 +60,9 @@ def recorded(draw: st.DrawFn) -> pd.DataFrame:
             else:
                 up = None
             shape = draw(st.sampled_from(["closed", "closed", "closed", "open", "mark"]))
-            ids.append(base + row)
+            sequence = draw(st.integers(0, 1)) if traced else 0
+            ids.append(sequences[sequence])
+            sequences[sequence] += 1
             start.append(at)
             end.append(None if shape == "open" else at + draw(st.integers(0, 40)))
             parent.append(up)
@@ -144,6 +152,33 @@ def test_the_one_pass_takes_recorded_rows_and_hands_others_back(tmp_path: Path) 
         recfn.Trace.from_pandas(frame.sample(frac=1, random_state=1)).save(shuffled)
         same(outofcore.summarize_files([str(shuffled)]), frame.recfn.summary())
     assert taken == [True, False]
+
+
+@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
+def test_a_thread_with_traced_calls_takes_the_one_pass() -> None:
+    """A thread's ranges and its traced calls, merged by start, are two interleaved id
+    sequences in one block: the pass takes them (a closed range's children among them)."""
+    module = types.ModuleType("summary_pass_target")
+    exec(
+        "import recfn\n"
+        "def leaf(x):\n    return x\n\n"
+        "def work(n):\n"
+        "    for j in range(n):\n"
+        "        with recfn.record_function('block'):\n"
+        "            for i in range(j % 4):\n"
+        "                leaf(i)\n",
+        vars(module),
+    )
+    with recfn.profile(trace_calls=True, trace_include=["summary_pass_target"]) as prof:
+        module.work(200)
+    trace = prof.trace
+    ids = trace.table.column("id").to_numpy()
+    assert (np.diff(ids) != 1).sum() > 100  # the two sequences interleave
+    with passes_taken() as taken:
+        native = outofcore.summarize_table(trace.table)
+    assert taken == [True]
+    same(native, trace.to_pandas().recfn.summary())
+    assert native.loc["summary_pass_target::leaf", "count"] == sum(j % 4 for j in range(200))
 
 
 def long_lived(n_long: int, n_short: int, seed: int) -> pd.DataFrame:
