@@ -175,7 +175,7 @@ def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:
 
     if any(name is not None for name in frame.index.names):
         frame = frame.reset_index()
-    out = pd.DataFrame(index=frame.index)
+    texts: dict[str, list[str]] = {}  # one frame made at the end: no column inserted at a time
     for column in frame.columns:
         label = str(column)
         if label.endswith("_pct"):
@@ -186,8 +186,8 @@ def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:
             title = label.replace("_ns", "")
         else:
             title = label
-        out[title] = [format_cell(label, v) for v in frame[column]]
-    return out
+        texts[title] = [format_cell(label, v) for v in frame[column].tolist()]
+    return pd.DataFrame(texts, index=frame.index, columns=list(texts), dtype=object)
 
 
 def summary_notes(frame: pd.DataFrame) -> list[str]:

@@ -432,7 +432,7 @@ def add_partials(
     ``max_ns`` taken per group, laid out by `finish_summary` (``wall``: the whole trace's
     wall time, see `range_span`)."""
     sums = ["count", "total_ns", "self_ns", "duration_ns", *extra]
-    if len(parts):
+    if len(parts) and parts.duplicated(keys).any():
         grouped = parts.groupby(keys, sort=False, dropna=False)
         result = grouped[sums].sum()
         result["min_ns"] = grouped["min_ns"].min()

@@ -60,6 +60,7 @@ class Trace:
         self._df: Optional[pd.DataFrame] = None
         self._metadata: Optional[dict[str, str]] = None
         self._footers: Optional[Footers] = None
+        self._threads: Optional[int] = None
         self._summaries: dict[Any, pd.DataFrame] = {}
         self._dropped: Optional[int] = None  # stands for the files' count (from_files)
         self._one_file = False  # a file loaded lazily: .table reads it as load reads one file
@@ -283,7 +284,13 @@ class Trace:
     @property
     def threads(self) -> int:
         """Number of distinct threads that recorded events; of unread files whose thread
-        columns agree, from those columns alone (read and verified, the rest left unread)."""
+        columns agree, from those columns alone (read and verified, the rest left unread).
+        Counted once (a notebook's display asks several times)."""
+        if self._threads is None:
+            self._threads = self._count_threads()
+        return self._threads
+
+    def _count_threads(self) -> int:
         from recfn.formats.schema import THREAD_KEYS
 
         if self._unread_parquet():
