@@ -81,8 +81,8 @@ def process_groups(df: pd.DataFrame) -> np.ndarray | None:
     keys = [ints(df["pid"], -1), nulls(df["pid"])] if "pid" in df.columns else []
     if "host" in df.columns:
         keys.append(codes(df["host"])[0])
-    if not keys:
-        return None
+    if not keys or all((key == key[0]).all() for key in keys if key.size):
+        return None  # one process: nothing to factorize
     combined = _combine(keys)
     return combined if combined.size and combined.max() > 0 else None
 

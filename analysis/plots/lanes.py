@@ -19,16 +19,15 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]
     (the host only when there are several; then the third result maps each lane to it).
     """
     thread = ints(df["thread_id"], 0)
-    names = (
-        pd.Series(df["thread_name"].astype(object).to_numpy()).fillna("thread")
-        if "thread_name" in df.columns
-        else pd.Series(["thread"] * len(df))
-    )
     process = process_groups(df)
-    if process is None:
-        first = names.groupby(thread).first()
-        labels = {int(t): f"{printable(str(first[t]))} ({t})" for t in first.index}
+    if process is None:  # each thread's name from its first row
+        distinct, first_rows = np.unique(thread, return_index=True)
+        labels = {
+            int(t): f"{printable(str(name))} ({t})"
+            for t, name in zip(distinct.tolist(), _names(df, first_rows))
+        }
         return thread, labels, {}
+    names = _names(df, None)
     host = (
         pd.Series(df["host"].astype(object).to_numpy()).fillna("")
         if "host" in df.columns
@@ -52,3 +51,12 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]
         if several_hosts:
             hosts[int(row.lane)] = str(row.host)
     return lane.to_numpy(dtype=np.int64), labels, hosts
+
+
+def _names(df: pd.DataFrame, rows: np.ndarray | None) -> pd.Series:
+    """The thread names of `rows` (all rows for None), ``"thread"`` where there is none."""
+    n = len(df) if rows is None else len(rows)
+    if "thread_name" not in df.columns:
+        return pd.Series(["thread"] * n)
+    column = df["thread_name"] if rows is None else df["thread_name"].iloc[rows]
+    return pd.Series(column.astype(object).to_numpy()).fillna("thread")
