@@ -24,10 +24,10 @@ from recfn.analysis.units import printable
 from recfn.errors import RecfnValueError
 
 DPI = 96
+"""Pixels per inch the picture states (its text sizes are matplotlib's points at this)."""
 PNG_LEVEL = 3
 """zlib's level for the PNG: a third less encoding time than the default 6, for ~9% more
 bytes (a picture of flat colours; the notebook waits for it)."""
-"""Pixels per inch the picture states (its text sizes are matplotlib's points at this)."""
 TITLE_PX = 16
 """Title text, 12 pt."""
 AXIS_PX = 13
