@@ -11,6 +11,7 @@ per-event Python work happens for the fixed columns.
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Sequence
 from typing import Any, Final, Optional, cast
 
@@ -146,12 +147,21 @@ class _Constants:
         values = self.shared.get(value)
         if values is None:
             if value == 0:
-                values = np.zeros(self.n, dtype=np.int64)  # its pages are mapped when read
+                values = _lazy_zeros(self.n)
             else:
                 values = np.full(self.n, value, dtype=np.int64)
             self.shared[value] = values
         view: np.ndarray = values.view(dtype)
         return view[: self.n]
+
+
+def _lazy_zeros(n: int) -> np.ndarray:
+    """``n`` int64 zeros in a fresh anonymous mapping, never written: the system maps its pages
+    (to one shared zero page) when they are read. ``np.zeros`` is zeroed by hand where the
+    allocator reuses memory a table before freed."""
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer(mmap.mmap(-1, n * 8), dtype=np.int64)
 
 
 def _scatter(n: int, rows: np.ndarray, values: pa.Array) -> pa.Array:
