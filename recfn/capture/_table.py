@@ -146,10 +146,7 @@ class _Constants:
             return np.full(self.n, value, dtype=dtype)
         values = self.shared.get(value)
         if values is None:
-            if value == 0:
-                values = _lazy_zeros(self.n)
-            else:
-                values = np.full(self.n, value, dtype=np.int64)
+            values = _lazy_zeros(self.n) if value == 0 else np.full(self.n, -1, dtype=np.int64)
             self.shared[value] = values
         view: np.ndarray = values.view(dtype)
         return view[: self.n]
