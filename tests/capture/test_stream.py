@@ -175,7 +175,9 @@ def test_ctrl_c_during_a_part_write_loses_nothing(
     def interrupted_write(table: object, path: object) -> None:
         if not interrupted and getattr(table, "num_rows", 0) > 1:  # a part of steps
             interrupted.append(path)
-            os.kill(os.getpid(), signal.SIGINT)  # KeyboardInterrupt before the write
+            # a real SIGINT, handled here (os.kill's waits for the next check, which may fall
+            # in a finalizer the collector runs, where the KeyboardInterrupt is swallowed)
+            signal.raise_signal(signal.SIGINT)  # KeyboardInterrupt before the write
         write_parquet(table, path)  # type: ignore[arg-type]
 
     monkeypatch.setattr(io, "write_parquet", interrupted_write)
