@@ -40,6 +40,12 @@
 #define DANGLING_PARENT 3   /* bad: a parent_id that is no row's id (whole files only) */
 #define NO_MEMORY (-2)
 #define MAX_SEGMENTS 65536 /* more: not as recorded (a shuffled file), the numpy path */
+/* Segments are kept sorted by first id as they come, moving the later ones up: many segments
+   that each land among the others (a thread's ranges and traced calls taking turns at every
+   call) would make that quadratic, so past this many moves per row so far, plus a base, the
+   rows go to the numpy path, as before such threads were taken. */
+#define MOVES_PER_ROW 4
+#define MOVES_BASE (1 << 20)
 
 /* What a later child may ask of any row. */
 typedef struct {
@@ -69,6 +75,8 @@ typedef struct {
     int32_t *seg_sorted;           /* the segments by first id */
     Py_ssize_t segments, seg_capacity;
     Py_ssize_t block_base; /* the position of the current block's first row */
+    Py_ssize_t seg_hit;    /* the segment the last searched lookup found */
+    int64_t moved;         /* segments moved up to keep them sorted, in all */
     /* parents not found among the rows before their child, in row order */
     int64_t *unresolved;
     Py_ssize_t unresolved_n, unresolved_capacity;
@@ -303,6 +311,11 @@ static int new_segment(Pass *self, int64_t id, Py_ssize_t at, int block) {
         if (self->seg_first[self->seg_sorted[mid]] < id) lo = mid + 1;
         else hi = mid;
     }
+    self->moved += s - lo;
+    if (self->moved > MOVES_PER_ROW * (int64_t)at + MOVES_BASE) {
+        self->segments--;
+        return NOT_RECORDED;
+    }
     memmove(&self->seg_sorted[lo + 1], &self->seg_sorted[lo], (size_t)(s - lo) * sizeof(int32_t));
     self->seg_sorted[lo] = (int32_t)s;
     if (!block) return OK;
@@ -314,12 +327,22 @@ static int new_segment(Pass *self, int64_t id, Py_ssize_t at, int block) {
     return OK;
 }
 
-/* The position of the row with id ``id`` among the rows so far, or -1. */
-static Py_ssize_t find_position(const Pass *self, int64_t id) {
-    Py_ssize_t cur = self->segments - 1;
-    uint64_t offset = (uint64_t)id - (uint64_t)self->seg_first[cur];
-    if (offset <= (uint64_t)self->seg_last[cur] - (uint64_t)self->seg_first[cur])
-        return self->seg_base[cur] + (Py_ssize_t)offset;
+/* The position of the row with id ``id`` in segment ``s``, or -1. */
+static inline Py_ssize_t in_segment(const Pass *self, Py_ssize_t s, int64_t id) {
+    uint64_t offset = (uint64_t)id - (uint64_t)self->seg_first[s];
+    if (offset <= (uint64_t)self->seg_last[s] - (uint64_t)self->seg_first[s])
+        return self->seg_base[s] + (Py_ssize_t)offset;
+    return -1;
+}
+
+/* The position of the row with id ``id`` among the rows so far, or -1: its parent is most
+   often in the current segment, the one before (the other id run of a thread taking turns) or
+   where the last search found one (an outer range). */
+static Py_ssize_t find_position(Pass *self, int64_t id) {
+    Py_ssize_t cur = self->segments - 1, found = in_segment(self, cur, id);
+    if (found >= 0) return found;
+    if (cur > 0 && (found = in_segment(self, cur - 1, id)) >= 0) return found;
+    if (self->seg_hit < cur && (found = in_segment(self, self->seg_hit, id)) >= 0) return found;
     Py_ssize_t lo = 0, hi = self->segments; /* the last segment whose first id is <= id */
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
@@ -329,6 +352,7 @@ static Py_ssize_t find_position(const Pass *self, int64_t id) {
     if (lo == 0) return -1;
     Py_ssize_t s = self->seg_sorted[lo - 1];
     if (id > self->seg_last[s]) return -1;
+    self->seg_hit = s;
     return self->seg_base[s] + (Py_ssize_t)(id - self->seg_first[s]);
 }
 

@@ -181,6 +181,31 @@ def test_a_thread_with_traced_calls_takes_the_one_pass() -> None:
     assert native.loc["summary_pass_target::leaf", "count"] == sum(j % 4 for j in range(200))
 
 
+@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
+def test_id_runs_taking_turns_at_every_call_go_to_the_numpy_path() -> None:
+    """A range around every traced call: the two id runs take turns at every row, a segment
+    each, which the pass would keep sorted at a quadratic cost; it hands them to the numpy
+    path early, with the same numbers."""
+    module = types.ModuleType("summary_turns_target")
+    exec(
+        "import recfn\n"
+        "def leaf(x):\n    return x\n\n"
+        "def work(n):\n"
+        "    for j in range(n):\n"
+        "        with recfn.record_function('it'):\n"
+        "            leaf(j)\n",
+        vars(module),
+    )
+    with recfn.profile(trace_calls=True, trace_include=["summary_turns_target"]) as prof:
+        module.work(8000)
+    trace = prof.trace
+    with passes_taken() as taken:
+        found = outofcore.summarize_table(trace.table)
+    assert taken == [False]
+    same(found, trace.to_pandas().recfn.summary())
+    assert found.loc["summary_turns_target::leaf", "count"] == 8000
+
+
 def long_lived(n_long: int, n_short: int, seed: int) -> pd.DataFrame:
     """``n_long`` overlapping ranges open across all the rows after them, then ``n_short``
     short ranges in start order whose parents are long ranges, recent short ones or none:
