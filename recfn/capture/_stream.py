@@ -292,9 +292,9 @@ class BufferTaker:
         are held again (unless ``final``). ``freeze``: ``buf`` belongs to another thread, which
         goes on recording into it: its rows are read, not taken, and remembered as seen. The
         rows of the table leave the recorder's event count; if no table can be made, the rows
-        are counted as dropped (and the exception raised)."""
-        import pyarrow.compute as pc
-
+        are counted as dropped (and the exception raised). A Ctrl-C (any exception that is no
+        ``Exception``) while the rows become a table makes the table again and hands it to
+        `_interrupted` before it propagates: it does not lose them."""
         with self._take_lock:
             tid = int(buf.tid)
             source: Union[_ThreadBuffer, _Frozen] = _Frozen(buf) if freeze else buf
@@ -306,6 +306,7 @@ class BufferTaker:
             held = self._held.pop(tid, [])
             self._seen.pop(tid, None)
             cleared = False
+            snapshot: Optional[_Snapshot] = None
             try:
                 snapshot = _Snapshot(cast(_ThreadBuffer, source), held)
                 if freeze:
@@ -313,25 +314,52 @@ class BufferTaker:
                 else:
                     buf.clear()  # rows recorded from here on (this thread's, even now) stay
                     cleared = True
-                table = self._table(snapshot, 0 if wall_ns is None else wall_ns)
-                keep = np.ones(table.num_rows, dtype=bool)
-                keep[len(held) : len(held) + seen] = False  # written before: by a freeze
-                if not final:
-                    still_open = open_ranges(table).to_numpy(zero_copy_only=False) & keep
-                    open_rows = np.flatnonzero(still_open)
-                    if open_rows.size:
-                        self._held[tid] = [self._hold(snapshot, int(r)) for r in open_rows]
-                        keep &= ~still_open
-                if not keep.all():
-                    table = table.filter(pc.equal(pc.cast(_bools(keep), "int8"), 1))
-            except BaseException:
-                self.recorder.dropped += pending
-                self.recorder.events -= pending
-                if not freeze and not cleared:
-                    buf.clear()
+                table = self._rows_of(snapshot, tid, seen, final, wall_ns)
+            except BaseException as exc:
+                kept = None
+                if snapshot is not None and (freeze or cleared) and not isinstance(exc, Exception):
+                    try:  # the interrupt is spent: the same rows, once more
+                        kept = self._rows_of(snapshot, tid, seen, final, wall_ns)
+                    except BaseException:
+                        kept = None
+                if kept is None:
+                    self.recorder.dropped += pending
+                    self.recorder.events -= pending
+                    self._held.pop(tid, None)  # ranges this take held are counted here too
+                    if not freeze and not cleared:
+                        buf.clear()
+                else:
+                    self.recorder.events -= int(kept.num_rows)
+                    self._interrupted(kept)
                 raise
             self.recorder.events -= int(table.num_rows)  # the ranges held again stay counted
             return table
+
+    def _rows_of(
+        self, snapshot: _Snapshot, tid: int, seen: int, final: bool, wall_ns: Optional[int]
+    ) -> pa.Table:
+        """`_take`'s table of ``snapshot``: the rows a freeze wrote before left out, and (unless
+        ``final``) the ranges still open held for a later table instead (``_held``)."""
+        import pyarrow.compute as pc
+
+        held = snapshot.held
+        table = self._table(snapshot, 0 if wall_ns is None else wall_ns)
+        keep = np.ones(table.num_rows, dtype=bool)
+        keep[len(held) : len(held) + seen] = False  # written before: by a freeze
+        if not final:
+            still_open = open_ranges(table).to_numpy(zero_copy_only=False) & keep
+            open_rows = np.flatnonzero(still_open)
+            if open_rows.size:
+                self._held[tid] = [self._hold(snapshot, int(r)) for r in open_rows]
+                keep &= ~still_open
+        if not keep.all():
+            table = table.filter(pc.equal(pc.cast(_bools(keep), "int8"), 1))
+        return table
+
+    def _interrupted(self, table: pa.Table) -> None:
+        """A table a Ctrl-C interrupted on its way (`_take`): kept where a subclass can write it
+        later; here, counted as dropped."""
+        self.recorder.dropped += int(table.num_rows)
 
     def _keep(self, table: pa.Table, wall_ns: Optional[int]) -> None:
         """``_save`` the table; rows that cannot be saved are counted as dropped (and the
@@ -579,28 +607,48 @@ class DatasetWriter(BufferTaker):
             self.errors.append(f"{type(exc).__name__}: {exc}")
         return list(self.files)
 
+    def _interrupted(self, table: pa.Table) -> None:
+        """A Ctrl-C interrupted the table on its way: the next part writes it."""
+        self._unsaved.append(table)
+
     def _save(self, table: pa.Table, wall_ns: Optional[int]) -> None:
-        from recfn.formats import schema
-        from recfn.formats.files import write_atomic
-        from recfn.formats.io import write_parquet
+        """Write ``table`` as the next part, after what a Ctrl-C left unsaved. A Ctrl-C at any
+        point leaves both for the next part; another failure counts the unsaved rows as
+        dropped (`_keep` counts ``table``'s) and raises."""
+        unsaved, self._unsaved = self._unsaved, []
+        was_first = self._first
+        try:
+            self._write_part([*unsaved, table], wall_ns)
+        except BaseException as exc:
+            self._first = was_first
+            if isinstance(exc, Exception):
+                self.recorder.dropped += sum(int(t.num_rows) for t in unsaved)
+            else:  # Ctrl-C: the rows go with the next part
+                self._unsaved = [*unsaved, table, *self._unsaved]
+            raise
 
-        unsaved, self._unsaved = self._unsaved, []  # what a Ctrl-C interrupted goes first
-        if unsaved:
-            import pyarrow as pa
-
-            table = (
-                pa.concat_tables(
-                    [t.replace_schema_metadata(None) for t in [*unsaved, table]],
-                    promote_options="default",
-                )
-                .unify_dictionaries()
-                .replace_schema_metadata(table.schema.metadata)
-            )
+    def _write_part(self, tables: list[pa.Table], wall_ns: Optional[int]) -> None:
+        """``tables`` as one part, written whole or not at all."""
+        table = tables[0] if len(tables) == 1 else _concatenated(tables, tables[-1].schema.metadata)
         number = _claim_part_number(self.folder)
         with self._lock:
             dropped = int(self.recorder.dropped) - self._dropped_written
             self._dropped_written += dropped
             written = self._written
+        try:
+            self._write_table(table, number, dropped, written, wall_ns)
+        except BaseException:
+            with self._lock:  # the next part reports these drops instead
+                self._dropped_written -= dropped
+            raise
+
+    def _write_table(
+        self, table: pa.Table, number: int, dropped: int, written: int, wall_ns: Optional[int]
+    ) -> None:
+        from recfn.formats import schema
+        from recfn.formats.files import write_atomic
+        from recfn.formats.io import write_parquet
+
         metadata = schema.metadata_of(table)
         metadata[schema.DROPPED_EVENTS_KEY] = str(dropped)
         metadata[schema.PART_KEY] = str(number)
@@ -621,14 +669,7 @@ class DatasetWriter(BufferTaker):
             metadata[schema.ERROR_KEY] = self.error
         table = schema.with_every_column(table).replace_schema_metadata(metadata)
         path = os.path.join(self.folder, f"part-{number:05d}.parquet")
-        try:
-            write_atomic(path, lambda temporary: write_parquet(table, temporary))
-        except BaseException as exc:
-            with self._lock:  # the next part reports these drops instead
-                self._dropped_written -= dropped
-            if not isinstance(exc, Exception):  # Ctrl-C: write the rows with the next part
-                self._unsaved.append(table)
-            raise
+        write_atomic(path, lambda temporary: write_parquet(table, temporary))
         with self._lock:
             self._written += table.num_rows
             self.files.append(path)
