@@ -9,6 +9,7 @@ import shutil
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -162,8 +163,19 @@ def steps_written(trace: recfn.Trace) -> int:
     return int((trace.to_pandas()["name"] == "step").sum())
 
 
+@pytest.fixture
+def default_sigint() -> Iterator[None]:
+    """Python's own SIGINT handler (a KeyboardInterrupt) for the test, whatever an earlier test
+    in this process left there."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_during_a_part_write_loses_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_sigint: None
 ) -> None:
     """Ctrl-C (a real SIGINT) while a part is being written: the part is written with the
     next one, here at stop(); no event is lost and none is counted as dropped."""
@@ -197,7 +209,7 @@ def test_ctrl_c_during_a_part_write_loses_nothing(
 
 
 def test_ctrl_c_while_the_flusher_writes_loses_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_sigint: None
 ) -> None:
     """Ctrl-C while the flusher's thread writes a part: the KeyboardInterrupt reaches the main
     thread wherever it is, here taking its own buffer's rows into a table; those rows go with
@@ -230,7 +242,7 @@ def test_ctrl_c_while_the_flusher_writes_loses_nothing(
 
 
 def test_ctrl_c_while_rows_become_a_part_loses_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_sigint: None
 ) -> None:
     """Ctrl-C while a thread's taken rows are made into a table (its buffer already cleared):
     the table is made again and written with the next part."""
