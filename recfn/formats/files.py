@@ -9,7 +9,9 @@ its content) or when the caller says ``overwrite=True``.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import importlib.util
 import os
 import re
 import secrets
@@ -115,9 +117,8 @@ def write_atomic(
             )
     folder, base = os.path.split(target)
     remove_abandoned(folder)
-    fd, temporary = _temporary(folder, base)
+    fd, temporary = _temporary(folder, base)  # locked while it is written
     try:
-        _lock(fd)  # held while it is written: a file no one holds was abandoned
         write(temporary)
         _keep_mode(target, temporary)
         with open(temporary, "rb+") as fh:
@@ -134,6 +135,10 @@ def write_atomic(
 
 _TEMPORARY: Final = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.part(\.[A-Za-z0-9.]+)?$")
 """The names ``write_atomic`` gives its temporary files (``.<name>.<8 random>.part<suffix>``)."""
+
+
+_LOCKS: Final = importlib.util.find_spec("fcntl") is not None
+"""Whether writes lock their temporary files (POSIX): then `remove_abandoned` takes them."""
 
 
 def _lock(fd: int) -> None:
@@ -178,10 +183,13 @@ def remove_abandoned(folder: str) -> list[str]:
 
 
 def _temporary(folder: str, base: str) -> tuple[int, str]:
-    """A new empty file in `folder` for the content of `base`, open (its descriptor and path):
-    ``.<base>.<random>.part<suffix>`` (`_suffix`), `base` shortened where the name would be
-    longer than the folder's longest file name, created as ``open`` creates files (mode 0666
-    less the umask)."""
+    """A new empty file in `folder` for the content of `base`, open and locked (its descriptor
+    and path): ``.<base>.<random>.part<suffix>`` (`_suffix`), `base` shortened where the name
+    would be longer than the folder's longest file name, created as ``open`` creates files
+    (mode 0666 less the umask). Where writes lock their files (POSIX), it is made under a name
+    `remove_abandoned` does not take (``.<base>.<random>.new``) and given its own once locked:
+    a file that may be taken is held by a live write or was abandoned, never one whose writer
+    has not locked it yet (another thread's write in the folder took those)."""
     suffix = ".part" + _suffix(base)
     limit = _name_max(folder)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
@@ -189,11 +197,26 @@ def _temporary(folder: str, base: str) -> tuple[int, str]:
         token = secrets.token_hex(4)
         room = limit - len(os.fsencode(f"..{token}{suffix}"))
         name = f".{_shortened(base, room)}.{token}{suffix}"
+        path = os.path.join(folder, name)
+        made = os.path.join(folder, f"{name[: -len(suffix)]}.new") if _LOCKS else path
         try:
-            fd = os.open(os.path.join(folder, name), flags, 0o666)
+            fd = os.open(made, flags, 0o666)
         except FileExistsError:
             continue
-        return fd, os.path.join(folder, name)
+        try:
+            _lock(fd)
+            if made != path:
+                if os.path.lexists(path):  # another write's, however unlikely
+                    raise FileExistsError(path)
+                os.replace(made, path)
+        except BaseException as exc:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(made)
+            if isinstance(exc, FileExistsError):
+                continue
+            raise
+        return fd, path
     raise FileExistsError(f"no free temporary name beside {base!r} in {folder!r}")
 
 
