@@ -154,24 +154,29 @@ def test_the_one_pass_takes_recorded_rows_and_hands_others_back(tmp_path: Path) 
     assert taken == [True, False]
 
 
-@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
-def test_a_thread_with_traced_calls_takes_the_one_pass() -> None:
-    """A thread's ranges and its traced calls, merged by start, are two interleaved id
-    sequences in one block: the pass takes them (a closed range's children among them)."""
-    module = types.ModuleType("summary_pass_target")
+def traced(module_name: str, body: str, n: int) -> recfn.Trace:
+    """A trace of ``n`` ranges with calls traced in them: a module ``module_name`` (outside
+    recfn, so followed) runs ``body`` (which may call ``leaf``) inside a range for each ``j``."""
+    module = types.ModuleType(module_name)
+    lines = "".join(f"            {line}\n" for line in body.splitlines())
     exec(
         "import recfn\n"
         "def leaf(x):\n    return x\n\n"
         "def work(n):\n"
         "    for j in range(n):\n"
-        "        with recfn.record_function('block'):\n"
-        "            for i in range(j % 4):\n"
-        "                leaf(i)\n",
+        "        with recfn.record_function('block'):\n" + lines,
         vars(module),
     )
-    with recfn.profile(trace_calls=True, trace_include=["summary_pass_target"]) as prof:
-        module.work(200)
-    trace = prof.trace
+    with recfn.profile(trace_calls=True, trace_include=[module_name]) as prof:
+        module.work(n)
+    return prof.trace
+
+
+@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
+def test_a_thread_with_traced_calls_takes_the_one_pass() -> None:
+    """A thread's ranges and its traced calls, merged by start, are two interleaved id
+    sequences in one block: the pass takes them (a closed range's children among them)."""
+    trace = traced("summary_pass_target", "for i in range(j % 4):\n    leaf(i)", 200)
     ids = trace.table.column("id").to_numpy()
     assert (np.diff(ids) != 1).sum() > 100  # the two sequences interleave
     with passes_taken() as taken:
@@ -186,19 +191,7 @@ def test_id_runs_taking_turns_at_every_call_go_to_the_numpy_path() -> None:
     """A range around every traced call: the two id runs take turns at every row, a segment
     each, which the pass would keep sorted at a quadratic cost; it hands them to the numpy
     path early, with the same numbers."""
-    module = types.ModuleType("summary_turns_target")
-    exec(
-        "import recfn\n"
-        "def leaf(x):\n    return x\n\n"
-        "def work(n):\n"
-        "    for j in range(n):\n"
-        "        with recfn.record_function('it'):\n"
-        "            leaf(j)\n",
-        vars(module),
-    )
-    with recfn.profile(trace_calls=True, trace_include=["summary_turns_target"]) as prof:
-        module.work(8000)
-    trace = prof.trace
+    trace = traced("summary_turns_target", "leaf(j)", 8000)
     with passes_taken() as taken:
         found = outofcore.summarize_table(trace.table)
     assert taken == [False]

@@ -174,6 +174,27 @@ def default_sigint() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+def steps_until_ctrl_c(
+    tmp_path: Path, *, flush_interval: float, bound: int
+) -> tuple[recfn.Trace, int]:
+    """Ranges recorded into a dataset (a part every 20,000 or so) until a KeyboardInterrupt,
+    which must come before ``bound`` of them: the trace and how many ranges were entered."""
+    ranges = 0
+    with (
+        pytest.raises(KeyboardInterrupt),
+        recfn.profile(output=tmp_path, max_events=40_000, flush_interval=flush_interval) as prof,
+    ):
+        for _ in range(bound):
+            with recfn.record_function("step"):
+                ranges += 1
+    return prof.trace, ranges
+
+
+def assert_nothing_lost(trace: recfn.Trace, ranges: int) -> None:
+    assert trace.dropped_events == 0 and trace.error == "KeyboardInterrupt"
+    assert steps_written(trace) == ranges
+
+
 def test_ctrl_c_during_a_part_write_loses_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_sigint: None
 ) -> None:
@@ -193,19 +214,10 @@ def test_ctrl_c_during_a_part_write_loses_nothing(
         write_parquet(table, path)  # type: ignore[arg-type]
 
     monkeypatch.setattr(io, "write_parquet", interrupted_write)
-    ranges = 0
-    with (
-        pytest.raises(KeyboardInterrupt),
-        # no part on time: on a slow machine the flusher's thread would write the first one
-        recfn.profile(output=tmp_path, max_events=40_000, flush_interval=3600) as prof,
-    ):
-        for _ in range(200_000):  # bounded: a part is written every 20,000 or so
-            with recfn.record_function("step"):
-                ranges += 1
+    # no part on time: on a slow machine the flusher's thread would write the first one
+    trace, ranges = steps_until_ctrl_c(tmp_path, flush_interval=3600, bound=200_000)
     assert interrupted
-    trace = prof.trace
-    assert trace.dropped_events == 0 and trace.error == "KeyboardInterrupt"
-    assert steps_written(trace) == ranges
+    assert_nothing_lost(trace, ranges)
 
 
 @pytest.mark.skipif(
@@ -233,18 +245,9 @@ def test_ctrl_c_while_the_flusher_writes_loses_nothing(
         write_parquet(table, path)  # type: ignore[arg-type]
 
     monkeypatch.setattr(io, "write_parquet", interrupted_write)
-    ranges = 0
-    with (
-        pytest.raises(KeyboardInterrupt),
-        recfn.profile(output=tmp_path, max_events=40_000, flush_interval=0.001) as prof,
-    ):
-        for _ in range(400_000):  # bounded: the flusher writes every millisecond
-            with recfn.record_function("step"):
-                ranges += 1
+    trace, ranges = steps_until_ctrl_c(tmp_path, flush_interval=0.001, bound=400_000)
     assert interrupted
-    trace = prof.trace
-    assert trace.dropped_events == 0 and trace.error == "KeyboardInterrupt"
-    assert steps_written(trace) == ranges
+    assert_nothing_lost(trace, ranges)
 
 
 def test_ctrl_c_while_rows_become_a_part_loses_nothing(
@@ -265,18 +268,9 @@ def test_ctrl_c_while_rows_become_a_part_loses_nothing(
         return table
 
     monkeypatch.setattr(_stream.BufferTaker, "_table", interrupted_table)
-    ranges = 0
-    with (
-        pytest.raises(KeyboardInterrupt),
-        recfn.profile(output=tmp_path, max_events=40_000, flush_interval=3600) as prof,
-    ):
-        for _ in range(200_000):
-            with recfn.record_function("step"):
-                ranges += 1
+    trace, ranges = steps_until_ctrl_c(tmp_path, flush_interval=3600, bound=200_000)
     assert interrupted
-    trace = prof.trace
-    assert trace.dropped_events == 0 and trace.error == "KeyboardInterrupt"
-    assert steps_written(trace) == ranges
+    assert_nothing_lost(trace, ranges)
 
 
 @pytest.mark.parametrize("max_events", [20_000, 2_000])
