@@ -132,21 +132,44 @@ class _Chunk:
         self.owner = owner
 
     def add(self, rid: i64, parent: i64, start: i64, name: i32, meta: i32) -> i64:
-        """Append one open row; returns its number in this chunk."""
+        """Append one open row; returns its number in this chunk.
+
+        ``seqs`` grows last: a row counts once its id is in (``len(self.seqs)``). An exception
+        raised between two appends (a Ctrl-C in the interpreted build) leaves a row that never
+        counted; the next ``add`` cuts it off and escapes its start.
+        """
         row: i64 = len(self.seqs)
+        if len(self.meta) != row:
+            self._drop_uncounted(row)
         gap = start - self.last_start
-        if row == 0 or gap < 0 or gap >= ESCAPE_LIMIT:
-            self.big_start_rows = append(self.big_start_rows, row)
-            self.big_starts = append(self.big_starts, start)
+        escaped = row == 0 or gap < 0 or gap >= ESCAPE_LIMIT
+        if escaped:
             gap = -1  # ESCAPED
-        self.last_start = start
-        self.seqs = append(self.seqs, low32(rid))
         self.parents = append(self.parents, low32(parent))
         self.gaps = append(self.gaps, i32(gap))
         self.spans = append(self.spans, 0)
         self.names = append(self.names, name)
         self.meta = append(self.meta, meta)
+        if escaped:
+            self.big_starts = append(self.big_starts, start)
+            self.big_start_rows = append(self.big_start_rows, row)
+        self.last_start = start
+        self.seqs = append(self.seqs, low32(rid))
         return row
+
+    def _drop_uncounted(self, rows: i64) -> None:
+        """Cut every column to the ``rows`` rows that counted; the next start escapes."""
+        self.parents = self.parents[:rows]
+        self.gaps = self.gaps[:rows]
+        self.spans = self.spans[:rows]
+        self.names = self.names[:rows]
+        self.meta = self.meta[:rows]
+        kept: i64 = len(self.big_start_rows)
+        while kept > 0 and self.big_start_rows[kept - 1] >= rows:
+            kept -= 1
+        self.big_start_rows = self.big_start_rows[:kept]
+        self.big_starts = self.big_starts[:kept]
+        self.last_start = -ESCAPE_LIMIT
 
     def set_end(self, row: i64, start: i64, end: i64) -> None:
         """End ``row``, which started at ``start``."""
@@ -154,9 +177,9 @@ class _Chunk:
         if 0 < span < ESCAPE_LIMIT:
             self.spans[row] = i32(span)
             return
-        with self.lock:
-            self.big_end_rows = append(self.big_end_rows, row)
+        with self.lock:  # rows last: a row number always has its end
             self.big_ends = append(self.big_ends, end)
+            self.big_end_rows = append(self.big_end_rows, row)
             self.spans[row] = ESCAPED
 
     def seq_at(self, row: i64) -> i64:

@@ -42,6 +42,25 @@ def _view(vector: Any, dtype: Any) -> np.ndarray:
     return np.frombuffer(memoryview(vector), dtype=dtype)
 
 
+def _counted(vector: Any, dtype: Any, rows: int) -> np.ndarray:
+    """The first ``rows`` values of a chunk's column (``_Chunk.add`` grows ``seqs`` last, so
+    another column may hold a row that never counted)."""
+    return _view(vector, dtype)[:rows]
+
+
+def _escaped_starts(chunk: _Chunk, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows below ``rows`` whose start escaped (in order) and their starts."""
+    row_numbers = _view(chunk.big_start_rows, np.int64)
+    kept = int(np.searchsorted(row_numbers, rows))  # the last may be a row that never counted
+    return row_numbers[:kept], _view(chunk.big_starts, np.int64)[:kept]
+
+
+def _escaped_ends(chunk: _Chunk) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose end escaped (in the order they ended) and their ends."""
+    row_numbers = _view(chunk.big_end_rows, np.int64)
+    return row_numbers, _view(chunk.big_ends, np.int64)[: len(row_numbers)]
+
+
 def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
     """The fixed columns of one chunk of thread ``tid``'s rows, exact: int64 ``id``,
     ``parent_id`` (0: none), ``start_ns``, ``end_ns`` (0: not ended), int32 ``name`` and ``meta``.
@@ -49,7 +68,7 @@ def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
     n = len(chunk.seqs)
     out = {field: np.empty(n, dtype) for field, dtype in DECODED_COLUMNS}
     _decode_into(chunk, tid, out, 0)
-    out["meta"][:] = _view(chunk.meta, np.int32)
+    out["meta"][:] = _counted(chunk.meta, np.int32, n)
     return out
 
 
@@ -60,31 +79,30 @@ def _decode_into(chunk: _Chunk, tid: int, out: dict[str, np.ndarray], at: int) -
     rows = slice(at, at + n)
     high = np.int64(tid) << np.int64(TID_SHIFT)
     np.bitwise_or(_view(chunk.seqs, np.uint32), high, out=out["id"][rows])
-    parent_seqs = _view(chunk.parents, np.uint32)
+    parent_seqs = _counted(chunk.parents, np.uint32, n)
     parents = out["parent_id"][rows]
     np.bitwise_or(parent_seqs, high, out=parents)
     np.copyto(parents, 0, where=parent_seqs == 0)
     # Starts: each escaped row's gap becomes the step from the previous row's start to its whole
     # start, so that one running sum gives every start. Row 0 always escapes.
     starts = out["start_ns"][rows]
-    np.copyto(starts, _view(chunk.gaps, np.int32))
-    big_rows = _view(chunk.big_start_rows, np.int64)
-    big_starts = _view(chunk.big_starts, np.int64)
+    np.copyto(starts, _counted(chunk.gaps, np.int32, n))
+    big_rows, big_starts = _escaped_starts(chunk, n)
     starts[big_rows] = 0
     if len(big_rows) > 1:
         before = big_starts[:-1] + np.add.reduceat(starts, big_rows)[:-1]
         starts[big_rows[1:]] = big_starts[1:] - before
     starts[big_rows[0]] = big_starts[0]
     np.cumsum(starts, out=starts)
-    spans = _view(chunk.spans, np.int32)
+    spans = _counted(chunk.spans, np.int32, n)
     ends = out["end_ns"][rows]
     np.add(starts, spans, out=ends)
     ends -= 1
     np.copyto(ends, 0, where=spans == 0)
-    end_rows = _view(chunk.big_end_rows, np.int64)
+    end_rows, big_ends = _escaped_ends(chunk)
     if len(end_rows):
-        ends[end_rows] = _view(chunk.big_ends, np.int64)
-    np.copyto(out["name"][rows], _view(chunk.names, np.int32))
+        ends[end_rows] = big_ends
+    np.copyto(out["name"][rows], _counted(chunk.names, np.int32, n))
 
 
 DECODED_COLUMNS: Final = (
@@ -216,7 +234,7 @@ def _decode_buffer(buf: Any) -> dict[str, np.ndarray]:
     for chunk, size in zip(chunks, sizes):
         if size:  # a thread's first chunk may hold no row yet
             _decode_into(chunk, buf.tid, out, at)
-            out["meta"][at : at + size] = _view(chunk.meta, np.int32)
+            out["meta"][at : at + size] = _counted(chunk.meta, np.int32, size)
             at += size
     return out
 
@@ -335,7 +353,7 @@ def build_table(
                 meta = chunk.columns["meta"]
             else:
                 _decode_into(chunk, buf.tid, fixed, at)
-                meta = _view(chunk.meta, np.int32)
+                meta = _counted(chunk.meta, np.int32, len(chunk.seqs))
             _split_meta(meta, unpacked, at)
             at += len(meta)
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 import threading
-from types import SimpleNamespace
+from types import FrameType, SimpleNamespace
+from typing import Any, Optional
 
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+import recfn
+from librt.vecs import append
 from recfn.capture._recorder import ASYNC_BIT, DEPTH_SHIFT, KIND_SHIFT, LOW32, _Chunk
 from recfn.capture._table import DecodedRows, build_table, decode_chunk
 from recfn.engine.scope import SCOPE_LABELS
@@ -56,6 +61,86 @@ def test_rows_decode_to_what_was_written(
         zip(*(got[k].tolist() for k in ("id", "parent_id", "start_ns", "end_ns", "name", "meta")))
     )
     assert decoded == expected
+
+
+def _interrupted_at(line: int) -> Any:
+    """A trace function that raises KeyboardInterrupt at the ``line``-th line ``_Chunk.add``
+    runs, as a Ctrl-C handled between two of its statements does."""
+    seen = 0
+
+    def local(frame: FrameType, event: str, arg: object) -> Optional[Any]:
+        nonlocal seen
+        if event == "line":
+            seen += 1
+            if seen == line:
+                raise KeyboardInterrupt
+        return local
+
+    def calls(frame: FrameType, event: str, arg: object) -> Optional[Any]:
+        return local if frame.f_code is _Chunk.add.__code__ else None
+
+    return calls
+
+
+def _decoded(chunk: _Chunk) -> list[tuple[int, ...]]:
+    got = decode_chunk(chunk, TID)
+    fields = ("id", "parent_id", "start_ns", "end_ns", "name", "meta")
+    return list(zip(*(got[k].tolist() for k in fields)))
+
+
+@pytest.mark.skipif(recfn.COMPILED, reason="the compiled add checks for no signal mid-row")
+@settings(max_examples=150, deadline=None, phases=[Phase.explicit, Phase.generate, Phase.shrink])
+@given(st.lists(st.tuples(gaps, spans, st.integers(0, 25)), min_size=1, max_size=20))
+def test_a_ctrl_c_inside_an_append_loses_no_row_that_counted(
+    rows: list[tuple[int, int | None, int]],
+) -> None:
+    """Each row's add is interrupted at one of its lines (0: not at all); the rows that counted
+    (their id is in) decode exactly, before and after the next add cuts the others off."""
+    chunk = _Chunk(4)
+    expected = []
+    start = EPOCH
+    for i, (gap, span, line) in enumerate(rows):
+        start += gap
+        rid = (TID << 32) | (i + 1)
+        before = len(chunk.seqs)
+        tracer = sys.gettrace()
+        sys.settrace(_interrupted_at(line) if line else tracer)
+        try:
+            row = chunk.add(rid, 0, start, i, i * 3)
+        except KeyboardInterrupt:
+            row = -1
+        finally:
+            sys.settrace(tracer)
+        if len(chunk.seqs) == before:
+            assert _decoded(chunk) == expected  # an uncounted row is not read
+            continue
+        end = 0
+        if row >= 0 and span is not None:
+            end = start + span
+            chunk.set_end(row, start, end)
+        expected.append((rid, 0, start, end, i, i * 3))
+    assert _decoded(chunk) == expected
+
+
+def test_a_row_that_never_counted_is_cut_off_by_the_next() -> None:
+    """The state an interrupted add leaves (every column but the ids grown, its start escaped)
+    is read without that row, and the next add takes its place with an exact start."""
+    chunk = _Chunk(4)
+    chunk.add((TID << 32) | 1, 0, EPOCH, 0, 0)
+    chunk.parents = append(chunk.parents, 0)
+    chunk.gaps = append(chunk.gaps, -1)
+    chunk.spans = append(chunk.spans, 0)
+    chunk.names = append(chunk.names, 1)
+    chunk.meta = append(chunk.meta, 3)
+    chunk.big_starts = append(chunk.big_starts, EPOCH + 5 * 10**9)
+    chunk.big_start_rows = append(chunk.big_start_rows, 1)
+    chunk.last_start = EPOCH + 5 * 10**9
+    assert _decoded(chunk) == [((TID << 32) | 1, 0, EPOCH, 0, 0, 0)]
+    assert chunk.add((TID << 32) | 2, 0, EPOCH + 7, 2, 6) == 1
+    assert _decoded(chunk) == [
+        ((TID << 32) | 1, 0, EPOCH, 0, 0, 0),
+        ((TID << 32) | 2, 0, EPOCH + 7, 0, 2, 6),
+    ]
 
 
 def test_ends_written_from_other_threads_all_land() -> None:

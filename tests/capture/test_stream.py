@@ -220,12 +220,6 @@ def test_ctrl_c_during_a_part_write_loses_nothing(
     assert_nothing_lost(trace, ranges)
 
 
-@pytest.mark.skipif(
-    not recfn.COMPILED,
-    reason="pure build: a KeyboardInterrupt that lands inside the pure recorder's row append "
-    "leaves its chunk's columns of different lengths (the compiled recorder appends a row "
-    "without a check for signals); known, not yet mended",
-)
 def test_ctrl_c_while_the_flusher_writes_loses_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_sigint: None
 ) -> None:
