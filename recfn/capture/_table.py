@@ -67,8 +67,9 @@ def decode_chunk(chunk: _Chunk, tid: int) -> dict[str, np.ndarray]:
     """
     n = len(chunk.seqs)
     out = {field: np.empty(n, dtype) for field, dtype in DECODED_COLUMNS}
-    _decode_into(chunk, tid, out, 0)
-    out["meta"][:] = _counted(chunk.meta, np.int32, n)
+    if n:
+        _decode_into(chunk, tid, out, 0)
+        out["meta"][:] = _counted(chunk.meta, np.int32, n)
     return out
 
 
