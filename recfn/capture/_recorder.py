@@ -139,7 +139,7 @@ class _Chunk:
         counted; the next ``add`` cuts it off and escapes its start.
         """
         row: i64 = len(self.seqs)
-        if len(self.meta) != row:
+        if len(self.parents) != row:  # parents grow first
             self._drop_uncounted(row)
         gap = start - self.last_start
         escaped = row == 0 or gap < 0 or gap >= ESCAPE_LIMIT
