@@ -191,8 +191,13 @@ def steps_until_ctrl_c(
 
 
 def assert_nothing_lost(trace: recfn.Trace, ranges: int) -> None:
+    """Every range whose body ran is written, ended; the one the KeyboardInterrupt cut inside
+    its enter (possible in the interpreted build, after its row was added) is written open."""
     assert trace.dropped_events == 0 and trace.error == "KeyboardInterrupt"
-    assert steps_written(trace) == ranges
+    steps = trace.to_pandas().query("name == 'step'")
+    cut_in_enter = int(steps["end_ns"].isna().sum())
+    assert cut_in_enter <= (0 if recfn.COMPILED else 1)
+    assert len(steps) - cut_in_enter == ranges
 
 
 def test_ctrl_c_during_a_part_write_loses_nothing(
