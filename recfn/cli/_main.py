@@ -120,6 +120,7 @@ def _show_warning(
 
 _MMAP_THRESHOLD: Final = -3
 _TRIM_THRESHOLD: Final = -1
+_ARENA_MAX: Final = -8
 """glibc's ``mallopt`` parameters (malloc.h)."""
 
 
@@ -142,6 +143,7 @@ def keep_freed_memory() -> None:
         return
     mallopt(_MMAP_THRESHOLD, 32 << 20)  # glibc's largest: blocks below it come from the heap
     mallopt(_TRIM_THRESHOLD, 1 << 30)
+    mallopt(_ARENA_MAX, 1)  # one heap: a block one reader thread frees, the next one reuses
 
 
 _USER_CODE: Final = ("run", "demo")

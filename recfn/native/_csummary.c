@@ -81,7 +81,7 @@ typedef struct {
     int64_t *unresolved;
     Py_ssize_t unresolved_n, unresolved_capacity;
     Row *rows;
-    size_t rows_bytes;
+    size_t rows_bytes; /* its mapping's size */
     Open *recent; /* the open range of row r, if any, in slot r % RECENT */
     Open *open;   /* those still open when a later row took their slot in `recent` */
     Py_ssize_t open_capacity, open_used; /* a power of two; slots taken */
@@ -92,30 +92,85 @@ typedef struct {
     int64_t self_total, extent_first, extent_last;
 } Pass;
 
-/* The rows' state: large, written once in order, so on Linux in huge pages where the
-   system allows (a tenth of the page faults' time). */
-static Row *rows_alloc(size_t bytes) {
+/* The rows' state: large, written once in order (a row before any later row reads it), so on
+   Linux in huge pages where the system allows (a tenth of the page faults' time). A mapping a
+   finished pass frees is kept for the next passes (up to SPARES of them, SPARE_BYTES in all):
+   a run set's files are read one after another and each pass wants about the same size, where
+   a fresh mapping's pages are zeroed by the kernel as they are first written. MADV_FREE lets
+   the system take a kept mapping's pages back first when memory is short. Spares are taken and
+   given with the GIL held (a pass is made and freed under it). */
+#define SPARES 4
+#define SPARE_BYTES ((size_t)256 << 20)
+
 #if defined(MAP_ANONYMOUS) && !defined(_WIN32)
+static struct {
+    void *at;
+    size_t bytes;
+} spares[SPARES];
+static size_t spare_bytes;
+
+static Row *rows_alloc(size_t bytes, size_t *mapped) {
+    int best = -1;
+    for (int s = 0; s < SPARES; s++) /* the smallest spare that holds the rows, up to twice */
+        if (spares[s].at != NULL && spares[s].bytes >= bytes && spares[s].bytes / 2 <= bytes &&
+            (best < 0 || spares[s].bytes < spares[best].bytes))
+            best = s;
+    if (best >= 0) {
+        void *found = spares[best].at;
+        *mapped = spares[best].bytes;
+        spare_bytes -= spares[best].bytes;
+        spares[best].at = NULL;
+        return found;
+    }
     void *found = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (found == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
     madvise(found, bytes, MADV_HUGEPAGE);
 #endif
+    *mapped = bytes;
     return found;
-#else
-    return PyMem_Malloc(bytes);
-#endif
 }
 
-static void rows_free(Row *rows, size_t bytes) {
+static void rows_free(Row *rows, size_t mapped) {
     if (rows == NULL) return;
-#if defined(MAP_ANONYMOUS) && !defined(_WIN32)
-    munmap(rows, bytes);
-#else
-    (void)bytes;
-    PyMem_Free(rows);
+    if (mapped > SPARE_BYTES) {
+        munmap(rows, mapped);
+        return;
+    }
+    int slot = 0; /* an empty slot, else the largest spare's */
+    for (int s = 0; s < SPARES; s++) {
+        if (spares[s].at == NULL) {
+            slot = s;
+            break;
+        }
+        if (spares[s].bytes > spares[slot].bytes) slot = s;
+    }
+    for (int s = slot, more = 1; more; s = (s + 1) % SPARES) { /* then others, within budget */
+        if (spares[s].at != NULL) {
+            munmap(spares[s].at, spares[s].bytes);
+            spare_bytes -= spares[s].bytes;
+            spares[s].at = NULL;
+        }
+        more = spare_bytes + mapped > SPARE_BYTES;
+    }
+#ifdef MADV_FREE
+    madvise(rows, mapped, MADV_FREE);
 #endif
+    spares[slot].at = rows;
+    spares[slot].bytes = mapped;
+    spare_bytes += mapped;
 }
+#else
+static Row *rows_alloc(size_t bytes, size_t *mapped) {
+    *mapped = bytes;
+    return PyMem_Malloc(bytes);
+}
+
+static void rows_free(Row *rows, size_t mapped) {
+    (void)mapped;
+    PyMem_Free(rows);
+}
+#endif
 
 static void Pass_dealloc(Pass *self) {
     rows_free(self->rows, self->rows_bytes);
@@ -154,8 +209,7 @@ static int Pass_init(Pass *self, PyObject *args, PyObject *kwds) {
     size_t rows = n ? (size_t)n : 1;
     self->n = n;
     self->whole = whole;
-    self->rows = rows_alloc(rows * sizeof(Row));
-    self->rows_bytes = rows * sizeof(Row);
+    self->rows = rows_alloc(rows * sizeof(Row), &self->rows_bytes);
     self->open_capacity = 1024;
     self->open = PyMem_RawMalloc(self->open_capacity * sizeof(Open));
     if (self->open != NULL)
