@@ -71,6 +71,7 @@ from recfn.formats.schema import (
     metadata_of,
     not_a_trace,
     process_rows,
+    with_nullable_columns,
 )
 
 EVENT_COLUMNS = ("id", "parent_id", "kind", "scope", "start_ns", "end_ns")
@@ -455,7 +456,7 @@ def _row_groups(parquets: list[pq.ParquetFile], columns: list[str]) -> Iterator[
         names = parquet.schema_arrow.names
         wanted = [c for c in dict.fromkeys(columns) if c in names]
         for group in range(parquet.metadata.num_row_groups):
-            yield parquet.read_row_group(group, columns=wanted)
+            yield with_nullable_columns(parquet.read_row_group(group, columns=wanted))
 
 
 def _read(files: list[str], parquets: list[pq.ParquetFile]) -> pa.Table:

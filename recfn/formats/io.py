@@ -111,7 +111,7 @@ def write_parquet(table: pa.Table, path: PathLike) -> None:
     from recfn.formats._digest import ROW_GROUP_ROWS
 
     pq.write_table(
-        schema.with_content_hash(table),
+        schema.with_required_columns(schema.with_content_hash(table)),
         os.fspath(path),
         row_group_size=ROW_GROUP_ROWS,  # the row groups the content hash was taken over
         write_page_checksum=True,
@@ -275,7 +275,7 @@ def decoded(path: str, read: Any, *args: Any, **kwargs: Any) -> pa.Table:
         raise
     except DECODE_ERRORS as exc:
         raise unreadable_parquet(path, exc) from None
-    return result
+    return schema.with_nullable_columns(result)
 
 
 def read_parquet(path: str) -> pa.Table:
@@ -292,7 +292,7 @@ def read_parquet(path: str) -> pa.Table:
         data = fh.read()
     try:
         parquet = pq.ParquetFile(pa.py_buffer(data), page_checksum_verification=True)
-        table = parquet.read()
+        table = schema.with_nullable_columns(parquet.read())
         copies_agree = metadata_copies_agree(parquet.metadata.metadata or {})
         row_groups = [
             parquet.metadata.row_group(i).num_rows for i in range(parquet.metadata.num_row_groups)

@@ -36,6 +36,33 @@ def test_parquet_round_trip_is_exact(prof: recfn.profile, tmp_path: Path) -> Non
     assert loaded.equals(original)
 
 
+def test_columns_that_hold_no_null_are_stored_without_definition_levels(
+    prof: recfn.profile, tmp_path: Path
+) -> None:
+    """Parquet REQUIRED columns for ``NOT_NULL``; a file written before (every column
+    optional) loads as the new one does, to the table in memory."""
+    from recfn.formats import io, schema
+    from recfn.formats._digest import ROW_GROUP_ROWS
+
+    path = tmp_path / "new.parquet"
+    prof.save(path)
+    stored = pq.ParquetFile(path).schema
+    required = {
+        stored.column(i).path for i in range(len(stored)) if stored.column(i).max_definition_level == 0
+    }
+    assert required == set(schema.NOT_NULL) & set(prof.table.column_names)
+    older = tmp_path / "older.parquet"
+    pq.write_table(
+        schema.with_content_hash(prof.table),
+        older,
+        row_group_size=ROW_GROUP_ROWS,
+        write_page_checksum=True,
+        **io.parquet_options(prof.table),
+    )
+    assert recfn.load(older).table.equals(prof.table)
+    assert recfn.load(path).table.equals(prof.table)
+
+
 def test_load_as_pandas(prof: recfn.profile, tmp_path: Path) -> None:
     path = tmp_path / "trace.parquet"
     prof.save(path)
