@@ -903,8 +903,6 @@ __all__ = [
     "MEMORY",
     "METADATA_PREFIX",
     "NOT_NULL",
-    "with_nullable_columns",
-    "with_required_columns",
     "NO_DEFAULT",
     "NULLABLE_INTS",
     "OPTIONAL",
@@ -949,4 +947,6 @@ __all__ = [
     "validate",
     "with_content_hash",
     "with_every_column",
+    "with_nullable_columns",
+    "with_required_columns",
 ]

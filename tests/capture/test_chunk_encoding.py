@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
+from librt.vecs import append
 
 import recfn
-from librt.vecs import append
 from recfn.capture._recorder import ASYNC_BIT, DEPTH_SHIFT, KIND_SHIFT, LOW32, _Chunk
 from recfn.capture._table import DecodedRows, build_table, decode_chunk
 from recfn.engine.scope import SCOPE_LABELS

@@ -48,7 +48,9 @@ def test_columns_that_hold_no_null_are_stored_without_definition_levels(
     prof.save(path)
     stored = pq.ParquetFile(path).schema
     required = {
-        stored.column(i).path for i in range(len(stored)) if stored.column(i).max_definition_level == 0
+        stored.column(i).path
+        for i in range(len(stored))
+        if stored.column(i).max_definition_level == 0
     }
     assert required == set(schema.NOT_NULL) & set(prof.table.column_names)
     older = tmp_path / "older.parquet"
