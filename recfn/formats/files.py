@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import stat
+import time
 import zlib
 from collections.abc import Callable
 from typing import BinaryIO, Final, Literal, Optional
@@ -135,6 +136,11 @@ def write_atomic(
 
 _TEMPORARY: Final = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.part(\.[A-Za-z0-9.]+)?$")
 """The names ``write_atomic`` gives its temporary files (``.<name>.<8 random>.part<suffix>``)."""
+_UNLOCKED_NEW: Final = re.compile(r"^\..+\.[0-9a-f]{8}\.new$")
+"""The names `_temporary` makes its files under before it locks them (``.<name>.<8 hex>.new``)."""
+NEW_ABANDONED_AFTER: Final = 60.0
+"""Seconds after which an unlocked, empty ``.new`` file is a killed write's: a live write locks
+and renames its own within microseconds of making it."""
 
 
 _LOCKS: Final = importlib.util.find_spec("fcntl") is not None
@@ -152,14 +158,18 @@ def _lock(fd: int) -> None:
 
 def remove_abandoned(folder: str) -> list[str]:
     """Remove the temporary files of writes in ``folder`` that were killed before they ended
-    (SIGKILL, a crash): ``write_atomic``'s, that no process holds locked. Returns their names.
-    Best effort: a file that cannot be examined or removed stays."""
+    (SIGKILL, a crash): ``write_atomic``'s, that no process holds locked, and the empty files a
+    write was killed between making and locking (``.new``, unlocked for `NEW_ABANDONED_AFTER`
+    seconds). Returns their names. Best effort: a file that cannot be examined or removed
+    stays."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         return []
     try:
-        names = [n for n in os.listdir(folder or ".") if _TEMPORARY.match(n)]
+        names = [
+            n for n in os.listdir(folder or ".") if _TEMPORARY.match(n) or _UNLOCKED_NEW.match(n)
+        ]
     except OSError:
         return []
     removed = []
@@ -170,8 +180,13 @@ def remove_abandoned(folder: str) -> list[str]:
         except OSError:
             continue
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            found = os.fstat(fd)
+            if not stat.S_ISREG(found.st_mode):
                 continue
+            if _UNLOCKED_NEW.match(name) and (
+                found.st_size or time.time() - found.st_mtime < NEW_ABANDONED_AFTER
+            ):
+                continue  # a write may be about to lock it
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # OSError: a write holds it
             os.unlink(path)
             removed.append(path)

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -195,6 +196,33 @@ def test_another_write_in_the_folder_never_takes_a_temporary_not_yet_locked(
     assert swept == [[]]
     assert (tmp_path / "part-00001.parquet").read_bytes() == b"x"
     assert os.listdir(tmp_path) == ["part-00001.parquet"]
+
+
+def test_the_empty_file_of_a_write_killed_before_it_locked_goes_once_old(tmp_path: Path) -> None:
+    """A write killed between making its ``.new`` file and locking it leaves it empty and
+    unlocked; the next sweep takes it once it is older than any live write's, and nothing
+    else under such a name."""
+    from recfn.formats import files
+
+    then = time.time() - files.NEW_ABANDONED_AFTER - 1
+
+    def made(token: str, content: bytes = b"", old: bool = True) -> Path:
+        path = tmp_path / f".run.parquet.{token}.new"
+        path.write_bytes(content)
+        if old:
+            os.utime(path, (then, then))
+        return path
+
+    abandoned = made("0123abcd")
+    kept = [
+        made("4567cdef", old=False),  # a write about to lock it
+        made("89abcdef"),  # locked below: a write renaming it
+        made("fedcba98", b"not ours"),  # a write never writes into it
+    ]
+    with open(kept[1], "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        assert files.remove_abandoned(str(tmp_path)) == [str(abandoned)]
+    assert all(path.exists() for path in kept)
 
 
 @pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
