@@ -40,7 +40,7 @@ def test_columns_that_hold_no_null_are_stored_without_definition_levels(
     prof: recfn.profile, tmp_path: Path
 ) -> None:
     """Parquet REQUIRED columns for ``NOT_NULL``; a file written before (every column
-    optional) loads as the new one does, to the table in memory."""
+    optional) loads as the new one does, to the table in memory, and beside a new one."""
     from recfn.formats import io, schema
     from recfn.formats._digest import ROW_GROUP_ROWS
 
@@ -54,15 +54,23 @@ def test_columns_that_hold_no_null_are_stored_without_definition_levels(
     }
     assert required == set(schema.NOT_NULL) & set(prof.table.column_names)
     older = tmp_path / "older.parquet"
+    other_process = prof.table.set_column(
+        prof.table.schema.get_field_index("pid"),
+        prof.table.schema.field("pid"),
+        pa.array([prof.table.column("pid")[0].as_py() + 1] * prof.table.num_rows, pa.int64()),
+    )
     pq.write_table(
-        schema.with_content_hash(prof.table),
+        schema.with_content_hash(other_process),
         older,
         row_group_size=ROW_GROUP_ROWS,
         write_page_checksum=True,
         **io.parquet_options(prof.table),
     )
-    assert recfn.load(older).table.equals(prof.table)
+    assert recfn.load(older).table.equals(other_process)
     assert recfn.load(path).table.equals(prof.table)
+    both = recfn.load([path, older]).table  # a dataset of files from before and after
+    assert both.schema.equals(prof.table.schema)
+    assert both.num_rows == 2 * prof.table.num_rows
 
 
 def test_load_as_pandas(prof: recfn.profile, tmp_path: Path) -> None:
