@@ -382,8 +382,10 @@ def with_required_columns(table: pa.Table) -> pa.Table:
     reader would otherwise decode and turn into a validity bitmap for every value (a quarter of
     the time of reading a trace's summary columns). Zero-copy."""
     fields = [
-        field.with_nullable(False) if field.name in _NOT_NULL_NAMES else field
-        for field in table.schema
+        field.with_nullable(False)
+        if field.name in _NOT_NULL_NAMES and not column.null_count  # never a null lost
+        else field
+        for field, column in zip(table.schema, table.columns)
     ]
     return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
 
