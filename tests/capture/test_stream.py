@@ -9,7 +9,7 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -200,25 +200,37 @@ def assert_nothing_lost(trace: recfn.Trace, ranges: int) -> None:
     assert len(steps) - cut_in_enter == ranges
 
 
+def sigint_in_a_part_write(
+    monkeypatch: pytest.MonkeyPatch, on_this_thread: Callable[[], bool], send: Callable[[], None]
+) -> list[object]:
+    """Parquet writes patched so that the first part of steps written where ``on_this_thread()``
+    holds ``send``s a SIGINT just before its write; the list gets that part's path."""
+    from recfn.formats import io
+
+    write_parquet = io.write_parquet
+    interrupted: list[object] = []
+
+    def interrupted_write(table: object, path: object) -> None:
+        if on_this_thread() and not interrupted and getattr(table, "num_rows", 0) > 1:
+            interrupted.append(path)
+            send()
+        write_parquet(table, path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(io, "write_parquet", interrupted_write)
+    return interrupted
+
+
 def test_ctrl_c_during_a_part_write_loses_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_sigint: None
 ) -> None:
     """Ctrl-C (a real SIGINT) while a part is being written: the part is written with the
     next one, here at stop(); no event is lost and none is counted as dropped."""
-    from recfn.formats import io
-
-    write_parquet = io.write_parquet
-    interrupted = []
-
-    def interrupted_write(table: object, path: object) -> None:
-        on_main = threading.current_thread() is threading.main_thread()
-        if on_main and not interrupted and getattr(table, "num_rows", 0) > 1:  # a part of steps
-            interrupted.append(path)
-            # a real SIGINT, handled at once on this (the main) thread
-            signal.raise_signal(signal.SIGINT)  # KeyboardInterrupt before the write
-        write_parquet(table, path)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(io, "write_parquet", interrupted_write)
+    # a real SIGINT, handled at once on this (the main) thread: KeyboardInterrupt before the write
+    interrupted = sigint_in_a_part_write(
+        monkeypatch,
+        lambda: threading.current_thread() is threading.main_thread(),
+        lambda: signal.raise_signal(signal.SIGINT),
+    )
     # no part on time: on a slow machine the flusher's thread would write the first one
     trace, ranges = steps_until_ctrl_c(tmp_path, flush_interval=3600, bound=200_000)
     assert interrupted
@@ -231,19 +243,11 @@ def test_ctrl_c_while_the_flusher_writes_loses_nothing(
     """Ctrl-C while the flusher's thread writes a part: the KeyboardInterrupt reaches the main
     thread wherever it is, here taking its own buffer's rows into a table; those rows go with
     a later part (they were counted as dropped: 24-28k of them)."""
-    from recfn.formats import io
-
-    write_parquet = io.write_parquet
-    interrupted = []
-
-    def interrupted_write(table: object, path: object) -> None:
-        on_flusher = threading.current_thread().name == "recfn-flush"
-        if on_flusher and not interrupted and getattr(table, "num_rows", 0) > 1:
-            interrupted.append(path)
-            os.kill(os.getpid(), signal.SIGINT)  # handled by the main thread, later
-        write_parquet(table, path)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(io, "write_parquet", interrupted_write)
+    interrupted = sigint_in_a_part_write(  # handled by the main thread, later
+        monkeypatch,
+        lambda: threading.current_thread().name == "recfn-flush",
+        lambda: os.kill(os.getpid(), signal.SIGINT),
+    )
     trace, ranges = steps_until_ctrl_c(tmp_path, flush_interval=0.001, bound=400_000)
     assert interrupted
     assert_nothing_lost(trace, ranges)
