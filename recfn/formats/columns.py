@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from recfn.errors import MissingColumnsError
 
@@ -18,13 +19,15 @@ INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
 
 
-def require(df: pd.DataFrame, columns: Iterable[str], operation: str) -> None:
-    """Raise `MissingColumnsError` naming every column of `columns` that `df` lacks."""
-    missing = [c for c in columns if c not in df.columns]
+def require(df: pd.DataFrame | pa.Table, columns: Iterable[str], operation: str) -> None:
+    """Raise `MissingColumnsError` naming every column of `columns` that `df` (a DataFrame or
+    a ``pyarrow.Table``) lacks."""
+    present = df.column_names if isinstance(df, pa.Table) else list(df.columns)
+    missing = [c for c in columns if c not in present]
     if missing:
         raise MissingColumnsError(
             f"{operation} needs the recfn event-table column(s) {', '.join(map(repr, missing))}; "
-            f"the frame has {', '.join(map(str, df.columns)) or 'no columns'} (see docs/schema.md)"
+            f"the frame has {', '.join(map(str, present)) or 'no columns'} (see docs/schema.md)"
         )
 
 

@@ -63,6 +63,7 @@ from recfn.formats.chrome._writer import (
     Rows,
     distributed_info,
     encode_events,
+    encode_part,
 )
 from recfn.formats.columns import INT64_MAX, INT64_MIN, require
 from recfn.formats.files import open_trace_file
@@ -380,8 +381,7 @@ LARGE_JSON_BYTES: Final = 1 << 30
 
 
 def _check_columns(data: pd.DataFrame | pa.Table) -> None:
-    columns = data.column_names if isinstance(data, pa.Table) else data.columns
-    require(pd.DataFrame(columns=columns), REQUIRED_TO_WRITE, "write_chrome_trace")
+    require(data, REQUIRED_TO_WRITE, "write_chrome_trace")
 
 
 def _prepare(data: pd.DataFrame | pa.Table, *, base_ns: int | None) -> tuple[Layout, bytes]:
@@ -446,11 +446,12 @@ def _event_batches(layout: Layout, bar: Bar) -> Iterator[bytes]:
     comma-separated without brackets."""
     yield jsonio.dumps(layout.header_events())[1:-1]
     positions, keys, totals = layout.totals
-    for first, frame in layout.rows.frames():
-        lo, hi = np.searchsorted(positions, [first, first + len(frame)])
+    for first, part in layout.rows.parts():
+        size = len(part)
+        lo, hi = np.searchsorted(positions, [first, first + size])
         batch = (positions[lo:hi] - first, keys[lo:hi], totals[lo:hi])
-        yield encode_events(frame, layout, batch, first)
-        bar.update(len(frame))
+        yield encode_part(part, layout, batch, first)
+        bar.update(size)
 
 
 class _Sink(Protocol):

@@ -174,11 +174,12 @@ def exact_ns(value: decimal.Decimal) -> int:
     return int(-ns if sign else ns)
 
 
-def micros(ns: np.ndarray) -> list[Any]:
+def micros(ns: np.ndarray, large: bool | None = None) -> list[Any]:
     """Nanoseconds (int64, not negative) as the JSON numbers of their microseconds, exact: floats
     below `LARGE` microseconds (the shortest text of a double there is its three decimals), the
-    three-decimal text beyond."""
-    if not large_micros(ns):
+    three-decimal text beyond. `large` chooses the text as `large_micros` of a larger batch did
+    (default: of `ns`)."""
+    if not (large_micros(ns) if large is None else large):
         floats: list[Any] = (ns / 1000.0).tolist()
         return floats
     whole, part = np.divmod(ns, 1000)

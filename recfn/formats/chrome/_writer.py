@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import msgspec
 import numpy as np
@@ -41,18 +41,21 @@ ROWS = 50_000
 
 
 class Rows:
-    """An event table, DataFrame or ``pyarrow.Table``, read as DataFrames of `ROWS` rows."""
+    """An event table, DataFrame or ``pyarrow.Table``, read `ROWS` rows at a time."""
 
     def __init__(self, data: pd.DataFrame | pa.Table) -> None:
         self.data = data
         self.columns = list(data.column_names if isinstance(data, pa.Table) else data.columns)
         self.count = data.num_rows if isinstance(data, pa.Table) else len(data)
 
-    def frames(self, columns: list[str] | None = None) -> Iterator[tuple[int, pd.DataFrame]]:
-        """(first row, frame) of consecutive rows, with only `columns` (default all)."""
-        keep = [c for c in (columns or self.columns) if c in self.columns]
+    def parts(self) -> Iterator[tuple[int, pd.DataFrame | pa.Table]]:
+        """(first row, rows) of `ROWS` consecutive rows, as the data holds them (a table's as
+        a table, a frame's as a frame)."""
         for first in range(0, self.count, ROWS):
-            yield first, self.take(slice(first, first + ROWS), keep)
+            if isinstance(self.data, pa.Table):
+                yield first, self.data.slice(first, ROWS)
+            else:
+                yield first, self.data.iloc[first : first + ROWS]
 
     def take(self, rows: slice | np.ndarray, columns: list[str] | None = None) -> pd.DataFrame:
         """The rows at `rows` (a slice or positions) as a DataFrame."""
@@ -64,18 +67,19 @@ class Rows:
                 if isinstance(rows, slice)
                 else data.take(pa.array(rows))
             )
-            # Nullable int64 as Int64, not float64, which would round epoch nanoseconds.
-            return part.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+            return _frame(part)
         frame = data[columns] if columns is not None else data
         return frame.iloc[rows]
 
-    def distinct(self, columns: list[str]) -> Rows:
-        """These rows' values of `columns` with repeats left out, first occurrences in order:
-        what a question about the distinct values (processes, threads) needs to read. A
-        DataFrame's rows are all kept."""
+    def distinct_records(self, columns: list[str]) -> list[dict[str, Any]]:
+        """These rows' values of `columns` (those present) with repeats left out, first
+        occurrences in order, one dict per row: what a question about the distinct values
+        (processes, threads) needs to read."""
         keep = [c for c in columns if c in self.columns]
-        if not isinstance(self.data, pa.Table) or not keep or not self.count:
-            return self
+        if not keep or not self.count:
+            return [{} for _ in range(min(self.count, 1))]
+        if not isinstance(self.data, pa.Table):
+            return _distinct_records(self.data[keep])
         table = self.data.select(keep).combine_chunks().unify_dictionaries()
         key, size = np.zeros(self.count, dtype=np.int64), 1
         for column in table.columns:
@@ -83,12 +87,13 @@ class Rows:
             if not pa.types.is_dictionary(array.type):
                 array = pc.dictionary_encode(array)
             size *= len(array.dictionary) + 1
-            if size >= 2**62:
-                return self  # too many combinations to number: read every row
+            if size >= 2**62:  # too many combinations to number: read every row
+                return _distinct_records(table.to_pandas())
             key = key * (len(array.dictionary) + 1) + 1
             key += pc.fill_null(array.indices, -1).to_numpy(zero_copy_only=False)
         first = np.sort(np.unique(key, return_index=True)[1])
-        return Rows(table.take(pa.array(first)))
+        records: list[dict[str, Any]] = table.take(pa.array(first)).to_pylist()
+        return records
 
     def where(self, kind: str, columns: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
         """The positions of the rows of this `kind`, and their `columns` (those present)."""
@@ -107,6 +112,17 @@ class Rows:
             return int(first) if first is not None else 0
         start = ints(self.data["start_ns"], 0)
         return int(start.min()) if len(start) else 0
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
+    """`table` as the writer's DataFrame: nullable int64 as Int64, not float64, which would
+    round epoch nanoseconds."""
+    return table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+
+
+def _distinct_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = frame.drop_duplicates().to_dict("records")
+    return records
 
 
 SCOPE_CATEGORIES = {"user_scope": "user_annotation", "function": "cpu_op"}
@@ -130,31 +146,26 @@ class Layout:
     def __init__(self, rows: Rows, base_ns: int | None = None) -> None:
         self.rows = rows
         self.base_ns = time_base(rows.start_ns()) if base_ns is None else base_ns
-        keys = [c for c in ("host", "pid", "rank") if c in rows.columns]
-        processes: list[Any] = []
-        threads: list[Any] = []
-        scopes: set[Any] = set()
-        wanted = [*keys, "thread_id", "thread_name", "scope"]
-        for _, frame in rows.distinct(wanted).frames(wanted):
-            frame = _with_process_keys(frame)
-            processes.append(frame[["host", "pid", "rank"]].drop_duplicates(["host", "pid"]))
-            if "thread_name" in frame.columns:
-                named = frame[["host", "pid", "thread_id", "thread_name"]].dropna()
-                threads.append(named.drop_duplicates(["host", "pid", "thread_id"]))
-            if "scope" in frame.columns:
-                scopes.update(map(str, pd.unique(frame["scope"].dropna().astype(object))))
-        self.processes = _chrome_pids(_stacked(processes).drop_duplicates(["host", "pid"]))
-        self.threads = _stacked(threads)
-        if len(self.threads):
-            self.threads = self.threads.drop_duplicates(["host", "pid", "thread_id"])
+        processes: dict[tuple[str, int], int] = {}
+        threads: dict[tuple[str, int, int], str] = {}
+        scopes: set[str] = set()
+        for row in rows.distinct_records(
+            ["host", "pid", "rank", "thread_id", "thread_name", "scope"]
+        ):
+            host = "" if _missing(row.get("host")) else str(row["host"])
+            pid = 0 if _missing(row.get("pid")) else int(row["pid"])
+            rank = -1 if _missing(row.get("rank")) else int(row["rank"])
+            processes.setdefault((host, pid), rank)
+            thread, name = row.get("thread_id"), row.get("thread_name")
+            if thread is not None and not _missing(thread) and not _missing(name):
+                threads.setdefault((host, pid, int(thread)), str(name))
+            if not _missing(row.get("scope")):
+                scopes.add(str(row["scope"]))
+        self.processes = _chrome_pids(processes)
+        self.threads = list(threads.items())
         self.has_hosts = "host" in rows.columns or "rank" in rows.columns
-        self.remapped = bool((self.processes["chrome_pid"] != self.processes["pid"]).any())
-        self._chrome = {
-            (h, p): c
-            for h, p, c in zip(
-                self.processes["host"], self.processes["pid"], self.processes["chrome_pid"]
-            )
-        }
+        self.remapped = any(process.chrome_pid != process.pid for process in self.processes)
+        self._chrome = {(p.host, p.pid): p.chrome_pid for p in self.processes}
         categories = set(SCOPE_CATEGORIES.values())
         self.categories = (
             {s: c for s, c in SCOPE_CATEGORIES.items() if s in scopes}
@@ -176,50 +187,49 @@ class Layout:
         ``recfn_process`` (host, pid, rank) that the reader restores."""
         events: list[dict[str, Any]] = []
         if self.has_hosts or self.remapped:
-            for host, pid, rank, chrome in self.processes[
-                ["host", "pid", "rank", "chrome_pid"]
-            ].itertuples(index=False):
-                events += _process_metadata(str(host), int(pid), int(rank), int(chrome))
-        for host, pid, thread, name in self.threads.itertuples(index=False):
+            for process in self.processes:
+                events += _process_metadata(*process)
+        for (host, pid, thread), name in self.threads:
             events.append(
                 {
                     "ph": "M",
                     "name": "thread_name",
-                    "pid": self._chrome[(str(host), int(pid))],
-                    "tid": int(thread),
-                    "args": {"name": str(name)},
+                    "pid": self._chrome[(host, pid)],
+                    "tid": thread,
+                    "args": {"name": name},
                 }
             )
         return events
 
     def ranks(self) -> list[int]:
         """The table's distinct ranks (-1: none)."""
-        return sorted({int(r) for r in self.processes["rank"]})
+        return sorted({process.rank for process in self.processes})
 
 
-def _with_process_keys(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with ``host`` ("" when absent), ``pid`` and ``rank`` (-1) as plain values."""
-    return frame.assign(
-        host=_strings(frame["host"]) if "host" in frame.columns else "",
-        pid=ints(frame["pid"], 0) if "pid" in frame.columns else 0,
-        rank=ints(frame["rank"], -1) if "rank" in frame.columns else -1,
-    )
+class Process(NamedTuple):
+    """A process of the table (told apart by host and pid), its rank and its Chrome pid."""
+
+    host: str
+    pid: int
+    rank: int
+    chrome_pid: int
 
 
-def _chrome_pids(processes: pd.DataFrame) -> pd.DataFrame:
-    """`processes` (host, pid, rank) with a ``chrome_pid`` each: its pid, unless an earlier
-    process of another host has that pid; then one above every pid of the table."""
-    taken = set(processes["pid"].tolist())
+def _chrome_pids(processes: dict[tuple[str, int], int]) -> list[Process]:
+    """The `processes` ((host, pid): rank, in order), each with a Chrome pid: its pid, unless
+    an earlier process of another host has that pid; then one above every pid of the table."""
+    taken = {pid for _, pid in processes}
     spare = max(taken, default=0) + 1
-    chrome, used = [], set()
-    for pid in processes["pid"].tolist():
-        if pid in used:
+    found, used = [], set()
+    for (host, pid), rank in processes.items():
+        chrome = pid
+        if chrome in used:
             while spare in taken or spare in used:
                 spare += 1
-            pid = spare
-        used.add(pid)
-        chrome.append(pid)
-    return processes.assign(chrome_pid=np.array(chrome, dtype=np.int64)).reset_index(drop=True)
+            chrome = spare
+        used.add(chrome)
+        found.append(Process(host, pid, rank, chrome))
+    return found
 
 
 def _process_metadata(host: str, pid: int, rank: int, chrome: int) -> list[dict[str, Any]]:
@@ -238,13 +248,9 @@ def _process_metadata(host: str, pid: int, rank: int, chrome: int) -> list[dict[
     return events
 
 
-def _stacked(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    if not frames:
-        return pd.DataFrame(
-            {"host": pd.Series(dtype=object), "pid": pd.Series(dtype=np.int64),
-             "rank": pd.Series(dtype=np.int64)}
-        )  # fmt: skip
-    return pd.concat(frames, ignore_index=True)
+def _missing(value: Any) -> bool:
+    """Whether a value read from a table is null (None from Arrow; NaN, NA or NaT from pandas)."""
+    return value is None or bool(pd.isna(value))
 
 
 Totals = tuple[np.ndarray, list[str], np.ndarray]
@@ -268,6 +274,30 @@ def memory_totals(rows: Rows) -> Totals:
     )
 
 
+def encode_part(
+    part: pd.DataFrame | pa.Table, layout: Layout, totals: Totals | None = None, first: int = 0
+) -> bytes:
+    """`encode_events` of a batch of rows (`Rows.parts`). A table's closed ranges, the rows a
+    capture holds, are written straight from its Arrow columns (`_Complete.of_table`: the same
+    JSON without a DataFrame), its other rows from their frame."""
+    if not isinstance(part, pa.Table):
+        return encode_events(part, layout, totals, first)
+    start, end = _table_ints(part, "start_ns", 0), _table_ints(part, "end_ns", 0)
+    closed = _closed_ranges(part)
+    rest = np.flatnonzero(~closed)
+    if start is None or end is None or not closed.any():
+        return encode_events(_frame(part), layout, totals, first)
+    large = times_large(start, end, layout.base_ns)
+    fields = _Complete.of_table(part.filter(pa.array(closed)) if rest.size else part, layout, large)
+    if fields is None:
+        return encode_events(_frame(part), layout, totals, first)
+    parts = [fields.encoded()]
+    if rest.size:
+        others = _frame(part.take(pa.array(rest)))
+        parts.append(_other_parts(others, layout, totals, rest, first, large))
+    return b",".join(each for each in parts if each)
+
+
 def encode_events(
     df: pd.DataFrame, layout: Layout, totals: Totals | None = None, first: int = 0
 ) -> bytes:
@@ -279,19 +309,50 @@ def encode_events(
     complete = ranges & ~open_range & ~is_async
     parts = [complete_events(df, layout, np.flatnonzero(complete))]
     rest = np.flatnonzero(~complete)
-    if len(rest):  # memory rows among them: `totals` only points there
-        if totals is not None:
-            totals = (np.searchsorted(rest, totals[0]), totals[1], totals[2])
+    if len(rest):
         start, end = ints(df["start_ns"], 0), ints(df["end_ns"], 0)
-        # Each time column's text is chosen for the whole batch (`micros`), as for "X" events.
-        times = [micros(start - layout.base_ns), micros(np.maximum(end, start) - layout.base_ns)]
-        at = rest.tolist()
-        ts, end_ts = ([values[i] for i in at] for values in times)
-        others_df = df.iloc[rest]
-        args = _event_args(others_df)
-        others = other_events(others_df, layout, totals, args, ts, end_ts, (rest + first).tolist())
-        parts.append(msgspec.json.encode(others)[1:-1] if others else b"")
+        large = times_large(start, end, layout.base_ns)
+        parts.append(_other_parts(df.iloc[rest], layout, totals, rest, first, large))
     return b",".join(part for part in parts if part)
+
+
+def times_large(start: np.ndarray, end: np.ndarray, base_ns: int) -> tuple[bool, bool, bool]:
+    """Whether a batch's starts, durations and ends (nulls 0) are written with three decimals
+    (`large_micros`): each time column's text is chosen for the whole batch."""
+    return (
+        large_micros(start - base_ns),
+        large_micros(np.maximum(end - start, 0)),
+        large_micros(np.maximum(end, start) - base_ns),
+    )
+
+
+def _other_parts(
+    others: pd.DataFrame,
+    layout: Layout,
+    totals: Totals | None,
+    rest: np.ndarray,
+    first: int,
+    large: tuple[bool, bool, bool],
+) -> bytes:
+    """The JSON of a batch's rows that are not closed ranges (`other_events`): `others` holds
+    them, found at `rest` in the batch that starts at the table's row `first`; `totals` are
+    the batch's memory totals, `large` its `times_large`."""
+    if totals is not None:  # memory rows are among them: `totals` only points there
+        totals = (np.searchsorted(rest, totals[0]), totals[1], totals[2])
+    start, end = ints(others["start_ns"], 0), ints(others["end_ns"], 0)
+    ts = micros(start - layout.base_ns, large[0])
+    end_ts = micros(np.maximum(end, start) - layout.base_ns, large[2])
+    args = _event_args(others)
+    events = other_events(others, layout, totals, args, ts, end_ts, (rest + first).tolist())
+    return msgspec.json.encode(events)[1:-1] if events else b""
+
+
+def _closed_ranges(table: pa.Table) -> np.ndarray:
+    """Which rows of `table` are closed, synchronous ranges (`_range_masks` of its frame)."""
+    mask = pc.and_(pc.fill_null(pc.equal(table["kind"], RANGE), False), table["end_ns"].is_valid())
+    if "is_async" in table.column_names:
+        mask = pc.and_(mask, pc.invert(pc.fill_null(table["is_async"], False)))
+    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _range_masks(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -314,10 +375,7 @@ def complete_events(
     recfn.native._cchrome is built (and `use_native`), else in Arrow's kernels."""
     if not len(rows):
         return b""
-    fields = _Complete(df, layout, rows)
-    if use_native and ENCODE_COMPLETE is not None:
-        return fields.native()
-    return fields.arrow()
+    return _Complete.of_frame(df, layout, rows).encoded(use_native)
 
 
 ENCODE_COMPLETE: Any = getattr(native.extension("_cchrome"), "encode_complete", None)
@@ -325,30 +383,120 @@ ENCODE_COMPLETE: Any = getattr(native.extension("_cchrome"), "encode_complete", 
 
 
 class _Complete:
-    """What the complete events at `rows` of `df` are written from: times in nanoseconds (each
-    column's text chosen for the whole batch, as `micros` chooses it), pids, names and
-    categories as codes into their JSON texts, each row's args object (`_args_parts`) and the
-    integer fields added to it, ids."""
+    """What complete events are written from: times in nanoseconds after the base (each
+    column's text chosen for the whole batch, as `micros` chooses it: `large`), Chrome pids,
+    thread ids, names and categories as codes into their JSON texts, each row's args object
+    (`_args_parts`), the integer fields added to it and the rows whose object is already whole
+    (not `slow`), ids, parent ids and which rows have no parent."""
 
-    def __init__(self, df: pd.DataFrame, layout: Layout, rows: np.ndarray) -> None:
+    def __init__(
+        self,
+        ts: np.ndarray,
+        dur: np.ndarray,
+        large: tuple[bool, bool],
+        pid: np.ndarray,
+        tid: np.ndarray,
+        names: tuple[np.ndarray, list[str]],
+        cats: tuple[np.ndarray, list[str]],
+        args: tuple[pa.Array, list[Added], np.ndarray],
+        ids: tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None],
+    ) -> None:
+        self.ts, self.dur, self.large, self.pid, self.tid = ts, dur, large, pid, tid
+        self.names, self.cats = names, cats
+        self.args, self.added, self.slow = args
+        self.ids, self.parents, self.roots = ids
+
+    @classmethod
+    def of_frame(cls, df: pd.DataFrame, layout: Layout, rows: np.ndarray) -> _Complete:
+        """The complete events at `rows` of `df`."""
         start = ints(df["start_ns"], 0)
         end = ints(df["end_ns"], 0)
         ts, dur = start - layout.base_ns, np.maximum(end - start, 0)
-        self.large = (large_micros(ts), large_micros(dur))
-        self.ts, self.dur = ts[rows], dur[rows]
-        self.pid = np.asarray(layout.chrome_pids(df), dtype=np.int64)[rows]
-        self.tid = ints(df["thread_id"], 0)[rows]
-        self.names = _json_codes(df["name"], {}, rows)
-        self.cats = (
+        ids = ints(df["id"], 0)[rows] if "id" in df.columns else None
+        has_parents = ids is not None and "parent_id" in df.columns
+        return cls(
+            ts[rows],
+            dur[rows],
+            (large_micros(ts), large_micros(dur)),
+            np.asarray(layout.chrome_pids(df), dtype=np.int64)[rows],
+            ints(df["thread_id"], 0)[rows],
+            _json_codes(df["name"], {}, rows),
             _json_codes(df["scope"], layout.categories, rows)
             if "scope" in df.columns
-            else (np.zeros(len(rows), dtype=np.int64), ['""'])
+            else (np.zeros(len(rows), dtype=np.int64), ['""']),
+            _args_parts(df, rows),
+            (
+                ids,
+                ints(df["parent_id"], 0)[rows] if has_parents else None,
+                nulls(df["parent_id"])[rows] if has_parents else None,
+            ),
         )
-        self.args, self.added, self.slow = _args_parts(df, rows)
-        self.ids = ints(df["id"], 0)[rows] if "id" in df.columns else None
-        has_parents = self.ids is not None and "parent_id" in df.columns
-        self.parents = ints(df["parent_id"], 0)[rows] if has_parents else None
-        self.roots = nulls(df["parent_id"])[rows] if has_parents else None
+
+    @classmethod
+    def of_table(
+        cls, table: pa.Table, layout: Layout, large: tuple[bool, bool, bool]
+    ) -> _Complete | None:
+        """The rows of `table`, closed synchronous ranges all, as complete events read from
+        its Arrow columns (no DataFrame), in a batch whose times are `large` (`times_large`):
+        what `of_frame` reads from their frame. None where the frame is needed: args other
+        than integers, columns of other types, pids the layout changes."""
+        n = table.num_rows
+        names = table.column_names
+        if not n or layout.remapped:
+            return None
+        if "args" in names and table["args"].null_count < n:
+            return None
+        added: list[Added] = []
+        for column, key, unset in TORCH_ARGS:
+            if column in names:
+                values = _table_ints(table, column, unset)
+                if values is None:
+                    return None
+                added.append((key, values != unset, values))
+        for column, key in LIST_ARGS:
+            if column in names and table[column].null_count < n:
+                if not pa.types.is_int64(table.schema.field(column).type):
+                    return None  # lists, or integers that a frame holds as floats
+                filled = np.asarray(table[column].is_valid().to_numpy(zero_copy_only=False))
+                counts = _table_ints(table, column, 0)
+                assert counts is not None  # int64
+                added.append((key, filled, counts))
+        read = [_table_ints(table, c, 0) for c in ("start_ns", "end_ns", "thread_id")]
+        read += [_table_ints(table, c, 0) for c in ("pid", "id", "parent_id") if c in names]
+        name_codes = _table_json_codes(table["name"], {})
+        cat_codes = (
+            _table_json_codes(table["scope"], layout.categories)
+            if "scope" in names
+            else (np.zeros(n, dtype=np.int64), ['""'])
+        )
+        if name_codes is None or cat_codes is None or any(r is None for r in read):
+            return None
+        start, end, tid, *others = cast(list[np.ndarray], read)
+        found = dict(zip([c for c in ("pid", "id", "parent_id") if c in names], others))
+        ids = found.get("id")
+        has_parents = ids is not None and "parent_id" in found
+        return cls(
+            start - layout.base_ns,
+            np.maximum(end - start, 0),
+            large[:2],
+            found.get("pid", np.zeros(n, dtype=np.int64)),
+            tid,
+            name_codes,
+            cat_codes,
+            (_empty_objects(n), [a for a in added if a[1].any()], np.zeros(n, dtype=bool)),
+            (
+                ids,
+                found["parent_id"] if has_parents else None,
+                np.asarray(table["parent_id"].is_null().to_numpy(zero_copy_only=False))
+                if has_parents
+                else None,
+            ),
+        )
+
+    def encoded(self, use_native: bool = True) -> bytes:
+        """The events' JSON: in one native pass without the GIL where recfn.native._cchrome is
+        built (and `use_native`), else in Arrow's kernels."""
+        return self.native() if use_native and ENCODE_COMPLETE is not None else self.arrow()
 
     def native(self) -> bytes:
         n = len(self.ts)
@@ -417,6 +565,47 @@ class _Complete:
             pa.scalar("", text),
         )
         return _string_bytes(joined)[:-1]
+
+
+def _table_ints(table: pa.Table, column: str, null: int) -> np.ndarray | None:
+    """An integer column of `table` as int64 numpy, nulls as `null` (`ints` of its frame's
+    column); None for a column of another type."""
+    field = table.schema.field(column)
+    if not pa.types.is_integer(field.type) or pa.types.is_uint64(field.type):
+        return None
+    values = pc.fill_null(table[column], null) if table[column].null_count else table[column]
+    return np.asarray(values.to_numpy(), dtype=np.int64)
+
+
+def _table_json_codes(
+    column: pa.ChunkedArray, renamed: dict[str, str]
+) -> tuple[np.ndarray, list[str]] | None:
+    """`_json_codes` of a string column (plain or dictionary-encoded) read from Arrow: each
+    row's code into the JSON texts of the values it uses, ``""`` for nulls. None for a column
+    of another type."""
+    kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return None
+    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if not pa.types.is_dictionary(array.type):
+        array = pc.dictionary_encode(array)
+    values = array.dictionary
+    if values.null_count:
+        return None
+    codes = pc.fill_null(array.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    used, codes = np.unique(codes, return_inverse=True)
+    picked = iter(values.take(pa.array(used[used >= 0])).to_pylist())
+    texts = []
+    for code in used.tolist():
+        value = "" if code < 0 else next(picked)
+        texts.append('""' if code < 0 else msgspec.json.encode(renamed.get(value, value)).decode())
+    return codes.reshape(-1), texts
+
+
+def _empty_objects(n: int) -> pa.Array:
+    """`n` args objects ``{}`` as a large string array."""
+    offsets = pa.py_buffer((2 * np.arange(n + 1, dtype=np.int64)).tobytes())
+    return pa.LargeStringArray.from_buffers(n, offsets, pa.py_buffer(b"{}" * n))
 
 
 def _text_table(texts: list[str]) -> tuple[np.ndarray, bytes]:
