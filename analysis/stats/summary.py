@@ -439,9 +439,16 @@ def add_partials(
         result["max_ns"] = grouped["max_ns"].max()
         result = result.reset_index()
     else:
-        result = parts[[*keys, *sums, "min_ns", "max_ns"]].copy()
-    result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
-    return finish_summary(result, keys, extra, total, sort_by, top, as_index, wall)
+        result = parts
+    # One frame made at the end: each column set on a small frame costs more than its values.
+    kept = [*keys, *sums, "min_ns", "max_ns"]
+    columns = {name: result[name].array for name in kept if name != "duration_ns"}
+    duration = result["duration_ns"].to_numpy(dtype=np.float64, na_value=np.nan)
+    count = result["count"].to_numpy(dtype=np.float64, na_value=np.nan)
+    columns["mean_ns"] = duration / np.clip(count, 1, None)
+    return finish_summary(
+        pd.DataFrame(columns, copy=False), keys, extra, total, sort_by, top, as_index, wall
+    )
 
 
 def finish_summary(
@@ -457,12 +464,15 @@ def finish_summary(
     """A summary added up from parts (out of core, on Dask) laid out as ``summary()`` lays it
     out: ``total_pct`` of the ``wall`` time, ``self_pct`` of the self-time ``total``, columns,
     order, ``top``, index, ``attrs["self_total_ns"]`` and ``attrs["wall_ns"]``."""
-    result["total_pct"] = 100.0 * result["total_ns"] / wall if wall else np.nan
-    result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
     ordered = [*keys, *STAT_COLUMNS, *extra]
-    result = result[ordered]
-    if sort_by not in result.columns:
+    if sort_by not in ordered:
         raise RecfnValueError(f"sort_by={sort_by!r} is not a summary column; choose from {ordered}")
+    shares = {"total_pct": ("total_ns", wall), "self_pct": ("self_ns", total)}
+    columns = {name: result[name].array for name in ordered if name not in shares}
+    for name, (part, whole) in shares.items():
+        values = result[part].to_numpy(dtype=np.float64, na_value=np.nan)
+        columns[name] = 100.0 * values / whole if whole else np.full(len(result), np.nan)
+    result = pd.DataFrame({name: columns[name] for name in ordered}, copy=False)
     result = result.sort_values(
         [sort_by, *keys], ascending=[sort_by in keys, *[True] * len(keys)], kind="stable"
     )
