@@ -65,19 +65,28 @@ def _lanes_of(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of ``columns`` side by side, sorted (``np.unique(axis=0)``), and the
     index of each row's: each column coded on its own first, then one 1-D unique of the
     combined code (a sort of int64, many times quicker than sorting rows of three)."""
-    values, codes = zip(*(np.unique(column, return_inverse=True) for column in columns))
+    values, codes = zip(*(_unique_inverse(column) for column in columns))
     if float(np.prod([v.size for v in values], dtype=np.float64)) >= 2.0**62:  # no room
         keys, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
         return keys.astype(np.int64), np.asarray(inverse, dtype=np.int64).reshape(-1)
     combined = np.zeros(columns[0].size, dtype=np.int64)
     for distinct, code in zip(values, codes):
         combined = combined * distinct.size + code.reshape(-1)
-    keys, inverse = np.unique(combined, return_inverse=True)
+    keys, inverse = _unique_inverse(combined)
     lane_keys = np.empty((keys.size, len(columns)), dtype=np.int64)
     for i in reversed(range(len(columns))):
         lane_keys[:, i] = values[i][keys % values[i].size]
         keys = keys // values[i].size
     return lane_keys, np.asarray(inverse, dtype=np.int64).reshape(-1)
+
+
+def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, without its sort where every value is one
+    (a trace of one process: its host and pid columns, a single thread)."""
+    if values.size and values.min() == values.max():
+        return values[:1], np.zeros(values.size, dtype=np.intp)
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return distinct, inverse.reshape(-1)
 
 
 class TimelineIndex:

@@ -6,11 +6,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recfn.analysis.synthetic import make_synthetic_trace
 from recfn.errors import QueryError
 from recfn.notebook_ext.widget import lod
-from recfn.notebook_ext.widget.lod import TimelineIndex, first_view, response_size
+from recfn.notebook_ext.widget.lod import TimelineIndex, _lanes_of, first_view, response_size
 
 
 def _table(frame: pd.DataFrame) -> pa.Table:
@@ -250,3 +252,22 @@ def test_responses_name_their_names_with_short_names_and_colours() -> None:
     _, values, palette = column_colors(frame)
     for name, i in names.items():
         assert got["colors"][i] == hex_color(palette[list(values).index(name)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([-1, 0, 3]), st.sampled_from([7, 7, 9]), st.integers(0, 4)),
+        min_size=1,
+        max_size=30,
+    ),
+    st.booleans(),
+)
+def test_lanes_are_the_distinct_rows_sorted(rows: list[tuple[int, int, int]], one: bool) -> None:
+    """`_lanes_of` is ``np.unique(axis=0)`` of its columns, whether or not each column holds a
+    single value (which skips its sort)."""
+    table = np.array(rows[:1] * len(rows) if one else rows, dtype=np.int64)
+    keys, inverse = _lanes_of(*table.T)
+    expected, where = np.unique(table, axis=0, return_inverse=True)
+    assert np.array_equal(keys, expected)
+    assert np.array_equal(inverse, where.reshape(-1))
