@@ -232,7 +232,14 @@ def _plain(value: Any) -> str:
 
 def _summary_or_note(trace: Trace, top: int) -> tuple[Optional[pd.DataFrame], str]:
     """The summary shown (`summary_for_display`) and what its columns mean, or why there is
-    none."""
+    none; made once per trace and ``top`` (the HTML and the text show the same table)."""
+    shown = _SHOWN.setdefault(trace, {})
+    if top not in shown:
+        shown[top] = _laid_out_summary(trace, top)
+    return shown[top]
+
+
+def _laid_out_summary(trace: Trace, top: int) -> tuple[Optional[pd.DataFrame], str]:
     try:
         summary = trace.summary(top=top)
     except (ValueError, AttributeError) as exc:  # e.g. no ranges at all
@@ -240,6 +247,11 @@ def _summary_or_note(trace: Trace, top: int) -> tuple[Optional[pd.DataFrame], st
     if summary is None or len(summary) == 0:
         return None, "no ranges recorded"
     return summary_for_display(summary), "; ".join(summary_notes(summary))
+
+
+_SHOWN: weakref.WeakKeyDictionary[Trace, dict[int, tuple[Optional[pd.DataFrame], str]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def header_html(trace: Trace) -> str:
