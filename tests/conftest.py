@@ -22,14 +22,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(autouse=True)
 def clean_engine() -> Iterator[None]:
-    """Every test starts and ends with no callbacks, ranges enabled and no profile function
-    installed (a test that leaves call tracing on fails here)."""
+    """Every test starts and ends with no callbacks, ranges enabled, no profile function
+    installed and no range open on the main thread (a test that leaves call tracing on, or a
+    range entered, fails here rather than the next test of its worker)."""
     recfn.clear_callbacks()
     recfn.enable_record_function(True)
     yield
     recfn.clear_callbacks()
     recfn.enable_record_function(True)
     assert sys.getprofile() is None
+    assert recfn.current_range() is None, f"a range is left open: {recfn.current_range()!r}"
 
 
 @pytest.fixture(scope="session")

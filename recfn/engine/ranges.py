@@ -657,11 +657,15 @@ class RecordFunction:
                 top -= 1
             if parent is None and td.top > 0:
                 parent = _stack_top(td)  # a range open outside the loop
+            # Each list grows on its own: an interrupt between the two appends leaves them of
+            # different lengths, and the next range writes its slot in both all the same.
             if top < len(task.entries):
                 task.entries[top] = entry
-                task.runs[top] = self._run + 1
             else:
                 task.entries.append(entry)
+            if top < len(task.runs):
+                task.runs[top] = self._run + 1
+            else:
                 task.runs.append(self._run + 1)
             task.top = top + 1
             self._task = task
@@ -681,8 +685,8 @@ class RecordFunction:
                 stack[top] = entry
             else:
                 stack.append(entry)
+            self._on_stack = True  # before the top moves: a leave finds it wherever it stops
             td.top = top + 1
-            self._on_stack = True
         self._run += 1
         if parent is not None and parent._td is td:
             self._parent = parent
@@ -691,19 +695,19 @@ class RecordFunction:
 
     def _begin(self, inputs: object, kwinputs: object) -> None:
         td = _thread_data()
-        self._enter_context(td, 1 if _asyncio_loop_running() else 0)
-        if self._needs_ids:
-            td.next_seq += 1
-            self.handle = (td.tid << TID_SHIFT) | td.next_seq
-        self._state = 1
-        extra: Optional[_RangeExtra] = None  # holds the inputs during the start
-        if self._needs_inputs:
-            extra = self._extra_fields()
-            extra.inputs = inputs
-            extra.kwinputs = kwinputs
-        self._in_start = True
         called: i64 = 0  # callbacks whose start was called: their end must run too
-        try:
+        extra: Optional[_RangeExtra] = None  # holds the inputs during the start
+        try:  # an interrupted start takes the range off its stack again (`_fast_begin`)
+            self._enter_context(td, 1 if _asyncio_loop_running() else 0)
+            if self._needs_ids:
+                td.next_seq += 1
+                self.handle = (td.tid << TID_SHIFT) | td.next_seq
+            self._state = 1
+            if self._needs_inputs:
+                extra = self._extra_fields()
+                extra.inputs = inputs
+                extra.kwinputs = kwinputs
+            self._in_start = True
             e0 = self._e0
             if e0 is not None:
                 called = 1
@@ -753,31 +757,35 @@ class RecordFunction:
         if _reg.state_touched and not _state_get().enabled:
             return False  # a state with callbacks would have cleared _reg.plain
         self._e0 = plain
-        self._enter_context(td, td.row_args[ROW_ARGS_LOOP])
-        parent = self._parent
-        td.next_seq += 1
-        self.handle = (td.tid << TID_SHIFT) | td.next_seq
-        self._state = 1
-        self._fast = True
         rows = td.rows
-        # The row's numbers go through td.row_args and the row is found again by this range
-        # (its key): nothing is boxed.
-        args = td.row_args
-        args[0] = td.next_seq
-        parent_handle: i64 = 0  # typed: a conditional expression would box the handle
-        if parent is not None and parent.sink_chunk is rows:  # a row of this capture
-            parent_handle = parent.handle
-        args[1] = parent_handle
-        args[2] = i64(self._scope | (self.depth << META_DEPTH_SHIFT))
+        # Whatever interrupts the start (a KeyboardInterrupt between two statements of the
+        # interpreted build) takes the range off its thread's stack again, or every later
+        # range of the thread would nest under it.
         try:
-            if _open_row(rows, self, self.name):
-                self.sink_chunk = rows
-                self.sink_row = 0  # admitted (sink_row < 0: not recorded)
-                hook = td.rows_stack
-                if hook is not None:
-                    hook()
-        except Exception:
-            plain.report_failure("start")  # as _begin does when on_start raises
+            self._enter_context(td, td.row_args[ROW_ARGS_LOOP])
+            parent = self._parent
+            td.next_seq += 1
+            self.handle = (td.tid << TID_SHIFT) | td.next_seq
+            self._state = 1
+            self._fast = True
+            # The row's numbers go through td.row_args and the row is found again by this
+            # range (its key): nothing is boxed.
+            args = td.row_args
+            args[0] = td.next_seq
+            parent_handle: i64 = 0  # typed: a conditional expression would box the handle
+            if parent is not None and parent.sink_chunk is rows:  # a row of this capture
+                parent_handle = parent.handle
+            args[1] = parent_handle
+            args[2] = i64(self._scope | (self.depth << META_DEPTH_SHIFT))
+            try:
+                if _open_row(rows, self, self.name):
+                    self.sink_chunk = rows
+                    self.sink_row = 0  # admitted (sink_row < 0: not recorded)
+                    hook = td.rows_stack
+                    if hook is not None:
+                        hook()
+            except Exception:
+                plain.report_failure("start")  # as _begin does when on_start raises
         except BaseException:
             self._state = 2  # the caller never gets the range: end it here, as _begin does
             self._leave_context(False, False)
@@ -785,6 +793,22 @@ class RecordFunction:
                 _close_row(rows, self, 0)
             raise
         return True
+
+    def _end_here(self) -> None:
+        """End the range where it started (a with-block's exit, a wrapped call's return).
+        Whatever interrupts the end (a KeyboardInterrupt between two statements of the
+        interpreted build) still takes the range off its stack, or every later range of the
+        thread would nest under it; its row, not ended, is written as still open."""
+        try:
+            if self._fast:
+                self._fast_end()
+            else:
+                self._finish(False, False)
+        except BaseException:
+            self._leave_context(False, False)
+            if self._state == 1:
+                self._state = 2  # ended as far as it goes: not again when collected
+            raise
 
     def _fast_end(self) -> None:
         """End a range ``_fast_begin`` started: pop it from its thread's or its task's stack
@@ -908,8 +932,10 @@ class RecordFunction:
         thread or task is async (one left out of order where it started is not)."""
         td = self._td
         if self._on_stack:
-            self._on_stack = False
+            # The flag goes once the slot is gone: a leave that an interrupt cuts short
+            # (the interpreted build) is done again whole.
             if td is None:
+                self._on_stack = False
                 return
             entry = self._entry()
             stack = td.stack
@@ -917,6 +943,7 @@ class RecordFunction:
             if top > 0 and stack[top - 1] is entry and (not any_thread or _thread_data() is td):
                 stack[top - 1] = None
                 td.top = top - 1  # slots of ranges that ended out of order are dropped later
+                self._on_stack = False
                 return
             if _thread_data() is not td:
                 self.is_async = True
@@ -924,6 +951,7 @@ class RecordFunction:
                 if stack[i] is entry:
                     stack[i] = None  # its thread drops the slot when it reaches it
                     break
+            self._on_stack = False
             return
         task = self._task
         if task is None:
@@ -1118,10 +1146,8 @@ class record_function(RecordFunction):
         if self._state == 1:
             if self._future_end:
                 self._detach()
-            elif self._fast:
-                self._fast_end()
             else:
-                self._finish(False, False)
+                self._end_here()
 
     async def __aenter__(self) -> record_function:
         return self.__enter__()
@@ -1272,10 +1298,7 @@ def _open_range(name: str, scope: i32, may_be_fast: bool) -> Optional[RecordFunc
 def end_range(rf: RecordFunction) -> None:
     """End a range started by ``begin_range``/``begin_call``."""
     if rf._state == 1:
-        if rf._fast:
-            rf._fast_end()
-        else:
-            rf._finish(False, False)
+        rf._end_here()
 
 
 def current_range() -> Optional[RecordFunction]:

@@ -285,3 +285,72 @@ def test_forked_child_keeps_the_parents_pid_and_can_profile_again() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+ENTRIES = ("__exit__", "_end_here")
+"""The interpreted build's window that no code of its own can close: a Ctrl-C handled as the
+range's exit is entered, before its first statement (Python does not call ``__exit__``
+again), leaves the range open on its thread (docs/architecture.md, "Ctrl-C in the pure build")."""
+
+
+def _interrupted_at(point: int) -> Any:
+    """A profile function that raises KeyboardInterrupt at the ``point``-th place a signal is
+    handled while it is on: where CPython checks for one, at the entry of a Python function
+    and after a call of a C function returns (loops' back-edges aside), but the `ENTRIES`."""
+    seen = 0
+
+    def hook(frame: Any, event: str, arg: object) -> None:
+        nonlocal seen
+        if event == "c_return" or (event == "call" and frame.f_code.co_name not in ENTRIES):
+            seen += 1
+            if seen == point:
+                raise KeyboardInterrupt
+
+    return hook
+
+
+@pytest.mark.skipif(recfn.COMPILED, reason="compiled, a range's start and end check for no signal")
+@pytest.mark.parametrize("step", ["start", "end"])
+@pytest.mark.parametrize("path", ["one profiler", "a callback beside it"])
+def test_a_ctrl_c_inside_a_range_start_or_end_leaves_it_off_the_stack(path: str, step: str) -> None:
+    """Each place of a range's start or end where a Ctrl-C can land interrupted in turn (the
+    profiler's fast path, or the callbacks' path): the range is not left on its thread's stack,
+    so the ranges after it nest where they are (parent and depth), in the table and in the
+    engine."""
+    point = 0
+    while True:
+        point += 1
+        handle = recfn.add_global_callback(RecordFunctionCallback()) if path[0] == "a" else None
+        try:
+            with recfn.profile() as prof:
+                with recfn.record_function("outer") as outer:
+                    inner = recfn.record_function("inner")
+                    if step == "end":
+                        inner.__enter__()
+                    sys.setprofile(_interrupted_at(point))
+                    try:
+                        if step == "start":
+                            inner.__enter__()
+                        else:
+                            inner.__exit__(None, None, None)
+                        done = True
+                    except KeyboardInterrupt:
+                        done = False
+                    finally:
+                        sys.setprofile(None)
+                    if done and step == "start":
+                        inner.__exit__(None, None, None)
+                    with recfn.record_function("after") as after:
+                        assert after.depth == outer.depth + 1, point
+                with recfn.record_function("top") as top:
+                    assert top.depth == 0, point
+                assert recfn.current_range() is None
+        finally:
+            if handle is not None:
+                recfn.remove_callback(handle)
+        rows = by_name(prof)
+        assert rows["after"]["parent_id"] == rows["outer"]["id"], point
+        assert rows["top"]["parent_id"] is None, point
+        if done:
+            break
+    assert point > 2  # each place was interrupted once
