@@ -310,13 +310,27 @@ def _interrupted_at(point: int) -> Any:
 
 
 @pytest.mark.skipif(recfn.COMPILED, reason="compiled, a range's start and end check for no signal")
+@pytest.mark.parametrize("where", ["a thread", "an event loop"])
 @pytest.mark.parametrize("step", ["start", "end"])
 @pytest.mark.parametrize("path", ["one profiler", "a callback beside it"])
-def test_a_ctrl_c_inside_a_range_start_or_end_leaves_it_off_the_stack(path: str, step: str) -> None:
+def test_a_ctrl_c_inside_a_range_start_or_end_leaves_it_off_the_stack(
+    path: str, step: str, where: str
+) -> None:
     """Each place of a range's start or end where a Ctrl-C can land interrupted in turn (the
-    profiler's fast path, or the callbacks' path): the range is not left on its thread's stack,
-    so the ranges after it nest where they are (parent and depth), in the table and in the
-    engine."""
+    profiler's fast path, or the callbacks' path; on a thread's stack, or a task's in an event
+    loop): the range is not left on its stack, so the ranges after it nest where they are
+    (parent and depth), in the table and in the engine."""
+    if where == "an event loop":
+
+        async def in_a_task() -> None:
+            _interrupt_each_place(path, step)
+
+        asyncio.run(in_a_task())
+    else:
+        _interrupt_each_place(path, step)
+
+
+def _interrupt_each_place(path: str, step: str) -> None:
     point = 0
     while True:
         point += 1
