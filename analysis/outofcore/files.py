@@ -1030,7 +1030,7 @@ def _passed_part(passed: _Passed, keys: list[str], extra: list[str]) -> pd.DataF
         for i, key in enumerate(keys)
     }
     for name in ("count", "total_ns", "self_ns", "min_ns", "max_ns", "duration_ns", *extra):
-        columns[name] = sums[name][seen] if len(seen) else np.zeros(0, dtype=np.int64)
+        columns[name] = sums[name][seen]  # int64, empty or not
     return pd.DataFrame(columns)
 
 

@@ -429,8 +429,10 @@ def add_partials(
 ) -> pd.DataFrame:
     """The summary of partial summaries added up (per process, out of core or on Dask): their
     ``count``, ``total_ns``, ``self_ns``, ``duration_ns`` and `extra` summed, ``min_ns`` and
-    ``max_ns`` taken per group, laid out by `finish_summary` (``wall``: the whole trace's
-    wall time, see `range_span`)."""
+    ``max_ns`` taken per group, laid out as ``summary()`` lays it out: ``total_pct`` of the
+    ``wall`` time (the whole trace's, see `range_span`), ``self_pct`` of the self-time
+    ``total``, columns, order, ``top``, index, ``attrs["self_total_ns"]`` and
+    ``attrs["wall_ns"]``."""
     sums = ["count", "total_ns", "self_ns", "duration_ns", *extra]
     if len(parts) and parts.duplicated(keys).any():
         grouped = parts.groupby(keys, sort=False, dropna=False)
@@ -440,38 +442,18 @@ def add_partials(
         result = result.reset_index()
     else:
         result = parts
-    # One frame made at the end: each column set on a small frame costs more than its values.
-    kept = [*keys, *sums, "min_ns", "max_ns"]
-    columns = {name: result[name].array for name in kept if name != "duration_ns"}
-    duration = result["duration_ns"].to_numpy(dtype=np.float64, na_value=np.nan)
-    count = result["count"].to_numpy(dtype=np.float64, na_value=np.nan)
-    columns["mean_ns"] = duration / np.clip(count, 1, None)
-    return finish_summary(
-        pd.DataFrame(columns, copy=False), keys, extra, total, sort_by, top, as_index, wall
-    )
-
-
-def finish_summary(
-    result: pd.DataFrame,
-    keys: list[str],
-    extra: list[str],
-    total: int,
-    sort_by: str,
-    top: int | None,
-    as_index: bool,
-    wall: int,
-) -> pd.DataFrame:
-    """A summary added up from parts (out of core, on Dask) laid out as ``summary()`` lays it
-    out: ``total_pct`` of the ``wall`` time, ``self_pct`` of the self-time ``total``, columns,
-    order, ``top``, index, ``attrs["self_total_ns"]`` and ``attrs["wall_ns"]``."""
     ordered = [*keys, *STAT_COLUMNS, *extra]
     if sort_by not in ordered:
         raise RecfnValueError(f"sort_by={sort_by!r} is not a summary column; choose from {ordered}")
-    shares = {"total_pct": ("total_ns", wall), "self_pct": ("self_ns", total)}
-    columns = {name: result[name].array for name in ordered if name not in shares}
-    for name, (part, whole) in shares.items():
-        values = result[part].to_numpy(dtype=np.float64, na_value=np.nan)
-        columns[name] = 100.0 * values / whole if whole else np.full(len(result), np.nan)
+    # One frame made at the end: each column set on a small frame costs more than its values.
+    columns = {name: result[name].array for name in ordered if name in result.columns}
+    duration, count, total_ns, self_ns = (
+        result[name].to_numpy(dtype=np.float64, na_value=np.nan)
+        for name in ("duration_ns", "count", "total_ns", "self_ns")
+    )
+    columns["mean_ns"] = duration / np.clip(count, 1, None)
+    columns["total_pct"] = 100.0 * total_ns / wall if wall else np.full(len(result), np.nan)
+    columns["self_pct"] = 100.0 * self_ns / total if total else np.full(len(result), np.nan)
     result = pd.DataFrame({name: columns[name] for name in ordered}, copy=False)
     result = result.sort_values(
         [sort_by, *keys], ascending=[sort_by in keys, *[True] * len(keys)], kind="stable"

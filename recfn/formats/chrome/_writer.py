@@ -461,18 +461,17 @@ class _Complete:
                 counts = _table_ints(table, column, 0)
                 assert counts is not None  # int64
                 added.append((key, filled, counts))
-        read = [_table_ints(table, c, 0) for c in ("start_ns", "end_ns", "thread_id")]
-        read += [_table_ints(table, c, 0) for c in ("pid", "id", "parent_id") if c in names]
+        read = {c: _table_ints(table, c, 0) for c in INT_FIELDS if c in names}
         name_codes = _table_json_codes(table["name"], {})
         cat_codes = (
             _table_json_codes(table["scope"], layout.categories)
             if "scope" in names
             else (np.zeros(n, dtype=np.int64), ['""'])
         )
-        if name_codes is None or cat_codes is None or any(r is None for r in read):
+        if name_codes is None or cat_codes is None or any(v is None for v in read.values()):
             return None
-        start, end, tid, *others = cast(list[np.ndarray], read)
-        found = dict(zip([c for c in ("pid", "id", "parent_id") if c in names], others))
+        found = cast(dict[str, np.ndarray], read)
+        start, end = found["start_ns"], found["end_ns"]
         ids = found.get("id")
         has_parents = ids is not None and "parent_id" in found
         return cls(
@@ -480,7 +479,7 @@ class _Complete:
             np.maximum(end - start, 0),
             large[:2],
             found.get("pid", np.zeros(n, dtype=np.int64)),
-            tid,
+            found["thread_id"],
             name_codes,
             cat_codes,
             (_empty_objects(n), [a for a in added if a[1].any()], np.zeros(n, dtype=bool)),
@@ -567,6 +566,10 @@ class _Complete:
         return _string_bytes(joined)[:-1]
 
 
+INT_FIELDS = ("start_ns", "end_ns", "thread_id", "pid", "id", "parent_id")
+"""The integer columns a complete event is written from (the first three always there)."""
+
+
 def _table_ints(table: pa.Table, column: str, null: int) -> np.ndarray | None:
     """An integer column of `table` as int64 numpy, nulls as `null` (`ints` of its frame's
     column); None for a column of another type."""
@@ -594,11 +597,11 @@ def _table_json_codes(
         return None
     codes = pc.fill_null(array.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     used, codes = np.unique(codes, return_inverse=True)
-    picked = iter(values.take(pa.array(used[used >= 0])).to_pylist())
-    texts = []
-    for code in used.tolist():
-        value = "" if code < 0 else next(picked)
-        texts.append('""' if code < 0 else msgspec.json.encode(renamed.get(value, value)).decode())
+    texts = ['""'] if used.size and used[0] < 0 else []  # nulls (-1) sort first
+    texts += [
+        msgspec.json.encode(renamed.get(value, value)).decode()
+        for value in values.take(pa.array(used[used >= 0])).to_pylist()
+    ]
     return codes.reshape(-1), texts
 
 
