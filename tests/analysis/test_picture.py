@@ -152,3 +152,44 @@ def test_density_keeps_the_longest_bar_of_each_pixel_first_in_table_order(seed: 
     expected = np.rint(chart.colors[bars[first], :3] * 255).astype(np.uint8)
     middle = line[first] + 5
     assert (image[middle, scale.column(chart.x0[bars[first]]), :3] == expected).all()
+
+
+@pytest.mark.parametrize(
+    ("at", "anchor"),
+    [
+        ((10, 20), "lm"),
+        ((120.5, 40.5), "mm"),
+        ((300, 7.25), "rt"),
+        ((-4, 60), "lm"),
+        ((395, 95), "rb"),
+    ],
+)
+def test_texts_are_drawn_as_pillow_draws_them(at: tuple[float, float], anchor: str) -> None:
+    # The canvas renders each text once (cached) and blends it itself: the pixels must be
+    # Pillow's own, at fractional positions and where the text is cut by the edge.
+    from PIL import ImageDraw
+
+    background = np.random.default_rng(3).integers(0, 256, (100, 400, 3), dtype=np.uint8)
+    canvas = picture._Canvas(400, 100)
+    canvas.pixels[:] = background
+    for text, size in (
+        ("pandas.core.frame::DataFrame.apply", picture.SMALL_PX),
+        ("ünï · 名前 ms", 16),
+    ):
+        canvas.texts.append((at, text, size, anchor))
+    drawn = pixels(canvas.png({}))
+    expected = Image.fromarray(background, "RGB")
+    draw = ImageDraw.Draw(expected)
+    for xy, text, size, anchor_ in canvas.texts:
+        draw.text(xy, text, font=picture._font(size), fill=picture.INK, anchor=anchor_)
+    assert (drawn == np.asarray(expected)).all()
+
+
+def test_the_png_holds_its_pixels_texts_and_resolution() -> None:
+    rgb = np.random.default_rng(4).integers(0, 256, (37, 53, 3), dtype=np.uint8)
+    texts = {"Software": "recfn", "Description": "Timeline of f → g (名前), 3 ranges"}
+    image = Image.open(io.BytesIO(picture.encode_png(rgb, texts)))
+    image.load()  # checks every chunk's CRC and the data's checksum
+    assert image.mode == "RGB" and (np.asarray(image) == rgb).all()
+    assert image.text == texts
+    assert [round(d) for d in image.info["dpi"]] == [picture.DPI, picture.DPI]

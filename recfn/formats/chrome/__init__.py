@@ -255,6 +255,9 @@ def _check_base(base_ns: int, source: str) -> None:
 
 GZIP_LEVEL: Final = 6
 """gzip's level for a ``.json.gz`` unless told otherwise: zlib's default balance."""
+FASTEST_ISAL_LEVEL: Final = 1
+"""ISA-L's level (0 to 3) for a ``.json.gz`` asked for at level 1: on a traced cell's 5.8 MB
+of JSON 5 ms and 574 kB, where zlib's level 1 took 30 ms for 596 kB (ISA-L's 0: 735 kB)."""
 
 
 def write_chrome_trace(
@@ -281,7 +284,8 @@ def write_chrome_trace(
     of one rank gets ``distributedInfo`` (``rank``, ``world_size``) as HTA reads it, and a
     trace imported from another tool its top-level members back (torch's
     ``distributedInfo``, ``deviceProperties``). A path ending in ``.gz`` is compressed, at
-    gzip's `compresslevel` (1 fastest to 9 smallest; RecfnValueError for another).
+    gzip's `compresslevel` (1 fastest to 9 smallest; RecfnValueError for another; level 1
+    with ISA-L where it is installed, see `_gzip_stream`).
 
     Rows are encoded and written (through the gzip stream) a batch at a time, so memory holds
     the table and one batch's JSON, never the whole file's; a progress bar shows on a terminal
@@ -466,13 +470,30 @@ def _output(path: str, level: int) -> Iterator[_Sink]:
         if not path.endswith(".gz"):
             yield raw
             return
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level) as out:
+        with _gzip_stream(raw, level) as out:
             behind = _Behind(out)
             try:
                 yield behind
                 behind.wait()
             finally:
                 behind.close()
+
+
+def _gzip_stream(raw: BinaryIO, level: int) -> gzip.GzipFile:
+    """A gzip stream onto `raw`: zlib's at `level`, except at level 1 (the fastest) where ISA-L's
+    igzip is installed (the ``isal`` package): five times quicker than zlib's level 1 on trace
+    JSON, and no larger (`FASTEST_ISAL_LEVEL`)."""
+    if level == 1:
+        try:
+            from isal import igzip
+        except ImportError:  # a platform without its wheels: zlib does it, slower
+            pass
+        else:
+            stream: gzip.GzipFile = igzip.IGzipFile(  # type: ignore[no-untyped-call]
+                filename="", mode="wb", fileobj=raw, compresslevel=FASTEST_ISAL_LEVEL
+            )
+            return stream
+    return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level)
 
 
 class _Behind:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import platform
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -431,3 +433,24 @@ def test_gzip_level_is_chosen_and_checked(tmp_path: Path) -> None:
         with pytest.raises(RecfnValueError, match="compresslevel must be 1 to 9"):
             write_chrome_trace(frame, tmp_path / "bad.json.gz", compresslevel=bad)  # type: ignore[arg-type]
         assert not (tmp_path / "bad.json.gz").exists()
+
+
+@pytest.mark.parametrize("isal", [True, False])
+def test_the_fastest_level_writes_the_same_json_with_or_without_isa_l(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isal: bool
+) -> None:
+    # Level 1 is compressed with ISA-L's igzip where the isal package is installed (a declared
+    # dependency where it has wheels), with zlib elsewhere: either way a gzip file of the same
+    # JSON as the default level's.
+    frame = analysis.make_synthetic_trace(3_000, 2, seed=7)
+    write_chrome_trace(frame, tmp_path / "default.json.gz")
+    if not isal:
+        monkeypatch.setitem(sys.modules, "isal", None)  # import isal raises ImportError
+    elif platform.machine() in ("x86_64", "AMD64", "aarch64", "arm64"):
+        import isal.igzip  # installed with recfn on these platforms
+    else:
+        pytest.skip("isal is not a dependency on this platform")
+    write_chrome_trace(frame, tmp_path / "fast.json.gz", compresslevel=1)
+    fast = (tmp_path / "fast.json.gz").read_bytes()
+    assert gzip.decompress(fast) == gzip.decompress((tmp_path / "default.json.gz").read_bytes())
+    assert read_chrome_table(tmp_path / "fast.json.gz").num_rows == len(frame)
