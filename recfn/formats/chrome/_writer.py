@@ -596,13 +596,17 @@ def _table_json_codes(
     if values.null_count:
         return None
     codes = pc.fill_null(array.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    used, codes = np.unique(codes, return_inverse=True)
-    texts = ['""'] if used.size and used[0] < 0 else []  # nulls (-1) sort first
+    # The dictionary's values in use, in order, and each row's rank among them (what
+    # np.unique(return_inverse=True) gives, counted instead of sorted): -1 (null) first.
+    present = np.bincount(codes + 1, minlength=len(values) + 1) > 0
+    used = np.flatnonzero(present) - 1
+    codes = (np.cumsum(present) - 1)[codes + 1]
+    texts = ['""'] if used.size and used[0] < 0 else []
     texts += [
         msgspec.json.encode(renamed.get(value, value)).decode()
         for value in values.take(pa.array(used[used >= 0])).to_pylist()
     ]
-    return codes.reshape(-1), texts
+    return codes, texts
 
 
 def _empty_objects(n: int) -> pa.Array:
