@@ -24,7 +24,7 @@ FIRST_CELL_MODULES: Final = (
     "pandas.io.formats.string",
     "msgspec.json",
     "PIL.ImageDraw",
-    "PIL.PngImagePlugin",
+    "isal.igzip",  # the stand-in's embedded trace (where isal is installed)
     "recfn.capture._table",
     "recfn.formats.chrome",
     "recfn.formats.dataset",
@@ -45,7 +45,7 @@ the extension takes instead, so that the first look waits no longer than later o
 def load_ipython_extension(ipython: Any) -> None:
     """Register ``%%record_function`` / ``%record_function`` (and the ``df.recfn`` accessor),
     and import what the first capture's display needs (`FIRST_CELL_MODULES`, the picture's
-    fonts and Pillow's PNG writer)."""
+    fonts)."""
     from recfn.notebook_ext.magics import register
 
     register(ipython)

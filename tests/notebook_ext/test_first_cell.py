@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent(
     print(json.dumps(sorted(set(sys.modules) - before)))
     """
 )
-WATCHED = ("recfn", "pyarrow", "PIL", "matplotlib", "msgspec")
+WATCHED = ("recfn", "pyarrow", "PIL", "matplotlib", "msgspec", "isal")
 
 
 def test_the_first_cell_imports_nothing_the_extension_could_have() -> None:
