@@ -293,9 +293,70 @@ def encode_part(
         return encode_events(_frame(part), layout, totals, first)
     parts = [fields.encoded()]
     if rest.size:
-        others = _frame(part.take(pa.array(rest)))
-        parts.append(_other_parts(others, layout, totals, rest, first, large))
+        plain = totals is None or not len(totals[0])  # no memory rows among them
+        marks = _plain_marks(part.take(pa.array(rest)), layout, large[0]) if plain else None
+        if marks is None:
+            others = _frame(part.take(pa.array(rest)))
+            marks = _other_parts(others, layout, totals, rest, first, large)
+        parts.append(marks)
     return b",".join(each for each in parts if each)
+
+
+def _plain_marks(table: pa.Table, layout: Layout, large: bool) -> bytes | None:
+    """The JSON of `table`'s rows when every one is a plain mark (synchronous, no args: a
+    profile's own start and stop marks), as `other_events` writes them from their frame, read
+    from the Arrow columns (the frame of two rows cost more than the rest of a batch's Python);
+    None where the frame is needed. `large` is the batch's start times' `times_large`."""
+    n = table.num_rows
+    names = table.column_names
+    if layout.remapped or not pc.all(pc.equal(table["kind"], MARK)).as_py():
+        return None
+    if "is_async" in names and pc.any(pc.fill_null(table["is_async"], False)).as_py():
+        return None
+    if "args" in names and table["args"].null_count < n:
+        return None
+    for column, _, unset in TORCH_ARGS:
+        if column in names:
+            values = _table_ints(table, column, unset)
+            if values is None or bool((values != unset).any()):
+                return None
+    if any(column in names and table[column].null_count < n for column, _ in LIST_ARGS):
+        return None
+    wanted = ("start_ns", "thread_id", "pid", "id", "parent_id")
+    read = {c: _table_ints(table, c, 0) for c in wanted if c in names}
+    if any(v is None for v in read.values()) or "start_ns" not in read or "thread_id" not in read:
+        return None
+    found = cast(dict[str, np.ndarray], read)
+    ts = micros(found["start_ns"] - layout.base_ns, large)
+    pid = found["pid"].tolist() if "pid" in found else [0] * n
+    tid = found["thread_id"].tolist()
+    name = ["" if v is None else str(v) for v in table["name"].to_pylist()]
+    scopes = table["scope"].to_pylist() if "scope" in names else [None] * n
+    cat = [layout.categories.get(c, c) for c in ("" if v is None else str(v) for v in scopes)]
+    links: list[dict[str, Any]] = [{}] * n
+    if "id" in found:
+        ids = found["id"].tolist()
+        if "parent_id" in found:
+            has = table["parent_id"].is_valid().to_pylist()
+            up = [p if ok else None for p, ok in zip(found["parent_id"].tolist(), has)]
+            links = [{"recfn_id": i, "recfn_parent_id": p} for i, p in zip(ids, up)]
+        else:
+            links = [{"recfn_id": i} for i in ids]
+    events = [
+        {
+            "ph": "i",
+            "cat": cat[i],
+            "name": name[i],
+            "pid": pid[i],
+            "tid": tid[i],
+            "ts": ts[i],
+            "s": "t",
+            "args": {},
+            **links[i],
+        }
+        for i in range(n)
+    ]
+    return msgspec.json.encode(events)[1:-1]
 
 
 def encode_events(

@@ -335,3 +335,54 @@ def test_a_tables_batch_is_written_as_its_frames(table: pa.Table, base: Any) -> 
     frame = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
     expected = encode_events(frame, layout, layout.totals, 7)
     assert encode_part(table, layout, layout.totals, 7) == expected
+
+
+@st.composite
+def ranges_and_plain_marks(draw: Any) -> pa.Table:
+    """Closed ranges and marks without args (every profile's start and stop marks), the batch
+    the writer encodes from Arrow alone; the other columns as `batches` draws them."""
+    n = draw(st.integers(2, 20))
+
+    def column(values: Any) -> list[Any]:
+        return draw(st.lists(values, min_size=n, max_size=n))
+
+    start = np.array(column(st.integers(0, 10**9)), dtype=np.int64)
+    start += draw(st.sampled_from([0, 1_700_000_000_000_000_000]))
+    kind = column(st.sampled_from(["range", "mark"]))
+    end = [int(s + d) if k == "range" else None for s, d, k in zip(start, column(DURATIONS), kind)]
+    columns: dict[str, Any] = {
+        "id": pa.array(np.arange(n, dtype=np.int64) + 3),
+        "parent_id": pa.array(column(st.none() | st.integers(0, 9)), pa.int64()),
+        "name": pa.array(column(NAMES), pa.string()),
+        "kind": pa.array(kind).dictionary_encode(),
+        "scope": pa.array(column(SCOPES), pa.string()).dictionary_encode(),
+        "start_ns": start,
+        "end_ns": pa.array(end, pa.int64()),
+        "thread_id": pa.array(column(st.sampled_from([1, 2, 2**40])), pa.int64()),
+        "host": pa.array(column(st.sampled_from(["a"]))),
+        "sequence_nr": pa.array([-1] * n, pa.int64()),
+        "is_async": pa.array([False] * n, pa.bool_()),
+    }
+    if draw(st.booleans()):
+        columns["pid"] = pa.array(column(st.none() | st.sampled_from([5, 6])), pa.int64())
+    if draw(st.booleans()):
+        columns["hidden_calls"] = pa.array(
+            [None if k == "mark" else h for k, h in zip(kind, column(st.integers(0, 9)))],
+            pa.int64(),
+        )
+    if draw(st.booleans()):
+        columns["name"] = columns["name"].dictionary_encode()
+    if draw(st.booleans()):
+        del columns["parent_id"]
+    return pa.table(columns)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ranges_and_plain_marks(), st.sampled_from([None, 0]))
+def test_plain_marks_are_written_from_arrow_as_their_frame_writes_them(
+    table: pa.Table, base: Any
+) -> None:
+    layout = Layout(Rows(table), base)
+    frame = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    expected = encode_events(frame, layout, layout.totals, 7)
+    assert encode_part(table, layout, layout.totals, 7) == expected
