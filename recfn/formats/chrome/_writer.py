@@ -309,7 +309,7 @@ def _plain_marks(table: pa.Table, layout: Layout, large: bool) -> bytes | None:
     None where the frame is needed. `large` is the batch's start times' `times_large`."""
     n = table.num_rows
     names = table.column_names
-    if layout.remapped or not pc.all(pc.equal(table["kind"], MARK)).as_py():
+    if layout.remapped or not pc.all(pc.fill_null(pc.equal(table["kind"], MARK), False)).as_py():
         return None
     if "is_async" in names and pc.any(pc.fill_null(table["is_async"], False)).as_py():
         return None

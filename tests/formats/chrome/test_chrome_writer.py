@@ -348,7 +348,7 @@ def ranges_and_plain_marks(draw: Any) -> pa.Table:
 
     start = np.array(column(st.integers(0, 10**9)), dtype=np.int64)
     start += draw(st.sampled_from([0, 1_700_000_000_000_000_000]))
-    kind = column(st.sampled_from(["range", "mark"]))
+    kind = column(st.sampled_from(["range", "mark"]) | st.sampled_from([None, "mark"]))
     end = [int(s + d) if k == "range" else None for s, d, k in zip(start, column(DURATIONS), kind)]
     columns: dict[str, Any] = {
         "id": pa.array(np.arange(n, dtype=np.int64) + 3),
