@@ -71,13 +71,13 @@ def _lanes_of(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return keys.astype(np.int64), np.asarray(inverse, dtype=np.int64).reshape(-1)
     combined = np.zeros(columns[0].size, dtype=np.int64)
     for distinct, code in zip(values, codes):
-        combined = combined * distinct.size + code.reshape(-1)
+        combined = combined * distinct.size + code
     keys, inverse = _unique_inverse(combined)
     lane_keys = np.empty((keys.size, len(columns)), dtype=np.int64)
     for i in reversed(range(len(columns))):
         lane_keys[:, i] = values[i][keys % values[i].size]
         keys = keys // values[i].size
-    return lane_keys, np.asarray(inverse, dtype=np.int64).reshape(-1)
+    return lane_keys, np.asarray(inverse, dtype=np.int64)
 
 
 def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -293,11 +293,11 @@ def encode_part(
         return encode_events(_frame(part), layout, totals, first)
     parts = [fields.encoded()]
     if rest.size:
+        others = part.take(pa.array(rest))
         plain = totals is None or not len(totals[0])  # no memory rows among them
-        marks = _plain_marks(part.take(pa.array(rest)), layout, large[0]) if plain else None
+        marks = _plain_marks(others, layout, large[0]) if plain else None
         if marks is None:
-            others = _frame(part.take(pa.array(rest)))
-            marks = _other_parts(others, layout, totals, rest, first, large)
+            marks = _other_parts(_frame(others), layout, totals, rest, first, large)
         parts.append(marks)
     return b",".join(each for each in parts if each)
 
@@ -322,9 +322,8 @@ def _plain_marks(table: pa.Table, layout: Layout, large: bool) -> bytes | None:
                 return None
     if any(column in names and table[column].null_count < n for column, _ in LIST_ARGS):
         return None
-    wanted = ("start_ns", "thread_id", "pid", "id", "parent_id")
-    read = {c: _table_ints(table, c, 0) for c in wanted if c in names}
-    if any(v is None for v in read.values()) or "start_ns" not in read or "thread_id" not in read:
+    read = {c: _table_ints(table, c, 0) for c in INT_FIELDS if c in names}
+    if any(v is None for v in read.values()):
         return None
     found = cast(dict[str, np.ndarray], read)
     ts = micros(found["start_ns"] - layout.base_ns, large)
@@ -335,13 +334,10 @@ def _plain_marks(table: pa.Table, layout: Layout, large: bool) -> bytes | None:
     cat = [layout.categories.get(c, c) for c in ("" if v is None else str(v) for v in scopes)]
     links: list[dict[str, Any]] = [{}] * n
     if "id" in found:
-        ids = found["id"].tolist()
+        parents = None
         if "parent_id" in found:
-            has = table["parent_id"].is_valid().to_pylist()
-            up = [p if ok else None for p, ok in zip(found["parent_id"].tolist(), has)]
-            links = [{"recfn_id": i, "recfn_parent_id": p} for i, p in zip(ids, up)]
-        else:
-            links = [{"recfn_id": i} for i in ids]
+            parents = (found["parent_id"].tolist(), table["parent_id"].is_valid().to_pylist())
+        links = _link_fields(found["id"].tolist(), parents)
     events = [
         {
             "ph": "i",
@@ -955,12 +951,24 @@ def _links(df: pd.DataFrame) -> list[dict[str, Any]]:
     ``id`` column."""
     if "id" not in df.columns:
         return [{}] * len(df)
-    ids = ints(df["id"], 0).tolist()
-    if "parent_id" not in df.columns:
+    parents = None
+    if "parent_id" in df.columns:
+        parents = (ints(df["parent_id"], 0).tolist(), (~nulls(df["parent_id"])).tolist())
+    return _link_fields(ints(df["id"], 0).tolist(), parents)
+
+
+def _link_fields(
+    ids: list[int], parents: tuple[list[int], list[bool]] | None
+) -> list[dict[str, Any]]:
+    """``recfn_id`` and, with a parent column (its values and which are present),
+    ``recfn_parent_id`` (null where absent) of each row."""
+    if parents is None:
         return [{"recfn_id": i} for i in ids]
-    has_parent = ~nulls(df["parent_id"])
-    parents = [p if has else None for p, has in zip(ints(df["parent_id"], 0).tolist(), has_parent)]
-    return [{"recfn_id": i, "recfn_parent_id": p} for i, p in zip(ids, parents)]
+    values, present = parents
+    return [
+        {"recfn_id": i, "recfn_parent_id": p if has else None}
+        for i, p, has in zip(ids, values, present)
+    ]
 
 
 def _strings(series: pd.Series) -> list[str]:
