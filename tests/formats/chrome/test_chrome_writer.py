@@ -354,7 +354,7 @@ def ranges_and_plain_marks(draw: Any) -> pa.Table:
         "id": pa.array(np.arange(n, dtype=np.int64) + 3),
         "parent_id": pa.array(column(st.none() | st.integers(0, 9)), pa.int64()),
         "name": pa.array(column(NAMES), pa.string()),
-        "kind": pa.array(kind).dictionary_encode(),
+        "kind": pa.array(kind, pa.string()).dictionary_encode(),
         "scope": pa.array(column(SCOPES), pa.string()).dictionary_encode(),
         "start_ns": start,
         "end_ns": pa.array(end, pa.int64()),
