@@ -15,7 +15,8 @@ and time, side by side in this run, best of ``--repeat``:
   time, no recursion rule, no verification: what the targets are measured against);
 - ``recfn.load(path).summary()``, verified (content hash, schema, ids, parents), with self time and
   the recursion rule;
-- ``recfn summary path`` (the CLI, text table printed to a buffer).
+- ``recfn summary path``, as the console command runs it (``bench_fleet.SUMMARY``: its entry
+  point and its exit; the table printed to a buffer).
 
 The ratio columns divide recfn's figure by DuckDB's on the same files. ``--baseline SITE`` also
 runs each recfn step with another recfn (a folder holding a ``recfn`` package with
@@ -36,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_fleet import SUMMARY as CLI  # noqa: E402
 from bench_fleet import measured as once  # noqa: E402
 
 DUCKDB = (
@@ -45,11 +47,6 @@ DUCKDB = (
     "NULL) GROUP BY name''').fetchall()"
 )
 LOAD = "import recfn\nrecfn.load({source!r}).summary()"
-CLI = (
-    "from recfn.cli import main\n"
-    "import contextlib, io\n"
-    "with contextlib.redirect_stdout(io.StringIO()): assert main(['summary', {source!r}]) == 0"
-)
 
 
 def measured(body: str, repeat: int, site: str | None = None) -> tuple[float, int, float]:
