@@ -7,7 +7,7 @@ alone, only the columns the summary needs, split by process when it holds severa
 summarised; the per-process sums are then added up. No global shuffle, no engine: memory is
 that of the processes read at once (`worker_threads`: the cores, up to 4). A process whose rows
 are as captures save them (a block per thread, ids counting up, starts in order) is summarised
-in one native pass a row group at a time (`_one_pass`, ``recfn/native/_csummary.c``: 12 bytes
+in one native pass a row group at a time (`_one_pass`, ``recfn/native/_csummary.c``: 8 bytes
 per row); any other, and every process in a pure build, by the in-memory summary's numpy
 kernels (``tree.self_durations``, ``tree.outermost``) over compact arrays (int32 positions,
 dictionary codes, the two timestamps), each statistic one pass of ``bincount`` or ``ufunc.at``

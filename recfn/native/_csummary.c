@@ -13,8 +13,8 @@
    its group (the recursion rule). "Closed ancestor" follows parents while they are closed
    ranges, as recfn.analysis.stats.tree.linked_parents does.
 
-   Per row the pass keeps 12 bytes that a later child may ask of it: its group, its closed
-   parent, and a 32-bit set of its ancestors' groups (hashed, so a miss proves no ancestor of
+   Per row the pass keeps 8 bytes that a later child may ask of it: its group, its closed
+   parent, and a 12-bit set of its ancestors' groups (hashed, so a miss proves no ancestor of
    the group and a hit is checked by walking up). A closed range's end and the furthest end of
    its children so far matter only until a later row starts past its end: they live in a ring of
    the latest rows' slots (`recent`, where most children find their parent in one load) and,
@@ -47,12 +47,24 @@
 #define MOVES_PER_ROW 4
 #define MOVES_BASE (1 << 20)
 
-/* What a later child may ask of any row. */
+/* What a later child may ask of any row, in 8 bytes (10M rows: 80 MB, where 12 took 120). */
 typedef struct {
-    int32_t code;   /* its group; -1 when it is not a closed range */
-    int32_t link;   /* its parent when that is a closed range, else -1 */
-    uint32_t above; /* its closed ancestors' groups, hashed to one bit each */
+    uint32_t tag; /* low CODE_BITS: its group, NO_GROUP when it is not a closed range; the
+                     ABOVE_BITS above them: its closed ancestors' groups, hashed to one bit each */
+    int32_t link; /* its parent when that is a closed range, else -1 */
 } Row;
+
+#define CODE_BITS 20
+#define ABOVE_BITS (32 - CODE_BITS)
+#define NO_GROUP ((1u << CODE_BITS) - 1)
+#define MAX_GROUPS ((Py_ssize_t)NO_GROUP) /* more groups than this: NOT_RECORDED (numpy path) */
+
+static inline int32_t code_of(const Row *r) {
+    uint32_t code = r->tag & NO_GROUP;
+    return code == NO_GROUP ? -1 : (int32_t)code;
+}
+
+static inline uint32_t above_of(const Row *r) { return r->tag >> CODE_BITS; }
 
 #define RECENT 4096 /* a power of two */
 
@@ -273,7 +285,11 @@ static int hold(PyObject *obj, Py_ssize_t size, Py_ssize_t rows, int optional, c
     return 0;
 }
 
-static uint32_t bit_of(int32_t code) { return (uint32_t)1 << ((uint32_t)code * 2654435761u >> 27); }
+/* A group's bit among ABOVE_BITS (a multiplicative hash scaled to their number). */
+static uint32_t bit_of(int32_t code) {
+    uint32_t hashed = (uint32_t)code * 2654435761u;
+    return (uint32_t)1 << (uint32_t)(((uint64_t)hashed * ABOVE_BITS) >> 32);
+}
 
 static Py_ssize_t slot_of(int32_t row, Py_ssize_t capacity) {
     return (Py_ssize_t)(((uint32_t)row * 2654435761u) & (uint32_t)(capacity - 1));
@@ -450,20 +466,19 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
                 }
                 self->unresolved[self->unresolved_n++] = parent_ids[k];
             } else if (found < self->block_base) { /* another block's */
-                if (self->rows[found].code >= 0) return NOT_RECORDED;
+                if (code_of(&self->rows[found]) >= 0) return NOT_RECORDED;
             } else {
                 parent = (int32_t)found;
             }
         }
         Row *row = &self->rows[i];
         if (!(closed[k] && valid_end)) {
-            row->code = -1;
+            row->tag = NO_GROUP;
             continue;
         }
         int32_t g = codes[k];
         int is_span = span[k] != 0;
         int64_t stop = end[k], took = stop - begin;
-        row->code = g;
         self->count[g] += 1;
         self->duration[g] += took;
         self->self_time[g] += took;
@@ -478,8 +493,9 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
         }
         int nested = 0;
         uint32_t above = 0;
-        Row *up = parent >= 0 ? &self->rows[parent] : NULL;
-        if (up != NULL && up->code >= 0) {
+        const Row *up = parent >= 0 ? &self->rows[parent] : NULL;
+        int32_t up_code = up != NULL ? code_of(up) : -1;
+        if (up_code >= 0) {
             Open *open = find_open(self, parent);
             if (open != NULL) {
                 /* The part of this child past its siblings before it, inside the parent. */
@@ -489,17 +505,17 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
                 int64_t low = begin > covered ? begin : covered;
                 if (high > low) {
                     int64_t added = high - low;
-                    self->self_time[up->code] -= added;
+                    self->self_time[up_code] -= added;
                     if (!open->span) self->self_total -= added;
                     if (self->own_out) self->own_out[parent] -= added;
                 }
                 if (high > covered) open->reach = high;
             }
             row->link = parent;
-            above = up->above | bit_of(up->code);
+            above = above_of(up) | bit_of(up_code);
             if (above & bit_of(g)) {
                 for (int32_t at = parent; at >= 0; at = self->rows[at].link) {
-                    if (self->rows[at].code == g) {
+                    if (code_of(&self->rows[at]) == g) {
                         nested = 1;
                         break;
                     }
@@ -508,7 +524,7 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
         } else {
             row->link = -1;
         }
-        row->above = above;
+        row->tag = (uint32_t)g | (above << CODE_BITS);
         if (!nested) self->total[g] += took;
         if (stop > begin && add_open(self, (int32_t)i, is_span, stop, begin) < 0) return NO_MEMORY;
     }
@@ -545,6 +561,10 @@ static PyObject *Pass_add(Pass *self, PyObject *args) {
         }
     if (rows > self->n - self->at) {
         PyErr_SetString(PyExc_ValueError, "more rows than the pass was made for");
+        goto done;
+    }
+    if (groups > MAX_GROUPS) { /* the row state has no room for their codes */
+        status = NOT_RECORDED;
         goto done;
     }
     if (groups < 0 || grow(self, groups) < 0) {
@@ -662,7 +682,7 @@ static PyObject *Pass_grouped(Pass *self, PyObject *args) {
         at += (Py_ssize_t)self->count[g];
     }
     for (Py_ssize_t i = 0; i < self->n; i++) {
-        int32_t g = self->rows[i].code;
+        int32_t g = code_of(&self->rows[i]);
         if (g < 0) continue;
         Py_ssize_t to = next[g]++;
         took[to] = self->took_out[i];
@@ -952,7 +972,8 @@ static PyObject *Pass_get_high(Pass *self, void *Py_UNUSED(closure)) {
 static PyMethodDef Pass_methods[] = {
     {"add", (PyCFunction)Pass_add, METH_VARARGS,
      "add(ids, parent_ids, parent_valid, start, end, end_valid, closed, span, codes, groups)"
-     " -> status: the next rows (numpy arrays; the validity arrays may be None for no nulls)."},
+     " -> status: the next rows (numpy arrays; the validity arrays may be None for no nulls);"
+     " NOT_RECORDED when groups is above MAX_GROUPS."},
     {"finish", (PyCFunction)Pass_finish, METH_NOARGS,
      "finish() -> status, once every row is in: NOT_RECORDED for ids that repeat or a parent "
      "met after its child, DANGLING_PARENT (whole files) for a parent that is no row's id."},
@@ -1010,7 +1031,8 @@ PyMODINIT_FUNC PyInit__csummary(void) {
         PyModule_AddIntConstant(m, "OK", OK) < 0 ||
         PyModule_AddIntConstant(m, "NOT_RECORDED", NOT_RECORDED) < 0 ||
         PyModule_AddIntConstant(m, "ENDS_BEFORE_START", ENDS_BEFORE_START) < 0 ||
-        PyModule_AddIntConstant(m, "DANGLING_PARENT", DANGLING_PARENT) < 0) {
+        PyModule_AddIntConstant(m, "DANGLING_PARENT", DANGLING_PARENT) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_GROUPS", MAX_GROUPS) < 0) {
         Py_DECREF(&PassType);
         Py_DECREF(m);
         return NULL;

@@ -295,3 +295,66 @@ def test_a_capture_of_threads_takes_the_pass(tmp_path: Path) -> None:
         got = outofcore.summarize_files([str(path)])
     same(got, recfn.load(path, as_pandas=True).recfn.summary())
     assert taken == [True]
+
+
+def deep_chains(chains: int, names: int, seed: int) -> pd.DataFrame:
+    """``chains`` stacks of nested ranges, each up to 40 deep, named from ``names`` names with
+    repeats along a stack (recursion): the pass's hashed sets of ancestors' groups fill up, so
+    that most lookups are checked by walking up."""
+    rng = np.random.default_rng(seed)
+    depths = rng.integers(1, 41, chains)
+    n = int(depths.sum())
+    start, end, parent = np.empty(n, np.int64), np.empty(n, np.int64), np.full(n, -1)
+    at, base = 0, 1_000
+    for depth in depths:
+        for k in range(depth):
+            start[at + k], end[at + k] = base + k, base + 2 * depth - k
+            parent[at + k] = at + k - 1 if k else -1
+        at += depth
+        base += 2 * depth + 1
+    frame = make_synthetic_trace(n, n_threads=1, seed=0)
+    frame["id"] = np.arange(n, dtype=np.int64)
+    frame["parent_id"] = pd.array(np.where(parent >= 0, parent, 0), dtype="Int64")
+    frame.loc[parent < 0, "parent_id"] = pd.NA
+    frame["start_ns"] = start
+    frame["end_ns"] = pd.array(end, dtype="Int64")
+    frame["kind"] = pd.Categorical(["range"] * n)
+    frame["scope"] = pd.Categorical(["user_scope"] * n)
+    frame["name"] = pd.Categorical([f"f{i}" for i in rng.integers(0, names, n)])
+    return frame
+
+
+@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
+def test_deep_stacks_of_many_names_give_the_numpy_paths_numbers(tmp_path: Path) -> None:
+    frame = deep_chains(300, names=60, seed=3)
+    path = tmp_path / "deep.parquet"
+    recfn.Trace.from_pandas(frame).save(path)
+    with passes_taken() as taken:
+        native = outofcore.summarize_files([str(path)])
+    assert taken == [True]
+    with pytest.MonkeyPatch.context() as patch:
+        numpy_path(patch)
+        same(native, outofcore.summarize_files([str(path)]))
+    same(native, frame.recfn.summary())
+    durations = (frame["end_ns"] - frame["start_ns"]).groupby(frame["name"], observed=True).sum()
+    assert (native["total_ns"] < durations.reindex(native.index)).any()  # recursion was met
+
+
+@pytest.mark.skipif(extension("_csummary") is None, reason="pure build: the numpy path only")
+def test_more_groups_than_the_row_state_holds_go_to_the_numpy_path() -> None:
+    native = extension("_csummary")
+    assert native is not None
+    one_pass = native.Pass(1, True, False)
+    one = np.ones(1, np.int64)
+    flags = np.ones(1, np.uint8)
+    status = one_pass.add(
+        one, one, np.zeros(1, np.uint8), one, one + 1, None, flags, flags * 0,
+        np.zeros(1, np.int32), native.MAX_GROUPS + 1,
+    )  # fmt: skip
+    assert status == native.NOT_RECORDED
+    again = native.Pass(1, True, False)
+    status = again.add(
+        one, one, np.zeros(1, np.uint8), one, one + 1, None, flags, flags * 0,
+        np.zeros(1, np.int32), native.MAX_GROUPS,
+    )  # fmt: skip
+    assert status == native.OK
