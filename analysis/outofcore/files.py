@@ -5,11 +5,11 @@ process (ids are unique per ``(host, pid)``). So the files are summarised one pr
 time: a process folder of a dataset (``process=<pid>/part-*.parquet``) or any other file is read
 alone, only the columns the summary needs, split by process when it holds several, and
 summarised; the per-process sums are then added up. No global shuffle, no engine: memory is
-that of the processes read at once (`worker_threads`: a process per two cores, up to 4). A
-process whose rows are as captures save them (a block per thread, ids counting up, starts in
-order) is summarised in one native pass a row group at a time (`_one_pass`,
-``recfn/native/_csummary.c``: 8 bytes per row); any other, and every process in a pure build,
-by the in-memory summary's numpy kernels (``tree.self_durations``, ``tree.outermost``) over compact arrays (int32 positions,
+that of the processes read at once (`worker_threads`: the cores, up to 4). A process whose rows
+are as captures save them (a block per thread, ids counting up, starts in order) is summarised
+in one native pass a row group at a time (`_one_pass`, ``recfn/native/_csummary.c``: 8 bytes
+per row); any other, and every process in a pure build, by the in-memory summary's numpy
+kernels (``tree.self_durations``, ``tree.outermost``) over compact arrays (int32 positions,
 dictionary codes, the two timestamps), each statistic one pass of ``bincount`` or ``ufunc.at``
 with no sort by group. A process the pass hands back after reading it is read again.
 
@@ -115,11 +115,10 @@ MAX_DEFAULT_THREADS = 4
 columns while it is read, about 150 MB per 1M rows."""
 
 
-def worker_threads(threads: int | None, per_worker: int = 1) -> int:
+def worker_threads(threads: int | None) -> int:
     """How many processes or runs to read at once: ``threads`` (``RecfnValueError`` below 1),
-    else the cores this process may run on divided by the cores each keeps busy
-    (``per_worker``), at least 1 and up to `MAX_DEFAULT_THREADS` (decoding, hashing and the pass
-    release the GIL)."""
+    else the cores this process may run on, up to `MAX_DEFAULT_THREADS` (decoding, hashing and
+    the pass release the GIL)."""
     if threads is not None:
         if threads < 1:
             raise RecfnValueError(f"threads must be >= 1, got {threads}")
@@ -128,14 +127,7 @@ def worker_threads(threads: int | None, per_worker: int = 1) -> int:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         cores = os.cpu_count() or 2
-    return max(1, min(cores // per_worker, MAX_DEFAULT_THREADS))
-
-
-PROCESS_CORES = 2
-"""Cores one process's summary keeps busy: its row groups are read and hashed in a thread ahead
-of the pass. Measured on 2 cores (docs/benchmarks.md), two processes at once took the time of
-one at a time and 50 MB more (a dataset of 10M ranges in 4 processes); reading runs to compare
-them, two at once are 15% faster, so runs are read a core each."""
+    return max(1, min(cores, MAX_DEFAULT_THREADS))
 
 
 def summarize_files(
@@ -154,7 +146,7 @@ def summarize_files(
     (recursion) counts in the count, mean, min and max but not again in the total; other keys
     may be any columns (``rank``, ``host``, ``pid``...). ``flops`` is summed when the
     files have it; the memory columns are left out. ``threads`` processes are summarised at
-    once (default: a process per `PROCESS_CORES` cores). ``attrs["self_total_ns"]`` holds the time ``self_pct``
+    once (default `worker_threads`). ``attrs["self_total_ns"]`` holds the time ``self_pct``
     divides by, ``attrs["wall_ns"]`` the wall time ``total_pct`` divides by,
     ``attrs["events"]`` the number of closed ranges. ValueError for other groupings and for
     options that only the in-memory summary offers; TraceFormatError for a file that is not a
@@ -164,7 +156,7 @@ def summarize_files(
     from recfn.formats.progress import progress
 
     keys = _summary_keys(by, top, "the out-of-core summary")
-    workers = worker_threads(threads, PROCESS_CORES)
+    workers = worker_threads(threads)
     if not files:
         raise RecfnValueError("no files to summarise")
     footers = _checked(files, keys, footers, "")
