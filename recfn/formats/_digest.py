@@ -30,12 +30,13 @@ ALGORITHM: Final = "xxh3_128"
 damage, not forgery: anyone who can edit a file can recompute any unkeyed hash)."""
 ROW_GROUP_ALGORITHM: Final = "xxh3_128/row_groups"
 """XXH3-128 per row group and column, combined per column (``RowGroupDigest``)."""
-ROW_GROUP_ROWS: Final = 1 << 18
+ROW_GROUP_ROWS: Final = 1 << 19
 """Rows of each row group recfn writes (the last may hold fewer), as the digests were taken.
 A reader that streams a file (the out-of-core summary, DuckDB, Dask) holds a row group's columns
-while it decodes and hashes them: at 256k rows a summary of 10M ranges peaks at about 300 MiB
-instead of 440 with 1M, for files 0.6% larger (docs/benchmarks.md). Files written with other
-row groups are checked over their own."""
+while it decodes and hashes them: at 512k rows a summary of 10M ranges peaks at about 340 MiB
+instead of 440 with 1M, for files 0.3% larger; at 256k, 300 MiB, but the per-row-group work
+made a dataset of 64 processes 9% slower to summarise (docs/benchmarks.md). Files written with
+other row groups are checked over their own."""
 SCHEMA_PART: Final = ""
 """The digest of the column names, types and the other ``recfn.`` metadata has this key."""
 

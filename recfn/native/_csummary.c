@@ -433,6 +433,13 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
                const int32_t *codes) {
     int ends_before = 0;
     int64_t bad_end = 0;
+    /* The arrays are grown before the pass, never during it: held in locals, which the stores
+       into them cannot be taken to change. */
+    Row *const state = self->rows;
+    int64_t *const count = self->count, *const duration = self->duration;
+    int64_t *const self_time = self->self_time, *const total = self->total;
+    int64_t *const minimum = self->minimum, *const maximum = self->maximum;
+    int64_t *const own_out = self->own_out, *const took_out = self->took_out;
     for (Py_ssize_t k = 0; k < rows; k++) {
         Py_ssize_t i = self->at + k;
         int64_t id = ids[k], begin = start[k];
@@ -466,12 +473,12 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
                 }
                 self->unresolved[self->unresolved_n++] = parent_ids[k];
             } else if (found < self->block_base) { /* another block's */
-                if (code_of(&self->rows[found]) >= 0) return NOT_RECORDED;
+                if (code_of(&state[found]) >= 0) return NOT_RECORDED;
             } else {
                 parent = (int32_t)found;
             }
         }
-        Row *row = &self->rows[i];
+        Row *row = &state[i];
         if (!(closed[k] && valid_end)) {
             row->tag = NO_GROUP;
             continue;
@@ -479,21 +486,21 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
         int32_t g = codes[k];
         int is_span = span[k] != 0;
         int64_t stop = end[k], took = stop - begin;
-        self->count[g] += 1;
-        self->duration[g] += took;
-        self->self_time[g] += took;
-        if (took < self->minimum[g]) self->minimum[g] = took;
-        if (took > self->maximum[g]) self->maximum[g] = took;
+        count[g] += 1;
+        duration[g] += took;
+        self_time[g] += took;
+        if (took < minimum[g]) minimum[g] = took;
+        if (took > maximum[g]) maximum[g] = took;
         if (!is_span) self->self_total += took;
         if (begin < self->extent_first) self->extent_first = begin;
         if (stop > self->extent_last) self->extent_last = stop;
-        if (self->own_out) {
-            self->own_out[i] += took;
-            self->took_out[i] = took;
+        if (own_out) {
+            own_out[i] += took;
+            took_out[i] = took;
         }
         int nested = 0;
         uint32_t above = 0;
-        const Row *up = parent >= 0 ? &self->rows[parent] : NULL;
+        const Row *up = parent >= 0 ? &state[parent] : NULL;
         int32_t up_code = up != NULL ? code_of(up) : -1;
         if (up_code >= 0) {
             Open *open = find_open(self, parent);
@@ -505,17 +512,17 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
                 int64_t low = begin > covered ? begin : covered;
                 if (high > low) {
                     int64_t added = high - low;
-                    self->self_time[up_code] -= added;
+                    self_time[up_code] -= added;
                     if (!open->span) self->self_total -= added;
-                    if (self->own_out) self->own_out[parent] -= added;
+                    if (own_out) own_out[parent] -= added;
                 }
                 if (high > covered) open->reach = high;
             }
             row->link = parent;
             above = above_of(up) | bit_of(up_code);
             if (above & bit_of(g)) {
-                for (int32_t at = parent; at >= 0; at = self->rows[at].link) {
-                    if (code_of(&self->rows[at]) == g) {
+                for (int32_t at = parent; at >= 0; at = state[at].link) {
+                    if ((state[at].tag & NO_GROUP) == (uint32_t)g) { /* g is below NO_GROUP */
                         nested = 1;
                         break;
                     }
@@ -525,7 +532,7 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
             row->link = -1;
         }
         row->tag = (uint32_t)g | (above << CODE_BITS);
-        if (!nested) self->total[g] += took;
+        if (!nested) total[g] += took;
         if (stop > begin && add_open(self, (int32_t)i, is_span, stop, begin) < 0) return NO_MEMORY;
     }
     if (ends_before) {
