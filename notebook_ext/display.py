@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from recfn.notebook_ext.capture import call_tracing, estimated_overhead_ns, overhead_share
 from recfn.notebook_ext.export import chrome_gz, no_progress_bars
-from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET
+from recfn.notebook_ext.fallback import DEFAULT_OUTPUT_BUDGET, utf8_size
 from recfn.notebook_ext.options import (
     ZERO_ANNOTATION_EXCLUDE,
     config_flags,
@@ -369,7 +369,7 @@ def bundle_size(bundle: dict[str, Any]) -> int:
         if isinstance(value, bytes):
             size += (len(value) + 2) // 3 * 4
         elif isinstance(value, str):
-            size += len(value.encode())
+            size += utf8_size(value)
         else:
             size += len(json.dumps(value))
     return size
@@ -492,7 +492,7 @@ def _show(
         stand_in = ""
     if stand_in:
         display({"text/html": stand_in}, raw=True)  # type: ignore[no-untyped-call]
-        used += len(stand_in.encode())
+        used += utf8_size(stand_in)
     if picture is not None:
         display(picture[0], raw=True, metadata=picture[1])  # type: ignore[no-untyped-call]
         used += bundle_size(picture[0])

@@ -255,7 +255,7 @@ def fallback_html(
     head = f'{_STYLE}<div class="recfn-fallback">'
     parts = [head, f'<p class="recfn-alt">{description}</p>']
     tail = "</div>"
-    used = sum(len(p.encode()) for p in parts) + len(tail)
+    used = sum(utf8_size(p) for p in parts) + len(tail)
     if used > budget:
         return ""
 
@@ -271,17 +271,23 @@ def fallback_html(
             table_html(summary_table(index).query(top=TABLE_ROWS)),
             _tree_html(index.call_tree(max_nodes=TREE_NODES), trace),
         ):
-            size = len(part.encode())
+            size = utf8_size(part)
             if used + size <= budget:
                 parts.append(part)
                 used += size
 
     fast = chrome or (lambda: chrome_gz(trace, FAST_GZIP_LEVEL))
     actions = _actions_html(trace, budget - used, saved_path, fast)
-    if actions and used + len(actions.encode()) <= budget:
+    if actions and used + utf8_size(actions) <= budget:
         parts.append(actions)
     parts.append(tail)
     return "".join(parts)
+
+
+def utf8_size(text: str) -> int:
+    """Bytes of ``text`` in UTF-8, without encoding it where it is ASCII (``str.isascii`` reads
+    a flag): the stand-in is mostly base64, half a megabyte or more, measured several times."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def may_embed(trace: Trace, room: int) -> bool:

@@ -125,3 +125,11 @@ def small_trace() -> Trace:
 def test_the_stand_in_never_exceeds_its_budget(budget: int):
     html = fallback_html(small_trace(), budget)
     assert len(html.encode()) <= budget
+
+
+@given(st.text(max_size=50))
+def test_utf8_size_is_the_length_of_the_utf8_encoding(text: str) -> None:
+    assert fallback.utf8_size(text) == len(text.encode())
+    assert fallback.utf8_size("data:" + "A" * 1000 + text) == len(
+        ("data:" + "A" * 1000 + text).encode()
+    )
