@@ -8,6 +8,7 @@ OK: int
 NOT_RECORDED: int
 ENDS_BEFORE_START: int
 DANGLING_PARENT: int
+MAX_GROUPS: int
 
 class Pass:
     bad: int
