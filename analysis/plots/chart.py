@@ -142,6 +142,17 @@ class MemoryLine:
     peak: str
 
 
+def _columns_only(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` sharing its columns, without ``attrs``: pandas deep-copies a frame's attrs
+    (recfn's metadata) into every column it hands out, 20 us each, and a chart reads columns
+    some forty times."""
+    if not df.attrs:
+        return df
+    bare = df.copy(deep=False)
+    bare.attrs = {}
+    return bare
+
+
 @dataclass(frozen=True)
 class Chart:
     """The timeline of a table's ranges, in ns and rows (see the module's docstring).
@@ -198,6 +209,7 @@ class Chart:
             raise RecfnValueError(
                 f"timeline: end must be after start (got start={start}, end={end})"
             )
+        df = _columns_only(df)  # the metadata is read: from here on, columns
         forest = nodes(df, "timeline")
         selected = np.ones(len(df), dtype=bool)
         if thread is not None:
