@@ -522,7 +522,9 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
             above = above_of(up) | bit_of(up_code);
             if (above & bit_of(g)) {
                 for (int32_t at = parent; at >= 0; at = state[at].link) {
-                    if ((state[at].tag & NO_GROUP) == (uint32_t)g) { /* g is below NO_GROUP */
+                    /* g is below NO_GROUP: the tag's code compared as it is (code_of's test
+                       of NO_GROUP here cost 3% of the pass) */
+                    if ((state[at].tag & NO_GROUP) == (uint32_t)g) {
                         nested = 1;
                         break;
                     }

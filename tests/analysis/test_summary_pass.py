@@ -344,17 +344,14 @@ def test_deep_stacks_of_many_names_give_the_numpy_paths_numbers(tmp_path: Path) 
 def test_more_groups_than_the_row_state_holds_go_to_the_numpy_path() -> None:
     native = extension("_csummary")
     assert native is not None
-    one_pass = native.Pass(1, True, False)
     one = np.ones(1, np.int64)
     flags = np.ones(1, np.uint8)
-    status = one_pass.add(
-        one, one, np.zeros(1, np.uint8), one, one + 1, None, flags, flags * 0,
-        np.zeros(1, np.int32), native.MAX_GROUPS + 1,
-    )  # fmt: skip
-    assert status == native.NOT_RECORDED
-    again = native.Pass(1, True, False)
-    status = again.add(
-        one, one, np.zeros(1, np.uint8), one, one + 1, None, flags, flags * 0,
-        np.zeros(1, np.int32), native.MAX_GROUPS,
-    )  # fmt: skip
-    assert status == native.OK
+    for groups, expected in (
+        (native.MAX_GROUPS + 1, native.NOT_RECORDED),
+        (native.MAX_GROUPS, native.OK),
+    ):
+        status = native.Pass(1, True, False).add(
+            one, one, np.zeros(1, np.uint8), one, one + 1, None, flags, flags * 0,
+            np.zeros(1, np.int32), groups,
+        )  # fmt: skip
+        assert status == expected
