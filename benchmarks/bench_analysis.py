@@ -123,9 +123,13 @@ SHAPES_ARGS: list[dict[str, Any]] = [
 resolve_conj of a torch 2 CPU trace)."""
 
 
-def torch_shaped_trace(n_events: int, path: Path, *, shapes: bool = False) -> int:
+def torch_shaped_trace(
+    n_events: int, path: Path, *, shapes: bool = False, training: bool = False
+) -> int:
     """Write a trace shaped like torch.profiler's ``export_chrome_trace``, its ops with
-    `SHAPES_ARGS` where `shapes` (``record_shapes=True``); returns its events."""
+    `SHAPES_ARGS` where `shapes` (``record_shapes=True``), and where `training` the
+    forward-backward flows a training step records (an "s" at a forward op, an "f" at the
+    backward op it links to: a flow event per 8 ops, torch 2's rate); returns its events."""
     df = analysis.make_synthetic_trace(n_events, 4, seed=3)
     base = int(df["start_ns"].min()) // 10**9 * 10**9
     pid = 32427
@@ -183,6 +187,10 @@ def torch_shaped_trace(n_events: int, path: Path, *, shapes: bool = False) -> in
                     },
                 }
             )
+        if training and i % 8 == 0:
+            flow = {"ph": "s" if i % 16 == 0 else "f", "id": i // 16, "pid": pid, "tid": thread}
+            flow |= {"ts": start, "cat": "fwdbwd", "name": "fwdbwd"}
+            events.append(flow if i % 16 == 0 else flow | {"bp": "e"})
         if i % 100 == 0:
             events.append(
                 {

@@ -2,8 +2,9 @@
 
 Run: ``python benchmarks/bench_chrome_read.py`` (``--events N``; default 300k). The trace is
 `bench_analysis.torch_shaped_trace`, with torch's ``record_shapes`` args (Input Dims, Input type,
-Input Strides, Concrete Inputs) under ``--shapes``; ``--trace PATH`` reads an existing trace
-(a real torch.profiler one, say) instead. Side by side in one process: the msgspec decode alone (the
+Input Strides, Concrete Inputs) under ``--shapes``, with a training step's forward-backward flows
+under ``--training``; ``--trace PATH`` reads an existing trace (a real torch.profiler one, say:
+``benchmarks/record_torch_trace.py`` records one) instead. Side by side in one process: the msgspec decode alone (the
 floor of the msgspec path), the nesting-depth scan alone (the price of the bound on JSON nesting
 there), the read to Arrow (``recfn.load``'s path) and the read to pandas, each with the native
 decoder (``recfn.native._cchrome``, compiled builds) and without it; best of 3 each. Peak memory is measured for each
@@ -114,6 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--shapes", action="store_true", help="with record_shapes args")
+    parser.add_argument("--training", action="store_true", help="with forward-backward flows")
     parser.add_argument("--trace", type=Path, help="read this trace instead of generating one")
     parser.add_argument("--against", type=Path, help="also time the readers of this checkout")
     parser.add_argument("--turns", type=int, default=3, help="interpreters per build (--against)")
@@ -121,7 +123,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         if args.trace is None:
             path = Path(folder) / "torch_trace.json"
-            n = torch_shaped_trace(args.events, path, shapes=args.shapes)
+            n = torch_shaped_trace(args.events, path, shapes=args.shapes, training=args.training)
             raw = path.read_bytes()
         else:
             path = args.trace

@@ -13,10 +13,14 @@
  * integers and nulls; null, or lists of strings and nulls): the batch's "input_shapes" and
  * "input_dtypes" are None otherwise, and the caller decodes those from the args text; () where no
  * complete event has either.
- * The other events (instants, counters, B/E, metadata, flows) are returned as the JSON list of
- * their texts, for msgspec to decode, with "others.large": whether any of their ts/dur may be a
- * float that lost nanoseconds (which recfn.formats.chrome._times.exact_times then reads from the
- * text; where it is false, that would change nothing).
+ * Flow events ("s", "t", "f") of the form torch writes (ts, pid, tid and an integer id; name,
+ * cat and bp strings or absent; no args) become columns too ("flows.*": ts, pid, tid, name and
+ * cat codes, phase, their position among the batch's events that are not complete, and the args
+ * recfn keeps for them, {"ph":...,"bp":...,"id":...}, as JSON text).
+ * The other events (instants, counters, B/E, metadata, other flows) are returned as the JSON
+ * list of their texts, for msgspec to decode, with "others.large": whether any of their ts/dur
+ * may be a float that lost nanoseconds (which recfn.formats.chrome._times.exact_times then reads
+ * from the text; where it is false, that would change nothing).
  *
  * It returns None for any batch it does not fully understand, so that the caller decodes it as
  * before (and reports its errors as before): JSON it rejects, fields that recfn.formats.chrome._reader's
@@ -810,15 +814,19 @@ typedef struct {
     int twice;            /* a list key occurs twice */
 } TorchArgs;
 
-/* Columns of one batch's complete events, and the texts of the others. */
+/* Columns of one batch's complete events and flows, and the texts of the others. */
 typedef struct {
     Buf ts, dur, pid, tid, ids[2], has_id[2], torch[2], names, cats, has_args, args_at, args;
+    Buf flow_ts, flow_pid, flow_tid, flow_names, flow_cats, flow_ph, flow_at, flow_args_at,
+        flow_args;
     Buf others;
     Buf scratch; /* a name's decoded text */
     Labels name_labels, cat_labels;
+    Labels flow_labels[2]; /* the flows' names and cats: the complete events' tables stay theirs */
     Last last[CAT + 1]; /* by field: ph, name, cat */
     ListColumn lists[2]; /* input_shapes, input_dtypes */
-    size_t n, n_others;
+    size_t n, n_others, n_flows;
+    size_t n_later; /* events that are not complete so far: others and flows */
     int any_id[2];
     int lists_ok;   /* every complete event's list values so far are of the simple form */
     int lists_seen; /* a complete event had "Input Dims" or "Input type": the lists are kept */
@@ -827,7 +835,7 @@ typedef struct {
 } Batch;
 
 #define LENGTH(array) (sizeof(array) / sizeof((array)[0]))
-#define N_NAMED_BUFS 17 /* batch_bufs's `bufs` */
+#define N_NAMED_BUFS 26 /* batch_bufs's `bufs` */
 #define N_LIST_BUFS 6   /* batch_bufs's `parts`, of each list column */
 #define N_BUFS (N_NAMED_BUFS + LENGTH(((Batch *)0)->lists) * N_LIST_BUFS)
 
@@ -837,7 +845,9 @@ static void batch_bufs(Batch *b, Buf **out) {
                    &b->ids[0],     &b->ids[1],       &b->has_id[0],   &b->has_id[1],
                    &b->torch[0],   &b->torch[1],     &b->names,       &b->cats,
                    &b->has_args,   &b->args_at,      &b->args,        &b->others,
-                   &b->scratch};
+                   &b->scratch,    &b->flow_ts,      &b->flow_pid,    &b->flow_tid,
+                   &b->flow_names, &b->flow_cats,    &b->flow_ph,     &b->flow_at,
+                   &b->flow_args_at, &b->flow_args};
     _Static_assert(LENGTH(bufs) == N_NAMED_BUFS, "N_NAMED_BUFS must count `bufs`");
     size_t n = 0;
     for (size_t i = 0; i < LENGTH(bufs); i++) out[n++] = bufs[i];
@@ -881,8 +891,8 @@ static void batch_free(Batch *b) {
         if (bufs[i]->cap <= SPARE_CAP) spare[i] = *bufs[i];
         else PyMem_Free(bufs[i]->data);
     }
-    Labels *tables[] = {&b->name_labels, &b->cat_labels};
-    for (int i = 0; i < 2; i++) {
+    Labels *tables[] = {&b->name_labels, &b->cat_labels, &b->flow_labels[0], &b->flow_labels[1]};
+    for (size_t i = 0; i < LENGTH(tables); i++) {
         for (size_t j = 0; j < tables[i]->n; j++) PyMem_Free(tables[i]->labels[j].own);
         PyMem_Free(tables[i]->labels);
         PyMem_Free(tables[i]->slots);
@@ -1271,7 +1281,60 @@ static int time_is_large(const Token *t) {
     return !(fabs(f) < (double)CHROME_EXACT_US);
 }
 
-/* One event (p at its brace): a complete one's columns, or another's text. */
+static size_t put_int(char *out, int64_t v);
+
+/* A flow event's columns (`phase` its ph) where it has the form torch writes; NOT_FAST for
+ * others (then its text goes to msgspec with the other events'), nothing added. */
+static int add_flow(Batch *b, const Token *f, unsigned char phase) {
+    if (phase != 's' && phase != 't' && phase != 'f') return NOT_FAST;
+    if (f[TS].kind != IS_NUMBER || f[PID].kind != IS_NUMBER || f[TID].kind != IS_NUMBER ||
+        f[ID].kind != IS_NUMBER || f[DUR].kind != ABSENT || f[S].kind != ABSENT ||
+        f[ARGS].kind != ABSENT || f[RECFN_ID].kind != ABSENT || f[RECFN_PARENT_ID].kind != ABSENT)
+        return NOT_FAST;
+    for (int k = NAME; k <= CAT; k++)
+        if (f[k].kind != ABSENT && f[k].kind != IS_NULL && f[k].kind != IS_STRING) return NOT_FAST;
+    const Token *bp = &f[BP];
+    if (bp->kind != ABSENT && (bp->kind != IS_STRING || bp->escaped ||
+                               plain_run(bp->text, bp->text + bp->len) != bp->text + bp->len))
+        return NOT_FAST;
+    int64_t ts, pid, tid, id;
+    RETURN_IF(to_ns(&f[TS].number, &ts));
+    RETURN_IF(to_int64(&f[PID].number, &pid));
+    RETURN_IF(to_int64(&f[TID].number, &tid));
+    RETURN_IF(to_int64(&f[ID].number, &id));
+    size_t names = b->flow_names.len, cats = b->flow_cats.len;
+    Token name = f[NAME], cat = f[CAT];
+    name.code = cat.code = -1; /* a repeat's code (`repeat_of`) is one of the complete events' */
+    Last unused;
+    int rc = label_column(&b->flow_names, &b->flow_labels[0], &name, &b->scratch, &unused);
+    if (rc == OK) rc = label_column(&b->flow_cats, &b->flow_labels[1], &cat, &b->scratch, &unused);
+    if (rc != OK) {
+        b->flow_names.len = names, b->flow_cats.len = cats;
+        return rc;
+    }
+    char digits[24];
+    RETURN_IF(put_i64(&b->flow_ts, ts));
+    RETURN_IF(put_i64(&b->flow_pid, pid));
+    RETURN_IF(put_i64(&b->flow_tid, tid));
+    RETURN_IF(buf_byte(&b->flow_ph, phase));
+    RETURN_IF(put_i64(&b->flow_at, (int64_t)b->n_later));
+    /* the args the msgspec path gives a flow: {"ph": ..., then its kept fields in KEPT order} */
+    RETURN_IF(buf_put(&b->flow_args, "{\"ph\":\"", 7));
+    RETURN_IF(buf_byte(&b->flow_args, phase));
+    if (bp->kind != ABSENT) {
+        RETURN_IF(buf_put(&b->flow_args, "\",\"bp\":\"", 8));
+        RETURN_IF(buf_put(&b->flow_args, bp->text, bp->len));
+    }
+    RETURN_IF(buf_put(&b->flow_args, "\",\"id\":", 7));
+    RETURN_IF(buf_put(&b->flow_args, digits, put_int(digits, id)));
+    RETURN_IF(buf_byte(&b->flow_args, '}'));
+    RETURN_IF(put_i64(&b->flow_args_at, (int64_t)b->flow_args.len));
+    b->n_flows++;
+    b->n_later++;
+    return OK;
+}
+
+/* One event (p at its brace): a complete one's columns or a flow's, or another's text. */
 static int event(Parser *ps, Batch *b) {
     Ptr start = ps->p;
     Token f[N_FIELDS];
@@ -1309,7 +1372,12 @@ static int event(Parser *ps, Batch *b) {
     if (ph->kind == IS_STRING) b->last[PH] = (Last){ph->text, ph->len, -1};
     if (ph->kind == IS_STRING && ph->len == 1 && ph->text[0] == 'X')
         return add_complete(b, f, args_start, &torch);
-    b->args.len = args_start; /* msgspec decodes the others */
+    b->args.len = args_start;
+    if (ph->kind == IS_STRING && ph->len == 1 && !ph->escaped) {
+        int rc = add_flow(b, f, ph->text[0]);
+        if (rc != NOT_FAST) return rc;
+    }
+    b->n_later++; /* msgspec decodes the others */
     for (int k = TS; k <= DUR; k++) b->others_large |= time_is_large(&f[k]);
     RETURN_IF(buf_byte(&b->others, b->n_others++ ? ',' : '['));
     return buf_put(&b->others, start, (size_t)(ps->p - start));
@@ -1320,6 +1388,7 @@ static int events(Parser *ps, Batch *b, int bare) {
     if (1 > ps->max_depth) return NOT_FAST;
     if (!bare) RETURN_IF(expect(ps, '['));
     RETURN_IF(put_i64(&b->args_at, 0));
+    RETURN_IF(put_i64(&b->flow_args_at, 0));
     for (int i = 0; i < 2; i++) {
         RETURN_IF(put_i32(&b->lists[i].lists_at, 0));
         RETURN_IF(put_i32(&b->lists[i].items_at, 0));
@@ -1421,6 +1490,17 @@ static PyObject *result(const Batch *b, PyObject *allocate) {
     rc = rc ? rc : set_item(out, "args.present", buf_bytes(&b->has_args));
     rc = rc ? rc : set_item(out, "input_shapes", list_buffers(b, 0));
     rc = rc ? rc : set_item(out, "input_dtypes", list_buffers(b, 1));
+    rc = rc ? rc : set_item(out, "flows.n", PyLong_FromSize_t(b->n_flows));
+    const Buf *flows[] = {&b->flow_ts, &b->flow_pid, &b->flow_tid,     &b->flow_names,
+                          &b->flow_cats, &b->flow_ph, &b->flow_at, &b->flow_args_at,
+                          &b->flow_args};
+    rc = rc ? rc : set_item(out, "flows.name.values", labels_list(&b->flow_labels[0]));
+    rc = rc ? rc : set_item(out, "flows.cat.values", labels_list(&b->flow_labels[1]));
+    const char *flow_keys[] = {"flows.ts", "flows.pid", "flows.tid", "flows.name.codes",
+                               "flows.cat.codes", "flows.ph", "flows.at", "flows.args.offsets",
+                               "flows.args.data"};
+    for (size_t i = 0; i < LENGTH(flows); i++)
+        rc = rc ? rc : set_item(out, flow_keys[i], bytes_or_none(flows[i], b->n_flows > 0));
     rc = rc ? rc : set_item(out, "others", bytes_or_none(&b->others, b->n_others > 0));
     rc = rc ? rc : set_item(out, "others.large", PyBool_FromLong(b->others_large));
     if (rc != OK) Py_CLEAR(out);

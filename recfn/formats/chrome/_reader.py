@@ -215,6 +215,28 @@ class NativeBatch:
             out[f"{key}.present"] = None if present is None else np.frombuffer(present, bool)
         return out
 
+    def flows(self) -> dict[str, Any] | None:
+        """The columns of the flow events the native decoder read (None without any): ts, pid,
+        tid, name and cat as `scalars` gives them, their phase (a byte each), ``at`` (their
+        positions among the batch's events that are not complete) and ``args`` (the JSON text
+        the other events' path gives a flow's args)."""
+        c = self.columns
+        n = c["flows.n"]
+        if not n:
+            return None
+        out: dict[str, Any] = {
+            key: np.frombuffer(c[f"flows.{key}"], np.int64) for key in ("ts", "pid", "tid", "at")
+        }
+        for key in ("name", "cat"):
+            codes = np.frombuffer(c[f"flows.{key}.codes"], np.int32)
+            out[key] = pa.DictionaryArray.from_arrays(
+                pa.array(codes, mask=codes < 0), pa.array(c[f"flows.{key}.values"], pa.string())
+            )
+        out["ph"] = np.frombuffer(c["flows.ph"], np.uint8)
+        offsets = np.frombuffer(c["flows.args.offsets"], np.int64)
+        out["args"] = string_array(n, offsets, pa.py_buffer(c["flows.args.data"]), np.ones(n, bool))
+        return out
+
 
 class Outline(msgspec.Struct, gc=False):
     """A trace as an object, its events as JSON text each; other members are ignored."""
@@ -430,8 +452,10 @@ class _Args:
     others' (few; their args become rows and B/E pairs merge theirs) as values, indexed after
     the complete events'."""
 
-    def __init__(self, complete: list[_ArgsPart], others: list[Any]) -> None:
-        self.complete, self.others = complete, others
+    def __init__(
+        self, complete: list[_ArgsPart], others: list[Any], flows: _Flows | None = None
+    ) -> None:
+        self.complete, self.others, self.flows = complete, others, flows
         self.offset = sum(len(part.strings) for part in complete)
 
     def __getitem__(self, i: int) -> Any:
@@ -442,9 +466,13 @@ class _Args:
 
     def values(self, index: np.ndarray) -> list[Any]:
         """The args of the other events at `index`."""
+        return _pick(self.others, self.other_index(index))
+
+    def other_index(self, index: np.ndarray) -> np.ndarray:
+        """Where the other events at `index` are in `others`."""
         if index.size and index.min() < self.offset:
             raise IndexError("complete events' args are JSON text already")
-        return _pick(self.others, index - self.offset)
+        return index - self.offset
 
     def _other(self, i: int) -> int:
         if i < self.offset:
@@ -453,7 +481,10 @@ class _Args:
 
     def parts(self, source: str) -> list[_ArgsPart]:
         """The JSON parts of all events, the others' encoded now (after merges)."""
-        return [*self.complete, _ArgsPart(self.others, source)]
+        later = _ArgsPart(self.others, source)
+        if self.flows is not None:  # their args are text already, their values None
+            later.strings = self.flows.args(later.strings)
+        return [*self.complete, later]
 
 
 class _ArgsPart:
@@ -542,6 +573,8 @@ class Columns:
         self.parts: list[dict[str, Any]] = []
         self.args: list[_ArgsPart] = []
         self.others: dict[str, list[Any]] = {key: [] for key in (*CONSUMED, *IDS, "extra")}
+        self.flows: list[dict[str, Any]] = []  # `NativeBatch.flows`, ``at`` among all others
+        self.n_flows = 0
 
     def add(self, events: list[Any] | NativeBatch) -> None:
         """Add a batch of events; TraceFormatError for numbers beyond float64 in the args of
@@ -567,6 +600,11 @@ class Columns:
         events (no complete one among them) as `add` takes them."""
         self.parts.append(batch.scalars())
         self.args.append(_ArgsPart.native(batch.columns))
+        flows = batch.flows()
+        if flows is not None:
+            flows["at"] = flows["at"] + len(self.others["ph"]) + self.n_flows
+            self.flows.append(flows)
+            self.n_flows += len(flows["ts"])
         if batch.others:
             _, phases, fields = _event_columns(batch.others)
             self.others["ph"] += phases
@@ -575,13 +613,21 @@ class Columns:
 
     def events(self) -> int:
         """Events added so far."""
-        return sum(len(part["ts"]) for part in self.parts) + len(self.others["ph"])
+        return sum(len(part["ts"]) for part in self.parts) + len(self.others["ph"]) + self.n_flows
 
     def finish(self) -> tuple[_Phases, dict[str, Any], _Args, list[Any]]:
         """Phases, scalar columns, args and the extra members of all events added."""
         n_others = len(self.others["ph"])
         n_complete = sum(len(part["ts"]) for part in self.parts)
-        parts = [*self.parts, _scalars(self.others, slice(0, n_others), self.source)]
+        later = _scalars(self.others, slice(0, n_others), self.source)
+        phases, values, extras = self.others["ph"], self.others["args"], self.others["extra"]
+        flows = None
+        if self.flows:
+            flows = _Flows(self.flows, n_others)
+            later, phases = flows.scalars(later), flows.phases(phases)
+            values, extras = flows.values(values), flows.values(extras)
+            self.flows = []
+        parts = [*self.parts, later]
         self.parts.clear()
         sizes = [len(part["ts"]) for part in parts]
         fields: dict[str, Any] = {}
@@ -604,8 +650,93 @@ class Columns:
                     for array, size in zip(arrays, sizes)
                 ]
             )
-        args = _Args(self.args, self.others["args"])
-        return _Phases(n_complete, self.others["ph"]), fields, args, self.others["extra"]
+        return _Phases(n_complete, phases), fields, _Args(self.args, values, flows), extras
+
+
+def _first_use(labels: pa.DictionaryArray) -> pa.DictionaryArray:
+    """`labels` with only the values its rows use, in order of first use (as
+    ``dictionary_encode`` gives them)."""
+    codes = labels.indices.fill_null(-1).to_numpy()
+    used, first = np.unique(codes, return_index=True)
+    order = used[np.argsort(first)]
+    order = order[order >= 0]
+    lookup = np.full(len(labels.dictionary) + 1, -1, dtype=np.int32)  # -1 (null) stays -1
+    lookup[order] = np.arange(len(order), dtype=np.int32)
+    indices = lookup[codes]
+    return pa.DictionaryArray.from_arrays(
+        pa.array(indices, mask=indices < 0), labels.dictionary.take(pa.array(order))
+    )
+
+
+_PHASE_OF = np.array([chr(byte) for byte in range(128)], dtype=object)
+"""The phase of a flow whose ph is the byte at that index (`NativeBatch.flows`)."""
+
+
+class _Flows:
+    """The flow events of native batches (`NativeBatch.flows`, as `Columns` keeps them), put
+    among the other events, where the file has them: the same columns, the same event numbers as
+    when msgspec decodes them; only their args (always the same few fields, text already) are not
+    values (`_Args`)."""
+
+    def __init__(self, flows: list[dict[str, Any]], n_others: int) -> None:
+        self.parts = flows
+        self.at = np.concatenate([part["at"] for part in flows])
+        self.n = n_others + len(self.at)
+        self.is_flow = np.zeros(self.n, dtype=bool)
+        self.is_flow[self.at] = True
+        self.other_at = np.flatnonzero(~self.is_flow)
+        self.source = np.empty(self.n, dtype=np.int64)  # in [others..., flows...]: each position's
+        self.source[self.other_at] = np.arange(n_others)
+        self.source[self.at] = np.arange(n_others, self.n)
+
+    def scalars(self, others: dict[str, Any]) -> dict[str, Any]:
+        """`_scalars` of the other events, with the flows'."""
+        out: dict[str, Any] = {}
+        for key, values in others.items():
+            if key in ("name", "cat"):
+                out[key] = self._labels(values, [part[key] for part in self.parts])
+            elif key in ("ts", "pid", "tid"):
+                out[key] = self._spread(values, np.concatenate([part[key] for part in self.parts]))
+            elif key == "dur":
+                out[key] = self._spread(values, np.full(len(self.at), NO_TIME, dtype=np.int64))
+            elif values is not None:  # recfn's ids and their presence: none for flows
+                out[key] = self._spread(values, np.zeros(len(self.at), dtype=values.dtype))
+            else:
+                out[key] = None
+        return out
+
+    def phases(self, others: list[Any]) -> list[Any]:
+        """The phases of the other events, with the flows'."""
+        flows = _PHASE_OF[np.concatenate([part["ph"] for part in self.parts])]
+        spread: list[Any] = self._spread(_objects(others), flows).tolist()
+        return spread
+
+    def values(self, others: list[Any]) -> list[Any]:
+        """Values of the other events (args, extra members), None for the flows."""
+        out: list[Any] = [None] * self.n
+        for at, value in zip(self.other_at.tolist(), others):
+            out[at] = value
+        return out
+
+    def args(self, others: pa.LargeStringArray) -> pa.LargeStringArray:
+        """The args strings of the other events (`_ArgsPart`'s), with the flows'."""
+        flows = pa.concat_arrays([part["args"] for part in self.parts])
+        kept = others.take(pa.array(self.other_at))
+        return pa.concat_arrays([kept, flows]).take(pa.array(self.source))
+
+    def _spread(self, others: np.ndarray, flows: np.ndarray) -> np.ndarray:
+        kind = object if object in (others.dtype, flows.dtype) else others.dtype
+        out = np.empty(self.n, dtype=kind)
+        out[self.other_at] = others
+        out[self.at] = flows
+        return out
+
+    def _labels(self, others: Any, flows: list[pa.DictionaryArray]) -> Any:
+        if isinstance(others, pa.DictionaryArray):
+            joined = pa.chunked_array([others, *flows]).unify_dictionaries()
+            return _first_use(pa.concat_arrays(joined.chunks).take(pa.array(self.source)))
+        objects = [flow.to_numpy(zero_copy_only=False) for flow in flows]
+        return self._spread(others, np.concatenate(objects).astype(object))
 
 
 def _shared(values: list[Any]) -> pa.DictionaryArray | np.ndarray:
@@ -659,22 +790,30 @@ class _Labels:
 
 class _Ids:
     """A pid or tid of every event where only some parts are integers (torch's traces have a
-    few "Spans" pids among millions of integers): the integers stay int64 and the others
-    objects, with `codes` that number the values as equality does (as factorizing an object
+    few "Spans" pids among millions of integers): the integers stay int64, those of parts that
+    also hold other values too, and the others objects, with `codes` that number the values as equality does (as factorizing an object
     array would), so that no object is made per event. Indexing gives the values as an object
     array would hold them."""
 
     def __init__(self, parts: list[np.ndarray]) -> None:
-        mixed = [part.dtype == object for part in parts]
-        self.ints = np.concatenate(
-            [np.zeros(len(p), np.int64) if m else p for p, m in zip(parts, mixed)]
-        )
-        self.positions = np.flatnonzero(
-            np.concatenate([np.full(len(p), m) for p, m in zip(parts, mixed)])
-        )
-        self.objects = np.concatenate(
-            [np.empty(0, object), *(p for p, m in zip(parts, mixed) if m)]
-        )
+        ints, positions, held, at = [], [], [], 0
+        for part in parts:
+            if part.dtype != object:
+                ints.append(part)
+            else:  # its plain ints (`_ids` refused those beyond int64) join the int64 values
+                plain = np.fromiter(
+                    map(operator.is_, map(type, part.tolist()), repeat(int)), bool, len(part)
+                )
+                whole = np.zeros(len(part), np.int64)
+                whole[plain] = part[plain].astype(np.int64)
+                ints.append(whole)
+                other = np.flatnonzero(~plain)
+                positions.append(other + at)
+                held.append(part[other])
+            at += len(part)
+        self.ints = np.concatenate(ints)
+        self.positions = np.concatenate([np.empty(0, np.int64), *positions])
+        self.objects = np.concatenate([np.empty(0, object), *held])
         objects = self.objects.tolist()
         own = list(map(_integer_of, objects))
         low = min([int(self.ints.min(initial=0)), *(n for n in own if n is not None)])
@@ -899,13 +1038,19 @@ def _objects(values: Sequence[Any]) -> np.ndarray:
 def _ids(values: list[Any], key: str, source: str) -> np.ndarray:
     """pid or tid values (absent ones count as 0): int64 when all are integers (fast to
     factorize), else objects; TraceFormatError for integers outside int64."""
-    array = np.array(values) if len(values) else np.empty(0, dtype=np.int64)
-    if array.dtype == np.int64:
-        return array
-    for value in values:
-        if value.__class__ is int and not INT64_MIN <= value <= INT64_MAX:
-            raise TraceFormatError(f"{source}: an event's {key} {value} does not fit int64")
-    return _objects([0 if v is None else v for v in values])
+    if set(map(type, values)) <= {int, bool}:  # else not int64 (and not worth an array)
+        array = np.array(values) if len(values) else np.empty(0, dtype=np.int64)
+        if array.dtype == np.int64:
+            return array
+    objects = _objects(values)
+    plain = np.fromiter(map(operator.is_, map(type, values), repeat(int)), bool, len(values))
+    try:
+        objects[plain].astype(np.int64)
+    except OverflowError:
+        value = next(v for v in compress(values, plain) if not INT64_MIN <= v <= INT64_MAX)
+        raise TraceFormatError(f"{source}: an event's {key} {value} does not fit int64") from None
+    objects[np.fromiter(map(operator.is_, values, repeat(None)), bool, len(values))] = 0
+    return objects
 
 
 def _ends(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
@@ -1135,8 +1280,12 @@ def _plain_value(value: Any) -> Any:
 
 def _keep_phase(args: _Args, events: np.ndarray, phase: str) -> None:
     """Keep `phase` in the args of `events` (``ph``), so that they are written back with it."""
-    for i in events.tolist():
-        args[i] = {"ph": phase, **(args[i] if isinstance(args[i], dict) else {})}
+    others, index = args.others, args.other_index(events)
+    if args.flows is not None:  # the native decoder's flows have their phase in their args
+        index = index[~args.flows.is_flow[index]]
+    for i in index.tolist():
+        value = others[i]
+        others[i] = {"ph": phase, **value} if isinstance(value, dict) else {"ph": phase}
 
 
 def _add_flows(rows: _Rows, phases: _Phases, args: _Args, dropped: _Dropped) -> None:
