@@ -4,8 +4,9 @@
  * decode(text, max_depth, sequence_default, fwd_default) reads a JSON list of trace events (what
  * recfn.formats.chrome._reader.decode_events gets) in one pass and returns the columns of its
  * complete ("X") events: ts/dur as int64 nanoseconds (`to_ns`; INT64_MIN where absent), pid/tid
- * int64, name/cat as int32 codes (-1: absent) into their distinct strings (in order of first use),
- * recfn's ids, torch's "Sequence number" and "Fwd thread id" args, and each event's args as compact
+ * int64 (strings, such as torch's "Spans", apart: "pid.text.*" their positions, codes and
+ * values), name/cat as int32 codes (-1: absent) into their distinct strings (in order of first
+ * use), recfn's ids, torch's "Sequence number" and "Fwd thread id" args, and each event's args as compact
  * JSON text (the bytes msgspec.json.format(indent=-1) gives: whitespace between tokens dropped,
  * strings and numbers as written; "null" when absent). torch's "Input Dims" and "Input type" args
  * (record_shapes) are read into the buffers of Arrow arrays (list<list<int64>>, list<string>) where
@@ -25,9 +26,10 @@
  * It returns None for any batch it does not fully understand, so that the caller decodes it as
  * before (and reports its errors as before): JSON it rejects, fields that recfn.formats.chrome._reader's
  * Event struct lacks or duplicated fields, keys with escapes, "X" events with kept fields (s, id,
- * bp), names that are not strings, pid/tid/ids that are not int64 integers, numbers it
- * cannot convert exactly, invalid UTF-8, lone surrogates, nesting deeper than max_depth. No
- * Python object is made until the batch is known to fit.
+ * bp), names that are not strings, pid/tid that are neither int64 integers nor strings, ids
+ * that are not int64 integers, numbers it cannot convert exactly, invalid UTF-8, lone
+ * surrogates, nesting deeper than max_depth. No Python object is made until the batch is known
+ * to fit.
  *
  * With a sixth argument `bare` true, the text is the list's members alone (what lies between
  * its brackets). The args text is bytes, or with a fifth argument `allocate` (not None), the
@@ -823,6 +825,8 @@ typedef struct {
     Buf scratch; /* a name's decoded text */
     Labels name_labels, cat_labels;
     Labels flow_labels[2]; /* the flows' names and cats: the complete events' tables stay theirs */
+    Labels id_labels[2];   /* string pids, tids of complete events (torch's "Spans") */
+    Buf id_text_at[2], id_text_codes[2]; /* where they are, their codes into id_labels */
     Last last[CAT + 1]; /* by field: ph, name, cat */
     ListColumn lists[2]; /* input_shapes, input_dtypes */
     size_t n, n_others, n_flows;
@@ -835,7 +839,7 @@ typedef struct {
 } Batch;
 
 #define LENGTH(array) (sizeof(array) / sizeof((array)[0]))
-#define N_NAMED_BUFS 26 /* batch_bufs's `bufs` */
+#define N_NAMED_BUFS 30 /* batch_bufs's `bufs` */
 #define N_LIST_BUFS 6   /* batch_bufs's `parts`, of each list column */
 #define N_BUFS (N_NAMED_BUFS + LENGTH(((Batch *)0)->lists) * N_LIST_BUFS)
 
@@ -847,7 +851,8 @@ static void batch_bufs(Batch *b, Buf **out) {
                    &b->has_args,   &b->args_at,      &b->args,        &b->others,
                    &b->scratch,    &b->flow_ts,      &b->flow_pid,    &b->flow_tid,
                    &b->flow_names, &b->flow_cats,    &b->flow_ph,     &b->flow_at,
-                   &b->flow_args_at, &b->flow_args};
+                   &b->flow_args_at, &b->flow_args,  &b->id_text_at[0], &b->id_text_at[1],
+                   &b->id_text_codes[0], &b->id_text_codes[1]};
     _Static_assert(LENGTH(bufs) == N_NAMED_BUFS, "N_NAMED_BUFS must count `bufs`");
     size_t n = 0;
     for (size_t i = 0; i < LENGTH(bufs); i++) out[n++] = bufs[i];
@@ -891,7 +896,8 @@ static void batch_free(Batch *b) {
         if (bufs[i]->cap <= SPARE_CAP) spare[i] = *bufs[i];
         else PyMem_Free(bufs[i]->data);
     }
-    Labels *tables[] = {&b->name_labels, &b->cat_labels, &b->flow_labels[0], &b->flow_labels[1]};
+    Labels *tables[] = {&b->name_labels,    &b->cat_labels,   &b->flow_labels[0],
+                        &b->flow_labels[1], &b->id_labels[0], &b->id_labels[1]};
     for (size_t i = 0; i < LENGTH(tables); i++) {
         for (size_t j = 0; j < tables[i]->n; j++) PyMem_Free(tables[i]->labels[j].own);
         PyMem_Free(tables[i]->labels);
@@ -1122,6 +1128,19 @@ static int id_column(Buf *column, const Token *t) {
     return put_i64(column, v);
 }
 
+/* A complete event's pid (k 0) or tid (k 1): an int64 integer, or a string (torch writes its
+ * profiler's own span with pid "Spans"), kept apart as text with its position; 0 in the column. */
+static int process_id_column(Batch *b, int k, const Token *t) {
+    Buf *column = k == 0 ? &b->pid : &b->tid;
+    if (t->kind != IS_STRING) return id_column(column, t);
+    Token text = *t;
+    text.code = -1; /* a repeat's code (`repeat_of`) is a name's or a category's */
+    Last unused;
+    RETURN_IF(label_column(&b->id_text_codes[k], &b->id_labels[k], &text, &b->scratch, &unused));
+    RETURN_IF(put_i64(&b->id_text_at[k], (int64_t)b->n));
+    return put_i64(column, 0);
+}
+
 static int optional_id_column(Batch *b, int k, const Token *t) {
     int64_t v = 0;
     if (t->kind == IS_NUMBER) RETURN_IF(to_int64(&t->number, &v));
@@ -1247,8 +1266,8 @@ static int add_complete(Batch *b, const Token *f, size_t args_start, const Torch
     if (f[S].kind != ABSENT || f[ID].kind != ABSENT || f[BP].kind != ABSENT) return NOT_FAST;
     RETURN_IF(time_column(&b->ts, &f[TS]));
     RETURN_IF(time_column(&b->dur, &f[DUR]));
-    RETURN_IF(id_column(&b->pid, &f[PID]));
-    RETURN_IF(id_column(&b->tid, &f[TID]));
+    RETURN_IF(process_id_column(b, 0, &f[PID]));
+    RETURN_IF(process_id_column(b, 1, &f[TID]));
     RETURN_IF(label_column(&b->names, &b->name_labels, &f[NAME], &b->scratch, &b->last[NAME]));
     RETURN_IF(label_column(&b->cats, &b->cat_labels, &f[CAT], &b->scratch, &b->last[CAT]));
     RETURN_IF(optional_id_column(b, 0, &f[RECFN_ID]));
@@ -1490,6 +1509,15 @@ static PyObject *result(const Batch *b, PyObject *allocate) {
     rc = rc ? rc : set_item(out, "args.present", buf_bytes(&b->has_args));
     rc = rc ? rc : set_item(out, "input_shapes", list_buffers(b, 0));
     rc = rc ? rc : set_item(out, "input_dtypes", list_buffers(b, 1));
+    const char *id_keys[2][3] = {{"pid.text.at", "pid.text.codes", "pid.text.values"},
+                                 {"tid.text.at", "tid.text.codes", "tid.text.values"}};
+    for (int k = 0; k < 2; k++) {
+        int any = b->id_text_at[k].len > 0;
+        rc = rc ? rc : set_item(out, id_keys[k][0], bytes_or_none(&b->id_text_at[k], any));
+        rc = rc ? rc : set_item(out, id_keys[k][1], bytes_or_none(&b->id_text_codes[k], any));
+        if (any) rc = rc ? rc : set_item(out, id_keys[k][2], labels_list(&b->id_labels[k]));
+        else rc = rc ? rc : set_item(out, id_keys[k][2], bytes_or_none(NULL, 0));
+    }
     rc = rc ? rc : set_item(out, "flows.n", PyLong_FromSize_t(b->n_flows));
     const Buf *flows[] = {&b->flow_ts, &b->flow_pid, &b->flow_tid,     &b->flow_names,
                           &b->flow_cats, &b->flow_ph, &b->flow_at, &b->flow_args_at,

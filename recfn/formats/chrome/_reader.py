@@ -209,6 +209,12 @@ class NativeBatch:
             )
         for key in ("pid", "tid"):
             out[key] = np.frombuffer(c[key], np.int64)
+            if c[f"{key}.text.at"] is not None:  # strings among them (torch's "Spans")
+                codes = np.frombuffer(c[f"{key}.text.codes"], np.int32)
+                out[key] = out[key].astype(object)
+                out[key][np.frombuffer(c[f"{key}.text.at"], np.int64)] = _objects(
+                    c[f"{key}.text.values"]
+                )[codes]
         for key in IDS:
             present = c[f"{key}.present"]
             out[key] = None if present is None else np.frombuffer(c[key], np.int64)

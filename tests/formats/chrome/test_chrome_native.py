@@ -210,8 +210,8 @@ def test_many_distinct_names_keep_their_codes_as_the_table_grows() -> None:
         '{"ph":"X","ph":"X","pid":1,"tid":1}',  # a field twice
         '{"p\\u0068":"X","pid":1,"tid":1}',  # an escaped key
         '{"ph":"X","pid":1,"tid":1,"s":"t"}',  # a kept field on a complete event
-        '{"ph":"X","pid":"1","tid":1}',  # a pid that is not an integer
-        '{"ph":"X","pid":1.0,"tid":1}',
+        '{"ph":"X","pid":1.0,"tid":1}',  # a pid that is neither an integer nor a string
+        '{"ph":"X","pid":1,"tid":null}',
         '{"ph":"X","tid":1}',  # no pid
         '{"ph":"X","pid":9223372036854775808,"tid":1}',  # beyond int64
         '{"ph":"X","pid":1,"tid":1,"ts":1e400}',  # beyond float64
@@ -238,6 +238,25 @@ def test_batches_it_does_not_fully_understand_are_left_to_msgspec(event: str) ->
     except ValueError:  # msgspec's errors, which the readers report
         return
     assert not isinstance(decoded, NativeBatch)
+
+
+def test_string_pids_and_tids_decode_natively_as_msgspec_decodes_them(tmp_path: Path) -> None:
+    """torch writes its profiler's own span with pid "Spans" and tid "PyTorch Profiler": the
+    batch that holds it is read natively too, and the trace reads the same both ways."""
+    events = torch_events(30)
+    span = {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans"}
+    span |= {"tid": "PyTorch Profiler", "ts": 1.0, "dur": 300.0, "args": {"Op count": 0}}
+    events[10:10] = [span, span | {"pid": "Sp\u00e4ns", "tid": 1}, span | {"tid": "1"}]
+    batch = decode_events(json.dumps(events).encode(), MAX_DEPTH)
+    assert isinstance(batch, NativeBatch)
+    complete = [event for event in events if event["ph"] == "X"]
+    for key in ("pid", "tid"):
+        assert batch.scalars()[key].tolist() == [event[key] for event in complete]
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(events))
+    for n in (10**6, 4):
+        with batches_of(n):
+            assert_same_both_ways(path)
 
 
 def test_nesting_deeper_than_max_depth_is_left_to_msgspec() -> None:
