@@ -4,16 +4,16 @@
  * decode(text, max_depth, sequence_default, fwd_default) reads a JSON list of trace events (what
  * recfn.formats.chrome._reader.decode_events gets) in one pass and returns the columns of its
  * complete ("X") events: ts/dur as int64 nanoseconds (`to_ns`; INT64_MIN where absent), pid/tid
- * int64 (strings, such as torch's "Spans", apart: "pid.text.*" their positions, codes and
- * values), name/cat as int32 codes (-1: absent) into their distinct strings (in order of first
- * use), recfn's ids, torch's "Sequence number" and "Fwd thread id" args, and each event's args as compact
- * JSON text (the bytes msgspec.json.format(indent=-1) gives: whitespace between tokens dropped,
- * strings and numbers as written; "null" when absent). torch's "Input Dims" and "Input type" args
- * (record_shapes) are read into the buffers of Arrow arrays (list<list<int64>>, list<string>) where
- * every complete event's values are of the simple form (null, or lists of nulls and lists of int64
- * integers and nulls; null, or lists of strings and nulls): the batch's "input_shapes" and
- * "input_dtypes" are None otherwise, and the caller decodes those from the args text; () where no
- * complete event has either.
+ * int64 (strings, such as torch's "Spans", apart: "pid.text.*" their positions, codes and values),
+ * name/cat as int32 codes (-1: absent) into their distinct strings (in order of first use),
+ * recfn's ids, torch's "Sequence number" and "Fwd thread id" args, and each event's args as
+ * compact JSON text (the bytes msgspec.json.format(indent=-1) gives: whitespace between tokens
+ * dropped, strings and numbers as written; "null" when absent). torch's "Input Dims" and "Input
+ * type" args (record_shapes) are read into the buffers of Arrow arrays (list<list<int64>>,
+ * list<string>) where every complete event's values are of the simple form (null, or lists of
+ * nulls and lists of int64 integers and nulls; null, or lists of strings and nulls): the batch's
+ * "input_shapes" and "input_dtypes" are None otherwise, and the caller decodes those from the args
+ * text; () where no complete event has either.
  * Flow events ("s", "t", "f") of the form torch writes (ts, pid, tid and an integer id; name,
  * cat and bp strings or absent; no args) become columns too ("flows.*": ts, pid, tid, name and
  * cat codes, phase, their position among the batch's events that are not complete, and the args

@@ -796,10 +796,10 @@ class _Labels:
 
 class _Ids:
     """A pid or tid of every event where only some parts are integers (torch's traces have a
-    few "Spans" pids among millions of integers): the integers stay int64, those of parts that
-    also hold other values too, and the others objects, with `codes` that number the values as equality does (as factorizing an object
-    array would), so that no object is made per event. Indexing gives the values as an object
-    array would hold them."""
+    few "Spans" pids among millions of integers): the integers stay int64 (those of parts that
+    hold other values too), the others objects, with `codes` that number the values as equality
+    does (as factorizing an object array would), so that no object is made per event. Indexing
+    gives the values as an object array would hold them."""
 
     def __init__(self, parts: list[np.ndarray]) -> None:
         ints, positions, held, at = [], [], [], 0
