@@ -15,9 +15,11 @@
  * "input_shapes" and "input_dtypes" are None otherwise, and the caller decodes those from the args
  * text; () where no complete event has either.
  * Flow events ("s", "t", "f") of the form torch writes (ts, pid, tid and an integer id; name,
- * cat and bp strings or absent; no args) become columns too ("flows.*": ts, pid, tid, name and
- * cat codes, phase, their position among the batch's events that are not complete, and the args
- * recfn keeps for them, {"ph":...,"bp":...,"id":...}, as JSON text).
+ * cat and bp strings or absent; no args) and torch's memory instants ("[memory]" with Bytes,
+ * Device Type and Device Id integers among flat args of plain values) become columns too
+ * ("columnar.*": ts, pid, tid, name and cat codes, phase, their position among the batch's
+ * events that are not complete, the args the msgspec path gives them as JSON text, and a
+ * memory instant's Bytes, Device Type (INT64_MIN: none) and Device Id).
  * The other events (instants, counters, B/E, metadata, other flows) are returned as the JSON
  * list of their texts, for msgspec to decode, with "others.large": whether any of their ts/dur
  * may be a float that lost nanoseconds (which recfn.formats.chrome._times.exact_times then reads
@@ -816,21 +818,21 @@ typedef struct {
     int twice;            /* a list key occurs twice */
 } TorchArgs;
 
-/* Columns of one batch's complete events and flows, and the texts of the others. */
+/* Columns of one batch's complete events, flows and memory instants, and the others' texts. */
 typedef struct {
     Buf ts, dur, pid, tid, ids[2], has_id[2], torch[2], names, cats, has_args, args_at, args;
-    Buf flow_ts, flow_pid, flow_tid, flow_names, flow_cats, flow_ph, flow_at, flow_args_at,
-        flow_args;
+    Buf col_ts, col_pid, col_tid, col_names, col_cats, col_ph, col_at, col_args_at, col_args,
+        col_bytes, col_type, col_id;
     Buf others;
     Buf scratch; /* a name's decoded text */
     Labels name_labels, cat_labels;
-    Labels flow_labels[2]; /* the flows' names and cats: the complete events' tables stay theirs */
+    Labels col_labels[2]; /* their names and cats: the complete events' tables stay theirs */
     Labels id_labels[2];   /* string pids, tids of complete events (torch's "Spans") */
     Buf id_text_at[2], id_text_codes[2]; /* where they are, their codes into id_labels */
     Last last[CAT + 1]; /* by field: ph, name, cat */
     ListColumn lists[2]; /* input_shapes, input_dtypes */
-    size_t n, n_others, n_flows;
-    size_t n_later; /* events that are not complete so far: others and flows */
+    size_t n, n_others, n_columnar;
+    size_t n_later; /* events that are not complete so far: others and columnar ones */
     int any_id[2];
     int lists_ok;   /* every complete event's list values so far are of the simple form */
     int lists_seen; /* a complete event had "Input Dims" or "Input type": the lists are kept */
@@ -839,7 +841,7 @@ typedef struct {
 } Batch;
 
 #define LENGTH(array) (sizeof(array) / sizeof((array)[0]))
-#define N_NAMED_BUFS 30 /* batch_bufs's `bufs` */
+#define N_NAMED_BUFS 33 /* batch_bufs's `bufs` */
 #define N_LIST_BUFS 6   /* batch_bufs's `parts`, of each list column */
 #define N_BUFS (N_NAMED_BUFS + LENGTH(((Batch *)0)->lists) * N_LIST_BUFS)
 
@@ -849,10 +851,11 @@ static void batch_bufs(Batch *b, Buf **out) {
                    &b->ids[0],     &b->ids[1],       &b->has_id[0],   &b->has_id[1],
                    &b->torch[0],   &b->torch[1],     &b->names,       &b->cats,
                    &b->has_args,   &b->args_at,      &b->args,        &b->others,
-                   &b->scratch,    &b->flow_ts,      &b->flow_pid,    &b->flow_tid,
-                   &b->flow_names, &b->flow_cats,    &b->flow_ph,     &b->flow_at,
-                   &b->flow_args_at, &b->flow_args,  &b->id_text_at[0], &b->id_text_at[1],
-                   &b->id_text_codes[0], &b->id_text_codes[1]};
+                   &b->scratch,    &b->col_ts,      &b->col_pid,    &b->col_tid,
+                   &b->col_names, &b->col_cats,    &b->col_ph,     &b->col_at,
+                   &b->col_args_at, &b->col_args,  &b->id_text_at[0], &b->id_text_at[1],
+                   &b->id_text_codes[0], &b->id_text_codes[1], &b->col_bytes, &b->col_type,
+                   &b->col_id};
     _Static_assert(LENGTH(bufs) == N_NAMED_BUFS, "N_NAMED_BUFS must count `bufs`");
     size_t n = 0;
     for (size_t i = 0; i < LENGTH(bufs); i++) out[n++] = bufs[i];
@@ -896,8 +899,8 @@ static void batch_free(Batch *b) {
         if (bufs[i]->cap <= SPARE_CAP) spare[i] = *bufs[i];
         else PyMem_Free(bufs[i]->data);
     }
-    Labels *tables[] = {&b->name_labels,    &b->cat_labels,   &b->flow_labels[0],
-                        &b->flow_labels[1], &b->id_labels[0], &b->id_labels[1]};
+    Labels *tables[] = {&b->name_labels,    &b->cat_labels,   &b->col_labels[0],
+                        &b->col_labels[1], &b->id_labels[0], &b->id_labels[1]};
     for (size_t i = 0; i < LENGTH(tables); i++) {
         for (size_t j = 0; j < tables[i]->n; j++) PyMem_Free(tables[i]->labels[j].own);
         PyMem_Free(tables[i]->labels);
@@ -1302,6 +1305,20 @@ static int time_is_large(const Token *t) {
 
 static size_t put_int(char *out, int64_t v);
 
+/* The columns every columnar event has, and a memory instant's (zero, INT64_MIN, zero for a
+ * flow). */
+static int add_columnar(Batch *b, unsigned char phase, int64_t ts, int64_t pid, int64_t tid,
+                        int64_t bytes, int64_t device_type, int64_t device_id) {
+    RETURN_IF(put_i64(&b->col_ts, ts));
+    RETURN_IF(put_i64(&b->col_pid, pid));
+    RETURN_IF(put_i64(&b->col_tid, tid));
+    RETURN_IF(buf_byte(&b->col_ph, phase));
+    RETURN_IF(put_i64(&b->col_at, (int64_t)b->n_later));
+    RETURN_IF(put_i64(&b->col_bytes, bytes));
+    RETURN_IF(put_i64(&b->col_type, device_type));
+    return put_i64(&b->col_id, device_id);
+}
+
 /* A flow event's columns (`phase` its ph) where it has the form torch writes; NOT_FAST for
  * others (then its text goes to msgspec with the other events'), nothing added. */
 static int add_flow(Batch *b, const Token *f, unsigned char phase) {
@@ -1321,39 +1338,152 @@ static int add_flow(Batch *b, const Token *f, unsigned char phase) {
     RETURN_IF(to_int64(&f[PID].number, &pid));
     RETURN_IF(to_int64(&f[TID].number, &tid));
     RETURN_IF(to_int64(&f[ID].number, &id));
-    size_t names = b->flow_names.len, cats = b->flow_cats.len;
+    size_t names = b->col_names.len, cats = b->col_cats.len;
     Token name = f[NAME], cat = f[CAT];
     name.code = cat.code = -1; /* a repeat's code (`repeat_of`) is one of the complete events' */
     Last unused;
-    int rc = label_column(&b->flow_names, &b->flow_labels[0], &name, &b->scratch, &unused);
-    if (rc == OK) rc = label_column(&b->flow_cats, &b->flow_labels[1], &cat, &b->scratch, &unused);
+    int rc = label_column(&b->col_names, &b->col_labels[0], &name, &b->scratch, &unused);
+    if (rc == OK) rc = label_column(&b->col_cats, &b->col_labels[1], &cat, &b->scratch, &unused);
     if (rc != OK) {
-        b->flow_names.len = names, b->flow_cats.len = cats;
+        b->col_names.len = names, b->col_cats.len = cats;
         return rc;
     }
     char digits[24];
-    RETURN_IF(put_i64(&b->flow_ts, ts));
-    RETURN_IF(put_i64(&b->flow_pid, pid));
-    RETURN_IF(put_i64(&b->flow_tid, tid));
-    RETURN_IF(buf_byte(&b->flow_ph, phase));
-    RETURN_IF(put_i64(&b->flow_at, (int64_t)b->n_later));
+    RETURN_IF(add_columnar(b, phase, ts, pid, tid, 0, INT64_MIN, 0));
     /* the args the msgspec path gives a flow: {"ph": ..., then its kept fields in KEPT order} */
-    RETURN_IF(buf_put(&b->flow_args, "{\"ph\":\"", 7));
-    RETURN_IF(buf_byte(&b->flow_args, phase));
+    RETURN_IF(buf_put(&b->col_args, "{\"ph\":\"", 7));
+    RETURN_IF(buf_byte(&b->col_args, phase));
     if (bp->kind != ABSENT) {
-        RETURN_IF(buf_put(&b->flow_args, "\",\"bp\":\"", 8));
-        RETURN_IF(buf_put(&b->flow_args, bp->text, bp->len));
+        RETURN_IF(buf_put(&b->col_args, "\",\"bp\":\"", 8));
+        RETURN_IF(buf_put(&b->col_args, bp->text, bp->len));
     }
-    RETURN_IF(buf_put(&b->flow_args, "\",\"id\":", 7));
-    RETURN_IF(buf_put(&b->flow_args, digits, put_int(digits, id)));
-    RETURN_IF(buf_byte(&b->flow_args, '}'));
-    RETURN_IF(put_i64(&b->flow_args_at, (int64_t)b->flow_args.len));
-    b->n_flows++;
+    RETURN_IF(buf_put(&b->col_args, "\",\"id\":", 7));
+    RETURN_IF(buf_put(&b->col_args, digits, put_int(digits, id)));
+    RETURN_IF(buf_byte(&b->col_args, '}'));
+    RETURN_IF(put_i64(&b->col_args_at, (int64_t)b->col_args.len));
+    b->n_columnar++;
     b->n_later++;
     return OK;
 }
 
-/* One event (p at its brace): a complete one's columns or a flow's, or another's text. */
+/* An integer as msgspec writes one (no sign on 0, no leading zeros, no fraction or exponent),
+ * at most 18 digits, at `s`; its end, or NULL. */
+static Ptr plain_int(Ptr s, Ptr end, int64_t *out) {
+    int negative = s < end && *s == '-';
+    Ptr digits = s + negative, p = digits;
+    uint64_t v = 0;
+    while (p < end && is_digit(*p) && p - digits < 19) v = v * 10 + (uint64_t)(*p++ - '0');
+    size_t n = (size_t)(p - digits);
+    if (n == 0 || n > 18 || (n > 1 && *digits == '0') || (negative && v == 0)) return NULL;
+    *out = negative ? -(int64_t)v : (int64_t)v;
+    return p;
+}
+
+enum { BYTES, DEVICE_TYPE, DEVICE_ID, N_MEMORY_ARGS };
+
+/* The compact args text of a memory instant (`s` to `end`) where msgspec's path would write it
+ * back the same: a flat object of at most 32 distinct plain keys (ASCII, no escapes; not "s",
+ * "recfn_name" or "Device") with plain values (integers as msgspec writes them, true, false,
+ * null, ASCII strings without escapes), Bytes, and Device Type and Device Id where present,
+ * integers; those in `found` (INT64_MIN where absent); NOT_FAST for any other. */
+static int memory_args(Ptr s, Ptr end, int64_t *found) {
+    static const char *const names[N_MEMORY_ARGS] = {"Bytes", "Device Type", "Device Id"};
+    Ptr keys[32];
+    size_t lens[32], n = 0;
+    for (int k = 0; k < N_MEMORY_ARGS; k++) found[k] = INT64_MIN;
+    if (end - s < 2 || *s++ != '{' || *s == '}') return NOT_FAST;
+    for (;;) {
+        if (s >= end || *s++ != '"' || n == LENGTH(keys)) return NOT_FAST;
+        Ptr key = s;
+        s = plain_run(s, end);
+        if (s >= end || *s != '"') return NOT_FAST;
+        size_t len = (size_t)(s - key);
+        s++;
+        if (is_key(key, len, "s") || is_key(key, len, "recfn_name") || is_key(key, len, "Device"))
+            return NOT_FAST;
+        for (size_t i = 0; i < n; i++)
+            if (lens[i] == len && memcmp(keys[i], key, len) == 0) return NOT_FAST;
+        keys[n] = key, lens[n++] = len;
+        int which = -1;
+        for (int k = 0; k < N_MEMORY_ARGS; k++)
+            if (is_key(key, len, names[k])) which = k;
+        if (s >= end || *s++ != ':' || s >= end) return NOT_FAST;
+        int64_t v;
+        Ptr after = NULL;
+        if (*s == '-' || is_digit(*s)) {
+            after = plain_int(s, end, &v);
+            if (after != NULL && which >= 0) found[which] = v;
+        } else if (which < 0 && *s == '"') {
+            Ptr close = plain_run(s + 1, end);
+            after = close < end && *close == '"' ? close + 1 : NULL;
+        } else if (which < 0) {
+            const char *words[] = {"true", "false", "null"};
+            for (int w = 0; w < 3 && after == NULL; w++) {
+                size_t k = strlen(words[w]);
+                if ((size_t)(end - s) >= k && memcmp(s, words[w], k) == 0) after = s + k;
+            }
+        }
+        if (after == NULL || after >= end) return NOT_FAST;
+        s = after;
+        if (*s == '}') break;
+        if (*s++ != ',') return NOT_FAST;
+    }
+    return found[BYTES] == INT64_MIN ? NOT_FAST : OK;
+}
+
+/* A memory instant's columns (`phase` "i" or "I"; its compact args text at `args_start` in
+ * b->args) where it has the form torch writes; NOT_FAST for others, nothing added. */
+static int add_memory(Batch *b, const Token *f, unsigned char phase, size_t args_start) {
+    if (phase != 'i' && phase != 'I') return NOT_FAST;
+    const Token *name = &f[NAME], *scope = &f[S];
+    if (name->kind != IS_STRING || name->escaped || !is_key(name->text, name->len, "[memory]"))
+        return NOT_FAST;
+    if (f[TS].kind != IS_NUMBER || f[PID].kind != IS_NUMBER || f[TID].kind != IS_NUMBER ||
+        f[ARGS].kind == ABSENT || f[DUR].kind != ABSENT || f[ID].kind != ABSENT ||
+        f[BP].kind != ABSENT || f[RECFN_ID].kind != ABSENT || f[RECFN_PARENT_ID].kind != ABSENT)
+        return NOT_FAST;
+    if (f[CAT].kind != ABSENT && f[CAT].kind != IS_NULL && f[CAT].kind != IS_STRING)
+        return NOT_FAST;
+    if (scope->kind != ABSENT &&
+        (scope->kind != IS_STRING || scope->escaped ||
+         plain_run(scope->text, scope->text + scope->len) != scope->text + scope->len))
+        return NOT_FAST;
+    Ptr args = (Ptr)b->args.data + args_start, args_end = (Ptr)b->args.data + b->args.len;
+    int64_t ts, pid, tid, found[N_MEMORY_ARGS];
+    RETURN_IF(memory_args(args, args_end, found));
+    RETURN_IF(to_ns(&f[TS].number, &ts));
+    RETURN_IF(to_int64(&f[PID].number, &pid));
+    RETURN_IF(to_int64(&f[TID].number, &tid));
+    int64_t device_id = found[DEVICE_ID] == INT64_MIN ? 0 : found[DEVICE_ID];
+    if (found[DEVICE_TYPE] == INT64_MIN && found[DEVICE_ID] != INT64_MIN) return NOT_FAST;
+    size_t names = b->col_names.len, cats = b->col_cats.len;
+    Token own_name = *name, cat = f[CAT];
+    own_name.code = cat.code = -1; /* a repeat's code (`repeat_of`) is a complete event's */
+    Last unused;
+    int rc = label_column(&b->col_names, &b->col_labels[0], &own_name, &b->scratch, &unused);
+    if (rc == OK) rc = label_column(&b->col_cats, &b->col_labels[1], &cat, &b->scratch, &unused);
+    if (rc != OK) {
+        b->col_names.len = names, b->col_cats.len = cats;
+        return rc;
+    }
+    RETURN_IF(add_columnar(b, phase, ts, pid, tid, found[BYTES], found[DEVICE_TYPE], device_id));
+    /* the args the msgspec path gives it: its kept field (s) first, then its own */
+    if (scope->kind != ABSENT) {
+        RETURN_IF(buf_put(&b->col_args, "{\"s\":\"", 6));
+        RETURN_IF(buf_put(&b->col_args, scope->text, scope->len));
+        RETURN_IF(buf_put(&b->col_args, "\",", 2));
+        RETURN_IF(buf_put(&b->col_args, args + 1, (size_t)(args_end - args - 1)));
+    } else {
+        RETURN_IF(buf_put(&b->col_args, args, (size_t)(args_end - args)));
+    }
+    RETURN_IF(put_i64(&b->col_args_at, (int64_t)b->col_args.len));
+    b->n_columnar++;
+    b->n_later++;
+    return OK;
+}
+
+/* One event (p at its brace): a complete one's columns, a flow's or a memory instant's, or
+ * another's text. */
 static int event(Parser *ps, Batch *b) {
     Ptr start = ps->p;
     Token f[N_FIELDS];
@@ -1391,11 +1521,13 @@ static int event(Parser *ps, Batch *b) {
     if (ph->kind == IS_STRING) b->last[PH] = (Last){ph->text, ph->len, -1};
     if (ph->kind == IS_STRING && ph->len == 1 && ph->text[0] == 'X')
         return add_complete(b, f, args_start, &torch);
-    b->args.len = args_start;
     if (ph->kind == IS_STRING && ph->len == 1 && !ph->escaped) {
-        int rc = add_flow(b, f, ph->text[0]);
+        int rc = add_memory(b, f, ph->text[0], args_start);
+        if (rc == NOT_FAST) rc = add_flow(b, f, ph->text[0]);
+        b->args.len = args_start;
         if (rc != NOT_FAST) return rc;
     }
+    b->args.len = args_start;
     b->n_later++; /* msgspec decodes the others */
     for (int k = TS; k <= DUR; k++) b->others_large |= time_is_large(&f[k]);
     RETURN_IF(buf_byte(&b->others, b->n_others++ ? ',' : '['));
@@ -1407,7 +1539,7 @@ static int events(Parser *ps, Batch *b, int bare) {
     if (1 > ps->max_depth) return NOT_FAST;
     if (!bare) RETURN_IF(expect(ps, '['));
     RETURN_IF(put_i64(&b->args_at, 0));
-    RETURN_IF(put_i64(&b->flow_args_at, 0));
+    RETURN_IF(put_i64(&b->col_args_at, 0));
     for (int i = 0; i < 2; i++) {
         RETURN_IF(put_i32(&b->lists[i].lists_at, 0));
         RETURN_IF(put_i32(&b->lists[i].items_at, 0));
@@ -1421,7 +1553,7 @@ static int events(Parser *ps, Batch *b, int bare) {
         if (c != ',') return NOT_FAST;
     }
     if (peek(ps) != -1) return NOT_FAST;
-    if (b->n == 0) return NOT_FAST;
+    if (b->n == 0 && b->n_columnar == 0) return NOT_FAST; /* nothing to gain */
     if (b->n_others) RETURN_IF(buf_byte(&b->others, ']'));
     return OK;
 }
@@ -1518,17 +1650,20 @@ static PyObject *result(const Batch *b, PyObject *allocate) {
         if (any) rc = rc ? rc : set_item(out, id_keys[k][2], labels_list(&b->id_labels[k]));
         else rc = rc ? rc : set_item(out, id_keys[k][2], bytes_or_none(NULL, 0));
     }
-    rc = rc ? rc : set_item(out, "flows.n", PyLong_FromSize_t(b->n_flows));
-    const Buf *flows[] = {&b->flow_ts, &b->flow_pid, &b->flow_tid,     &b->flow_names,
-                          &b->flow_cats, &b->flow_ph, &b->flow_at, &b->flow_args_at,
-                          &b->flow_args};
-    rc = rc ? rc : set_item(out, "flows.name.values", labels_list(&b->flow_labels[0]));
-    rc = rc ? rc : set_item(out, "flows.cat.values", labels_list(&b->flow_labels[1]));
-    const char *flow_keys[] = {"flows.ts", "flows.pid", "flows.tid", "flows.name.codes",
-                               "flows.cat.codes", "flows.ph", "flows.at", "flows.args.offsets",
-                               "flows.args.data"};
-    for (size_t i = 0; i < LENGTH(flows); i++)
-        rc = rc ? rc : set_item(out, flow_keys[i], bytes_or_none(flows[i], b->n_flows > 0));
+    rc = rc ? rc : set_item(out, "columnar.n", PyLong_FromSize_t(b->n_columnar));
+    const Buf *columnar[] = {&b->col_ts,   &b->col_pid,     &b->col_tid,  &b->col_names,
+                             &b->col_cats, &b->col_ph,      &b->col_at,   &b->col_args_at,
+                             &b->col_args, &b->col_bytes,   &b->col_type, &b->col_id};
+    rc = rc ? rc : set_item(out, "columnar.name.values", labels_list(&b->col_labels[0]));
+    rc = rc ? rc : set_item(out, "columnar.cat.values", labels_list(&b->col_labels[1]));
+    const char *columnar_keys[] = {
+        "columnar.ts",         "columnar.pid",         "columnar.tid",
+        "columnar.name.codes", "columnar.cat.codes",   "columnar.ph",
+        "columnar.at",         "columnar.args.offsets", "columnar.args.data",
+        "columnar.bytes",      "columnar.device_type", "columnar.device_id"};
+    for (size_t i = 0; i < LENGTH(columnar); i++)
+        rc = rc ? rc
+                : set_item(out, columnar_keys[i], bytes_or_none(columnar[i], b->n_columnar > 0));
     rc = rc ? rc : set_item(out, "others", bytes_or_none(&b->others, b->n_others > 0));
     rc = rc ? rc : set_item(out, "others.large", PyBool_FromLong(b->others_large));
     if (rc != OK) Py_CLEAR(out);

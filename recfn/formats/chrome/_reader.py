@@ -221,26 +221,26 @@ class NativeBatch:
             out[f"{key}.present"] = None if present is None else np.frombuffer(present, bool)
         return out
 
-    def flows(self) -> dict[str, Any] | None:
-        """The columns of the flow events the native decoder read (None without any): ts, pid,
-        tid, name and cat as `scalars` gives them, their phase (a byte each), ``at`` (their
-        positions among the batch's events that are not complete) and ``args`` (the JSON text
-        the other events' path gives a flow's args)."""
+    def columnar(self) -> dict[str, Any] | None:
+        """The columns of the other events the native decoder read (flows and torch's memory
+        instants; None without any): ts, pid, tid, name and cat as `scalars` gives them, their
+        phase (a byte each), ``at`` (their positions among the batch's events that are not
+        complete), ``args`` (the JSON text the other events' path gives their args) and a
+        memory instant's ``bytes``, ``device_type`` (INT64_MIN: none) and ``device_id``."""
         c = self.columns
-        n = c["flows.n"]
+        n = c["columnar.n"]
         if not n:
             return None
-        out: dict[str, Any] = {
-            key: np.frombuffer(c[f"flows.{key}"], np.int64) for key in ("ts", "pid", "tid", "at")
-        }
+        keys = ("ts", "pid", "tid", "at", "bytes", "device_type", "device_id")
+        out: dict[str, Any] = {key: np.frombuffer(c[f"columnar.{key}"], np.int64) for key in keys}
         for key in ("name", "cat"):
-            codes = np.frombuffer(c[f"flows.{key}.codes"], np.int32)
-            out[key] = pa.DictionaryArray.from_arrays(
-                pa.array(codes, mask=codes < 0), pa.array(c[f"flows.{key}.values"], pa.string())
-            )
-        out["ph"] = np.frombuffer(c["flows.ph"], np.uint8)
-        offsets = np.frombuffer(c["flows.args.offsets"], np.int64)
-        out["args"] = string_array(n, offsets, pa.py_buffer(c["flows.args.data"]), np.ones(n, bool))
+            codes = np.frombuffer(c[f"columnar.{key}.codes"], np.int32)
+            values = pa.array(c[f"columnar.{key}.values"], pa.string())
+            out[key] = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), values)
+        out["ph"] = np.frombuffer(c["columnar.ph"], np.uint8)
+        offsets = np.frombuffer(c["columnar.args.offsets"], np.int64)
+        data = pa.py_buffer(c["columnar.args.data"])
+        out["args"] = string_array(n, offsets, data, np.ones(n, bool))
         return out
 
 
@@ -459,9 +459,9 @@ class _Args:
     the complete events'."""
 
     def __init__(
-        self, complete: list[_ArgsPart], others: list[Any], flows: _Flows | None = None
+        self, complete: list[_ArgsPart], others: list[Any], columnar: _Columnar | None = None
     ) -> None:
-        self.complete, self.others, self.flows = complete, others, flows
+        self.complete, self.others, self.columnar = complete, others, columnar
         self.offset = sum(len(part.strings) for part in complete)
 
     def __getitem__(self, i: int) -> Any:
@@ -488,8 +488,8 @@ class _Args:
     def parts(self, source: str) -> list[_ArgsPart]:
         """The JSON parts of all events, the others' encoded now (after merges)."""
         later = _ArgsPart(self.others, source)
-        if self.flows is not None:  # their args are text already, their values None
-            later.strings = self.flows.args(later.strings)
+        if self.columnar is not None:  # their args are text already, their values None
+            later.strings = self.columnar.args(later.strings)
         return [*self.complete, later]
 
 
@@ -579,8 +579,8 @@ class Columns:
         self.parts: list[dict[str, Any]] = []
         self.args: list[_ArgsPart] = []
         self.others: dict[str, list[Any]] = {key: [] for key in (*CONSUMED, *IDS, "extra")}
-        self.flows: list[dict[str, Any]] = []  # `NativeBatch.flows`, ``at`` among all others
-        self.n_flows = 0
+        self.columnar: list[dict[str, Any]] = []  # `NativeBatch.columnar`, ``at`` among others
+        self.n_columnar = 0
 
     def add(self, events: list[Any] | NativeBatch) -> None:
         """Add a batch of events; TraceFormatError for numbers beyond float64 in the args of
@@ -606,11 +606,11 @@ class Columns:
         events (no complete one among them) as `add` takes them."""
         self.parts.append(batch.scalars())
         self.args.append(_ArgsPart.native(batch.columns))
-        flows = batch.flows()
-        if flows is not None:
-            flows["at"] = flows["at"] + len(self.others["ph"]) + self.n_flows
-            self.flows.append(flows)
-            self.n_flows += len(flows["ts"])
+        columnar = batch.columnar()
+        if columnar is not None:
+            columnar["at"] = columnar["at"] + len(self.others["ph"]) + self.n_columnar
+            self.columnar.append(columnar)
+            self.n_columnar += len(columnar["ts"])
         if batch.others:
             _, phases, fields = _event_columns(batch.others)
             self.others["ph"] += phases
@@ -619,7 +619,8 @@ class Columns:
 
     def events(self) -> int:
         """Events added so far."""
-        return sum(len(part["ts"]) for part in self.parts) + len(self.others["ph"]) + self.n_flows
+        n_complete = sum(len(part["ts"]) for part in self.parts)
+        return n_complete + len(self.others["ph"]) + self.n_columnar
 
     def finish(self) -> tuple[_Phases, dict[str, Any], _Args, list[Any]]:
         """Phases, scalar columns, args and the extra members of all events added."""
@@ -627,12 +628,12 @@ class Columns:
         n_complete = sum(len(part["ts"]) for part in self.parts)
         later = _scalars(self.others, slice(0, n_others), self.source)
         phases, values, extras = self.others["ph"], self.others["args"], self.others["extra"]
-        flows = None
-        if self.flows:
-            flows = _Flows(self.flows, n_others)
-            later, phases = flows.scalars(later), flows.phases(phases)
-            values, extras = flows.values(values), flows.values(extras)
-            self.flows = []
+        columnar = None
+        if self.columnar:
+            columnar = _Columnar(self.columnar, n_others)
+            later, phases = columnar.scalars(later), columnar.phases(phases)
+            values, extras = columnar.values(values), columnar.values(extras)
+            self.columnar = []
         parts = [*self.parts, later]
         self.parts.clear()
         sizes = [len(part["ts"]) for part in parts]
@@ -656,7 +657,7 @@ class Columns:
                     for array, size in zip(arrays, sizes)
                 ]
             )
-        return _Phases(n_complete, phases), fields, _Args(self.args, values, flows), extras
+        return _Phases(n_complete, phases), fields, _Args(self.args, values, columnar), extras
 
 
 def _first_use(labels: pa.DictionaryArray) -> pa.DictionaryArray:
@@ -675,28 +676,46 @@ def _first_use(labels: pa.DictionaryArray) -> pa.DictionaryArray:
 
 
 _PHASE_OF = np.array([chr(byte) for byte in range(128)], dtype=object)
-"""The phase of a flow whose ph is the byte at that index (`NativeBatch.flows`)."""
+"""The phase of a columnar event whose ph is the byte at that index (`NativeBatch.columnar`)."""
 
 
-class _Flows:
-    """The flow events of native batches (`NativeBatch.flows`, as `Columns` keeps them), put
-    among the other events, where the file has them: the same columns, the same event numbers as
-    when msgspec decodes them; only their args (always the same few fields, text already) are not
-    values (`_Args`)."""
+class _Columnar:
+    """The other events that native batches hold as columns (`NativeBatch.columnar`: flows and
+    torch's memory instants, as `Columns` keeps them), put among the other events, where the
+    file has them: the same columns, the same event numbers as when msgspec decodes them; only
+    their args (text already) are not values (`_Args`), and a memory instant's Bytes and device
+    are columns (`memory`)."""
 
-    def __init__(self, flows: list[dict[str, Any]], n_others: int) -> None:
-        self.parts = flows
-        self.at = np.concatenate([part["at"] for part in flows])
+    def __init__(self, parts: list[dict[str, Any]], n_others: int) -> None:
+        self.parts = parts
+        self.at = np.concatenate([part["at"] for part in parts])
         self.n = n_others + len(self.at)
-        self.is_flow = np.zeros(self.n, dtype=bool)
-        self.is_flow[self.at] = True
-        self.other_at = np.flatnonzero(~self.is_flow)
-        self.source = np.empty(self.n, dtype=np.int64)  # in [others..., flows...]: each position's
+        self.is_columnar = np.zeros(self.n, dtype=bool)
+        self.is_columnar[self.at] = True
+        self.other_at = np.flatnonzero(~self.is_columnar)
+        self.source = np.empty(self.n, dtype=np.int64)  # in [others..., columnar...]: each one's
         self.source[self.other_at] = np.arange(n_others)
         self.source[self.at] = np.arange(n_others, self.n)
 
+    def memory(self, others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The Bytes and devices (as `_torch_device` names them) of the memory instants at
+        `others` (positions among the other events)."""
+        row = np.searchsorted(self.at, others)
+        sizes = np.concatenate([part["bytes"] for part in self.parts])[row]
+        kinds = np.concatenate([part["device_type"] for part in self.parts])[row]
+        ids = np.concatenate([part["device_id"] for part in self.parts])[row]
+        pair = _pair_codes(kinds, ids)  # 0, 1, ... by first appearance
+        _, first = np.unique(pair, return_index=True)
+        names = [
+            None
+            if kinds[at] == INT64_MIN
+            else _torch_device({"Device Type": int(kinds[at]), "Device Id": int(ids[at])})
+            for at in first.tolist()
+        ]
+        return sizes, _objects(names)[pair]
+
     def scalars(self, others: dict[str, Any]) -> dict[str, Any]:
-        """`_scalars` of the other events, with the flows'."""
+        """`_scalars` of the other events, with the columnar ones'."""
         out: dict[str, Any] = {}
         for key, values in others.items():
             if key in ("name", "cat"):
@@ -705,43 +724,43 @@ class _Flows:
                 out[key] = self._spread(values, np.concatenate([part[key] for part in self.parts]))
             elif key == "dur":
                 out[key] = self._spread(values, np.full(len(self.at), NO_TIME, dtype=np.int64))
-            elif values is not None:  # recfn's ids and their presence: none for flows
+            elif values is not None:  # recfn's ids and their presence: none for these
                 out[key] = self._spread(values, np.zeros(len(self.at), dtype=values.dtype))
             else:
                 out[key] = None
         return out
 
     def phases(self, others: list[Any]) -> list[Any]:
-        """The phases of the other events, with the flows'."""
-        flows = _PHASE_OF[np.concatenate([part["ph"] for part in self.parts])]
-        spread: list[Any] = self._spread(_objects(others), flows).tolist()
+        """The phases of the other events, with the columnar ones'."""
+        columnar = _PHASE_OF[np.concatenate([part["ph"] for part in self.parts])]
+        spread: list[Any] = self._spread(_objects(others), columnar).tolist()
         return spread
 
     def values(self, others: list[Any]) -> list[Any]:
-        """Values of the other events (args, extra members), None for the flows."""
+        """Values of the other events (args, extra members), None for the columnar ones."""
         out: list[Any] = [None] * self.n
         for at, value in zip(self.other_at.tolist(), others):
             out[at] = value
         return out
 
     def args(self, others: pa.LargeStringArray) -> pa.LargeStringArray:
-        """The args strings of the other events (`_ArgsPart`'s), with the flows'."""
-        flows = pa.concat_arrays([part["args"] for part in self.parts])
+        """The args strings of the other events (`_ArgsPart`'s), with the columnar ones'."""
+        columnar = pa.concat_arrays([part["args"] for part in self.parts])
         kept = others.take(pa.array(self.other_at))
-        return pa.concat_arrays([kept, flows]).take(pa.array(self.source))
+        return pa.concat_arrays([kept, columnar]).take(pa.array(self.source))
 
-    def _spread(self, others: np.ndarray, flows: np.ndarray) -> np.ndarray:
-        kind = object if object in (others.dtype, flows.dtype) else others.dtype
+    def _spread(self, others: np.ndarray, columnar: np.ndarray) -> np.ndarray:
+        kind = object if object in (others.dtype, columnar.dtype) else others.dtype
         out = np.empty(self.n, dtype=kind)
         out[self.other_at] = others
-        out[self.at] = flows
+        out[self.at] = columnar
         return out
 
-    def _labels(self, others: Any, flows: list[pa.DictionaryArray]) -> Any:
+    def _labels(self, others: Any, columnar: list[pa.DictionaryArray]) -> Any:
         if isinstance(others, pa.DictionaryArray):
-            joined = pa.chunked_array([others, *flows]).unify_dictionaries()
+            joined = pa.chunked_array([others, *columnar]).unify_dictionaries()
             return _first_use(pa.concat_arrays(joined.chunks).take(pa.array(self.source)))
-        objects = [flow.to_numpy(zero_copy_only=False) for flow in flows]
+        objects = [part.to_numpy(zero_copy_only=False) for part in columnar]
         return self._spread(others, np.concatenate(objects).astype(object))
 
 
@@ -1287,8 +1306,8 @@ def _plain_value(value: Any) -> Any:
 def _keep_phase(args: _Args, events: np.ndarray, phase: str) -> None:
     """Keep `phase` in the args of `events` (``ph``), so that they are written back with it."""
     others, index = args.others, args.other_index(events)
-    if args.flows is not None:  # the native decoder's flows have their phase in their args
-        index = index[~args.flows.is_flow[index]]
+    if args.columnar is not None:  # the native decoder's flows have their phase in their args
+        index = index[~args.columnar.is_columnar[index]]
     for i in index.tolist():
         value = others[i]
         others[i] = {"ph": phase, **value} if isinstance(value, dict) else {"ph": phase}
@@ -1318,16 +1337,27 @@ def _add_instants(rows: _Rows, phases: _Phases, name: _Labels, args: _Args) -> N
     writes its memory events so, each named in ``recfn_name`` where its name differs."""
     index = phases.where(*INSTANT_PHASES)
     memory = name[index] == TORCH_MEMORY
-    candidates = args.values(index[memory])
+    native = np.zeros(len(index), dtype=bool)  # memory instants the native decoder read
+    if args.columnar is not None:
+        native = args.columnar.is_columnar[args.other_index(index)]
+    decoded = memory & ~native
+    candidates = args.values(index[decoded])
     allocation = [isinstance(a, dict) and "Bytes" in a for a in candidates]
-    memory[memory] = allocation
+    decoded[decoded] = allocation
+    memory = decoded | native
     found = list(compress(candidates, allocation))
     rows.add(index[~memory], MARK)
     allocations = index[memory]
     if allocations.size:
-        sizes = _int64s([a["Bytes"] for a in found], "memory Bytes", rows.source)
-        devices = _objects(_torch_devices(found))
-        for i, a in zip(allocations.tolist(), found):
+        sizes = np.empty(len(allocations), dtype=np.int64)
+        devices = np.empty(len(allocations), dtype=object)
+        read = native[memory]
+        sizes[~read] = _int64s([a["Bytes"] for a in found], "memory Bytes", rows.source)
+        devices[~read] = _objects(_torch_devices(found))
+        if read.any() and args.columnar is not None:
+            at = args.other_index(allocations[read])
+            sizes[read], devices[read] = args.columnar.memory(at)
+        for i, a in zip(allocations[~read].tolist(), found):
             own = a.get("recfn_name")
             if isinstance(own, str):
                 name.set(i, own)

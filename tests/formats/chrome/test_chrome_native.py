@@ -166,7 +166,8 @@ def test_common_batches_decode_natively_into_the_columns_msgspec_gives() -> None
         json.dumps(e["args"], separators=(",", ":")) for e in complete
     ]
     assert args.ints["sequence_nr"].tolist() == [i if i % 3 == 0 else -1 for i in range(30)]
-    assert [e.ph for e in batch.others] == ["M", "i", "i", "i"]
+    # torch's memory instants are columns of the batch too; the others go to msgspec
+    assert [e.ph for e in batch.others] == ["M"] and batch.columns["columnar.n"] == 3
 
 
 @pytest.mark.parametrize("ascii_only", [True, False])
@@ -820,26 +821,40 @@ def test_native_nesting_gives_the_numpy_parents_and_depths(
     assert depth.tolist() == expected_depth.tolist()
 
 
-def test_torch_flows_decode_into_columns_and_read_as_the_msgspec_path_reads_them(
+def args_kept(event: dict[str, Any]) -> dict[str, Any]:
+    """The args the table keeps for a flow or a memory instant: the phase of a flow, the fields
+    without a column (in `KEPT` order), then the event's own args."""
+    kept = {key: event[key] for key in _chrome_import.KEPT if key in event}
+    return (
+        ({"ph": event["ph"]} if event["ph"] in ("s", "t", "f") else {})
+        | kept
+        | event.get("args", {})
+    )
+
+
+def test_torch_flows_and_memory_instants_decode_into_columns_as_msgspec_reads_them(
     tmp_path: Path,
 ) -> None:
-    """Flows of torch's form are columns of the batch (the others' text holds none of them),
-    their args the text msgspec's path gives them, and the trace reads the same both ways,
-    where they tie with instants too and in batches of a few events."""
+    """Flows and memory instants of torch's form are columns of the batch (the others' text
+    holds none of them), their args the text msgspec's path gives them, and the trace reads the
+    same both ways, where they tie with instants too, in batches of a few events, and with the
+    memory instants after the ops (as torch writes them with profile_memory=True: batches
+    without a complete event)."""
     events = with_flows(torch_events(60))
     columns = native_columns(json.dumps(events).encode())
     assert columns is not None
-    flows = [e for e in events if e["ph"] in ("s", "f")]
-    assert columns["flows.n"] == len(flows) and b'"fwdbwd"' not in (columns["others"] or b"")
-    ends = np.frombuffer(columns["flows.args.offsets"], np.int64).tolist()
-    texts = [columns["flows.args.data"][a:b] for a, b in zip(ends, ends[1:])]
-    kept = [{"ph": f["ph"], **({"bp": f["bp"]} if "bp" in f else {}), "id": f["id"]} for f in flows]
-    assert texts == [json.dumps(k, separators=(",", ":")).encode() for k in kept]
+    flows = [e for e in events if e["ph"] in ("s", "f") or e["name"] == "[memory]"]
+    assert columns["columnar.n"] == len(flows) and b'"fwdbwd"' not in (columns["others"] or b"")
+    ends = np.frombuffer(columns["columnar.args.offsets"], np.int64).tolist()
+    texts = [columns["columnar.args.data"][a:b] for a, b in zip(ends, ends[1:])]
+    assert texts == [json.dumps(args_kept(f), separators=(",", ":")).encode() for f in flows]
     path = tmp_path / "flows.json"
-    path.write_text(json.dumps(events))
-    for n in (10**6, 7, 2):
-        with batches_of(n):
-            assert_same_both_ways(path)
+    memory_last = sorted(events, key=lambda e: e.get("name") == "[memory]")
+    for trace in (events, memory_last):
+        path.write_text(json.dumps(trace))
+        for n in (10**6, 7, 2):
+            with batches_of(n):
+                assert_same_both_ways(path)
 
 
 FLOWS = st.fixed_dictionaries(
@@ -877,6 +892,65 @@ def test_traces_of_flows_read_the_same_both_ways(
     """Flows the native decoder reads among flows it leaves to msgspec, complete events and
     instants, at tied times, in batches: the same table, frame or error."""
     path = tmp_path_factory.getbasetemp() / "flows.json"
+    path.write_text(json.dumps(events))
+    with batches_of(batch):
+        assert_same_both_ways(path)
+
+
+MEMORY_ARGS = st.fixed_dictionaries(
+    {
+        "Bytes": mostly(st.integers(-(2**40), 2**40), st.sampled_from([1.0, "1", None])),
+        "Device Type": mostly(st.integers(0, 3), st.sampled_from([True, "cuda", -0.0])),
+        "Device Id": mostly(st.integers(-1, 3), st.sampled_from([2**70, False])),
+        "Addr": mostly(st.integers(0, 2**62), st.just(2**64 + 1)),
+        "finished": st.booleans(),
+    }
+).flatmap(
+    lambda args: mostly(
+        st.just(args),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "note": st.sampled_from(["x", "\u00e9", 'a"b', [1], {"a": 1}, 1.5]),
+                "s": st.just("p"),
+                "recfn_name": st.just("alloc"),
+                "Device": st.just("npu:0"),
+            },
+        ).map(lambda odd: args | odd),
+    )
+)
+MEMORY = st.tuples(
+    st.fixed_dictionaries(
+        {
+            "ph": mostly(st.just("i"), st.sampled_from(["I", "R", "n"])),
+            "name": mostly(st.just("[memory]"), st.sampled_from(["[memory] ", "m", 1])),
+            "pid": mostly(st.just(1), st.sampled_from(["Spans", 1.0])),
+            "tid": st.just(1),
+            "ts": mostly(st.integers(0, 99), st.sampled_from([None, 1.5, 1e300])),
+            "s": mostly(st.just("t"), st.sampled_from(["g", 1, "\u00e9", None])),
+            "cat": mostly(st.just("cpu_instant_event"), st.none()),
+            "args": mostly(MEMORY_ARGS, st.sampled_from([None, [], {}, {"Device Type": 0}])),
+        }
+    ),
+    mostly(st.just({}), st.fixed_dictionaries({}, optional={"dur": st.just(1), "id": st.just(1)})),
+).map(lambda pair: {**pair[0], **pair[1]})
+"""Memory instants, most of torch's form (which the native decoder reads), some not."""
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    events=st.lists(MEMORY | TIED | FLOWS, min_size=1, max_size=12),
+    batch=st.sampled_from([10**6, 1, 3]),
+)
+def test_traces_of_memory_instants_read_the_same_both_ways(
+    tmp_path_factory: Any, events: list[dict[str, Any]], batch: int
+) -> None:
+    """Memory instants the native decoder reads among those it leaves to msgspec (other
+    names, odd args, recfn's own keys), complete events and flows, in batches: the same table,
+    frame or error."""
+    path = tmp_path_factory.getbasetemp() / "memory.json"
     path.write_text(json.dumps(events))
     with batches_of(batch):
         assert_same_both_ways(path)
