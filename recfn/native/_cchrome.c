@@ -1305,10 +1305,25 @@ static int time_is_large(const Token *t) {
 
 static size_t put_int(char *out, int64_t v);
 
-/* The columns every columnar event has, and a memory instant's (zero, INT64_MIN, zero for a
- * flow). */
-static int add_columnar(Batch *b, unsigned char phase, int64_t ts, int64_t pid, int64_t tid,
-                        int64_t bytes, int64_t device_type, int64_t device_id) {
+/* The columns every columnar event (fields `f`, `phase` its ph) has, and a memory instant's
+ * (zero, INT64_MIN, zero for a flow); NOT_FAST, nothing added, where its ts, pid, tid, name or
+ * cat do not convert. Its name and cat go to the columnar events' own tables. */
+static int add_columnar(Batch *b, const Token *f, unsigned char phase, int64_t bytes,
+                        int64_t device_type, int64_t device_id) {
+    int64_t ts, pid, tid;
+    RETURN_IF(to_ns(&f[TS].number, &ts));
+    RETURN_IF(to_int64(&f[PID].number, &pid));
+    RETURN_IF(to_int64(&f[TID].number, &tid));
+    size_t names = b->col_names.len, cats = b->col_cats.len;
+    Token name = f[NAME], cat = f[CAT];
+    name.code = cat.code = -1; /* a repeat's code (`repeat_of`) is a complete event's */
+    Last unused;
+    int rc = label_column(&b->col_names, &b->col_labels[0], &name, &b->scratch, &unused);
+    if (rc == OK) rc = label_column(&b->col_cats, &b->col_labels[1], &cat, &b->scratch, &unused);
+    if (rc != OK) {
+        b->col_names.len = names, b->col_cats.len = cats;
+        return rc;
+    }
     RETURN_IF(put_i64(&b->col_ts, ts));
     RETURN_IF(put_i64(&b->col_pid, pid));
     RETURN_IF(put_i64(&b->col_tid, tid));
@@ -1333,23 +1348,10 @@ static int add_flow(Batch *b, const Token *f, unsigned char phase) {
     if (bp->kind != ABSENT && (bp->kind != IS_STRING || bp->escaped ||
                                plain_run(bp->text, bp->text + bp->len) != bp->text + bp->len))
         return NOT_FAST;
-    int64_t ts, pid, tid, id;
-    RETURN_IF(to_ns(&f[TS].number, &ts));
-    RETURN_IF(to_int64(&f[PID].number, &pid));
-    RETURN_IF(to_int64(&f[TID].number, &tid));
+    int64_t id;
     RETURN_IF(to_int64(&f[ID].number, &id));
-    size_t names = b->col_names.len, cats = b->col_cats.len;
-    Token name = f[NAME], cat = f[CAT];
-    name.code = cat.code = -1; /* a repeat's code (`repeat_of`) is one of the complete events' */
-    Last unused;
-    int rc = label_column(&b->col_names, &b->col_labels[0], &name, &b->scratch, &unused);
-    if (rc == OK) rc = label_column(&b->col_cats, &b->col_labels[1], &cat, &b->scratch, &unused);
-    if (rc != OK) {
-        b->col_names.len = names, b->col_cats.len = cats;
-        return rc;
-    }
     char digits[24];
-    RETURN_IF(add_columnar(b, phase, ts, pid, tid, 0, INT64_MIN, 0));
+    RETURN_IF(add_columnar(b, f, phase, 0, INT64_MIN, 0));
     /* the args the msgspec path gives a flow: {"ph": ..., then its kept fields in KEPT order} */
     RETURN_IF(buf_put(&b->col_args, "{\"ph\":\"", 7));
     RETURN_IF(buf_byte(&b->col_args, phase));
@@ -1449,24 +1451,11 @@ static int add_memory(Batch *b, const Token *f, unsigned char phase, size_t args
          plain_run(scope->text, scope->text + scope->len) != scope->text + scope->len))
         return NOT_FAST;
     Ptr args = (Ptr)b->args.data + args_start, args_end = (Ptr)b->args.data + b->args.len;
-    int64_t ts, pid, tid, found[N_MEMORY_ARGS];
+    int64_t found[N_MEMORY_ARGS];
     RETURN_IF(memory_args(args, args_end, found));
-    RETURN_IF(to_ns(&f[TS].number, &ts));
-    RETURN_IF(to_int64(&f[PID].number, &pid));
-    RETURN_IF(to_int64(&f[TID].number, &tid));
-    int64_t device_id = found[DEVICE_ID] == INT64_MIN ? 0 : found[DEVICE_ID];
     if (found[DEVICE_TYPE] == INT64_MIN && found[DEVICE_ID] != INT64_MIN) return NOT_FAST;
-    size_t names = b->col_names.len, cats = b->col_cats.len;
-    Token own_name = *name, cat = f[CAT];
-    own_name.code = cat.code = -1; /* a repeat's code (`repeat_of`) is a complete event's */
-    Last unused;
-    int rc = label_column(&b->col_names, &b->col_labels[0], &own_name, &b->scratch, &unused);
-    if (rc == OK) rc = label_column(&b->col_cats, &b->col_labels[1], &cat, &b->scratch, &unused);
-    if (rc != OK) {
-        b->col_names.len = names, b->col_cats.len = cats;
-        return rc;
-    }
-    RETURN_IF(add_columnar(b, phase, ts, pid, tid, found[BYTES], found[DEVICE_TYPE], device_id));
+    int64_t device_id = found[DEVICE_ID] == INT64_MIN ? 0 : found[DEVICE_ID];
+    RETURN_IF(add_columnar(b, f, phase, found[BYTES], found[DEVICE_TYPE], device_id));
     /* the args the msgspec path gives it: its kept field (s) first, then its own */
     if (scope->kind != ABSENT) {
         RETURN_IF(buf_put(&b->col_args, "{\"s\":\"", 6));
