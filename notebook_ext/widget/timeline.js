@@ -151,6 +151,7 @@ function render({ model, el: host }) {
   root.dataset.spanNs = String(info.span_ns);
   root.dataset.renders = String(renders[info.uid]);
   root.dataset.wheel = "page";
+  root.dataset.pending = "0";
   const bar = el("div", "recfn-tl-bar");
   const search = el("input", "recfn-tl-search");
   search.type = "search";
@@ -319,9 +320,18 @@ function render({ model, el: host }) {
     };
   }
 
+  // Requests in flight or waiting on a timer, as `data-pending` (the browser tests wait for 0).
+  let queryTimer = null;
+  let searchTimer = null;
+  function markPending() {
+    const timers = (queryTimer === null ? 0 : 1) + (searchTimer === null ? 0 : 1);
+    root.dataset.pending = String(pending.size + timers);
+  }
+
   function send(message, callback) {
     const id = ++seq;
     pending.set(id, callback);
+    markPending();
     model.send({ ...message, id });
     return id;
   }
@@ -329,6 +339,7 @@ function render({ model, el: host }) {
   function onMessage(msg, buffers) {
     const callback = pending.get(msg.id);
     pending.delete(msg.id);
+    markPending();
     if (msg.error) {
       status.textContent = `recfn: ${msg.error}`;
       return;
@@ -337,10 +348,10 @@ function render({ model, el: host }) {
   }
   model.on("msg:custom", onMessage);
 
-  let queryTimer = null;
   function requestView() {
     clearTimeout(queryTimer);
     queryTimer = setTimeout(() => {
+      queryTimer = null;
       const width = Math.max(1, Math.round(plotWidth()));
       const asked = performance.now();
       const message = { type: "query", t0, t1, width, highlight: [...highlight] };
@@ -355,6 +366,7 @@ function render({ model, el: host }) {
         draw();
       });
     }, 40);
+    markPending();
   }
 
   // Layout is read once per frame (`measure`), never between the canvas calls: a read after a
@@ -992,10 +1004,10 @@ function render({ model, el: host }) {
   canvas.addEventListener("dblclick", () => setWindow(0, info.span_ns));
   reset.addEventListener("click", () => setWindow(0, info.span_ns));
 
-  let searchTimer = null;
   search.addEventListener("input", () => {
     clearTimeout(searchTimer);
     searchTimer = setTimeout(() => {
+      searchTimer = null;
       const text = search.value.trim();
       selected = null;
       if (!text) {
@@ -1012,6 +1024,7 @@ function render({ model, el: host }) {
         requestView(); // the density buckets then say how many of theirs match
       });
     }, 120);
+    markPending();
   });
 
   // The trace as .json.gz, from the kernel, as a download or handed to the Perfetto UI with its

@@ -58,7 +58,7 @@ def fresh(nb: NotebookPage, cell: int) -> Any:
     nb.page.mouse.click(5, 500)  # outside every widget: the wheel scrolls the page again
     nb.page.wait_for_function(
         "(el) => el.dataset.t0 === '0' && el.dataset.wheel === 'page'"
-        " && el.dataset.highlighted === '0'",
+        " && el.dataset.highlighted === '0' && el.dataset.pending === '0'",
         arg=widget.element_handle(),
     )
     return widget
@@ -68,10 +68,26 @@ def span(widget: Any) -> float:
     return float(widget.get_attribute("data-t1")) - float(widget.get_attribute("data-t0"))
 
 
+# The canvas's box once it is inside the viewport, where it was the frame before (no scroll or
+# layout under way) and on top at its middle: mouse gestures at points of it reach it.
+STEADY_BOX = """(el) => {
+  const r = el.getBoundingClientRect();
+  const key = `${r.x},${r.y},${r.width},${r.height}`;
+  const steady = el.recfnLastBox === key;
+  el.recfnLastBox = key;
+  if (!steady || r.top < 0 || r.bottom > window.innerHeight) return false;
+  const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+  return hit === el ? { x: r.x, y: r.y, width: r.width, height: r.height } : false;
+}"""
+
+
 def canvas_box(widget: Any) -> dict[str, float]:
-    box = widget.locator("canvas").bounding_box()
-    assert box is not None
-    return box  # type: ignore[no-any-return]
+    """The canvas of ``widget``, scrolled into view, its box in the page's coordinates."""
+    canvas = widget.locator("canvas")
+    canvas.scroll_into_view_if_needed()
+    handle = widget.page.wait_for_function(STEADY_BOX, arg=canvas.element_handle(), polling="raf")
+    box: dict[str, float] = handle.json_value()
+    return box
 
 
 def expect() -> Any:
