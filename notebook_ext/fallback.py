@@ -89,7 +89,7 @@ _PERFETTO_JS = """<script>(function () {
     for (var i = 0; i < text.length; i++) { bytes[i] = text.charCodeAt(i); }
     var ui = window.open("about:blank");
     if (!ui) { say("the browser blocked the new tab; use the download link", "blocked"); return; }
-    say("opening the Perfetto UI\u2026", "opening");
+    say("opening the Perfetto UI\\u2026", "opening");
     fetch("%(origin)s/", {mode: "no-cors", cache: "no-store"}).then(function () {
       ui.location.href = "%(origin)s";
       var pings = 0;
@@ -225,10 +225,10 @@ def table_html(summary: dict[str, Any]) -> str:
         body.append(f"<tr>{''.join(cells)}</tr>")
     more = summary["groups"] - len(rows["name"])
     note = f'<p class="recfn-more">{more:,} more names</p>' if more > 0 else ""
-    return (
+    return ascii_html(
         f'<table class="recfn-pane" id="{table_id}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>{note}" + _SORT_JS % {"table": table_id}
-    )
+        f"<tbody>{''.join(body)}</tbody></table>{note}"
+    ) + _SORT_JS % {"table": table_id}
 
 
 def fallback_html(
@@ -251,7 +251,7 @@ def fallback_html(
     """
     if budget <= 0:
         return ""
-    description = html.escape(describe_trace(trace))
+    description = ascii_html(html.escape(describe_trace(trace)))
     head = f'{_STYLE}<div class="recfn-fallback">'
     parts = [head, f'<p class="recfn-alt">{description}</p>']
     tail = "</div>"
@@ -269,7 +269,7 @@ def fallback_html(
 
         for part in (
             table_html(summary_table(index).query(top=TABLE_ROWS)),
-            _tree_html(index.call_tree(max_nodes=TREE_NODES), trace),
+            ascii_html(_tree_html(index.call_tree(max_nodes=TREE_NODES), trace)),
         ):
             size = utf8_size(part)
             if used + size <= budget:
@@ -282,6 +282,14 @@ def fallback_html(
         parts.append(actions)
     parts.append(tail)
     return "".join(parts)
+
+
+def ascii_html(text: str) -> str:
+    """HTML text (no script or style in it) with its non-ASCII characters as character
+    references: the stand-in joins such parts with half a megabyte of base64, and one
+    character past Latin-1 would make all of it a two-byte string, copied and encoded again at
+    every step (`utf8_size`, the kernel's message)."""
+    return text if text.isascii() else text.encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
 def utf8_size(text: str) -> int:
@@ -319,14 +327,14 @@ def _actions_html(
         }
         return (
             '<p class="recfn-actions">'
-            f'<a id="{link_id}" class="recfn-download" download="{html.escape(file_name)}" '
+            f'<a id="{link_id}" class="recfn-download" download="{ascii_html(html.escape(file_name))}" '
             f'href="data:application/gzip;base64,{encoded}">Download trace '
             f"({len(payload) / 1e3:,.0f} kB .json.gz)</a>"
             f'<button id="{button_id}" class="recfn-perfetto" type="button">Open in Perfetto'
             f'</button><span id="{status_id}" class="recfn-perfetto-status"></span></p>{script}'
         )
     if saved_path:
-        where = html.escape(saved_path)
+        where = ascii_html(html.escape(saved_path))
         return (
             f'<p class="recfn-actions">Trace saved as <a class="recfn-saved" href="{where}">'
             f"{where}</a> (open it in Perfetto: {PERFETTO_ORIGIN}).</p>"

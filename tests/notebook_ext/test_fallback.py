@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import functools
 import gzip
+import html as html_text
 import re
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ def test_the_stand_in_has_description_call_tree_and_a_trace_that_loads_back(shel
     [html] = fallbacks(run)
     assert "Timeline of plain:" in html  # the picture's description
     assert "<summary><b>Call tree of plain</b>" in html
-    assert "__main__::work" in html and "__main__::leaf" in html and "5×" in html
+    assert "__main__::work" in html and "__main__::leaf" in html and "5&#215;" in html
     name, payload = LINK.search(html).groups()  # type: ignore[union-attr]
     assert name == "plain.json.gz"
     path = tmp_path / name
@@ -133,3 +134,17 @@ def test_utf8_size_is_the_length_of_the_utf8_encoding(text: str) -> None:
     assert fallback.utf8_size("data:" + "A" * 1000 + text) == len(
         ("data:" + "A" * 1000 + text).encode()
     )
+
+
+def test_the_stand_in_is_ascii_whatever_the_names(shell):
+    """Non-ASCII names, units and signs are character references (one character past Latin-1
+    would make the whole stand-in, base64 and all, a two-byte string); the page shows them."""
+    cell = "def naïve_函数():\n    return sum(range(100))\n\nfor _ in range(3):\n    naïve_函数()\n"
+    run = shell.run(f"%%record_function названия\n{cell}")
+    assert run.error is None
+    [page] = fallbacks(run)
+    assert [c for c in page if not c.isascii()] == []
+    shown = html_text.unescape(page)
+    assert "Call tree of названия" in shown
+    assert "naïve_函数" in shown and "3×" in shown
+    assert "opening the Perfetto UI\\u2026" in page  # the script's own escape
