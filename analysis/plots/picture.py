@@ -29,6 +29,10 @@ DPI = 96
 PNG_LEVEL = 3
 """zlib's level for the PNG: a third less encoding time than the default 6, for ~9% more
 bytes (a picture of flat colours; the notebook waits for it)."""
+PNG_ISAL_LEVEL = 1
+"""ISA-L's level for the PNG where the ``isal`` package is installed (a dependency where it has
+wheels): the same zlib stream format, a tenth of zlib's level-3 time on the notebook's picture
+(0.24 against 2.2 ms) for ~12% more bytes (22.6 against 20.1 kB)."""
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 GLYPHS_CACHED = 1024
 """Rendered texts kept per process: a notebook's pictures repeat their labels, legends and
@@ -276,24 +280,41 @@ def encode_png(pixels: np.ndarray, texts: dict[str, str]) -> bytes:
         except UnicodeEncodeError:
             body = key.encode("latin-1") + b"\0\0\0\0\0" + value.encode("utf-8")
             chunks.append(_chunk(b"iTXt", body))
-    chunks.append(_chunk(b"IDAT", zlib.compress(rows.data, PNG_LEVEL)))
+    chunks.append(_chunk(b"IDAT", _compressed(rows.data)))
     chunks.append(_chunk(b"IEND", b""))
     return PNG_SIGNATURE + b"".join(chunks)
+
+
+def _compressed(data: memoryview) -> bytes:
+    """``data`` as a zlib stream: ISA-L's where installed, zlib's otherwise."""
+    try:
+        from isal import isal_zlib
+    except ImportError:  # a platform without its wheels
+        return zlib.compress(data, PNG_LEVEL)
+    return bytes(isal_zlib.compress(data, PNG_ISAL_LEVEL))
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
 
+@functools.lru_cache(maxsize=GLYPHS_CACHED)
+def _length(font: Any, text: str) -> float:
+    """``font.getlength(text)``, measured once per process: the lane labels, legend entries
+    and tick labels repeat from picture to picture."""
+    length: float = font.getlength(text)
+    return length
+
+
 def fit(text: str, font: Any, room: float) -> str:
     """`text` cut with an ellipsis to fit `room` pixels in `font`; empty when not even two
     characters fit."""
-    if font.getlength(text) <= room:
+    if _length(font, text) <= room:
         return text
     low, high = 0, len(text)
     while low < high:  # the longest prefix that fits with its ellipsis
         middle = (low + high + 1) // 2
-        if font.getlength(text[:middle] + "…") <= room:
+        if _length(font, text[:middle] + "…") <= room:
             low = middle
         else:
             high = middle - 1
@@ -310,9 +331,9 @@ def _margins(chart: Chart, width: int) -> tuple[int, int]:
     """Left and right margins: the longest lane label, the widest legend entry."""
     lane_font, legend_font = _font(LANE_PX), _font(SMALL_PX)
     labels = [*chart.lane_labels, "MiB"] if chart.has_memory else chart.lane_labels
-    left = 16 + max((lane_font.getlength(label) for label in labels), default=0.0)
+    left = 16 + max((_length(lane_font, label) for label in labels), default=0.0)
     entries = [label for _, label in chart.legend] + ["memory (device)"] * chart.has_memory
-    right = 40 + max((legend_font.getlength(label) for label in entries), default=0.0)
+    right = 40 + max((_length(legend_font, label) for label in entries), default=0.0)
     room = (1 - MIN_PLOT_FRACTION) * width
     if left + right > room:
         left, right = left * room / (left + right), right * room / (left + right)

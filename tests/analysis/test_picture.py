@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import io
+import platform
+import sys
 
 import matplotlib
 
@@ -185,7 +187,17 @@ def test_texts_are_drawn_as_pillow_draws_them(at: tuple[float, float], anchor: s
     assert (drawn == np.asarray(expected)).all()
 
 
-def test_the_png_holds_its_pixels_texts_and_resolution() -> None:
+@pytest.mark.parametrize("isal", [True, False])
+def test_the_png_holds_its_pixels_texts_and_resolution(
+    monkeypatch: pytest.MonkeyPatch, isal: bool
+) -> None:
+    # Compressed by ISA-L where the isal package is installed, by zlib elsewhere.
+    if not isal:
+        monkeypatch.setitem(sys.modules, "isal", None)  # import isal raises ImportError
+    elif platform.machine() in ("x86_64", "AMD64", "aarch64", "arm64"):
+        import isal.isal_zlib  # installed with recfn on these platforms
+    else:
+        pytest.skip("isal is not a dependency on this platform")
     rgb = np.random.default_rng(4).integers(0, 256, (37, 53, 3), dtype=np.uint8)
     texts = {"Software": "recfn", "Description": "Timeline of f → g (名前), 3 ranges"}
     image = Image.open(io.BytesIO(picture.encode_png(rgb, texts)))
