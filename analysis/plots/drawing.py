@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import weakref
 from collections.abc import Iterable, Sequence
@@ -170,7 +171,10 @@ def hex_color(rgba: np.ndarray) -> str:
     return f"#{red:02x}{green:02x}{blue:02x}"
 
 
+@functools.lru_cache(maxsize=4096)
 def _slot(text: str) -> int:
+    """The palette row of `text`'s own colour (a hash: the same in every process and session);
+    remembered, as a notebook's cells repeat their names."""
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8)
     return int.from_bytes(digest.digest(), "little") % len(PALETTE)
 
