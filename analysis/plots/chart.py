@@ -54,6 +54,24 @@ painted as density, as opaque as the share of the pixel's time they cover, but n
 than this, so that a pixel with a range in it stays visible."""
 PROFILER_MARKS = ("__start_profile", "__stop_profile")
 """Marks the profiler records about itself at its start and stop: not drawn, not in the legend."""
+COLUMNS = (
+    "id",
+    "parent_id",
+    "name",
+    "kind",
+    "start_ns",
+    "end_ns",
+    "thread_id",
+    "thread_name",
+    "pid",
+    "host",
+    "memory_bytes",
+    "device",
+    "device_start_ns",
+    "device_duration_ns",
+)
+"""The columns `Chart.of` reads, besides its ``color_by``: a table converted to pandas only
+to be drawn needs no other (the notebook's picture converts these alone)."""
 GPU_LANE = "{device} (GPU time)"
 """Label of the band that holds the GPU time of the ranges timed on `device`."""
 UNITS: tuple[tuple[str, int], ...] = (("s", 10**9), ("ms", 10**6), ("µs", 10**3), ("ns", 1))

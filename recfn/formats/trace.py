@@ -127,8 +127,15 @@ class Trace:
             self._table = table
         return self._table
 
-    def to_pandas(self) -> pd.DataFrame:
-        """The events as a DataFrame carrying the ``df.recfn`` accessor (cached)."""
+    def to_pandas(self, columns: Optional[Sequence[str]] = None) -> pd.DataFrame:
+        """The events as a DataFrame carrying the ``df.recfn`` accessor (cached).
+
+        ``columns``: those columns alone, in the table's order, converted by themselves (less
+        to convert than the whole frame) unless the whole frame is cached already; such a
+        frame is not cached. RecfnTypeError for a string instead of a list of names,
+        RecfnValueError naming the columns the trace does not have."""
+        if columns is not None:
+            return self._columns_frame(columns)
         if self._df is None:
             from recfn.formats.schema import to_pandas
 
@@ -138,6 +145,27 @@ class Trace:
         else:
             _hooks.pandas_returned()
         return self._df
+
+    def _columns_frame(self, columns: Sequence[str]) -> pd.DataFrame:
+        if isinstance(columns, (str, bytes)) or not all(isinstance(c, str) for c in columns):
+            raise RecfnTypeError(
+                f"to_pandas: columns must be a list of column names, got {columns!r}"
+            )
+        table = self.table
+        missing = [c for c in columns if c not in table.column_names]
+        if missing:
+            raise RecfnValueError(
+                f"to_pandas: the trace has no column(s) {missing}; it has {table.column_names}"
+            )
+        wanted = set(columns)
+        if self._df is not None:  # the cached frame's columns: its attrs and any window kept
+            _hooks.pandas_returned()
+            return self._df[[c for c in self._df.columns if c in wanted]]
+        from recfn.formats.schema import to_pandas
+
+        df = to_pandas(table.select([c for c in table.column_names if c in wanted]))
+        df.attrs["recfn"]["cell"] = self.name
+        return df
 
     @property
     def metadata(self) -> dict[str, str]:

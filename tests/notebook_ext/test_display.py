@@ -141,3 +141,39 @@ def test_the_picture_keeps_its_width_however_long_the_header() -> None:
     trace = Trace(pa.Table.from_pandas(frame, preserve_index=False), name="n" * 300)
     png, _ = render_timeline_png(trace)
     assert Image.open(io.BytesIO(png)).size[0] == round(TIMELINE_WIDTH_IN * TIMELINE_DPI)
+
+
+@pytest.mark.parametrize("kind", ["memory and marks", "gpu", "overlapping", "two hosts"])
+def test_the_picture_draws_the_columns_it_converts_as_the_whole_frame(kind: str) -> None:
+    """The notebook's picture converts `chart.COLUMNS` alone; drawn from the whole frame it is
+    the same, byte for byte (a column the chart reads but the list lacks would differ)."""
+    from known_frames import GPU_SPANS, KNOWN_ROWS, OVERLAPPING_ROWS, make_frame, with_gpu
+
+    from recfn.analysis.plots.picture import timeline_png
+    from recfn.notebook_ext.display import (
+        TIMELINE_DPI,
+        TIMELINE_WIDTH_IN,
+        picture_height_in,
+        picture_title,
+        render_timeline_png,
+    )
+
+    if kind == "gpu":
+        frame = with_gpu(make_frame(KNOWN_ROWS), GPU_SPANS)
+    elif kind == "overlapping":  # tasks: the parents come from parent_id, not from nesting
+        frame = make_frame(OVERLAPPING_ROWS)
+    else:
+        frame = make_synthetic_trace(2_000, 3, seed=11, n_marks=30, n_memory_events=60)
+        if kind == "two hosts":  # odd threads in a second process on a second host
+            odd = frame["thread_id"] % 2 == 1
+            frame["pid"] = frame["pid"].where(~odd, 1).astype("int64")
+            frame["host"] = odd.map({False: "this-host", True: "other-host"})
+    trace = Trace(pa.Table.from_pandas(frame, preserve_index=False), name=kind)
+    whole = Trace(trace.table, name=kind)
+    expected = timeline_png(
+        whole.to_pandas(),
+        round(TIMELINE_WIDTH_IN * TIMELINE_DPI),
+        round(picture_height_in(whole.threads) * TIMELINE_DPI),
+        title=picture_title(whole),
+    )
+    assert render_timeline_png(trace) == expected
