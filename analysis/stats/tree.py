@@ -32,6 +32,25 @@ MAX_TIME_NS = 1 << 62
 by less than int64 can hold."""
 
 
+DENSE_IDS = 4
+"""Ids spanning at most this many times their number are looked up in an array indexed by id
+(a counter's ids, as captures number their rows, interleaved by thread): no hash table."""
+
+
+def _dense_positions(ids: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """Each id's row position in an array indexed by ``id - lowest`` (-1 where no row has that
+    id), and ``lowest``; None when the ids are too sparse for one (`DENSE_IDS`) or repeat."""
+    lowest, highest = int(ids.min()), int(ids.max())
+    span = highest - lowest + 1
+    if span > DENSE_IDS * len(ids):
+        return None
+    position = np.full(span, -1, dtype=np.int64)
+    position[ids - lowest] = np.arange(len(ids), dtype=np.int64)
+    if np.count_nonzero(position >= 0) < len(ids):
+        return None  # an id repeats: the hashed path names it
+    return position, lowest
+
+
 def parents_from_ids(
     ids: np.ndarray,
     parent_ids: np.ndarray,
@@ -62,6 +81,11 @@ def parents_from_ids(
         found = np.searchsorted(ids, parent_ids[wanted]).clip(max=len(ids) - 1)
         hit = ids[found] == parent_ids[wanted]
         parent[wanted[hit]] = found[hit]
+    elif (dense := _dense_positions(ids)) is not None:
+        position, lowest = dense
+        asked = parent_ids[wanted]
+        inside = (asked >= lowest) & (asked < lowest + len(position))
+        parent[wanted[inside]] = position[asked[inside] - lowest]
     else:
         index = pd.Index(ids)
         if not index.is_unique:

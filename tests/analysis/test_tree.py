@@ -348,3 +348,56 @@ def test_self_time_and_parents_first_match_their_definitions(
         if up >= 0
     )
     assert tree.parents_come_first(parent, start) is first
+
+
+def looked_up(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray) -> np.ndarray:
+    """Reference: each row's parent row by a dict, -1 where null or no row has that id."""
+    row_of = {int(i): row for row, i in enumerate(ids)}
+    found = [row_of.get(int(p), -1) if has else -1 for p, has in zip(parent_ids, has_parent)]
+    return np.array(found, dtype=np.int64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.sampled_from([0, -3, 1 << 40, (1 << 63) - 40, -(1 << 63)]),
+    rows=st.lists(
+        st.tuples(st.integers(0, 30), st.one_of(st.none(), st.integers(-5, 35), st.just("far"))),
+        min_size=1,
+        max_size=25,
+    ),
+)
+def test_parents_by_id_with_or_without_the_dense_array(
+    base: int, rows: list[tuple[int, int | str | None]]
+) -> None:
+    """The dense array (ids close together) and the hashed lookup find the same rows, and
+    both refuse a repeated id; parent ids outside the ids' span (even at int64's ends) and
+    null ones are not found."""
+    ids = np.array([base + offset for offset, _ in rows], dtype=np.int64)[::-1].copy()
+    asked = [parent for _, parent in rows][::-1]
+    edge = -(1 << 63) if base > 0 else (1 << 63) - 1
+    parent_ids = np.array(
+        [
+            0
+            if p is None
+            else edge
+            if p == "far" or not -(1 << 63) <= base + p < 1 << 63
+            else base + p
+            for p in asked
+        ],
+        dtype=np.int64,
+    )
+    has_parent = np.array([p is not None for p in asked], dtype=bool)
+    offsets = [offset for offset, _ in rows]
+    if len(set(offsets)) < len(offsets):
+        if has_parent.any():  # (nothing to look up: nothing checked)
+            for dense in (tree.DENSE_IDS, 0):
+                with patch.object(tree, "DENSE_IDS", dense):
+                    with pytest.raises(analysis.MalformedFrameError, match="duplicate"):
+                        tree.parents_from_ids(ids, parent_ids, has_parent)
+        return
+    with patch.object(tree, "DENSE_IDS", 0):
+        hashed = tree.parents_from_ids(ids, parent_ids, has_parent)
+    spread = max(offsets) - min(offsets) + 1
+    assert (tree._dense_positions(ids) is not None) == (spread <= tree.DENSE_IDS * len(ids))
+    dense = tree.parents_from_ids(ids, parent_ids, has_parent)
+    assert dense.tolist() == hashed.tolist() == looked_up(ids, parent_ids, has_parent).tolist()
