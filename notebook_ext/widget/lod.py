@@ -80,6 +80,21 @@ def _lanes_of(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lane_keys, np.asarray(inverse, dtype=np.int64)
 
 
+def _processes(table: pa.Table) -> Optional[np.ndarray]:
+    """One code per row naming its process, ``(host, pid)``, a null one a value of its own (as
+    ``recfn.analysis.columns.process_groups``); None for a table of one process. Ids are
+    unique within a process: a dataset's processes count theirs from the same start."""
+    keys = []
+    if "pid" in table.column_names:
+        pid = table.column("pid")
+        keys += [_ints(table, "pid", -1), np.asarray(pid.is_null().to_numpy(), dtype=np.int64)]
+    if "host" in table.column_names:
+        keys.append(_codes(table.column("host"))[0])
+    if not keys or all(key.size == 0 or key.min() == key.max() for key in keys):
+        return None
+    return _lanes_of(*keys)[1]
+
+
 def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)``, without its sort where every value is one
     (a trace of one process: its host and pid columns, a single thread)."""
@@ -131,6 +146,7 @@ class TimelineIndex:
             ids,
             _ints(table, "parent_id", -1),
             np.asarray(table.column("parent_id").is_valid().to_numpy(zero_copy_only=False)),
+            _processes(table),
         )
         self.self_ns = self_durations(parent, start, end, is_range)
         self.parent = parent

@@ -70,6 +70,18 @@ def test_each_output_is_published_once_and_only_the_header_is_filled_in(shell: A
     assert kinds == ["html", "view", "html", "png"]  # header, widget, stand-in, picture
 
 
+def test_a_trace_of_several_processes_shows_its_widget_and_stand_in(shell: Any) -> None:
+    """A dataset's processes number their ids alike: the widget and the stand-in look parents
+    up per process, as the picture does (they had refused the repeated ids)."""
+    first, second = (make_synthetic_trace(500, 2, seed=s) for s in (1, 2))
+    first["pid"], second["pid"] = 1, 2
+    both = pd.concat([first, second], ignore_index=True)
+    outputs = published(Trace(pa.Table.from_pandas(both, preserve_index=False), name="fleet"))
+    assert [o for o in outputs if WIDGET_VIEW in o.data]
+    [stand_in] = [o for o in outputs if "recfn-fallback" in o.data.get("text/html", "")]
+    assert "Call tree of fleet" in stand_in.data["text/html"]
+
+
 def test_a_stand_in_whose_file_failed_says_so_and_the_rest_is_published(
     monkeypatch: pytest.MonkeyPatch, shell: Any
 ) -> None:

@@ -117,6 +117,30 @@ def test_lanes_name_process_and_thread_when_several_processes(frame: pd.DataFram
     assert single[0] == "MainThread"
 
 
+@pytest.mark.parametrize("apart_by", ["pid", "host", "null pid"])
+def test_processes_that_count_ids_from_the_same_start_each_keep_their_parents(
+    apart_by: str,
+) -> None:
+    """A dataset's processes number their rows alike: ids are looked up within each process
+    (host, pid; a null pid a process of its own), as the summary and the picture do."""
+    first = make_synthetic_trace(400, 2, seed=1, n_memory_events=10)
+    second = make_synthetic_trace(300, 2, seed=2)
+    assert set(first["id"]) & set(second["id"])
+    if apart_by == "host":
+        first["host"], second["host"] = "a", "b"
+    elif apart_by == "pid":
+        first["pid"], second["pid"] = 1, 2
+    else:  # (-1: what a null is filled with, still another process)
+        first["pid"] = -1
+        second["pid"] = pd.array([None] * len(second), dtype="Int64")
+    both = TimelineIndex(_table(pd.concat([first, second], ignore_index=True)))
+    alone = [TimelineIndex(_table(part)).parent for part in (first, second)]
+    shifted = np.where(alone[1] >= 0, alone[1] + len(first), -1)
+    assert both.parent.tolist() == [*alone[0].tolist(), *shifted.tolist()]
+    tree = both.call_tree()
+    assert sum(tree["count"]) == int(both.is_range.sum())
+
+
 def test_call_tree_totals_add_up(frame: pd.DataFrame, index: TimelineIndex) -> None:
     tree = index.call_tree()
     ranges = _ranges(frame, index)
