@@ -147,10 +147,17 @@ class Trace:
         return self._df
 
     def _columns_frame(self, columns: Sequence[str]) -> pd.DataFrame:
-        if isinstance(columns, (str, bytes)) or not all(isinstance(c, str) for c in columns):
+        listed = None
+        if not isinstance(columns, (str, bytes)):
+            try:
+                listed = list(columns)
+            except TypeError:  # not iterable
+                pass
+        if listed is None or not all(isinstance(c, str) for c in listed):
             raise RecfnTypeError(
                 f"to_pandas: columns must be a list of column names, got {columns!r}"
             )
+        columns = listed
         table = self.table
         missing = [c for c in columns if c not in table.column_names]
         if missing:

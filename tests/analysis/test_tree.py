@@ -359,7 +359,7 @@ def looked_up(ids: np.ndarray, parent_ids: np.ndarray, has_parent: np.ndarray) -
 
 @settings(max_examples=300, deadline=None)
 @given(
-    base=st.sampled_from([0, -3, 1 << 40, (1 << 63) - 40, -(1 << 63)]),
+    base=st.sampled_from([0, -3, 1 << 40, (1 << 63) - 31, -(1 << 63)]),  # int64 max reached
     rows=st.lists(
         st.tuples(st.integers(0, 30), st.one_of(st.none(), st.integers(-5, 35), st.just("far"))),
         min_size=1,

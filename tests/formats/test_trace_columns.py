@@ -35,13 +35,18 @@ def test_with_the_whole_frame_cached_its_columns_are_taken() -> None:
     assert trace.to_pandas() is whole  # the whole frame is still the cached one
 
 
+def test_any_iterable_of_names_will_do() -> None:
+    narrow = a_trace().to_pandas(columns=(c for c in WANTED))
+    assert list(narrow.columns) == ["id", "name", "start_ns"]
+
+
 def test_a_narrow_frame_is_not_cached() -> None:
     trace = a_trace()
     trace.to_pandas(columns=WANTED)
     assert len(trace.to_pandas().columns) > len(WANTED)
 
 
-@pytest.mark.parametrize("columns", ["name", [b"name"], ["name", 3]])
+@pytest.mark.parametrize("columns", ["name", [b"name"], ["name", 3], 3])
 def test_columns_must_be_a_list_of_names(columns: object) -> None:
     with pytest.raises(RecfnTypeError, match="list of column names"):
         a_trace().to_pandas(columns=columns)  # type: ignore[arg-type]
