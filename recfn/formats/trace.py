@@ -132,8 +132,8 @@ class Trace:
 
         ``columns``: those columns alone, in the table's order, converted by themselves (less
         to convert than the whole frame) unless the whole frame is cached already; such a
-        frame is not cached. RecfnTypeError for a string instead of a list of names,
-        RecfnValueError naming the columns the trace does not have."""
+        frame is not cached. RecfnTypeError for anything but an iterable of names (a string
+        included), RecfnValueError naming the columns the trace does not have."""
         if columns is not None:
             return self._columns_frame(columns)
         if self._df is None:
