@@ -142,11 +142,12 @@ class TimelineIndex:
 
         is_range = of_kind("range")
         ids = _ints(table, "id", -1)
+        process = _processes(table)
         parent = parents_from_ids(
             ids,
             _ints(table, "parent_id", -1),
             np.asarray(table.column("parent_id").is_valid().to_numpy(zero_copy_only=False)),
-            _processes(table),
+            process,
         )
         self.self_ns = self_durations(parent, start, end, is_range)
         self.parent = parent
@@ -165,13 +166,17 @@ class TimelineIndex:
         self._matches: tuple[tuple[int, ...], np.ndarray] = ((), np.zeros(1, dtype=np.int64))
 
         self.lanes: list[Lane] = []
-        self._build_range_lanes(table, is_range)
+        self._build_range_lanes(table, is_range, process)
         self._build_memory_lanes(table, of_kind("memory"))
 
     # -- building ----------------------------------------------------------------------------
 
-    def _build_range_lanes(self, table: pa.Table, is_range: np.ndarray) -> None:
+    def _build_range_lanes(
+        self, table: pa.Table, is_range: np.ndarray, process: Optional[np.ndarray]
+    ) -> None:
         rows = np.flatnonzero(is_range)
+        if process is None:
+            process = np.zeros(len(is_range), dtype=np.int64)
         pid = _ints(table, "pid", -1) if "pid" in table.column_names else np.full(len(is_range), -1)
         thread = _ints(table, "thread_id", -1)
         thread_codes, thread_names = (
@@ -191,10 +196,11 @@ class TimelineIndex:
             host_rank = np.where(host_codes >= 0, by_name[np.maximum(host_codes, 0)], -1)
         else:
             host_rank, host_names = np.full(len(is_range), -1), []
-        lane_keys, lane_of = _lanes_of(host_rank[rows], pid[rows], thread[rows])
+        # (a null pid is a process apart from any pid: `_processes`)
+        lane_keys, lane_of = _lanes_of(host_rank[rows], pid[rows], process[rows], thread[rows])
         lane_hosts = sorted(host_names)
         several_hosts = len(np.unique(lane_keys[:, 0])) > 1
-        several_pids = len(np.unique(lane_keys[:, :2], axis=0)) > 1
+        several_pids = len(np.unique(lane_keys[:, 2])) > 1
         depth = depth_all[rows]
         # One sorted run per (lane, depth): rows sorted by start inside it.
         starts = self.start[rows]
