@@ -69,15 +69,17 @@ def span(widget: Any) -> float:
 
 
 # The canvas's box once it is inside the viewport, where it was the frame before (no scroll or
-# layout under way) and on top at its middle: mouse gestures at points of it reach it.
+# layout under way) and on top at its top edge and its middle (nothing over it, such as the
+# notebook's toolbar): mouse gestures at points of it reach it.
 STEADY_BOX = """(el) => {
   const r = el.getBoundingClientRect();
   const key = `${r.x},${r.y},${r.width},${r.height}`;
   const steady = el.recfnLastBox === key;
   el.recfnLastBox = key;
   if (!steady || r.top < 0 || r.bottom > window.innerHeight) return false;
-  const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
-  return hit === el ? { x: r.x, y: r.y, width: r.width, height: r.height } : false;
+  const x = r.x + r.width / 2;
+  const onTop = [r.y + 2, r.y + r.height / 2].every((y) => document.elementFromPoint(x, y) === el);
+  return onTop ? { x: r.x, y: r.y, width: r.width, height: r.height } : false;
 }"""
 
 
