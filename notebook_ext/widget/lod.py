@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from recfn.analysis.plots.drawing import NameColors
 from recfn.analysis.stats.tree import parents_from_ids, self_durations
 from recfn.errors import QueryError
+from recfn.formats.schema import process_codes
 from recfn.notebook_ext.widget.names import short_name
 
 MAX_RANGES = 5_000
@@ -80,21 +81,6 @@ def _lanes_of(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lane_keys, np.asarray(inverse, dtype=np.int64)
 
 
-def _processes(table: pa.Table) -> Optional[np.ndarray]:
-    """One code per row naming its process, ``(host, pid)``, a null one a value of its own (as
-    ``recfn.analysis.columns.process_groups``); None for a table of one process. Ids are
-    unique within a process: a dataset's processes count theirs from the same start."""
-    keys = []
-    if "pid" in table.column_names:
-        pid = table.column("pid")
-        keys += [_ints(table, "pid", -1), np.asarray(pid.is_null().to_numpy(), dtype=np.int64)]
-    if "host" in table.column_names:
-        keys.append(_codes(table.column("host"))[0])
-    if not keys or all(key.size == 0 or key.min() == key.max() for key in keys):
-        return None
-    return _lanes_of(*keys)[1]
-
-
 def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)``, without its sort where every value is one
     (a trace of one process: its host and pid columns, a single thread)."""
@@ -142,7 +128,7 @@ class TimelineIndex:
 
         is_range = of_kind("range")
         ids = _ints(table, "id", -1)
-        process = _processes(table)
+        process = process_codes(table)  # ids are unique within a process, not a dataset
         parent = parents_from_ids(
             ids,
             _ints(table, "parent_id", -1),
@@ -196,7 +182,7 @@ class TimelineIndex:
             host_rank = np.where(host_codes >= 0, by_name[np.maximum(host_codes, 0)], -1)
         else:
             host_rank, host_names = np.full(len(is_range), -1), []
-        # (a null pid is a process apart from any pid: `_processes`)
+        # (a null pid is a process apart from any pid: `process_codes`)
         lane_keys, lane_of = _lanes_of(host_rank[rows], pid[rows], process[rows], thread[rows])
         lane_hosts = sorted(host_names)
         several_hosts = len(np.unique(lane_keys[:, 0])) > 1

@@ -533,6 +533,23 @@ def process_rows(table: pa.Table) -> Optional[list[tuple[str, Any]]]:
     """Each process's (host, pid) label and rows, in order; None for a table of one process
     (or of none). A null host or pid is a value of its own. ``check_events`` checks the ids of
     each process apart; the out-of-core summary summarises each apart."""
+    process = process_codes(table)
+    if process is None:
+        return None
+    keys = [key for key in PROCESS_KEYS if key in table.column_names]
+    order = np.argsort(process, kind="stable")
+    bounds = np.cumsum(np.bincount(process))[:-1]
+    groups = []
+    for rows in np.split(order, bounds):
+        first = int(rows[0])
+        label = ", ".join(f"{key}={table.column(key)[first].as_py()}" for key in keys)
+        groups.append((label, rows))
+    return groups
+
+
+def process_codes(table: pa.Table) -> Optional[np.ndarray]:
+    """Each row's process as a code (0, 1, ... in (host, pid) order; a null host or pid a value
+    of its own); None for a table of one process (or of none)."""
     keys = [key for key in PROCESS_KEYS if key in table.column_names]
     if not keys or table.num_rows == 0:
         return None
@@ -544,15 +561,7 @@ def process_rows(table: pa.Table) -> Optional[list[tuple[str, Any]]]:
         _, inverse = np.unique(code, return_inverse=True)
         process = process * (int(inverse.max()) + 1) + inverse.reshape(-1)
     _, process = np.unique(process, return_inverse=True)
-    process = process.reshape(-1)
-    order = np.argsort(process, kind="stable")
-    bounds = np.cumsum(np.bincount(process))[:-1]
-    groups = []
-    for rows in np.split(order, bounds):
-        first = int(rows[0])
-        label = ", ".join(f"{key}={table.column(key)[first].as_py()}" for key in keys)
-        groups.append((label, rows))
-    return groups
+    return np.asarray(process.reshape(-1), dtype=np.int64)
 
 
 def _key_codes(column: pa.ChunkedArray) -> list[Any]:
@@ -943,6 +952,7 @@ __all__ = [
     "metadata_of",
     "not_a_trace",
     "numpy_dtype",
+    "process_codes",
     "process_rows",
     "stored_content_hash",
     "to_pandas",
