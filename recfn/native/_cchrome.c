@@ -1334,6 +1334,13 @@ static int add_columnar(Batch *b, const Token *f, unsigned char phase, int64_t b
     return put_i64(&b->col_id, device_id);
 }
 
+/* Whether a field is absent or a string of plain ASCII (no escape, nothing `plain_run` stops
+ * at): the text a columnar event's args copy as it is. */
+static int absent_or_plain(const Token *t) {
+    return t->kind == ABSENT || (t->kind == IS_STRING && !t->escaped &&
+                                 plain_run(t->text, t->text + t->len) == t->text + t->len);
+}
+
 /* A flow event's columns (`phase` its ph) where it has the form torch writes; NOT_FAST for
  * others (then its text goes to msgspec with the other events'), nothing added. */
 static int add_flow(Batch *b, const Token *f, unsigned char phase) {
@@ -1345,9 +1352,7 @@ static int add_flow(Batch *b, const Token *f, unsigned char phase) {
     for (int k = NAME; k <= CAT; k++)
         if (f[k].kind != ABSENT && f[k].kind != IS_NULL && f[k].kind != IS_STRING) return NOT_FAST;
     const Token *bp = &f[BP];
-    if (bp->kind != ABSENT && (bp->kind != IS_STRING || bp->escaped ||
-                               plain_run(bp->text, bp->text + bp->len) != bp->text + bp->len))
-        return NOT_FAST;
+    if (!absent_or_plain(bp)) return NOT_FAST;
     int64_t id;
     RETURN_IF(to_int64(&f[ID].number, &id));
     char digits[24];
@@ -1446,10 +1451,7 @@ static int add_memory(Batch *b, const Token *f, unsigned char phase, size_t args
         return NOT_FAST;
     if (f[CAT].kind != ABSENT && f[CAT].kind != IS_NULL && f[CAT].kind != IS_STRING)
         return NOT_FAST;
-    if (scope->kind != ABSENT &&
-        (scope->kind != IS_STRING || scope->escaped ||
-         plain_run(scope->text, scope->text + scope->len) != scope->text + scope->len))
-        return NOT_FAST;
+    if (!absent_or_plain(scope)) return NOT_FAST;
     Ptr args = (Ptr)b->args.data + args_start, args_end = (Ptr)b->args.data + b->args.len;
     int64_t found[N_MEMORY_ARGS];
     RETURN_IF(memory_args(args, args_end, found));
@@ -1510,13 +1512,13 @@ static int event(Parser *ps, Batch *b) {
     if (ph->kind == IS_STRING) b->last[PH] = (Last){ph->text, ph->len, -1};
     if (ph->kind == IS_STRING && ph->len == 1 && ph->text[0] == 'X')
         return add_complete(b, f, args_start, &torch);
+    int rc = NOT_FAST;
     if (ph->kind == IS_STRING && ph->len == 1 && !ph->escaped) {
-        int rc = add_memory(b, f, ph->text[0], args_start);
+        rc = add_memory(b, f, ph->text[0], args_start); /* reads its args text, then dropped */
         if (rc == NOT_FAST) rc = add_flow(b, f, ph->text[0]);
-        b->args.len = args_start;
-        if (rc != NOT_FAST) return rc;
     }
     b->args.len = args_start;
+    if (rc != NOT_FAST) return rc;
     b->n_later++; /* msgspec decodes the others */
     for (int k = TS; k <= DUR; k++) b->others_large |= time_is_large(&f[k]);
     RETURN_IF(buf_byte(&b->others, b->n_others++ ? ',' : '['));
