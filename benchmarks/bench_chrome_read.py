@@ -4,15 +4,16 @@ Run: ``python benchmarks/bench_chrome_read.py`` (``--events N``; default 300k). 
 `bench_analysis.torch_shaped_trace`, with torch's ``record_shapes`` args (Input Dims, Input type,
 Input Strides, Concrete Inputs) under ``--shapes``, with a training step's forward-backward flows
 under ``--training``; ``--trace PATH`` reads an existing trace (a real torch.profiler one, say:
-``benchmarks/record_torch_trace.py`` records one) instead. Side by side in one process: the msgspec decode alone (the
-floor of the msgspec path), the nesting-depth scan alone (the price of the bound on JSON nesting
-there), the read to Arrow (``recfn.load``'s path) and the read to pandas, each with the native
-decoder (``recfn.native._cchrome``, compiled builds) and without it; best of 3 each. Peak memory is measured for each
-reader in a fresh process (VmHWM growth during one read) and compared with the size of the
-resulting Arrow table. Where the trace has ``input_shapes``/``input_dtypes``, the last rows are
-their pandas conversion alone (object columns of numpy arrays), which ``read_chrome_trace`` pays
-within its time: ``recfn.formats.schema.list_cells`` (a cell per distinct value, shared by its rows) and,
-for comparison, pyarrow's ``to_pandas`` (a cell per row).
+``benchmarks/record_torch_trace.py`` records one) instead. Side by side in one process: the msgspec
+decode alone (the floor of the msgspec path), the nesting-depth scan alone (the price of the bound
+on JSON nesting there), the read to Arrow (``recfn.load``'s path) and the read to pandas, each with
+the native decoder (``recfn.native._cchrome``, compiled builds) and without it; best of 3 each.
+Peak memory is measured for each reader in a fresh process (VmHWM growth during one read) and
+compared with the size of the resulting Arrow table. Where the trace has
+``input_shapes``/``input_dtypes``, the last rows are their pandas conversion alone (object columns
+of numpy arrays), which ``read_chrome_trace`` pays within its time:
+``recfn.formats.schema.list_cells`` (a cell per distinct value, shared by its rows) and, for
+comparison, pyarrow's ``to_pandas`` (a cell per row).
 
 ``--against DIR`` compares with another build side by side (a checkout of an earlier commit with
 its compiled modules built in place, ``pip install -e`` or ``setup.py build_ext --inplace``):
