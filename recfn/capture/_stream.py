@@ -540,7 +540,7 @@ class DatasetWriter(BufferTaker):
         self._busy.on = True
         try:
             here = _this_thread_id()
-            tables = []
+            taken = 0
             for buf in list(self.recorder.buffers):
                 try:
                     table = self._take(buf, final=False, freeze=int(buf.tid) != here, wall_ns=None)
@@ -548,11 +548,11 @@ class DatasetWriter(BufferTaker):
                     self.errors.append(f"{type(exc).__name__}: {exc}")
                     continue
                 if table is not None and table.num_rows:
-                    tables.append(table)
-            if tables:
-                joined = _concatenated(tables, tables[0].schema.metadata)
-                self._keep(joined, None)
-                written = joined.num_rows
+                    self._unsaved.append(table)  # a Ctrl-C from here on leaves it to a later part
+                    taken += table.num_rows
+            if taken:
+                self._save(None, None)
+                written = taken
         except Exception as exc:
             self.errors.append(f"{type(exc).__name__}: {exc}")
         finally:
@@ -611,20 +611,31 @@ class DatasetWriter(BufferTaker):
         """A Ctrl-C interrupted the table on its way: the next part writes it."""
         self._unsaved.append(table)
 
-    def _save(self, table: pa.Table, wall_ns: Optional[int]) -> None:
-        """Write ``table`` as the next part, after what a Ctrl-C left unsaved. A Ctrl-C at any
-        point leaves both for the next part; another failure counts the unsaved rows as
+    def _write(self, buf: _ThreadBuffer, *, final: bool, wall_ns: Optional[int] = None) -> None:
+        """`BufferTaker._write`, the table put with the unsaved ones as soon as it is taken: a
+        Ctrl-C that comes while it was taken is raised at the next call, before `_keep` could
+        begin to guard it."""
+        table = self._take(buf, final=final, freeze=False, wall_ns=wall_ns)
+        if table is not None and table.num_rows:
+            self._unsaved.append(table)  # a Ctrl-C from here on leaves it to a later part
+            self._save(None, wall_ns)
+
+    def _save(self, table: Optional[pa.Table], wall_ns: Optional[int]) -> None:
+        """Write ``table`` (if any) as the next part, after the tables taken and not written yet
+        (``_unsaved``: a Ctrl-C left them, or `flush` and `_write` put them there). A Ctrl-C at
+        any point leaves them all for the next part; another failure counts the unsaved rows as
         dropped (`_keep` counts ``table``'s) and raises."""
         unsaved, self._unsaved = self._unsaved, []
+        tables = unsaved if table is None else [*unsaved, table]
         was_first = self._first
         try:
-            self._write_part([*unsaved, table], wall_ns)
+            self._write_part(tables, wall_ns)
         except BaseException as exc:
             self._first = was_first
             if isinstance(exc, Exception):
                 self.recorder.dropped += sum(int(t.num_rows) for t in unsaved)
             else:  # Ctrl-C: the rows go with the next part
-                self._unsaved = [*unsaved, table, *self._unsaved]
+                self._unsaved = [*tables, *self._unsaved]
             raise
 
     def _write_part(self, tables: list[pa.Table], wall_ns: Optional[int]) -> None:

@@ -19,7 +19,7 @@ import pytest
 import workers
 
 import recfn
-from recfn.capture._stream import spill_rows
+from recfn.capture._stream import _this_thread_id, spill_rows
 from recfn.errors import TraceFormatError
 from recfn.formats.dataset import unfinished
 
@@ -206,6 +206,42 @@ def assert_nothing_lost(trace: recfn.Trace, ranges: int) -> None:
         assert still_open == 0 and len(steps) == ranges
     else:
         assert still_open <= 1 and ranges <= len(steps) <= ranges + 1
+
+
+@pytest.mark.parametrize("by", ["flush", "spill"])
+def test_a_ctrl_c_raised_as_taken_rows_go_to_be_written_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by: str
+) -> None:
+    """A Ctrl-C that came while a thread's rows were being taken is raised at the next call
+    into Python, which can be the write's first (here: the part's save, before it guards
+    anything): the taken rows are with the unsaved ones by then, and go with a later part."""
+    raised: list[str] = []
+    with recfn.profile(output=tmp_path, max_events=40_000) as prof:
+        writer = prof._writer
+        assert writer is not None
+        for _ in range(5_000):
+            with recfn.record_function("step"):
+                pass
+        save = writer._save
+
+        def interrupted_save(*args: object) -> None:
+            if not raised:
+                raised.append(by)
+                raise KeyboardInterrupt
+            save(*args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(writer, "_save", interrupted_save)
+        with pytest.raises(KeyboardInterrupt):
+            if by == "flush":
+                writer.flush()
+            else:
+                writer.spill(prof._recorder.thread_buffers[_this_thread_id()])
+        for _ in range(100):
+            with recfn.record_function("step"):
+                pass
+    assert raised == [by]
+    assert prof.trace.dropped_events == 0
+    assert steps_written(prof.trace) == 5_100
 
 
 def sigint_in_a_part_write(
