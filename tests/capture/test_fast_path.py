@@ -43,12 +43,16 @@ def fast_path_restored() -> Iterator[None]:
 
 def comparable(table: pa.Table) -> list[tuple[Any, ...]]:
     """The rows without their times, in id order; an id is (thread name, rank of its sequence
-    number in the thread): each capture continues the thread's numbering."""
+    number in the thread): each capture continues the thread's numbering, and threads started
+    together take their numbers in whatever order they first record."""
     rows = table.to_pylist()
     names = {r["thread_id"]: r["thread_name"] for r in rows}
     ranks: dict[int, int] = {}
+    taken: dict[int, int] = {}
     for value in sorted(r["id"] for r in rows):
-        ranks[value] = len(ranks)
+        thread = value >> TID_SHIFT
+        ranks[value] = taken.get(thread, 0)
+        taken[thread] = ranks[value] + 1
 
     def key(value: Optional[int]) -> Optional[tuple[str, int]]:
         if value is None:
