@@ -255,7 +255,8 @@ class BufferTaker:
         self._held: dict[int, list[_Held]] = {}
         self._seen: dict[int, int] = {}  # rows of a thread's buffer written (or held) already
         self._lock = threading.Lock()
-        self._take_lock = threading.Lock()  # one take at a time: buffers, _held and _seen
+        self._take_lock = threading.Lock()  # one take at a time: buffers, _held, _seen, _unsaved
+        self._unsaved: list[pa.Table] = []  # taken, not kept yet (a subclass's, see `_take`)
         self._busy = threading.local()
 
     def busy(self) -> bool:
@@ -281,20 +282,30 @@ class BufferTaker:
 
     def _write(self, buf: _ThreadBuffer, *, final: bool, wall_ns: Optional[int] = None) -> None:
         """Take ``buf``'s rows and the held ones and keep them (``_save``)."""
-        table = self._take(buf, final=final, freeze=False, wall_ns=wall_ns)
-        if table is not None and table.num_rows:
+        taken: list[pa.Table] = []
+        self._take(buf, final=final, freeze=False, wall_ns=wall_ns, into=taken)
+        for table in taken:
             self._keep(table, wall_ns)
 
     def _take(
-        self, buf: _ThreadBuffer, *, final: bool, freeze: bool, wall_ns: Optional[int]
-    ) -> Optional[pa.Table]:
-        """The rows of ``buf`` not written yet and its held ones, as a table; ranges still open
-        are held again (unless ``final``). ``freeze``: ``buf`` belongs to another thread, which
-        goes on recording into it: its rows are read, not taken, and remembered as seen. The
-        rows of the table leave the recorder's event count; if no table can be made, the rows
-        are counted as dropped (and the exception raised). A Ctrl-C (any exception that is no
-        ``Exception``) while the rows become a table makes the table again and hands it to
-        `_interrupted` before it propagates: it does not lose them."""
+        self,
+        buf: _ThreadBuffer,
+        *,
+        final: bool,
+        freeze: bool,
+        wall_ns: Optional[int],
+        into: Optional[list[pa.Table]] = None,
+    ) -> int:
+        """Append to ``into`` (by default ``_unsaved``, as it is when the take holds the lock
+        that `_save` takes it under) the rows of ``buf`` not written yet and its held ones, as a
+        table (none when there are no rows); ranges still open are held again (unless ``final``).
+        Returns the rows taken. ``freeze``: ``buf`` belongs to another thread, which goes on
+        recording into it: its rows are read, not taken, and remembered as seen. The rows of
+        the table leave the recorder's event count; if no table can be made, the rows are
+        counted as dropped (and the exception raised). A Ctrl-C (any exception that is no
+        ``Exception``) at any point after the rows left ``buf`` does not lose them: the table
+        is in ``into`` or, if the interrupt came before it got there, made (again) and handed
+        to `_interrupted` before the interrupt propagates."""
         with self._take_lock:
             tid = int(buf.tid)
             source: Union[_ThreadBuffer, _Frozen] = _Frozen(buf) if freeze else buf
@@ -302,11 +313,15 @@ class BufferTaker:
             seen = self._seen.get(tid, 0)
             pending = rows - seen + len(self._held.get(tid, ()))  # counted in recorder.events
             if pending <= 0:
-                return None
+                return 0
+            if into is None:
+                into = self._unsaved
             held = self._held.pop(tid, [])
             self._seen.pop(tid, None)
             cleared = False
             snapshot: Optional[_Snapshot] = None
+            table: Optional[pa.Table] = None
+            counted = False
             try:
                 snapshot = _Snapshot(cast(_ThreadBuffer, source), held)
                 if freeze:
@@ -315,25 +330,30 @@ class BufferTaker:
                     buf.clear()  # rows recorded from here on (this thread's, even now) stay
                     cleared = True
                 table = self._rows_of(snapshot, tid, seen, final, wall_ns)
+                if table.num_rows:
+                    into.append(table)  # handed over: an interrupt from here on loses nothing
+                self.recorder.events -= table.num_rows  # the ranges held again stay counted
+                counted = True
             except BaseException as exc:
-                kept = None
-                if snapshot is not None and (freeze or cleared) and not isinstance(exc, Exception):
+                interrupt = not isinstance(exc, Exception)
+                if table is None and snapshot is not None and (freeze or cleared) and interrupt:
                     try:  # the interrupt is spent: the same rows, once more
-                        kept = self._rows_of(snapshot, tid, seen, final, wall_ns)
+                        table = self._rows_of(snapshot, tid, seen, final, wall_ns)
                     except BaseException:
-                        kept = None
-                if kept is None:
+                        table = None
+                if table is None:
                     self.recorder.dropped += pending
                     self.recorder.events -= pending
                     self._held.pop(tid, None)  # ranges this take held are counted here too
                     if not freeze and not cleared:
                         buf.clear()
                 else:
-                    self.recorder.events -= int(kept.num_rows)
-                    self._interrupted(kept)
+                    if not counted:
+                        self.recorder.events -= table.num_rows
+                    if table.num_rows and not any(t is table for t in into):
+                        self._interrupted(table)
                 raise
-            self.recorder.events -= int(table.num_rows)  # the ranges held again stay counted
-            return table
+            return int(table.num_rows)
 
     def _rows_of(
         self, snapshot: _Snapshot, tid: int, seen: int, final: bool, wall_ns: Optional[int]
@@ -480,7 +500,6 @@ class DatasetWriter(BufferTaker):
         self.error: Optional[str] = None  # how the capture ended, for its last part
         self._dropped_written = 0
         self._written = 0  # rows in the parts written so far
-        self._unsaved: list[pa.Table] = []  # tables a Ctrl-C interrupted: written later
         self._flusher: Optional[_Flusher] = None
         self._relieved_at = 0.0  # time.monotonic() of a relieve that could write nothing
         self._first = False  # the next part is the first, written by attach()
@@ -497,10 +516,10 @@ class DatasetWriter(BufferTaker):
 
         self.recorder.record_instant(START_MARK, KIND_MARK, 0, "")
         buf = self.recorder.thread_buffers[int(_thread_data().tid)]
-        table = self._take(buf, final=False, freeze=False, wall_ns=None)
-        assert table is not None  # the mark
+        taken = self._take(buf, final=False, freeze=False, wall_ns=None)
+        assert taken  # the mark
         self._first = True
-        self._save(table, None)
+        self._save(None, None)
         self.recorder.spill_rows = spill_rows(max_events)
         self.recorder.spill_total = max(max_events // FLUSH_FRACTION, 1)
         self.recorder.spill = self.spill
@@ -542,14 +561,10 @@ class DatasetWriter(BufferTaker):
             here = _this_thread_id()
             taken = 0
             for buf in list(self.recorder.buffers):
-                try:
-                    table = self._take(buf, final=False, freeze=int(buf.tid) != here, wall_ns=None)
+                try:  # the table goes with the unsaved ones: a Ctrl-C leaves it to a later part
+                    taken += self._take(buf, final=False, freeze=int(buf.tid) != here, wall_ns=None)
                 except Exception as exc:
                     self.errors.append(f"{type(exc).__name__}: {exc}")
-                    continue
-                if table is not None and table.num_rows:
-                    self._unsaved.append(table)  # a Ctrl-C from here on leaves it to a later part
-                    taken += table.num_rows
             if taken:
                 self._save(None, None)
                 written = taken
@@ -579,19 +594,13 @@ class DatasetWriter(BufferTaker):
         self.stop_flushing()
         self.error = error
 
-        tables = list(self._unsaved)
-        self._unsaved.clear()
+        taken = 0
         for buf in list(self.recorder.buffers):
-            try:
-                table = self._take(buf, final=True, freeze=False, wall_ns=wall_ns)
+            try:  # with the unsaved ones: a Ctrl-C leaves them to a later finish
+                taken += self._take(buf, final=True, freeze=False, wall_ns=wall_ns)
             except Exception as exc:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
-                continue
-            if table is not None and table.num_rows:
-                tables.append(table)
-        if tables:
-            last = _concatenated(tables, tables[-1].schema.metadata)
-        else:  # nothing left: an empty last part still says that the capture stopped
+        if not taken:  # the last table says the wall time, and an empty part that it stopped
             from recfn.capture._table import build_table
 
             last = build_table(
@@ -601,8 +610,10 @@ class DatasetWriter(BufferTaker):
                 config=self.config,
                 wall_ns=wall_ns,
             )
+            with self._take_lock:
+                self._unsaved.append(last)
         try:
-            self._keep(last, wall_ns)
+            self._save(None, wall_ns)
         except Exception as exc:
             self.errors.append(f"{type(exc).__name__}: {exc}")
         return list(self.files)
@@ -612,30 +623,33 @@ class DatasetWriter(BufferTaker):
         self._unsaved.append(table)
 
     def _write(self, buf: _ThreadBuffer, *, final: bool, wall_ns: Optional[int] = None) -> None:
-        """`BufferTaker._write`, the table put with the unsaved ones as soon as it is taken: a
-        Ctrl-C that comes while it was taken is raised at the next call, before `_keep` could
-        begin to guard it."""
-        table = self._take(buf, final=final, freeze=False, wall_ns=wall_ns)
-        if table is not None and table.num_rows:
-            self._unsaved.append(table)  # a Ctrl-C from here on leaves it to a later part
+        """`BufferTaker._write`, the table taken straight into the unsaved ones: a Ctrl-C from
+        the moment its rows left ``buf`` leaves them to a later part."""
+        if self._take(buf, final=final, freeze=False, wall_ns=wall_ns):
             self._save(None, wall_ns)
 
     def _save(self, table: Optional[pa.Table], wall_ns: Optional[int]) -> None:
         """Write ``table`` (if any) as the next part, after the tables taken and not written yet
-        (``_unsaved``: a Ctrl-C left them, or `flush` and `_write` put them there). A Ctrl-C at
-        any point leaves them all for the next part; another failure counts the unsaved rows as
-        dropped (`_keep` counts ``table``'s) and raises."""
-        unsaved, self._unsaved = self._unsaved, []
-        tables = unsaved if table is None else [*unsaved, table]
+        (``_unsaved``: `_take` put them there, or a Ctrl-C left them); nothing when another
+        thread wrote them already. A Ctrl-C at any point leaves them all for the next part;
+        another failure counts the unsaved rows as dropped (`_keep` counts ``table``'s) and
+        raises."""
+        unsaved: list[pa.Table] = []
         was_first = self._first
         try:
-            self._write_part(tables, wall_ns)
+            with self._take_lock:  # takes hand their tables over under it
+                unsaved, self._unsaved = self._unsaved, []
+            tables = unsaved if table is None else [*unsaved, table]
+            if tables:
+                self._write_part(tables, wall_ns)
         except BaseException as exc:
             self._first = was_first
             if isinstance(exc, Exception):
                 self.recorder.dropped += sum(int(t.num_rows) for t in unsaved)
             else:  # Ctrl-C: the rows go with the next part
-                self._unsaved = [*tables, *self._unsaved]
+                back = unsaved if table is None else [*unsaved, table]
+                with self._take_lock:
+                    self._unsaved = [*back, *self._unsaved]
             raise
 
     def _write_part(self, tables: list[pa.Table], wall_ns: Optional[int]) -> None:

@@ -244,6 +244,45 @@ def test_a_ctrl_c_raised_as_taken_rows_go_to_be_written_loses_nothing(
     assert steps_written(prof.trace) == 5_100
 
 
+@pytest.mark.parametrize("by", ["flush", "spill", "stop"])
+def test_a_ctrl_c_raised_as_a_take_hands_its_rows_over_loses_nothing(
+    tmp_path: Path, by: str
+) -> None:
+    """A Ctrl-C raised at the last moment of a take, as its table reaches the unsaved ones:
+    the rows go with a later part, and leave the event count once."""
+    raised: list[str] = []
+
+    class InterruptedOnce(list):  # type: ignore[type-arg]
+        def append(self, table: object) -> None:
+            super().append(table)
+            if not raised:
+                raised.append(by)
+                raise KeyboardInterrupt
+
+    with recfn.profile(output=tmp_path, max_events=40_000) as prof:
+        writer = prof._writer
+        assert writer is not None
+        for _ in range(5_000):
+            with recfn.record_function("step"):
+                pass
+        events = int(prof._recorder.events)
+        writer._unsaved = InterruptedOnce()
+        with pytest.raises(KeyboardInterrupt):
+            if by == "flush":
+                writer.flush()
+            elif by == "spill":
+                writer.spill(prof._recorder.thread_buffers[_this_thread_id()])
+            else:
+                writer.finish(1)
+        assert events - int(prof._recorder.events) == sum(t.num_rows for t in writer._unsaved)
+        for _ in range(100):
+            with recfn.record_function("step"):
+                pass
+    assert raised == [by]
+    assert prof.trace.dropped_events == 0
+    assert steps_written(prof.trace) == 5_100
+
+
 def sigint_in_a_part_write(
     monkeypatch: pytest.MonkeyPatch, on_this_thread: Callable[[], bool], send: Callable[[], None]
 ) -> list[object]:
