@@ -237,8 +237,10 @@ timeline_widget(pa.Table.from_pandas(make_synthetic_trace({ranges}, 4, n_memory_
 
 def in_the_browser(paint_ranges: int, zoom_ranges: int, runs: int) -> None:
     """First paint after the cell ends, renders, zoom frames and the pane's round trip in a real
-    JupyterLab and chromium (``tests/widget/labserver.py``)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "widget"))
+    JupyterLab and chromium (``tests/notebook_ext/widget/labserver.py``)."""
+    sys.path.insert(
+        0, str(Path(__file__).resolve().parents[1] / "tests" / "notebook_ext" / "widget")
+    )
     import labserver
     from playwright.sync_api import sync_playwright
 
