@@ -25,7 +25,7 @@ from recfn.cli._common import (
     exit_code,
     out,
 )
-from recfn.errors import CLIError, TraceFormatError
+from recfn.errors import CLIError, RecfnError
 
 COMMANDS: Final = (_run, _summary, _timeline, _convert, _diff, _compare, _demo, _codegen)
 """One module per subcommand, in the order of ``recfn --help``: each has ``add_parser(commands)``
@@ -52,10 +52,12 @@ def build_parser() -> Parser:
 
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
-    TraceFormatError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
+    RecfnError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
     PermissionError,
     json.JSONDecodeError,
 )  # fmt: skip
+"""What the input is to blame for: one line, exit 1 (every exception recfn raises on purpose
+names what was wrong; the system's file errors; JSON that does not parse)."""
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -134,6 +134,20 @@ def test_align_clocks_on_a_mark_the_trace_lacks(here: dict[str, str]) -> None:
     assert "--align-clocks" in err and "'sync'" in err
 
 
+@pytest.mark.parametrize(
+    "events",
+    ["", '{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "idle"}}'],
+    ids=["none", "only metadata"],
+)
+def test_a_timeline_with_nothing_to_draw_is_one_line(here: dict[str, str], events: str) -> None:
+    """recfn's own errors are the input's, never "unexpected": a trace with no events to draw."""
+    Path("none.json").write_text(f'{{"traceEvents": [{events}]}}')
+    code, err = call("timeline", "none.json", "-o", "t.png")
+    assert_one_line(code, err, EXIT_FAILURE)
+    assert "timeline: no " in err, err
+    assert not os.path.exists("t.png")
+
+
 def test_codegen_empty_prefix_is_a_usage_error(here: dict[str, str]) -> None:
     code, err = call("codegen", "json", "--prefix", "")
     assert_one_line(code, err, EXIT_USAGE)
