@@ -306,7 +306,7 @@ def events_table(
     negative = (dur < 0) & (dur != NO_TIME) & (dur != BEYOND)
     if negative.any():
         raise TraceFormatError(
-            f"{source}: an event has a negative dur ({dur[negative][0] / 1000!r} us)"
+            f"{source}: an event has a negative dur ({float(dur[negative][0]) / 1000:g} us)"
         )
     dur[dur == NO_TIME] = 0  # "X" events without dur last 0 us
     name, pid, tid = fields["name"], fields["pid"], fields["tid"]
