@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # matplotlib is imported by the methods that draw, when they 
     from matplotlib.axes import Axes
 
     from recfn.analysis.stats.compare import Comparison
+    from recfn.formats.trace import Trace
 
 MAX_INDENT = 40
 """Deepest level that the ``tree`` column indents; past it the depth is written instead, so
@@ -128,9 +129,14 @@ class RecfnAccessor:
         )
 
     def diff(
-        self, baseline: pd.DataFrame, *, by: str | Sequence[str] = "name", as_index: bool = True
+        self,
+        baseline: pd.DataFrame | Trace,
+        *,
+        by: str | Sequence[str] = "name",
+        as_index: bool = True,
     ) -> pd.DataFrame:
-        """How this frame changed from `baseline`, per group (`by`, as in `summary`).
+        """How this frame changed from `baseline` (a frame or a `recfn.Trace`), per group
+        (`by`, as in `summary`).
 
         For each of ``count``, ``total_ns`` and ``self_ns``: this frame's value (named as in
         the summary), ``<column>_baseline``, ``<column>_change`` (this minus baseline) and

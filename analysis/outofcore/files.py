@@ -39,7 +39,12 @@ import pyarrow.parquet as pq
 
 from recfn.analysis.columns import RANGE
 from recfn.analysis.stats.runs import RunStats, calls_part, calls_table, with_calls
-from recfn.analysis.stats.summary import PARTIAL_COLUMNS, PROFILER_SPAN_SCOPES, add_partials
+from recfn.analysis.stats.summary import (
+    PARTIAL_COLUMNS,
+    PROFILER_SPAN_SCOPES,
+    add_partials,
+    check_top,
+)
 from recfn.analysis.stats.tree import (
     Nodes,
     linked_parents,
@@ -182,12 +187,11 @@ def summarize_files(
 
 def _summary_keys(by: str | Sequence[str], top: int | None, what: str) -> list[str]:
     """The group keys of a one-pass summary (`what`, named in the error): ``by``, which must
-    include ``name``; RecfnValueError for that and for a negative ``top``."""
+    include ``name``; RecfnValueError for that, and `check_top`'s errors for ``top``."""
     keys = [by] if isinstance(by, str) else list(by)
     if "name" not in keys:
         raise RecfnValueError(f"{what} groups by name (plus any other columns)")
-    if top is not None and top < 0:
-        raise RecfnValueError(f"top must be >= 0, got {top}")
+    check_top(top)
     return keys
 
 

@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 
 from recfn.analysis.stats.summary import summarize
+from recfn.errors import RecfnTypeError
+from recfn.formats.trace import Trace
 
 COMPARED: tuple[str, ...] = ("count", "total_ns", "self_ns")
 """Summary columns that a diff compares."""
@@ -18,12 +20,19 @@ without ``cuda=True`` has no GPU time to compare with, rather than zero."""
 
 def diff(
     current: pd.DataFrame,
-    baseline: pd.DataFrame,
+    baseline: pd.DataFrame | Trace,
     *,
     by: str | Sequence[str] = "name",
     as_index: bool = True,
 ) -> pd.DataFrame:
-    """Per group, how `current` changed from `baseline`; see `RecfnAccessor.diff`."""
+    """Per group, how `current` changed from `baseline` (a frame or a `recfn.Trace`); see
+    `RecfnAccessor.diff`."""
+    if isinstance(baseline, Trace):
+        baseline = baseline.to_pandas()
+    if not isinstance(baseline, pd.DataFrame):
+        raise RecfnTypeError(
+            f"diff: baseline must be a recfn.Trace or its DataFrame, got {type(baseline).__name__}"
+        )
     keys = [by] if isinstance(by, str) else list(by)
     now, then = (summarize(frame, keys, as_index=False) for frame in (current, baseline))
     compared = COMPARED

@@ -21,7 +21,7 @@ from recfn.analysis.stats.tree import (
     subtree_sums,
 )
 from recfn.analysis.units import format_bytes, format_count, format_ns, printable
-from recfn.errors import RecfnValueError
+from recfn.errors import RecfnTypeError, RecfnValueError
 
 STAT_COLUMNS: tuple[str, ...] = (
     "count",
@@ -156,8 +156,7 @@ def _summarize(
         raise RecfnValueError("summary needs at least one column to group by")
     if group_by_stack_n < 0:
         raise RecfnValueError(f"group_by_stack_n must be >= 0, got {group_by_stack_n}")
-    if top is not None and top < 0:
-        raise RecfnValueError(f"top must be >= 0, got {top}")
+    check_top(top)
     extra = ["input_shapes"] * group_by_input_shape + ["stack"] * (group_by_stack_n > 0)
     require(df, ["kind", "start_ns", "end_ns", *keys, *extra], "summary")
     forest = nodes(df, "summary")
@@ -464,3 +463,14 @@ def add_partials(
     result = result.set_index(keys) if as_index else result
     mark_summary(result, total, wall)
     return result
+
+
+def check_top(top: object) -> None:
+    """A summary's ``top``: None (every group) or an int >= 0; RecfnTypeError or
+    RecfnValueError naming it otherwise."""
+    if top is None:
+        return
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)):
+        raise RecfnTypeError(f"top must be an int or None, got {type(top).__name__}")
+    if top < 0:
+        raise RecfnValueError(f"top must be >= 0, got {top}")

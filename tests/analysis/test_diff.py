@@ -111,3 +111,21 @@ def test_diff_compares_gpu_time_when_both_have_it(known: pd.DataFrame) -> None:
     ]
     # A CPU-only baseline has no GPU time to compare with: no GPU columns, rather than zeros.
     assert not [c for c in baseline.recfn.diff(known).columns if c.startswith("device")]
+
+
+@pytest.mark.parametrize("baseline", [123, "base.parquet", None])
+def test_a_baseline_that_is_no_frame_is_refused(known: pd.DataFrame, baseline: object) -> None:
+    import recfn
+    from recfn.errors import RecfnTypeError
+
+    with pytest.raises(RecfnTypeError, match="diff: baseline must be"):
+        known.recfn.diff(baseline)  # type: ignore[arg-type]
+    with pytest.raises(RecfnTypeError, match="diff: baseline must be"):
+        recfn.Trace.from_pandas(known).diff(baseline)  # type: ignore[arg-type]
+
+
+def test_a_trace_is_a_baseline_too(known: pd.DataFrame) -> None:
+    import recfn
+
+    shifted = known.recfn.diff(recfn.Trace.from_pandas(known))
+    pd.testing.assert_frame_equal(shifted, known.recfn.diff(known))

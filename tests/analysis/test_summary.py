@@ -297,6 +297,37 @@ def test_bad_input(known: pd.DataFrame) -> None:
         known.recfn.summary(group_by_input_shape=True)
 
 
+@pytest.mark.parametrize(
+    ("top", "error", "match"),
+    [
+        (-1, ValueError, "top must be >= 0, got -1"),
+        ("3", TypeError, "top must be an int or None, got str"),
+        (2.0, TypeError, "top must be an int or None, got float"),
+        (True, TypeError, "top must be an int or None, got bool"),
+    ],
+)
+def test_top_is_checked_on_every_path(
+    known: pd.DataFrame, tmp_path: Path, top: object, error: type[Exception], match: str
+) -> None:
+    """The frame's summary, a trace's (one native pass) and the out-of-core one over files:
+    the same documented error."""
+    import recfn
+    from recfn.analysis.outofcore.files import summarize_files
+
+    trace = recfn.Trace.from_pandas(known)
+    path = tmp_path / "known.parquet"
+    trace.save(path)
+    calls: list[Callable[[], object]] = [
+        lambda: known.recfn.summary(top=top),
+        lambda: trace.summary(top=top),
+        lambda: summarize_files([str(path)], top=top),
+    ]
+    for call in calls:
+        with pytest.raises(recfn.RecfnError) as raised:
+            call()
+        assert isinstance(raised.value, error) and match in str(raised.value)
+
+
 def test_summary_bounded_on_a_million_rows(million: pd.DataFrame) -> None:
     summary = million.recfn.summary()
     ranges = million[million["kind"] == "range"]
