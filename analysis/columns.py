@@ -9,13 +9,13 @@ are defined by ``recfn.formats.schema``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from recfn.errors import MissingColumnsError
+from recfn.errors import MissingColumnsError, RecfnTypeError, RecfnValueError
 from recfn.formats.columns import INT64_MAX, equals, ints, nulls, require
 from recfn.formats.schema import MARK, MEMORY, RANGE
 
@@ -37,6 +37,27 @@ __all__ = [
     "thread_groups",
     "thread_mask",
 ]
+
+
+def group_keys(by: str | Sequence[str], what: str) -> list[str]:
+    """The columns a grouping (``by``: one column name or several) names, for `what` (named in
+    the errors): RecfnTypeError for anything but a str or a sequence of them, RecfnValueError
+    for none."""
+    keys = [by] if isinstance(by, str) else list(by) if isinstance(by, Iterable) else [by]
+    if isinstance(by, (bytes, dict)) or not all(isinstance(key, str) for key in keys):
+        raise RecfnTypeError(f"{what}: by must be a column name or a list of them, got {by!r}")
+    if not keys:
+        raise RecfnValueError(f"{what} needs at least one column to group by")
+    return keys
+
+
+def check_number(value: object, name: str, what: str, *, fraction: bool = False) -> None:
+    """RecfnTypeError naming ``value``, an option of `what` named ``name``, unless it is None,
+    an int, or with ``fraction`` any real number (``min_duration_ns=1e6``); a bool is none."""
+    allowed = (int, np.integer, float, np.floating) if fraction else (int, np.integer)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, allowed)):
+        kind = "a number" if fraction else "an int"
+        raise RecfnTypeError(f"{what}: {name} must be {kind} or None, got {value!r}")
 
 
 def isin(series: pd.Series, values: Iterable[object]) -> np.ndarray:

@@ -28,6 +28,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from recfn.analysis.columns import group_keys
 from recfn.analysis.stats.compare import Comparison, compare_runs, find_steps
 from recfn.analysis.stats.runs import RunStats, frame_stats
 from recfn.errors import (
@@ -328,10 +329,7 @@ def _threads(threads: Optional[int]) -> int:
 
 
 def _keys(by: str | Sequence[str]) -> list[str]:
-    keys = [by] if isinstance(by, str) else list(by)
-    if not keys:
-        raise RunSetError("compare needs at least one column to group by")
-    return keys
+    return group_keys(by, "compare")
 
 
 def compare(
@@ -439,6 +437,11 @@ def compare_steps(
     """Run sets in order (one per commit, say): per group, the first set at which its time
     changed from the set before it, as asv reports steps; see
     ``recfn.analysis.stats.compare.find_steps`` for the columns. Options as `compare`."""
+    if isinstance(run_sets, (str, bytes, os.PathLike)) or not isinstance(run_sets, Sequence):
+        raise RecfnTypeError(
+            f"finding steps needs a list of run sets in order (one per commit, say), "
+            f"got {type(run_sets).__name__}"
+        )
     keys = _keys(by)
     threads = _threads(threads)
     if len(run_sets) < 2:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recfn.analysis.columns import group_keys
 from recfn.analysis.stats.summary import PARTIAL_COLUMNS, _summarize, add_partials
 from recfn.errors import RecfnTypeError, RecfnValueError
 
@@ -117,7 +118,7 @@ class DaskRecfnAccessor:
         process key); ``by_partition=True`` skips it when every partition holds whole
         processes, as those of ``read_dataset`` do.
         """
-        keys = [by] if isinstance(by, str) else list(by)
+        keys = group_keys(by, "the Dask summary")
         if "name" not in keys:
             raise RecfnValueError("the Dask summary groups by name (plus any other columns)")
         ddf = self._ddf

@@ -27,7 +27,7 @@ more than one group of files (a copied process folder) are checked for ids they 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from recfn.analysis.columns import RANGE
+from recfn.analysis.columns import RANGE, group_keys
 from recfn.analysis.stats.runs import RunStats, calls_part, calls_table, with_calls
 from recfn.analysis.stats.summary import (
     PARTIAL_COLUMNS,
@@ -92,7 +92,7 @@ def supports_options(options: dict[str, Any]) -> bool:
     """Whether the one-pass summary (``summarize_files``, ``summarize_table``) takes these
     ``summary()`` options: grouped by name (and any other columns), sorted, cut, as index."""
     by = options.get("by", "name")
-    keys = [by] if isinstance(by, str) else list(by)
+    keys = [by] if isinstance(by, str) else list(by) if isinstance(by, Iterable) else []
     return "name" in keys and set(options) <= {"by", "sort_by", "top", "as_index"}
 
 
@@ -188,7 +188,7 @@ def summarize_files(
 def _summary_keys(by: str | Sequence[str], top: int | None, what: str) -> list[str]:
     """The group keys of a one-pass summary (`what`, named in the error): ``by``, which must
     include ``name``; RecfnValueError for that, and `check_top`'s errors for ``top``."""
-    keys = [by] if isinstance(by, str) else list(by)
+    keys = group_keys(by, what)
     if "name" not in keys:
         raise RecfnValueError(f"{what} groups by name (plus any other columns)")
     check_top(top)

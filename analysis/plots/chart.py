@@ -24,6 +24,7 @@ from recfn.analysis.columns import (
     MEMORY,
     RANGE,
     as_threads,
+    check_number,
     equals,
     gpu_spans,
     ints,
@@ -217,6 +218,8 @@ class Chart:
     ) -> Chart:
         """What ``df.recfn.timeline(...)`` draws with these options; raises as it does."""
         require(df, ("name", "kind", "start_ns", "end_ns", "thread_id", color_by), "timeline")
+        check_number(max_depth, "max_depth", "timeline")
+        check_number(min_duration_ns, "min_duration_ns", "timeline", fraction=True)
         origin = trace_start(df)
         cut_start, cut_end = window_of(df)
         lo_given = to_ns(start, origin, "timeline: start")

@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
+from recfn.analysis.columns import check_number
 from recfn.analysis.plots.drawing import (
     MAX_BARS,
     add_labels,
@@ -45,6 +46,7 @@ def flame(
     """Draw the call tree of `df` as an icicle (roots on top); see `RecfnAccessor.flame`."""
     if figsize is not None and ax is not None:
         raise RecfnValueError("flame: figsize= sizes a new figure; it cannot be given with ax=")
+    check_number(max_depth, "max_depth", "flame")
     tree = call_tree(df)
     if tree.total.size == 0:
         raise NothingToDrawError("flame: the frame has no closed ranges")

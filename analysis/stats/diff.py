@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from recfn.analysis.columns import group_keys
 from recfn.analysis.stats.summary import summarize
 from recfn.errors import RecfnTypeError
 from recfn.formats.trace import Trace
@@ -33,7 +34,7 @@ def diff(
         raise RecfnTypeError(
             f"diff: baseline must be a recfn.Trace or its DataFrame, got {type(baseline).__name__}"
         )
-    keys = [by] if isinstance(by, str) else list(by)
+    keys = group_keys(by, "diff")
     now, then = (summarize(frame, keys, as_index=False) for frame in (current, baseline))
     compared = COMPARED
     if all(DEVICE_COMPARED[0] in side.columns for side in (now, then)):

@@ -19,10 +19,9 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from recfn.analysis.columns import require
+from recfn.analysis.columns import group_keys, require
 from recfn.analysis.stats.summary import self_time_total
 from recfn.analysis.stats.tree import linked_parents, nodes, outermost
-from recfn.errors import RecfnValueError
 from recfn.native import extension
 
 CALL_QUANTILES: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75)
@@ -241,9 +240,7 @@ def frame_stats(
     keep_calls: bool = False,
 ) -> RunStats:
     """A run's `RunStats` from its event frame (in memory), grouped by the `by` column(s)."""
-    keys = [by] if isinstance(by, str) else list(by)
-    if not keys:
-        raise RecfnValueError("compare needs at least one column to group by")
+    keys = group_keys(by, "compare")
     require(df, ["kind", "start_ns", "end_ns", *keys], "compare")
     forest = nodes(df, "compare")
     linked = linked_parents(forest)

@@ -11,7 +11,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recfn.analysis.columns import MEMORY, codes, equals, gpu_spans, ints, require
+from recfn.analysis.columns import (
+    MEMORY,
+    codes,
+    equals,
+    gpu_spans,
+    group_keys,
+    ints,
+    require,
+)
 from recfn.analysis.stats.tree import (
     Nodes,
     linked_parents,
@@ -151,9 +159,7 @@ def _summarize(
     group_by_stack_n: int,
 ) -> _Summary:
     """The summary with its keys as columns, and what its text rendering needs."""
-    keys = [by] if isinstance(by, str) else list(by)
-    if not keys:
-        raise RecfnValueError("summary needs at least one column to group by")
+    keys = group_keys(by, "summary")
     if group_by_stack_n < 0:
         raise RecfnValueError(f"group_by_stack_n must be >= 0, got {group_by_stack_n}")
     check_top(top)
@@ -169,14 +175,14 @@ def _summarize(
         work["input_shapes"] = _shape_keys(df["input_shapes"])[rows]
     if group_by_stack_n:
         work["stack"] = _stack_keys(df["stack"], group_by_stack_n)[rows]
-    group_keys = [*keys, *extra]
+    grouping = [*keys, *extra]
     frame = pd.DataFrame(work)
     # Totals count only a group's outermost ranges: time (and memory) nested inside a range of
     # the same group, as in recursion, is already in the outer range's total.
-    groups = frame.groupby(group_keys, observed=True, sort=False, dropna=False)
+    groups = frame.groupby(grouping, observed=True, sort=False, dropna=False)
     group = np.full(len(df), -1, dtype=np.int64)
-    only = frame[group_keys[0]]
-    if len(group_keys) == 1 and isinstance(only.dtype, pd.CategoricalDtype):
+    only = frame[grouping[0]]
+    if len(grouping) == 1 and isinstance(only.dtype, pd.CategoricalDtype):
         codes = only.cat.codes.to_numpy(dtype=np.int64)  # as good as ngroup, cheaper
         codes[codes < 0] = len(only.cat.categories)  # a missing key is a group of its own
         group[rows] = codes
@@ -209,12 +215,12 @@ def _summarize(
             frame[column] = device[column]
             stats[column] = (column, "sum")
 
-    result = frame.groupby(group_keys, observed=True, sort=False, dropna=False).agg(**stats)
+    result = frame.groupby(grouping, observed=True, sort=False, dropna=False).agg(**stats)
     result = result.reset_index()
     result["mean_ns"] = result.pop("duration_ns") / result["count"].clip(lower=1)
     if device:
         result["device_mean_ns"] = result.pop("device_duration_ns") / result["device_count"]
-        if "device" not in group_keys:
+        if "device" not in grouping:
             group_of = groups.ngroup().to_numpy(dtype=np.int64)  # numbered as `result` is
             result["device"] = _device_labels(device["device"], group_of, len(result))
     total = self_time_total(df, forest, own)
@@ -222,18 +228,18 @@ def _summarize(
     wall = last - first
     result["total_pct"] = 100.0 * result["total_ns"] / wall if wall else np.nan
     result["self_pct"] = 100.0 * result["self_ns"] / total if total else np.nan
-    gpu = [c for c in DEVICE_COLUMNS if c in result.columns and c not in group_keys]
-    ordered = [*group_keys, *STAT_COLUMNS, *gpu]
+    gpu = [c for c in DEVICE_COLUMNS if c in result.columns and c not in grouping]
+    ordered = [*grouping, *STAT_COLUMNS, *gpu]
     ordered += [c for c in stats if c not in ordered and c in result.columns]
     result = result[ordered]
 
     if sort_by not in result.columns:
         raise RecfnValueError(f"sort_by={sort_by!r} is not a summary column; choose from {ordered}")
-    result = result.sort_values(sort_by, ascending=sort_by in group_keys, kind="stable")
+    result = result.sort_values(sort_by, ascending=sort_by in grouping, kind="stable")
     groups_found = len(result)
     if top is not None:
         result = result.head(top)
-    return _Summary(result.reset_index(drop=True), group_keys, total, groups_found, first, wall)
+    return _Summary(result.reset_index(drop=True), grouping, total, groups_found, first, wall)
 
 
 def _device_columns(

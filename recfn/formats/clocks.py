@@ -140,6 +140,11 @@ def apply_clock_offsets(table: pa.Table, offsets: ClockOffsets) -> pa.Table:
 
     from recfn.formats.schema import CLOCK_OFFSETS_KEY, build_metadata, metadata_of
 
+    if not isinstance(table, pa.Table):
+        raise RecfnTypeError(
+            f"apply_clock_offsets expects a pyarrow.Table (a Trace's .table), "
+            f"got {type(table).__name__}"
+        )
     chosen = estimate_clock_offsets(table, offsets) if isinstance(offsets, str) else offsets
     given = check_offsets(chosen)
     codes, hosts = _hosts(table)

@@ -391,6 +391,9 @@ def test_bad_percentages_are_refused_naming_the_option(text: str) -> None:
 def test_steps_need_two_run_sets() -> None:
     with pytest.raises(RunSetError, match="two run sets"):
         compare_steps([runs(1, 0)])
+    for one in ("runs/", 5):  # a folder's name would be run sets of one letter each
+        with pytest.raises(TypeError, match="a list of run sets in order"):
+            compare_steps(one)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

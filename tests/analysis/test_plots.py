@@ -128,6 +128,10 @@ def test_timeline_bad_input(known: pd.DataFrame) -> None:
         known.recfn.timeline(start=T0 + 50, end=T0 + 50)
     with pytest.raises(MissingColumnsError, match="'thread_id'"):
         known.drop(columns="thread_id").recfn.timeline()
+    for options in ({"max_depth": "2"}, {"max_depth": 1.5}, {"min_duration_ns": "1ms"}):
+        with pytest.raises(TypeError, match=f"{next(iter(options))} must be"):
+            known.recfn.timeline(**options)  # type: ignore[arg-type]
+    known.recfn.timeline(min_duration_ns=1e1, max_depth=np.int64(1))  # any real number, an int
 
 
 def test_timeline_and_flame_bounded_on_a_million_rows(million: pd.DataFrame) -> None:
@@ -160,6 +164,8 @@ def test_flame_small(known: pd.DataFrame) -> None:
     assert len(bars(known.recfn.flame(max_depth=0))[0].get_paths()) == 1
     with pytest.raises(ValueError, match="no closed ranges"):
         known[known["kind"] == "mark"].recfn.flame()
+    with pytest.raises(TypeError, match="flame: max_depth must be an int or None, got '1'"):
+        known.recfn.flame(max_depth="1")  # type: ignore[arg-type]
 
 
 def test_flame_and_collapsed_stacks_with_overlapping_children(

@@ -328,6 +328,38 @@ def test_top_is_checked_on_every_path(
         assert isinstance(raised.value, error) and match in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    ("by", "error", "match"),
+    [
+        (5, TypeError, "by must be a column name or a list of them, got 5"),
+        (["name", 5], TypeError, "by must be a column name or a list of them"),
+        ([], ValueError, "needs at least one column to group by"),
+    ],
+)
+def test_by_is_checked_on_every_path(
+    known: pd.DataFrame, tmp_path: Path, by: object, error: type[Exception], match: str
+) -> None:
+    """The frame's summary, its diff and compare, a trace's summary and the out-of-core one:
+    one documented error for a grouping that names no columns."""
+    import recfn
+    from recfn.analysis.outofcore.files import summarize_files
+
+    trace = recfn.Trace.from_pandas(known)
+    path = tmp_path / "known.parquet"
+    trace.save(path)
+    calls: list[Callable[[], object]] = [
+        lambda: known.recfn.summary(by=by),  # type: ignore[arg-type]
+        lambda: known.recfn.diff(known, by=by),  # type: ignore[arg-type]
+        lambda: recfn.compare(known, known, by=by),  # type: ignore[arg-type]
+        lambda: trace.summary(by=by),
+        lambda: summarize_files([str(path)], by=by),  # type: ignore[arg-type]
+    ]
+    for call in calls:
+        with pytest.raises(recfn.RecfnError) as raised:
+            call()
+        assert isinstance(raised.value, error) and match in str(raised.value)
+
+
 def test_summary_bounded_on_a_million_rows(million: pd.DataFrame) -> None:
     summary = million.recfn.summary()
     ranges = million[million["kind"] == "range"]

@@ -133,6 +133,8 @@ def test_bad_offsets_are_refused_with_what_was_wrong(tmp_path: Path) -> None:
         recfn.estimate_clock_offsets(b, "sync")
     with pytest.raises(ValueError, match="host 'b' has no 'sync' mark matching"):
         recfn.estimate_clock_offsets(merged, "sync")
+    with pytest.raises(recfn.RecfnError, match="expects a pyarrow.Table"):
+        recfn.apply_clock_offsets(5, {})  # type: ignore[arg-type]
 
 
 def test_cli_timeline_aligns_clocks_on_a_mark(
