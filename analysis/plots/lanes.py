@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from recfn.analysis.columns import ints, process_groups
+from recfn.analysis.columns import ints, nulls, process_groups
 from recfn.analysis.units import printable
 
 
@@ -34,8 +34,18 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]
         else pd.Series([""] * len(df))
     )
     pid = ints(df["pid"], -1) if "pid" in df.columns else np.full(len(df), -1)
+    pid_text = pd.Series(pid).astype(str)
+    if "pid" in df.columns:  # a null pid is no process id: "?", apart from any pid (-1 too)
+        pid_text[nulls(df["pid"])] = "?"
     keys = pd.DataFrame(
-        {"host": host, "pid": pid, "process": process, "thread": thread, "name": names}
+        {
+            "host": host,
+            "pid": pid,
+            "pid_text": pid_text,
+            "process": process,
+            "thread": thread,
+            "name": names,
+        }
     )
     distinct = keys.drop_duplicates(["process", "thread"]).sort_values(
         ["host", "pid", "process", "thread"], kind="stable"
@@ -47,7 +57,7 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]
     hosts = {}
     for row in distinct.itertuples(index=False):
         where = f"{row.host} " if several_hosts else ""
-        labels[int(row.lane)] = printable(f"{where}pid {row.pid} · {row.name} ({row.thread})")
+        labels[int(row.lane)] = printable(f"{where}pid {row.pid_text} · {row.name} ({row.thread})")
         if several_hosts:
             hosts[int(row.lane)] = str(row.host)
     return lane.to_numpy(dtype=np.int64), labels, hosts

@@ -164,6 +164,11 @@ class TimelineIndex:
         if process is None:
             process = np.zeros(len(is_range), dtype=np.int64)
         pid = _ints(table, "pid", -1) if "pid" in table.column_names else np.full(len(is_range), -1)
+        pid_null = (  # labelled "?": no process id, apart from any pid (-1 too)
+            table.column("pid").is_null().to_numpy(zero_copy_only=False)
+            if "pid" in table.column_names
+            else np.zeros(len(is_range), dtype=bool)
+        )
         thread = _ints(table, "thread_id", -1)
         thread_codes, thread_names = (
             _codes(table.column("thread_name"))
@@ -217,7 +222,7 @@ class TimelineIndex:
             code = int(thread_codes[row])
             label = thread_names[code] if code >= 0 else f"thread {thread[row]}"
             if several_pids:
-                label = f"pid {lane_keys[index, 1]} / {label}"
+                label = f"pid {'?' if pid_null[row] else lane_keys[index, 1]} / {label}"
             if several_hosts:
                 host = int(lane_keys[index, 0])
                 label = f"{lane_hosts[host] if host >= 0 else '?'} / {label}"

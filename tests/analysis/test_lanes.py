@@ -109,3 +109,5 @@ def test_a_null_pid_is_a_lane_of_its_own() -> None:
         frames.append(df)
     lane, labels, _ = lanes(pd.concat(frames, ignore_index=True))
     assert len(set(lane)) == 2 * base["thread_id"].nunique() == len(labels)
+    pids = sorted({label.split(" · ")[0] for label in labels.values()})
+    assert pids == ["pid -1", "pid ?"], labels  # a null pid is no process id

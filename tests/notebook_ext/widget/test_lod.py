@@ -141,6 +141,8 @@ def test_processes_that_count_ids_from_the_same_start_each_keep_their_parents(
     assert sum(tree["count"]) == int(both.is_range.sum())
     lanes = [lane.label for lane in both.lanes if lane.kind == "ranges"]
     assert len(lanes) == 4, lanes  # two threads in each process: none shared
+    if apart_by == "null pid":  # a null pid is no process id
+        assert sorted({label.split(" / ")[0] for label in lanes}) == ["pid -1", "pid ?"], lanes
 
 
 def test_call_tree_totals_add_up(frame: pd.DataFrame, index: TimelineIndex) -> None:
