@@ -103,7 +103,8 @@ def test_timeline_and_flame_colour_a_name_alike() -> None:
     assert {tuple(c) for c in bars.get_facecolors()} <= set(expected.values())
 
 
-def test_the_legend_lists_mark_only_for_marks_of_the_program() -> None:
+@pytest.mark.parametrize("names", ["category", "str"])
+def test_the_legend_lists_mark_only_for_marks_of_the_program(names: str) -> None:
     profiler_marks = make_frame(
         [
             (1, None, "__start_profile", "mark", 0, 0, 1),
@@ -111,6 +112,7 @@ def test_the_legend_lists_mark_only_for_marks_of_the_program() -> None:
             (3, None, "__stop_profile", "mark", 100, 100, 1),
         ]
     )
+    profiler_marks["name"] = profiler_marks["name"].astype(names)  # a user's frame: any dtype
     labels = [t.get_text() for t in profiler_marks.recfn.timeline().get_legend().get_texts()]
     assert "mark" not in labels
     user_mark = make_frame(
