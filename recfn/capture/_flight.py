@@ -46,6 +46,7 @@ class FlightRing(BufferTaker):
         self.capacity = capacity
         self.discarded = 0  # events cut from the ring so far
         self._tables: list[tuple[pa.Table, np.ndarray]] = []  # a table and its sorted starts
+        self._saved_last: Optional[pa.Table] = None  # the table last added, as it was given
 
     def attach(self) -> None:
         self.recorder.spill_rows = SPILL_ROWS
@@ -55,7 +56,7 @@ class FlightRing(BufferTaker):
     def retained(self) -> int:
         """Events held in memory: the ring's, the held ranges' and the threads' buffers'."""
         with self._lock:
-            ring = sum(table.num_rows for table, _ in self._tables)
+            ring = sum(table.num_rows for table in self._ring_tables())
             held = sum(len(h) for h in self._held.values())
         return int(ring + held + sum(int(buf.rows) for buf in list(self.recorder.buffers)))
 
@@ -63,12 +64,24 @@ class FlightRing(BufferTaker):
         """Take ``buf``'s rows into the ring; a dump waits until they are there."""
         with self._lock:
             super().spill(buf)
+            if not self._unsaved:  # every table is in the ring: none to recognise again
+                self._saved_last = None
+
+    def _ring_tables(self) -> list[pa.Table]:
+        """The ring's tables and the spilled ones a Ctrl-C kept from it so far (the next spill
+        adds them)."""
+        pending = [table for table in self._unsaved if table is not self._saved_last]
+        return [table for table, _ in self._tables] + pending
 
     def _save(self, table: pa.Table, wall_ns: Optional[int]) -> None:
         """Add a spilled table and cut the ring to its newest ``capacity`` events (the lock is
-        held by ``spill``)."""
+        held by ``spill``); nothing for the table added last (a Ctrl-C came before it left the
+        unsaved ones: `_keep_unsaved`)."""
+        if table is self._saved_last:
+            return
         starts = np.sort(table.column("start_ns").to_numpy())
-        self._tables.append((table, starts))
+        # In one step with no call between them (so no signal handler either): added, marked.
+        self._tables, self._saved_last = [*self._tables, (table, starts)], table
         total = sum(len(s) for _, s in self._tables)
         if total <= self.capacity:
             return
@@ -100,7 +113,7 @@ class FlightRing(BufferTaker):
         from recfn.formats import schema
 
         now = time.time_ns()
-        parts = [table for table, _ in self._tables]
+        parts = self._ring_tables()
         for buf in list(self.recorder.buffers):
             snap = _Snapshot(cast(_ThreadBuffer, _Frozen(buf)), list(self._held.get(buf.tid, [])))
             if snap.rows:

@@ -256,7 +256,7 @@ class BufferTaker:
         self._seen: dict[int, int] = {}  # rows of a thread's buffer written (or held) already
         self._lock = threading.Lock()
         self._take_lock = threading.Lock()  # one take at a time: buffers, _held, _seen, _unsaved
-        self._unsaved: list[pa.Table] = []  # taken, not kept yet (a subclass's, see `_take`)
+        self._unsaved: list[pa.Table] = []  # taken, not kept yet (see `_take`)
         self._busy = threading.local()
 
     def busy(self) -> bool:
@@ -281,31 +281,37 @@ class BufferTaker:
         """Called on a thread that has just finished taking or writing (``spill``, ``flush``)."""
 
     def _write(self, buf: _ThreadBuffer, *, final: bool, wall_ns: Optional[int] = None) -> None:
-        """Take ``buf``'s rows and the held ones and keep them (``_save``)."""
-        taken: list[pa.Table] = []
-        self._take(buf, final=final, freeze=False, wall_ns=wall_ns, into=taken)
-        for table in taken:
-            self._keep(table, wall_ns)
+        """Take ``buf``'s rows and the held ones, and keep them and any other unsaved ones."""
+        self._take(buf, final=final, freeze=False, wall_ns=wall_ns)
+        self._keep_unsaved(wall_ns)
+
+    def _keep_unsaved(self, wall_ns: Optional[int]) -> None:
+        """`_keep` the unsaved tables, oldest first, each leaving them once kept, or once
+        counted as dropped when it cannot be. A Ctrl-C leaves the rest for the next write; as
+        it can come between a table's save and its leaving, `_save` must ignore a table it has
+        just saved."""
+        while self._unsaved:
+            table = self._unsaved[0]
+            try:
+                self._keep(table, wall_ns)
+            except Exception:
+                del self._unsaved[0]  # counted as dropped by _keep
+                raise
+            del self._unsaved[0]
 
     def _take(
-        self,
-        buf: _ThreadBuffer,
-        *,
-        final: bool,
-        freeze: bool,
-        wall_ns: Optional[int],
-        into: Optional[list[pa.Table]] = None,
+        self, buf: _ThreadBuffer, *, final: bool, freeze: bool, wall_ns: Optional[int]
     ) -> int:
-        """Append to ``into`` (by default ``_unsaved``, as it is when the take holds the lock
-        that `_save` takes it under) the rows of ``buf`` not written yet and its held ones, as a
-        table (none when there are no rows); ranges still open are held again (unless ``final``).
+        """Append to the unsaved ones (``_unsaved``, under the lock that `DatasetWriter._save`
+        takes them under) the rows of ``buf`` not written yet and its held ones, as a table
+        (none when there are no rows); ranges still open are held again (unless ``final``).
         Returns the rows taken. ``freeze``: ``buf`` belongs to another thread, which goes on
         recording into it: its rows are read, not taken, and remembered as seen. The rows of
         the table leave the recorder's event count; if no table can be made, the rows are
         counted as dropped (and the exception raised). A Ctrl-C (any exception that is no
         ``Exception``) at any point after the rows left ``buf`` does not lose them: the table
-        is in ``into`` or, if the interrupt came before it got there, made (again) and handed
-        to `_interrupted` before the interrupt propagates."""
+        is with the unsaved ones or, if the interrupt came before it got there, made (again)
+        and put there before the interrupt propagates."""
         with self._take_lock:
             tid = int(buf.tid)
             source: Union[_ThreadBuffer, _Frozen] = _Frozen(buf) if freeze else buf
@@ -314,8 +320,6 @@ class BufferTaker:
             pending = rows - seen + len(self._held.get(tid, ()))  # counted in recorder.events
             if pending <= 0:
                 return 0
-            if into is None:
-                into = self._unsaved
             held = self._held.pop(tid, [])
             self._seen.pop(tid, None)
             cleared = False
@@ -331,7 +335,7 @@ class BufferTaker:
                     cleared = True
                 table = self._rows_of(snapshot, tid, seen, final, wall_ns)
                 if table.num_rows:
-                    into.append(table)  # handed over: an interrupt from here on loses nothing
+                    self._unsaved.append(table)  # handed over: an interrupt now loses nothing
                 self.recorder.events -= table.num_rows  # the ranges held again stay counted
                 counted = True
             except BaseException as exc:
@@ -350,8 +354,8 @@ class BufferTaker:
                 else:
                     if not counted:
                         self.recorder.events -= table.num_rows
-                    if table.num_rows and not any(t is table for t in into):
-                        self._interrupted(table)
+                    if table.num_rows and not any(t is table for t in self._unsaved):
+                        self._unsaved.append(table)
                 raise
             return int(table.num_rows)
 
@@ -375,11 +379,6 @@ class BufferTaker:
         if not keep.all():
             table = table.filter(pc.equal(pc.cast(_bools(keep), "int8"), 1))
         return table
-
-    def _interrupted(self, table: pa.Table) -> None:
-        """A table a Ctrl-C interrupted on its way (`_take`): kept where a subclass can write it
-        later; here, counted as dropped."""
-        self.recorder.dropped += int(table.num_rows)
 
     def _keep(self, table: pa.Table, wall_ns: Optional[int]) -> None:
         """``_save`` the table; rows that cannot be saved are counted as dropped (and the
@@ -617,10 +616,6 @@ class DatasetWriter(BufferTaker):
         except Exception as exc:
             self.errors.append(f"{type(exc).__name__}: {exc}")
         return list(self.files)
-
-    def _interrupted(self, table: pa.Table) -> None:
-        """A Ctrl-C interrupted the table on its way: the next part writes it."""
-        self._unsaved.append(table)
 
     def _write(self, buf: _ThreadBuffer, *, final: bool, wall_ns: Optional[int] = None) -> None:
         """`BufferTaker._write`, the table taken straight into the unsaved ones: a Ctrl-C from

@@ -335,3 +335,40 @@ def test_a_dump_that_fails_in_a_signal_handler_warns_and_the_program_goes_on() -
             dump_in_background(prof._ring, refuse)
         recfn.mark("after")
     assert names(prof.trace)[-2:] == ["after", "__stop_profile"]
+
+
+@pytest.mark.parametrize("when", ["before the ring", "after the ring"])
+def test_a_ctrl_c_during_a_spill_keeps_its_rows(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
+    """A Ctrl-C while a spilled table goes into the ring, before it got there or just after:
+    a dump meanwhile has its rows, the next spill adds them once, and nothing is dropped."""
+    from recfn.capture._stream import _this_thread_id
+
+    raised: list[str] = []
+    with recfn.profile(flight_recorder=100_000) as prof:
+        ring = prof._ring
+        assert ring is not None
+        for _ in range(5_000):
+            with recfn.record_function("step"):
+                pass
+        keep = ring._keep
+
+        def interrupted(table: Any, wall_ns: Any) -> None:
+            if not raised:
+                raised.append(when)
+                if when == "after the ring":
+                    keep(table, wall_ns)
+                raise KeyboardInterrupt
+            keep(table, wall_ns)
+
+        monkeypatch.setattr(ring, "_keep", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            ring.spill(prof._recorder.thread_buffers[_this_thread_id()])
+        assert names(prof.dump()).count("step") == 5_000
+        for _ in range(100):
+            with recfn.record_function("step"):
+                pass
+        ring.spill(prof._recorder.thread_buffers[_this_thread_id()])
+        assert not ring._unsaved
+    assert raised == [when]
+    assert names(prof.trace).count("step") == 5_100
+    assert prof.trace.dropped_events == 0 and facts(prof.trace)["discarded"] == 0
