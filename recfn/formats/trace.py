@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from recfn.errors import RecfnTypeError, RecfnValueError
@@ -368,6 +368,8 @@ class Trace:
         by name; no memory or GPU columns), a trace of Parquet files not yet read is summarised
         out of core, one process at a time, and a trace in memory in one pass per process over
         its table (``recfn.analysis.outofcore.files``), with the same numbers."""
+        if isinstance(kwargs.get("by"), Iterator):  # read once, though the paths look at it twice
+            kwargs["by"] = list(kwargs["by"])
         try:
             key: Any = tuple(sorted(kwargs.items()))
             hash(key)

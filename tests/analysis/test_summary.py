@@ -360,6 +360,17 @@ def test_by_is_checked_on_every_path(
         assert isinstance(raised.value, error) and match in str(raised.value)
 
 
+def test_a_grouping_given_as_an_iterator_is_read_once(known: pd.DataFrame) -> None:
+    """The trace's summary looks at ``by`` on its way to the one-pass path: an iterator (a
+    generator of column names) must reach it whole."""
+    import recfn
+
+    trace = recfn.Trace.from_pandas(known)
+    expected = trace.summary(by=["name", "thread_name"])
+    given = trace.summary(by=(c for c in ["name", "thread_name"]))
+    pd.testing.assert_frame_equal(given, expected)
+
+
 def test_summary_bounded_on_a_million_rows(million: pd.DataFrame) -> None:
     summary = million.recfn.summary()
     ranges = million[million["kind"] == "range"]
