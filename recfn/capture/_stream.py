@@ -34,6 +34,7 @@ import glob
 import json
 import os
 import re
+import signal
 import threading
 import time
 import uuid
@@ -712,6 +713,24 @@ def _this_thread_id() -> int:
     return int(_thread_data().tid)
 
 
+SYNCHRONOUS_SIGNALS: Final = frozenset(
+    getattr(signal, name)
+    for name in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT", "SIGTRAP", "SIGSYS")
+    if hasattr(signal, name)
+)
+"""Signals a thread raises itself (a fault): never blocked."""
+
+
+def block_async_signals() -> None:
+    """Keep every other signal off the calling (helper) thread. The system hands a signal sent
+    to the process to any thread that does not block it; Python runs its handler on the main
+    thread only, when that thread runs Python again, so a signal taken by a helper while the
+    main thread waits in a blocking call (a pool worker waiting for work when the pool's
+    SIGTERM comes) never runs its handler, and the process never ends."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - SYNCHRONOUS_SIGNALS)
+
+
 class _Flusher:
     """Writes every buffer out every ``interval`` seconds (``DatasetWriter.flush``), from a
     daemon thread, until ``stop()``."""
@@ -728,6 +747,7 @@ class _Flusher:
     def _run(self) -> None:
         from recfn.engine.registry import DisableRecordFunctionGuard
 
+        block_async_signals()
         with DisableRecordFunctionGuard():  # its own work is not the program's
             while not self.done.wait(self.interval):
                 self.writer.flush()

@@ -537,3 +537,32 @@ def test_every_part_has_every_column_so_other_readers_see_them_all(tmp_path: Pat
     dask_frame = dd.read_parquet(str(output), dtype_backend="numpy_nullable").compute()
     assert len(dask_frame) == len(expected)
     assert int(dask_frame["memory_bytes"].notna().sum()) == memory
+
+
+def blocked_signals(native_id: int) -> set[int]:
+    """The signals a thread of this process blocks (its mask in /proc)."""
+    status = Path(f"/proc/self/task/{native_id}/status").read_text()
+    mask = int(
+        next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk")), 16
+    )
+    return {number for number in range(1, 65) if mask >> (number - 1) & 1}
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads thread masks in /proc")
+def test_the_flush_thread_leaves_the_process_signals_to_the_main_thread(tmp_path: Path) -> None:
+    """A signal sent to the process goes to a thread that does not block it; one the flush
+    thread took would wake no handler while the main thread waits (a pool worker waiting for
+    work when the pool's SIGTERM comes never ended). The flush thread blocks all but faults."""
+    with recfn.profile(output=tmp_path, flush_interval=60) as prof:
+        writer = prof._writer
+        assert writer is not None and writer._flusher is not None
+        thread = writer._flusher.thread
+        for _ in range(200):  # the thread blocks them as it starts
+            if thread.native_id is not None and signal.SIGTERM in blocked_signals(thread.native_id):
+                break
+            time.sleep(0.05)
+        assert thread.native_id is not None
+        blocked = blocked_signals(thread.native_id)
+        assert {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1} <= blocked
+        assert signal.SIGSEGV not in blocked and signal.SIGBUS not in blocked
+        assert signal.SIGTERM not in blocked_signals(threading.get_native_id())
