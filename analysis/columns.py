@@ -17,7 +17,7 @@ import pandas as pd
 
 from recfn.errors import MissingColumnsError, RecfnTypeError, RecfnValueError
 from recfn.formats.columns import INT64_MAX, equals, ints, nulls, require
-from recfn.formats.schema import MARK, MEMORY, RANGE
+from recfn.formats.schema import MARK, MEMORY, RANGE, column_names
 
 __all__ = [
     "INT64_MAX",
@@ -43,8 +43,8 @@ def group_keys(by: str | Sequence[str], what: str) -> list[str]:
     """The columns a grouping (``by``: one column name or several) names, for `what` (named in
     the errors): RecfnTypeError for anything but a str or a sequence of them, RecfnValueError
     for none."""
-    keys = [by] if isinstance(by, str) else list(by) if isinstance(by, Iterable) else [by]
-    if isinstance(by, (bytes, dict)) or not all(isinstance(key, str) for key in keys):
+    keys = [by] if isinstance(by, str) else None if isinstance(by, dict) else column_names(by)
+    if keys is None:
         raise RecfnTypeError(f"{what}: by must be a column name or a list of them, got {by!r}")
     if not keys:
         raise RecfnValueError(f"{what} needs at least one column to group by")

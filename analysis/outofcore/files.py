@@ -27,7 +27,7 @@ more than one group of files (a copied process folder) are checked for ids they 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -73,6 +73,7 @@ from recfn.formats.schema import (
     PART_KEY,
     PROCESS_KEYS,
     SCHEMA_VERSION_KEY,
+    column_names,
     metadata_of,
     not_a_trace,
     process_rows,
@@ -92,7 +93,7 @@ def supports_options(options: dict[str, Any]) -> bool:
     """Whether the one-pass summary (``summarize_files``, ``summarize_table``) takes these
     ``summary()`` options: grouped by name (and any other columns), sorted, cut, as index."""
     by = options.get("by", "name")
-    keys = [by] if isinstance(by, str) else list(by) if isinstance(by, Iterable) else []
+    keys = [by] if isinstance(by, str) else column_names(by) or []
     return "name" in keys and set(options) <= {"by", "sort_by", "top", "as_index"}
 
 

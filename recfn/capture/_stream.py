@@ -630,22 +630,21 @@ class DatasetWriter(BufferTaker):
         thread wrote them already. A Ctrl-C at any point leaves them all for the next part;
         another failure counts the unsaved rows as dropped (`_keep` counts ``table``'s) and
         raises."""
+        given = [] if table is None else [table]
         unsaved: list[pa.Table] = []
         was_first = self._first
         try:
             with self._take_lock:  # takes hand their tables over under it
                 unsaved, self._unsaved = self._unsaved, []
-            tables = unsaved if table is None else [*unsaved, table]
-            if tables:
-                self._write_part(tables, wall_ns)
+            if unsaved or given:
+                self._write_part([*unsaved, *given], wall_ns)
         except BaseException as exc:
             self._first = was_first
             if isinstance(exc, Exception):
                 self.recorder.dropped += sum(int(t.num_rows) for t in unsaved)
             else:  # Ctrl-C: the rows go with the next part
-                back = unsaved if table is None else [*unsaved, table]
                 with self._take_lock:
-                    self._unsaved = [*back, *self._unsaved]
+                    self._unsaved = [*unsaved, *given, *self._unsaved]
             raise
 
     def _write_part(self, tables: list[pa.Table], wall_ns: Optional[int]) -> None:

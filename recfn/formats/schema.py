@@ -529,6 +529,18 @@ def check_events(table: pa.Table, source: str, *, whole: bool = True) -> None:
         _check_links(table.take(rows), f"{source} ({label}; rows counted within it)", whole)
 
 
+def column_names(value: object) -> Optional[list[str]]:
+    """``value`` as a list of column names when it is an iterable of strings (not a string
+    itself); None for anything else. The one reading of an argument that names columns."""
+    if isinstance(value, (str, bytes)):
+        return None
+    try:
+        names = list(value)  # type: ignore[call-overload]
+    except TypeError:  # not iterable
+        return None
+    return names if all(isinstance(name, str) for name in names) else None
+
+
 def process_rows(table: pa.Table) -> Optional[list[tuple[str, Any]]]:
     """Each process's (host, pid) label and rows, in order; None for a table of one process
     (or of none). A null host or pid is a value of its own. ``check_events`` checks the ids of
@@ -940,6 +952,7 @@ __all__ = [
     "check_events",
     "check_json_metadata",
     "check_schema",
+    "column_names",
     "column_type",
     "compare_digests",
     "conform",

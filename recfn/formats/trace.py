@@ -147,13 +147,10 @@ class Trace:
         return self._df
 
     def _columns_frame(self, columns: Sequence[str]) -> pd.DataFrame:
-        listed = None
-        if not isinstance(columns, (str, bytes)):
-            try:
-                listed = list(columns)
-            except TypeError:  # not iterable
-                pass
-        if listed is None or not all(isinstance(c, str) for c in listed):
+        from recfn.formats.schema import column_names
+
+        listed = column_names(columns)
+        if listed is None:
             raise RecfnTypeError(
                 f"to_pandas: columns must be a list of column names, got {columns!r}"
             )
