@@ -163,6 +163,24 @@ def steps_written(trace: recfn.Trace) -> int:
     return int((trace.to_pandas()["name"] == "step").sum())
 
 
+def record_steps(n: int) -> None:
+    for _ in range(n):
+        with recfn.record_function("step"):
+            pass
+
+
+def take_by(by: str, prof: recfn.profile) -> None:
+    """A take of this thread's rows, as ``by`` makes one: a flush, a spill or ``stop()``'s."""
+    writer = prof._writer
+    assert writer is not None
+    if by == "flush":
+        writer.flush()
+    elif by == "spill":
+        writer.spill(prof._recorder.thread_buffers[_this_thread_id()])
+    else:
+        writer.finish(1)
+
+
 @pytest.fixture
 def default_sigint() -> Iterator[None]:
     """Python's own SIGINT handler (a KeyboardInterrupt) for the test, whatever an earlier test
@@ -219,9 +237,7 @@ def test_a_ctrl_c_raised_as_taken_rows_go_to_be_written_loses_nothing(
     with recfn.profile(output=tmp_path, max_events=40_000) as prof:
         writer = prof._writer
         assert writer is not None
-        for _ in range(5_000):
-            with recfn.record_function("step"):
-                pass
+        record_steps(5_000)
         save = writer._save
 
         def interrupted_save(*args: object) -> None:
@@ -232,13 +248,8 @@ def test_a_ctrl_c_raised_as_taken_rows_go_to_be_written_loses_nothing(
 
         monkeypatch.setattr(writer, "_save", interrupted_save)
         with pytest.raises(KeyboardInterrupt):
-            if by == "flush":
-                writer.flush()
-            else:
-                writer.spill(prof._recorder.thread_buffers[_this_thread_id()])
-        for _ in range(100):
-            with recfn.record_function("step"):
-                pass
+            take_by(by, prof)
+        record_steps(100)
     assert raised == [by]
     assert prof.trace.dropped_events == 0
     assert steps_written(prof.trace) == 5_100
@@ -262,22 +273,13 @@ def test_a_ctrl_c_raised_as_a_take_hands_its_rows_over_loses_nothing(
     with recfn.profile(output=tmp_path, max_events=40_000) as prof:
         writer = prof._writer
         assert writer is not None
-        for _ in range(5_000):
-            with recfn.record_function("step"):
-                pass
+        record_steps(5_000)
         events = int(prof._recorder.events)
         writer._unsaved = InterruptedOnce()
         with pytest.raises(KeyboardInterrupt):
-            if by == "flush":
-                writer.flush()
-            elif by == "spill":
-                writer.spill(prof._recorder.thread_buffers[_this_thread_id()])
-            else:
-                writer.finish(1)
+            take_by(by, prof)
         assert events - int(prof._recorder.events) == sum(t.num_rows for t in writer._unsaved)
-        for _ in range(100):
-            with recfn.record_function("step"):
-                pass
+        record_steps(100)
     assert raised == [by]
     assert prof.trace.dropped_events == 0
     assert steps_written(prof.trace) == 5_100
@@ -365,13 +367,8 @@ def test_busy_threads_write_rather_than_drop(tmp_path: Path, max_events: int) ->
     unwritten events together reach it, and write every buffer out rather than drop."""
     threads, each = 4, 25_000
 
-    def work() -> None:
-        for _ in range(each):
-            with recfn.record_function("step"):
-                pass
-
     with recfn.profile(output=tmp_path, max_events=max_events) as prof:
-        workers = [threading.Thread(target=work) for _ in range(threads)]
+        workers = [threading.Thread(target=record_steps, args=(each,)) for _ in range(threads)]
         for worker in workers:
             worker.start()
         for worker in workers:
