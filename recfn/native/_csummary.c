@@ -440,20 +440,26 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
     int64_t *const self_time = self->self_time, *const total = self->total;
     int64_t *const minimum = self->minimum, *const maximum = self->maximum;
     int64_t *const own_out = self->own_out, *const took_out = self->took_out;
+    /* So are the scalars that every row updates (written back on the way out): through
+       `self` each would be stored and loaded again at every store into a group's array. */
+    int64_t prev_id = self->prev_id, last_start = self->last_start;
+    int64_t low = self->low, high = self->high, self_total = self->self_total;
+    int64_t extent_first = self->extent_first, extent_last = self->extent_last;
+    int status = OK;
     for (Py_ssize_t k = 0; k < rows; k++) {
         Py_ssize_t i = self->at + k;
         int64_t id = ids[k], begin = start[k];
-        int block = self->segments == 0 || begin < self->last_start;
-        if (block || (uint64_t)id != (uint64_t)self->prev_id + 1) {
-            int status = new_segment(self, id, i, block);
-            if (status != OK) return status;
+        int block = self->segments == 0 || begin < last_start;
+        if (block || (uint64_t)id != (uint64_t)prev_id + 1) {
+            status = new_segment(self, id, i, block);
+            if (status != OK) goto out;
         } else {
             self->seg_last[self->segments - 1] = id;
         }
-        self->prev_id = id;
-        self->last_start = begin;
-        if (id < self->low) self->low = id;
-        if (id > self->high) self->high = id;
+        prev_id = id;
+        last_start = begin;
+        if (id < low) low = id;
+        if (id > high) high = id;
         int valid_end = end_valid == NULL || end_valid[k];
         if (valid_end && end[k] < begin && !ends_before) {
             ends_before = 1; /* told once the piece is in, as the numpy path tells it */
@@ -462,18 +468,27 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
         int32_t parent = -1;
         if (parent_valid == NULL || parent_valid[k]) {
             Py_ssize_t found = find_position(self, parent_ids[k]);
-            if (found >= i) return NOT_RECORDED; /* itself, or a later row */
+            if (found >= i) { /* itself, or a later row */
+                status = NOT_RECORDED;
+                goto out;
+            }
             if (found < 0) {                      /* a later segment's, another part's, or none */
                 if (self->unresolved_n == self->unresolved_capacity) {
                     Py_ssize_t capacity = self->unresolved_capacity ? self->unresolved_capacity * 2 : 64;
                     int64_t *more = grown(self->unresolved, capacity, sizeof(int64_t));
-                    if (more == NULL) return NO_MEMORY;
+                    if (more == NULL) {
+                        status = NO_MEMORY;
+                        goto out;
+                    }
                     self->unresolved = more;
                     self->unresolved_capacity = capacity;
                 }
                 self->unresolved[self->unresolved_n++] = parent_ids[k];
             } else if (found < self->block_base) { /* another block's */
-                if (code_of(&state[found]) >= 0) return NOT_RECORDED;
+                if (code_of(&state[found]) >= 0) {
+                    status = NOT_RECORDED;
+                    goto out;
+                }
             } else {
                 parent = (int32_t)found;
             }
@@ -491,9 +506,9 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
         self_time[g] += took;
         if (took < minimum[g]) minimum[g] = took;
         if (took > maximum[g]) maximum[g] = took;
-        if (!is_span) self->self_total += took;
-        if (begin < self->extent_first) self->extent_first = begin;
-        if (stop > self->extent_last) self->extent_last = stop;
+        if (!is_span) self_total += took;
+        if (begin < extent_first) extent_first = begin;
+        if (stop > extent_last) extent_last = stop;
         if (own_out) {
             own_out[i] += took;
             took_out[i] = took;
@@ -513,7 +528,7 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
                 if (high > low) {
                     int64_t added = high - low;
                     self_time[up_code] -= added;
-                    if (!open->span) self->self_total -= added;
+                    if (!open->span) self_total -= added;
                     if (own_out) own_out[parent] -= added;
                 }
                 if (high > covered) open->reach = high;
@@ -535,13 +550,24 @@ static int run(Pass *self, Py_ssize_t rows, const int64_t *ids, const int64_t *p
         }
         row->tag = (uint32_t)g | (above << CODE_BITS);
         if (!nested) total[g] += took;
-        if (stop > begin && add_open(self, (int32_t)i, is_span, stop, begin) < 0) return NO_MEMORY;
+        if (stop > begin && add_open(self, (int32_t)i, is_span, stop, begin) < 0) {
+            status = NO_MEMORY;
+            goto out;
+        }
     }
     if (ends_before) {
         self->bad = bad_end;
-        return ENDS_BEFORE_START;
+        status = ENDS_BEFORE_START;
     }
-    return OK;
+out:
+    self->prev_id = prev_id;
+    self->last_start = last_start;
+    self->low = low;
+    self->high = high;
+    self->self_total = self_total;
+    self->extent_first = extent_first;
+    self->extent_last = extent_last;
+    return status;
 }
 
 static PyObject *Pass_add(Pass *self, PyObject *args) {
