@@ -130,22 +130,31 @@ ARROW_PURGE_ENV: Final = "MIMALLOC_PURGE_DELAY"
 """The setting of Arrow's allocator (mimalloc, pyarrow's default pool): how long (ms) it waits
 before it hands freed pages back to the system."""
 ARROW_PURGE_MS: Final = "1000"
-"""The file commands' value: mimalloc's own, 10 ms, is shorter than reading one file."""
+"""`keep_arrow_pages`' value: mimalloc's own, 10 ms, is shorter than reading one file."""
+_READS_RUN_SETS: Final = ("compare",)
+"""Subcommands that read many files of about one size one after another (`keep_arrow_pages`)."""
+
+
+def keep_arrow_pages() -> None:
+    """Ask Arrow's allocator to keep freed pages for a second before it hands them back
+    (`ARROW_PURGE_ENV`, unless the environment says otherwise; read when pyarrow is first
+    imported), for the subcommands that read run sets (`_READS_RUN_SETS`): with mimalloc's
+    10 ms each run's row groups were decoded into fresh pages that the kernel zeroed, 0.5 s of
+    CPU in a 2.4 s ``recfn compare`` of 2 x 10 runs of 1M ranges. The pages kept raise the peak
+    memory by about a tenth (333 -> 366 MiB there), which is why the other commands do not ask:
+    a dataset's summary gained less than its memory grew."""
+    os.environ.setdefault(ARROW_PURGE_ENV, ARROW_PURGE_MS)
 
 
 def keep_freed_memory() -> None:
-    """Ask glibc's malloc, and Arrow's allocator (`ARROW_PURGE_ENV`, unless the environment
-    says otherwise; read when pyarrow is first imported), to keep large freed blocks for reuse
-    instead of handing them back.
+    """Ask glibc's malloc to keep large freed blocks for reuse instead of handing them back.
 
     Reading a run set or a dataset allocates and frees the same large arrays once per file; by
     default glibc maps each anew, and the kernel zeroes every fresh page (reading 1M-range runs
-    one after the other took 15-20% more CPU that way; Arrow's row groups, decoded a file
-    after another, took the system 0.5 s of CPU zeroing pages in a 2.4 s ``recfn compare`` of
-    20 runs). The subcommands that only read and write files exit when done, so what is kept is
-    given back then; peak memory is unchanged (the blocks are reused, not added). Elsewhere
-    (another C library, another system) glibc's part does nothing."""
-    os.environ.setdefault(ARROW_PURGE_ENV, ARROW_PURGE_MS)
+    one after the other took 15-20% more CPU that way). The subcommands that only read and write
+    files exit when done, so what is kept is given back then; peak memory is unchanged (the
+    blocks are reused, not added). Elsewhere (another C library, another system) nothing is
+    done."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -186,6 +195,8 @@ def console() -> None:
     if not (argv[:1] and argv[0] in _USER_CODE):
         quiet_blas()
         keep_freed_memory()
+    if argv[:1] and argv[0] in _READS_RUN_SETS:
+        keep_arrow_pages()
     code = main(argv)
     if argv[:1] and argv[0] in _USER_CODE:
         raise SystemExit(code)

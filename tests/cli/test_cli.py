@@ -631,32 +631,37 @@ def test_recfns_warnings_are_one_line_and_a_scripts_are_as_python_shows_them(
 def test_file_commands_set_numpy_and_arrow_up_before_importing_them_and_run_keeps_the_users(
     demo_dir: Path, tmp_path: Path
 ):
-    """OpenBLAS starts a thread per core at NumPy's import, which spins a while, and Arrow's
-    allocator hands freed pages back within 10 ms: the commands that only read and write files
-    ask for one BLAS thread and a longer delay before NumPy and pyarrow are imported (``import
-    recfn.cli`` imports neither), unless the environment says otherwise; a script ``recfn run``
-    runs keeps the environment it was given."""
+    """OpenBLAS starts a thread per core at NumPy's import, which spins a while: the commands
+    that only read and write files ask for one BLAS thread before NumPy is imported, and
+    ``compare``, which reads run after run, asks Arrow's allocator to keep freed pages a while
+    before pyarrow is imported (``import recfn.cli`` imports neither), unless the environment
+    says otherwise; a script ``recfn run`` runs keeps the environment it was given."""
     from recfn.cli._main import ARROW_PURGE_ENV, ARROW_PURGE_MS, BLAS_THREADS_ENV
 
     names = (BLAS_THREADS_ENV, ARROW_PURGE_ENV)
     env = {k: v for k, v in ENV.items() if k not in names}
     path = str(demo_dir / "demo.parquet")
-    probe = (
-        "import atexit, os, sys\n"
-        "import recfn.cli\n"
-        "print('imported:', [m for m in ('numpy', 'pyarrow') if m in sys.modules])\n"
-        f"atexit.register(lambda: print('env:', [os.environ.get(n) for n in {names!r}]))\n"
-        f"sys.argv = ['recfn', 'summary', {path!r}]\n"
-        "recfn.cli.console()\n"
-    )
-    for given, expected in ((None, ["1", ARROW_PURGE_MS]), ("3", ["3", "3"])):
+    commands = {"summary": [path], "compare": [path, path]}
+    for command, given, expected in (
+        ("summary", None, ["1", None]),
+        ("compare", None, ["1", ARROW_PURGE_MS]),
+        ("compare", "3", ["3", "3"]),
+    ):
+        probe = (
+            "import atexit, os, sys\n"
+            "import recfn.cli\n"
+            "print('imported:', [m for m in ('numpy', 'pyarrow') if m in sys.modules])\n"
+            f"atexit.register(lambda: print('env:', [os.environ.get(n) for n in {names!r}]))\n"
+            f"sys.argv = ['recfn', {command!r}, *{commands[command]!r}]\n"
+            "recfn.cli.console()\n"
+        )
         here = env if given is None else {**env, **dict.fromkeys(names, given)}
         found = subprocess.run(
             [sys.executable, "-c", probe], env=here, capture_output=True, text=True, timeout=120
         )
         assert found.returncode == 0, found.stderr
         assert "imported: []" in found.stdout
-        assert f"env: {expected}" in found.stdout
+        assert f"env: {expected}" in found.stdout, (command, given)
     user = tmp_path / "show_env.py"
     user.write_text(f"import os\nprint('env:', [os.environ.get(n) for n in {names!r}])\n")
     ran = subprocess.run(
