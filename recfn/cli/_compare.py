@@ -33,7 +33,10 @@ def add_parser(commands: argparse._SubParsersAction[Parser]) -> Parser:
     compare.add_argument("baseline", help="the baseline run set")
     compare.add_argument("candidate", help="the candidate run set")
     compare.add_argument(
-        "more", nargs="*", help="further run sets, in order: report where each name changed"
+        "more",
+        nargs="*",
+        default=[],  # optional: argparse names a "*" positional without a default as required
+        help="further run sets, in order: report where each name changed",
     )
     compare.add_argument(
         "--format", choices=FORMATS, default="text", help="output format (default text)"

@@ -127,6 +127,12 @@ def test_a_bad_threshold_is_a_usage_error(capsys, sets, value: str) -> None:
     assert err.startswith("recfn: error: --fail-on")
 
 
+def test_a_missing_candidate_names_only_what_is_required(capsys, sets) -> None:
+    code, out, err = compare(capsys, sets["base"])
+    assert code == 2 and out == ""
+    assert "required: candidate (" in err, err
+
+
 def test_a_baseline_without_traces_is_one_line(capsys, sets, tmp_path: Path) -> None:
     code, _, err = compare(capsys, str(tmp_path), sets["slow"])
     assert code == 1
