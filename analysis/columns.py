@@ -51,13 +51,19 @@ def group_keys(by: str | Sequence[str], what: str) -> list[str]:
     return keys
 
 
-def check_number(value: object, name: str, what: str, *, fraction: bool = False) -> None:
-    """RecfnTypeError naming ``value``, an option of `what` named ``name``, unless it is None,
-    an int, or with ``fraction`` any real number (``min_duration_ns=1e6``); a bool is none."""
+def check_number(
+    value: object, name: str, what: str, *, fraction: bool = False, optional: bool = True
+) -> None:
+    """RecfnTypeError naming ``value``, an option of `what` named ``name``, unless it is an
+    int, or with ``fraction`` any real number (``min_duration_ns=1e6``), or None where
+    ``optional``; a bool is none."""
     allowed = (int, np.integer, float, np.floating) if fraction else (int, np.integer)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, allowed)):
-        kind = "a number" if fraction else "an int"
-        raise RecfnTypeError(f"{what}: {name} must be {kind} or None, got {value!r}")
+    if (value is None and optional) or (isinstance(value, allowed) and not isinstance(value, bool)):
+        return
+    kind = "a number" if fraction else "an int"
+    raise RecfnTypeError(
+        f"{what}: {name} must be {kind}{' or None' if optional else ''}, got {value!r}"
+    )
 
 
 def isin(series: pd.Series, values: Iterable[object]) -> np.ndarray:

@@ -29,7 +29,13 @@ import numpy as np
 import pandas as pd
 
 from recfn.analysis.columns import group_keys
-from recfn.analysis.stats.compare import Comparison, compare_runs, find_steps
+from recfn.analysis.stats.compare import (
+    Comparison,
+    check_options,
+    check_step_options,
+    compare_runs,
+    find_steps,
+)
 from recfn.analysis.stats.runs import RunStats, frame_stats
 from recfn.errors import (
     RecfnTypeError,
@@ -359,9 +365,11 @@ def compare(
     Errors: ``TraceNotFoundError`` for a missing path or a folder with no traces;
     ``TraceFormatError`` for a file that is not a trace; ``RunSetError`` for run sets that
     share no group, carry different schema versions, or a side with no ranges;
-    ``RecfnValueError`` for ``threads`` below 1."""
+    ``RecfnTypeError`` or ``RecfnValueError`` for an option of the wrong type or out of range
+    (``threads`` below 1, ``confidence`` outside [0.5, 1)...), before any run is read."""
     keys = _keys(by)
     threads = _threads(threads)
+    check_options(confidence, min_change, resamples, seed, min_runs, min_calls)
     names = labels or (_label(baseline), _label(candidate))
     if len(names) != 2:
         raise RunSetError(f"labels must be two names, got {labels!r}")
@@ -444,6 +452,7 @@ def compare_steps(
         )
     keys = _keys(by)
     threads = _threads(threads)
+    check_step_options(options)
     if len(run_sets) < 2:
         raise RunSetError("finding steps needs at least two run sets")
     names = list(labels) if labels is not None else [_label(s) for s in run_sets]

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from recfn.analysis.columns import RANGE, group_keys
+from recfn.analysis.columns import RANGE, check_number, group_keys
 from recfn.analysis.stats.runs import RunStats, calls_part, calls_table, with_calls
 from recfn.analysis.stats.summary import (
     PARTIAL_COLUMNS,
@@ -126,6 +126,7 @@ def worker_threads(threads: int | None) -> int:
     else the cores this process may run on, up to `MAX_DEFAULT_THREADS` (decoding, hashing and
     the pass release the GIL)."""
     if threads is not None:
+        check_number(threads, "threads", "reading")
         if threads < 1:
             raise RecfnValueError(f"threads must be >= 1, got {threads}")
         return threads

@@ -44,9 +44,10 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from recfn.analysis.columns import check_number
 from recfn.analysis.stats.runs import CALL_QUANTILE_COLUMNS, RunStats
 from recfn.analysis.units import format_ns, printable
-from recfn.errors import RecfnValueError, RunSetError
+from recfn.errors import RecfnTypeError, RecfnValueError, RunSetError
 
 SLOWER, FASTER, UNCHANGED, NOT_ENOUGH = "slower", "faster", "unchanged", "not enough data"
 VERDICTS: tuple[str, ...] = (SLOWER, FASTER, UNCHANGED, NOT_ENOUGH)
@@ -309,7 +310,7 @@ def compare_runs(
     (`find_steps` compares several pairs at once). ``RunSetError`` when a side has no runs, the
     runs group by different keys, or the two sides have no group in common.
     """
-    _check_options(confidence, min_change, resamples, min_runs, min_calls)
+    check_options(confidence, min_change, resamples, seed, min_runs, min_calls)
     for side, runs in zip(labels, (baseline, candidate)):
         if not runs:
             raise RunSetError(f"{side}: no runs to compare")
@@ -422,6 +423,7 @@ def find_steps(
     over first, relative to the common shift); ``attrs["labels"]`` the sets' labels."""
     if len(run_sets) < 2:
         raise RecfnValueError("finding steps needs at least two run sets")
+    check_step_options(options)
     if len(labels) != len(run_sets):
         raise RecfnValueError(f"{len(run_sets)} run sets but {len(labels)} labels")
     pairs = len(run_sets) - 1
@@ -533,9 +535,47 @@ def _markdown(rows: list[list[str]]) -> list[str]:
 # -- inside --------------------------------------------------------------------------------
 
 
-def _check_options(
-    confidence: float, min_change: float, resamples: int, min_runs: int, min_calls: int
+OPTIONS: tuple[str, ...] = (
+    "confidence",
+    "min_change",
+    "resamples",
+    "seed",
+    "min_runs",
+    "min_calls",
+)
+"""The options of a comparison (`compare_runs`'s, which `find_steps` passes on)."""
+
+
+def check_step_options(options: dict[str, Any]) -> None:
+    """`find_steps`' options: `OPTIONS` only (RecfnTypeError naming the others), checked by
+    `check_options`."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise RecfnTypeError(
+            f"finding steps: no option(s) {unknown}; the options are {list(OPTIONS)}"
+        )
+    check_options(**options)
+
+
+def check_options(
+    confidence: float = 0.99,
+    min_change: float = 0.01,
+    resamples: int = 2000,
+    seed: int = 0,
+    min_runs: int = 3,
+    min_calls: int = 5,
 ) -> None:
+    """A comparison's options (`OPTIONS`, defaults as `compare_runs`'), checked before any run
+    is read: RecfnTypeError for a value of the wrong type, RecfnValueError out of range."""
+    for name, value in (("confidence", confidence), ("min_change", min_change)):
+        check_number(value, name, "compare", fraction=True, optional=False)
+    for name, value in (
+        ("resamples", resamples),
+        ("seed", seed),
+        ("min_runs", min_runs),
+        ("min_calls", min_calls),
+    ):
+        check_number(value, name, "compare", optional=False)
     if not 0.5 <= confidence < 1.0:
         raise RecfnValueError(f"confidence must be in [0.5, 1), got {confidence}")
     if not 0.0 <= min_change < 1.0:

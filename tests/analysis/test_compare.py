@@ -27,7 +27,13 @@ from recfn.analysis.stats.compare import (
 )
 from recfn.analysis.stats.runs import frame_stats
 from recfn.analysis.synthetic import make_synthetic_run
-from recfn.errors import RecfnValueError, RunSetError, TraceFormatError, TraceNotFoundError
+from recfn.errors import (
+    RecfnTypeError,
+    RecfnValueError,
+    RunSetError,
+    TraceFormatError,
+    TraceNotFoundError,
+)
 from recfn.formats.trace import Trace
 
 LEAVES = ("load", "layer", "backward", "optimizer", "log")
@@ -188,6 +194,38 @@ def test_bad_options_are_refused_by_name(baseline: list, options: dict) -> None:
     name = next(iter(options))
     with pytest.raises(RecfnValueError, match=name):
         compare_runs(baseline, baseline, **options)
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"confidence": "x"}, RecfnTypeError),
+        ({"confidence": None}, RecfnTypeError),
+        ({"min_change": "5%"}, RecfnTypeError),
+        ({"resamples": 200.0}, RecfnTypeError),
+        ({"seed": "1"}, RecfnTypeError),
+        ({"min_calls": True}, RecfnTypeError),
+        ({"threads": "2"}, RecfnTypeError),
+        ({"confidence": 1.0}, RecfnValueError),
+    ],
+    ids=["confidence", "no-confidence", "min_change", "resamples", "seed", "min_calls",
+         "threads", "confidence-range"],
+)  # fmt: skip
+def test_bad_options_are_refused_before_any_run_is_read(
+    tmp_path: Path, options: dict, error: type
+) -> None:
+    """The run sets do not exist: what is refused is the option, before reading them."""
+    name = next(iter(options))
+    missing = tmp_path / "no-such-runs"
+    with pytest.raises(error, match=name):
+        recfn.compare(missing, missing, **options)
+    with pytest.raises(error, match=name):
+        compare_steps([missing, missing], **options)
+
+
+def test_finding_steps_names_an_option_it_does_not_have(tmp_path: Path) -> None:
+    with pytest.raises(RecfnTypeError, match=r"no option\(s\) \['confidense'\]"):
+        compare_steps([tmp_path, tmp_path], confidense=0.9)
 
 
 # -- renderings -------------------------------------------------------------------------------
