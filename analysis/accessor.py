@@ -297,7 +297,7 @@ class RecfnAccessor:
             require(df, ("scope",), "filter by scope")
             mask &= isin(df["scope"], [scope] if isinstance(scope, str) else scope)
         if thread is not None:
-            mask &= thread_mask(df, as_threads(thread))
+            mask &= thread_mask(df, as_threads(thread, "filter"))
         return keep_origin(df[mask], df)
 
     # --- plots and export -----------------------------------------------------------------

@@ -131,9 +131,18 @@ def _combine(keys: list[np.ndarray]) -> np.ndarray:
     return combined
 
 
-def as_threads(thread: int | str | Iterable[int | str]) -> list[int | str]:
-    """A ``thread=`` argument (one id or name, or a collection of them) as a list."""
-    return [thread] if isinstance(thread, int | str) else list(thread)
+def as_threads(thread: int | str | Iterable[int | str], what: str) -> list[int | str]:
+    """A ``thread=`` argument of `what` (one id or name, or a collection of them) as a list;
+    RecfnTypeError naming anything else."""
+    found = [thread] if isinstance(thread, int | str) else thread
+    if isinstance(found, Iterable) and not isinstance(found, bytes | dict):
+        found = list(found)
+        if all(isinstance(t, int | np.integer | str) and not isinstance(t, bool) for t in found):
+            return found
+    raise RecfnTypeError(
+        f"{what}: thread must be a thread id (int), a thread name (str) or a list of them, "
+        f"got {thread!r}"
+    )
 
 
 def thread_mask(df: pd.DataFrame, threads: Iterable[int | str]) -> np.ndarray:

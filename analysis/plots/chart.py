@@ -234,7 +234,7 @@ class Chart:
         forest = nodes(df, "timeline")
         selected = np.ones(len(df), dtype=bool)
         if thread is not None:
-            selected = thread_mask(df, as_threads(thread))
+            selected = thread_mask(df, as_threads(thread, "timeline"))
         if not selected.any():
             raise NothingToDrawError("timeline: no events in the selected threads")
         begin, finish = forest.start, forest.end

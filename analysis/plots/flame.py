@@ -53,6 +53,8 @@ def flame(
     width = subtree_sums(tree.parent, tree.self)
     x0 = _offsets(tree, width)
     shown = np.ones(tree.total.size, dtype=bool) if max_depth is None else tree.depth <= max_depth
+    if not shown.any():
+        raise NothingToDrawError(f"flame: no ranges at max_depth={max_depth} (0: the roots)")
     levels = int(tree.depth[shown].max()) + 1
     if ax is None:
         height = float(np.clip(1.0 + 0.25 * levels, 3, 16))

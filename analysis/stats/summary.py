@@ -90,6 +90,8 @@ def summarize(
     as_timedelta: bool = False,
 ) -> pd.DataFrame:
     """Statistics of the closed ranges of `df` per group; see `RecfnAccessor.summary`."""
+    if not isinstance(sort_by, str):
+        raise RecfnTypeError(f"summary: sort_by must be a column name, got {sort_by!r}")
     if as_timedelta and sort_by in _TIMED:
         sort_by += "_ns"  # the name that the column has with as_timedelta
     found = _summarize(df, by, sort_by, top, group_by_input_shape, group_by_stack_n)

@@ -586,6 +586,10 @@ def merge(
 
     from recfn.formats.schema import DROPPED_EVENTS_KEY, WALL_NS_KEY, validate
 
+    if isinstance(traces, (Trace, pa.Table)) or not isinstance(traces, Sequence):
+        raise RecfnTypeError(
+            f"merge expects a list of traces or event tables, got {type(traces).__name__}"
+        )
     if not traces:
         raise RecfnValueError("merge needs at least one trace")
     items = [t if isinstance(t, Trace) else Trace(validate(t, "merge")) for t in traces]

@@ -41,6 +41,13 @@ def test_filter(known: pd.DataFrame) -> None:
     assert kept.loc["bwd", "self_ns"] == 50
 
 
+@pytest.mark.parametrize("thread", [3.5, [1, 2.5], {"a": 1}, True, b"Thread-2"])
+def test_a_thread_that_is_no_id_or_name_is_refused_naming_it(known: pd.DataFrame, thread) -> None:
+    for call in (known.recfn.filter, known.recfn.timeline):
+        with pytest.raises(TypeError, match=r"thread must be a thread id \(int\), a thread name"):
+            call(thread=thread)
+
+
 def test_missing_columns_are_named(known: pd.DataFrame) -> None:
     with pytest.raises(AttributeError, match="'start_ns'"):
         known.drop(columns="start_ns").recfn.window(0, 1)

@@ -166,6 +166,8 @@ def test_flame_small(known: pd.DataFrame) -> None:
         known[known["kind"] == "mark"].recfn.flame()
     with pytest.raises(TypeError, match="flame: max_depth must be an int or None, got '1'"):
         known.recfn.flame(max_depth="1")  # type: ignore[arg-type]
+    with pytest.raises(analysis.NothingToDrawError, match="no ranges at max_depth=-1"):
+        known.recfn.flame(max_depth=-1)  # as the timeline: nothing above the roots
 
 
 def test_flame_and_collapsed_stacks_with_overlapping_children(

@@ -293,6 +293,9 @@ def test_bad_input(known: pd.DataFrame) -> None:
         known.recfn.summary(by="flavour")
     with pytest.raises(ValueError, match="sort_by='speed'"):
         known.recfn.summary(sort_by="speed")
+    for column in (["total_ns"], {"a": 1}, 3):
+        with pytest.raises(TypeError, match="sort_by must be a column name"):
+            known.recfn.summary(sort_by=column)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="input_shapes"):
         known.recfn.summary(group_by_input_shape=True)
 

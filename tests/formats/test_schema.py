@@ -230,6 +230,9 @@ def test_merge_renumbers_only_colliding_ids() -> None:
     assert merged.cells == ("trace", "trace") and merged.name == "both"
     with pytest.raises(ValueError, match="at least one"):
         recfn.merge([])
+    for wrong in (3.5, merged, table):  # one trace is no list of them
+        with pytest.raises(recfn.RecfnError, match="merge expects a list"):
+            recfn.merge(wrong)  # type: ignore[arg-type]
 
 
 def test_the_core_alone_shows_a_plain_header() -> None:
