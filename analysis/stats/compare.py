@@ -561,7 +561,7 @@ def check_options(
     confidence: float = 0.99,
     min_change: float = 0.01,
     resamples: int = 2000,
-    seed: int = 0,
+    seed: int | None = 0,
     min_runs: int = 3,
     min_calls: int = 5,
 ) -> None:
@@ -569,13 +569,11 @@ def check_options(
     is read: RecfnTypeError for a value of the wrong type, RecfnValueError out of range."""
     for name, value in (("confidence", confidence), ("min_change", min_change)):
         check_number(value, name, "compare", fraction=True, optional=False)
-    for name, value in (
-        ("resamples", resamples),
-        ("seed", seed),
-        ("min_runs", min_runs),
-        ("min_calls", min_calls),
-    ):
+    for name, value in (("resamples", resamples), ("min_runs", min_runs), ("min_calls", min_calls)):
         check_number(value, name, "compare", optional=False)
+    check_number(seed, "seed", "compare")  # None: numpy's fresh entropy
+    if seed is not None and seed < 0:
+        raise RecfnValueError(f"seed must be >= 0 or None, got {seed}")
     if not 0.5 <= confidence < 1.0:
         raise RecfnValueError(f"confidence must be in [0.5, 1), got {confidence}")
     if not 0.0 <= min_change < 1.0:

@@ -207,9 +207,10 @@ def test_bad_options_are_refused_by_name(baseline: list, options: dict) -> None:
         ({"min_calls": True}, RecfnTypeError),
         ({"threads": "2"}, RecfnTypeError),
         ({"confidence": 1.0}, RecfnValueError),
+        ({"seed": -1}, RecfnValueError),
     ],
     ids=["confidence", "no-confidence", "min_change", "resamples", "seed", "min_calls",
-         "threads", "confidence-range"],
+         "threads", "confidence-range", "seed-range"],
 )  # fmt: skip
 def test_bad_options_are_refused_before_any_run_is_read(
     tmp_path: Path, options: dict, error: type
