@@ -134,7 +134,7 @@ def _combine(keys: list[np.ndarray]) -> np.ndarray:
 def as_threads(thread: int | str | Iterable[int | str], what: str) -> list[int | str]:
     """A ``thread=`` argument of `what` (one id or name, or a collection of them) as a list;
     RecfnTypeError naming anything else."""
-    found = [thread] if isinstance(thread, int | str) else thread
+    found = [thread] if isinstance(thread, int | np.integer | str) else thread
     if isinstance(found, Iterable) and not isinstance(found, bytes | dict):
         found = list(found)
         if all(isinstance(t, int | np.integer | str) and not isinstance(t, bool) for t in found):

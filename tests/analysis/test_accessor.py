@@ -33,6 +33,7 @@ def test_filter(known: pd.DataFrame) -> None:
     assert known.recfn.filter(name=re.compile(r"^(s|l)"))["id"].tolist() == [1, 7, 9]
     assert known.recfn.filter(thread="Thread-2")["id"].tolist() == [7, 8, 9]
     assert known.recfn.filter(thread=[1, "Thread-2"]).shape == known.shape
+    assert known.recfn.filter(thread=np.int64(1)).equals(known.recfn.filter(thread=1))
     assert known.recfn.filter(scope="function").shape == known.shape
     assert known.recfn.filter(scope=["user_scope"]).empty
     assert known.astype({"name": str}).recfn.filter(name="step")["id"].tolist() == [1, 7]
