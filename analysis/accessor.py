@@ -25,7 +25,7 @@ from recfn.analysis.stats.diff import diff
 from recfn.analysis.stats.summary import summarize, summary_text
 from recfn.analysis.stats.tree import nodes, parent_positions, preorder, self_durations
 from recfn.analysis.times import TimeLike, keep_origin, mark_window, to_ns, trace_start
-from recfn.errors import RecfnValueError
+from recfn.errors import EventNotFoundError, RecfnTypeError, RecfnValueError
 
 if TYPE_CHECKING:  # matplotlib is imported by the methods that draw, when they draw
     from matplotlib.axes import Axes
@@ -206,7 +206,7 @@ class RecfnAccessor:
         require(self._df, ("id",), "children")
         position = np.flatnonzero(ints(self._df["id"], -1) == event_id)
         if position.size == 0:
-            raise KeyError(f"no event with id {event_id}")
+            raise EventNotFoundError(f"children: no event with id {event_id!r}")
         return self._sorted(parent_positions(self._df) == position[0])
 
     def _sorted(self, mask: np.ndarray) -> pd.DataFrame:
@@ -292,10 +292,10 @@ class RecfnAccessor:
                 hits = np.array([bool(name.search(str(v))) for v in values] + [False])
                 mask &= hits[code]
             else:
-                mask &= isin(df["name"], [name] if isinstance(name, str) else name)
+                mask &= isin(df["name"], _texts(name, "name", "a pattern, "))
         if scope is not None:
             require(df, ("scope",), "filter by scope")
-            mask &= isin(df["scope"], [scope] if isinstance(scope, str) else scope)
+            mask &= isin(df["scope"], _texts(scope, "scope", ""))
         if thread is not None:
             mask &= thread_mask(df, as_threads(thread, "filter"))
         return keep_origin(df[mask], df)
@@ -366,17 +366,33 @@ class RecfnAccessor:
 
         return flame.flame(self._df, ax, max_depth=max_depth, title=title, figsize=figsize)
 
-    def to_collapsed_stacks(self, path: str | os.PathLike[str]) -> None:
-        """Write ``a;b;c <self_ns>`` lines for flamegraph.pl or speedscope."""
+    def to_collapsed_stacks(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Write ``a;b;c <self_ns>`` lines for flamegraph.pl or speedscope, whole or not at all;
+        the format has no room for recfn's mark, so an existing file is replaced only with
+        ``overwrite`` (FileExistsError otherwise)."""
         from recfn.analysis.plots import flame
 
-        flame.to_collapsed_stacks(self._df, path)
+        flame.to_collapsed_stacks(self._df, path, overwrite=overwrite)
 
-    def to_chrome_trace(self, path: str | os.PathLike[str]) -> None:
-        """Write a Chrome / Perfetto JSON trace (``.json`` or ``.json.gz``)."""
+    def to_chrome_trace(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Write a Chrome / Perfetto JSON trace (``.json`` or ``.json.gz``), whole or not at
+        all; a file recfn did not write is replaced only with ``overwrite`` (FileExistsError)."""
         from recfn.formats import chrome
 
-        chrome.write_chrome_trace(self._df, path)
+        chrome.write_chrome_trace(self._df, path, overwrite=overwrite)
+
+
+def _texts(value: object, what: str, besides: str) -> list[str]:
+    """`filter`'s ``name`` or ``scope`` (`what`): one string or a collection of them, as a
+    list; RecfnTypeError naming it otherwise (`besides`: what else it may be)."""
+    found = [value] if isinstance(value, str) else value
+    if isinstance(found, Iterable) and not isinstance(found, bytes | dict):
+        found = list(found)
+        if all(isinstance(v, str) for v in found):
+            return found
+    raise RecfnTypeError(
+        f"filter: {what} must be a string, {besides}or a collection of strings, got {value!r}"
+    )
 
 
 def _indented(level: np.ndarray, names: pd.Series) -> list[str]:

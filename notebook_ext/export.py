@@ -40,12 +40,12 @@ def chrome_gz(trace: Trace, compresslevel: Optional[int] = None) -> bytes:
     The file is written in a private temporary folder, not with ``Trace.save``: the bytes are
     read back at once and the folder removed, so what makes a user's file safe (a validated
     table, an atomic rename, an fsync) only costs time here."""
-    from recfn.formats.chrome import GZIP_LEVEL, write_chrome_trace
+    from recfn.formats.chrome import GZIP_LEVEL, write_chrome_file
 
     level = GZIP_LEVEL if compresslevel is None else compresslevel
     with no_progress_bars(), tempfile.TemporaryDirectory(prefix="recfn-") as folder:
         path = os.path.join(folder, "trace.json.gz")
-        write_chrome_trace(trace.table_as_saved(), path, compresslevel=level)
+        write_chrome_file(trace.table_as_saved(), path, compresslevel=level)
         with open(path, "rb") as written:
             return written.read()
 

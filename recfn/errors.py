@@ -56,6 +56,14 @@ class MalformedFrameError(RecfnError, ValueError):
     durations past int64. The message names the problem and the first offending ids."""
 
 
+class EventNotFoundError(RecfnError, KeyError):
+    """No event has the id asked for (``df.recfn.children(event_id)``): a ``KeyError``, as a
+    lookup's."""
+
+    def __str__(self) -> str:  # KeyError's own quotes its message
+        return str(self.args[0]) if self.args else ""
+
+
 class NothingToDrawError(RecfnError, ValueError):
     """A plot's selection (threads, time window, depth) holds nothing it could draw."""
 

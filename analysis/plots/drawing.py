@@ -19,7 +19,7 @@ from matplotlib.text import Text
 
 from recfn.analysis.columns import RANGE, codes, equals, ints, nulls
 from recfn.analysis.units import printable
-from recfn.errors import RecfnValueError
+from recfn.errors import RecfnTypeError, RecfnValueError
 
 MAX_BARS = 20_000
 """Most rectangles one view draws; past that the narrowest are left out (or rasterised)."""
@@ -30,6 +30,25 @@ CHAR_PX = 5.5
 """Approximate width of one label character at `FONT_SIZE` and 100 dpi."""
 NULL_COLOR = "#c7c7c7"
 """Colour of bars whose colouring value is null; no name gets it."""
+
+
+def check_figure(ax: object, figsize: object, what: str) -> None:
+    """`what`'s ``ax`` (None or a matplotlib Axes) and ``figsize`` (None or a pair of positive
+    numbers, for a new figure only): RecfnTypeError or RecfnValueError naming them otherwise."""
+    if ax is not None and not isinstance(ax, Axes):
+        raise RecfnTypeError(f"{what}: ax must be a matplotlib Axes or None, got {ax!r}")
+    if figsize is None:
+        return
+    if ax is not None:
+        raise RecfnValueError(f"{what}: figsize= sizes a new figure; it cannot be given with ax=")
+    sizes = list(figsize) if isinstance(figsize, Sequence) and not isinstance(figsize, str) else []
+    if len(sizes) != 2 or not all(
+        isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+        for v in sizes
+    ):
+        raise RecfnTypeError(f"{what}: figsize must be (width, height) in inches, got {figsize!r}")
+    if not all(0 < v < float("inf") for v in sizes):
+        raise RecfnValueError(f"{what}: figsize must be positive, got {figsize!r}")
 
 
 def _palette() -> np.ndarray:

@@ -23,13 +23,14 @@ from recfn.analysis.plots.drawing import (
     MAX_BARS,
     add_labels,
     add_rectangles,
+    check_figure,
     column_colors,
     plain_text,
     set_alt_text,
 )
 from recfn.analysis.stats.tree import CallTree, call_tree, subtree_sums
 from recfn.analysis.units import format_ns, printable
-from recfn.errors import NothingToDrawError, RecfnValueError
+from recfn.errors import NothingToDrawError
 
 MIN_BAR_PX = 1.0
 """Paths narrower than this many pixels are not drawn."""
@@ -44,8 +45,7 @@ def flame(
     figsize: tuple[float, float] | None = None,
 ) -> Axes:
     """Draw the call tree of `df` as an icicle (roots on top); see `RecfnAccessor.flame`."""
-    if figsize is not None and ax is not None:
-        raise RecfnValueError("flame: figsize= sizes a new figure; it cannot be given with ax=")
+    check_figure(ax, figsize, "flame")
     check_number(max_depth, "max_depth", "flame")
     tree = call_tree(df)
     if tree.total.size == 0:
@@ -91,14 +91,24 @@ def flame(
     return ax
 
 
-def to_collapsed_stacks(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+def to_collapsed_stacks(
+    df: pd.DataFrame, path: str | os.PathLike[str], *, overwrite: bool = False
+) -> None:
     """Write ``root;child;leaf <self_ns>`` lines, one per call path with self time, sorted.
 
     That is the input of flamegraph.pl and speedscope, which read it alike (`frame_name`): ";" in
     names becomes ":" and line breaks become spaces, as the format has no escapes, and a name
     that ends in whitespace and a number (``task 0``) gets an invisible word joiner after it:
     flamegraph.pl would read a leaf's number as a second count (a differential line).
+
+    The file appears whole or not at all; the format has no room for recfn's mark, so an
+    existing file is replaced only with ``overwrite`` (FileExistsError otherwise, before any
+    work).
     """
+    from recfn.formats.files import check_writable, path_name, write_atomic
+
+    target = path_name(path, "the stacks' path")
+    check_writable(target, overwrite=overwrite, kind="stacks")  # before the tree is built
     tree = call_tree(df)
     names = [frame_name(str(n)) for n in tree.names]
     stacks: list[str] = []
@@ -106,8 +116,12 @@ def to_collapsed_stacks(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
         name = names[code] if code >= 0 else ""
         stacks.append(f"{stacks[parent]};{name}" if parent >= 0 else name)
     lines = sorted(f"{stacks[p]} {tree.self[p]}\n" for p in np.flatnonzero(tree.self > 0).tolist())
-    with open(path, "w", encoding="utf-8") as out:
-        out.writelines(lines)
+
+    def write(temporary: str) -> None:
+        with open(temporary, "w", encoding="utf-8") as out:
+            out.writelines(lines)
+
+    write_atomic(target, write, overwrite=overwrite, kind="stacks")
 
 
 _NUMBER_AT_END = re.compile(r"\s(?:\d+(?:\.\d*)?)$")

@@ -26,11 +26,11 @@ from recfn.analysis.plots.drawing import (
     FONT_SIZE,
     add_labels,
     add_rectangles,
+    check_figure,
     plain_text,
     set_alt_text,
 )
 from recfn.analysis.times import TimeLike
-from recfn.errors import RecfnValueError
 
 
 def timeline(
@@ -47,8 +47,7 @@ def timeline(
     figsize: tuple[float, float] | None = None,
 ) -> Axes:
     """Draw the ranges of `df`; see `RecfnAccessor.timeline`."""
-    if figsize is not None and ax is not None:
-        raise RecfnValueError("timeline: figsize= sizes a new figure; it cannot be given with ax=")
+    check_figure(ax, figsize, "timeline")
     chart = Chart.of(
         df,
         thread=thread,

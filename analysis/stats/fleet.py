@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from recfn.analysis.columns import RANGE, equals, ints, nulls, require
-from recfn.analysis.stats.summary import summarize
-from recfn.errors import RecfnValueError
+from recfn.analysis.stats.summary import check_top, summarize
+from recfn.errors import RecfnTypeError, RecfnValueError
 
 
 def rank_keys(df: pd.DataFrame) -> pd.Series:
@@ -29,6 +29,9 @@ def rank_summary(
     """``value`` (a summary column) per name (rows) and rank (columns), side by side, with
     ``imbalance``: the largest rank's value over the mean of all ranks (1.0: balanced).
     Rows are ordered by the sum over ranks, largest first; `top` keeps the first rows."""
+    if not isinstance(value, str):
+        raise RecfnTypeError(f"rank_summary: value must be a summary column's name, got {value!r}")
+    check_top(top)
     frame = df.assign(rank=rank_keys(df).to_numpy())
     stats = summarize(frame, ["rank", "name"], as_index=False)
     if value not in stats.columns:
@@ -53,6 +56,8 @@ def stragglers(df: pd.DataFrame, name: str) -> pd.DataFrame:
     rank's end), ``behind_median_ns`` (its end minus the median end) and ``first_end_ns`` /
     ``last_end_ns``. Occurrences that not every rank reached have ``ranks`` below the others.
     ValueError when no rank has a closed range of that name."""
+    if not isinstance(name, str):
+        raise RecfnTypeError(f"stragglers: name must be a range's name (str), got {name!r}")
     require(df, ("name", "kind", "start_ns", "end_ns"), "stragglers")
     chosen = equals(df["name"], name) & equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
     if not chosen.any():

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from recfn.analysis.columns import (
     MEMORY,
+    check_number,
     codes,
     equals,
     gpu_spans,
@@ -162,8 +163,13 @@ def _summarize(
 ) -> _Summary:
     """The summary with its keys as columns, and what its text rendering needs."""
     keys = group_keys(by, "summary")
+    check_number(group_by_stack_n, "group_by_stack_n", "summary", optional=False)
     if group_by_stack_n < 0:
         raise RecfnValueError(f"group_by_stack_n must be >= 0, got {group_by_stack_n}")
+    if not isinstance(group_by_input_shape, bool | np.bool_):
+        raise RecfnTypeError(
+            f"summary: group_by_input_shape must be True or False, got {group_by_input_shape!r}"
+        )
     check_top(top)
     extra = ["input_shapes"] * group_by_input_shape + ["stack"] * (group_by_stack_n > 0)
     require(df, ["kind", "start_ns", "end_ns", *keys, *extra], "summary")

@@ -137,7 +137,7 @@ class profile:
         self.config = config
         self.output: Optional[str] = None
         if output is not None:
-            from recfn.formats.io import path_name
+            from recfn.formats.files import path_name
 
             self.output = path_name(output)
             if self._flight_file() is None and os.path.isfile(self.output):

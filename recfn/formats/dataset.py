@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from recfn.errors import RecfnValueError, TraceFormatError, TraceNotFoundError
 from recfn.formats import io
-from recfn.formats.files import check_regular
+from recfn.formats.files import check_regular, path_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -30,7 +30,7 @@ def is_many(source: Any) -> bool:
     if isinstance(source, (list, tuple)):
         return True
     try:
-        name = io.path_name(source)
+        name = path_name(source)
     except TypeError:
         return False
     return os.path.isdir(name) or (not os.path.exists(name) and glob.has_magic(name))
@@ -49,7 +49,7 @@ def resolve(source: Any) -> list[str]:
         raise RecfnValueError("no trace files given")
     files: list[str] = []
     for item in items:
-        name = io.path_name(item)
+        name = path_name(item)
         if os.path.isdir(name):
             found = [
                 os.path.join(root, f)
@@ -83,7 +83,7 @@ def resolve_dataset(source: Any, footers: Footers) -> list[str]:
     files: list[str] = []
     for item in items:
         found = resolve(item)
-        name = io.path_name(item)
+        name = path_name(item)
         if os.path.isdir(name):
             found = select_members(name, found, footers)
             warn_of_runs(name, found, footers)

@@ -15,28 +15,15 @@ from typing import Any, Final, Union
 
 import pyarrow as pa
 
-from recfn.errors import RecfnTypeError, RecfnValueError, TraceFormatError
+from recfn.errors import RecfnValueError, TraceFormatError
 from recfn.formats import schema
-from recfn.formats.files import open_trace_file
+from recfn.formats.files import open_trace_file, path_name
 
 PathLike = Union[str, "os.PathLike[str]"]
 PARQUET: Final = "parquet"
 CHROME: Final = "chrome"
 SUFFIXES: Final = {".parquet": PARQUET, ".pq": PARQUET, ".json": CHROME, ".json.gz": CHROME}
 """File name endings that ``save`` accepts, and the format each one means."""
-
-
-def path_name(path: Any) -> str:
-    """``path`` as a str; TypeError for anything that is not a path."""
-    try:
-        name = os.fspath(path)
-    except TypeError:
-        raise RecfnTypeError(
-            f"trace path must be a str or path, got {type(path).__name__}"
-        ) from None
-    if not isinstance(name, str):
-        raise RecfnTypeError(f"trace path must be a str or path, got {type(path).__name__}")
-    return name
 
 
 def trace_format(path: Any) -> str:
@@ -79,10 +66,13 @@ def save(table: pa.Table, path: PathLike, *, overwrite: bool = False) -> None:
     name = path_name(path)
     table = schema.validate(table, "save")
     if trace_format(name) == CHROME:
-        from recfn.formats.chrome import write_chrome_trace
+        from recfn.formats.chrome import write_chrome_file
 
+        shown_as = os.path.basename(name)
         write_atomic(
-            name, lambda temporary: write_chrome_trace(table, temporary), overwrite=overwrite
+            name,
+            lambda temporary: write_chrome_file(table, temporary, shown_as=shown_as),
+            overwrite=overwrite,
         )
     else:
         write_atomic(name, lambda temporary: write_parquet(table, temporary), overwrite=overwrite)

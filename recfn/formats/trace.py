@@ -508,6 +508,7 @@ def load(
     No other exception comes from a bad file.
     """
     from recfn.formats import dataset, io
+    from recfn.formats.files import path_name
 
     if lazy is not None and not isinstance(lazy, bool):
         raise RecfnTypeError(f"lazy must be True, False or None, got {type(lazy).__name__}")
@@ -523,7 +524,7 @@ def load(
         many._clock_offsets = clock_offsets
         return many.to_pandas() if as_pandas else many
 
-    name = io.path_name(path)
+    name = path_name(path)
     label = os.path.basename(name)
     if lazy is not False and io.sniff(name) == io.PARQUET:
         footers = dataset.Footers()

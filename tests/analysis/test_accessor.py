@@ -42,6 +42,21 @@ def test_filter(known: pd.DataFrame) -> None:
     assert kept.loc["bwd", "self_ns"] == 50
 
 
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"name": 3.5}, "filter: name must be a string, a pattern, or a collection of strings"),
+        ({"name": ["mm", 1]}, "filter: name must be a string"),
+        ({"scope": True}, "filter: scope must be a string, or a collection of strings, got True"),
+    ],
+)
+def test_a_name_or_scope_that_is_no_string_is_refused_naming_it(
+    known: pd.DataFrame, options: dict, words: str
+) -> None:
+    with pytest.raises(TypeError, match=re.escape(words)):
+        known.recfn.filter(**options)
+
+
 @pytest.mark.parametrize("thread", [3.5, [1, 2.5], {"a": 1}, True, b"Thread-2"])
 def test_a_thread_that_is_no_id_or_name_is_refused_naming_it(known: pd.DataFrame, thread) -> None:
     for call in (known.recfn.filter, known.recfn.timeline):

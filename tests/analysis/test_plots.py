@@ -18,6 +18,7 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
+import recfn
 import recfn.analysis as analysis
 from recfn.analysis import MissingColumnsError
 from recfn.analysis.plots import chart, drawing
@@ -170,6 +171,26 @@ def test_flame_small(known: pd.DataFrame) -> None:
         known.recfn.flame(max_depth=-1)  # as the timeline: nothing above the roots
 
 
+@pytest.mark.parametrize(
+    ("options", "error", "words"),
+    [
+        ({"ax": "x"}, TypeError, "ax must be a matplotlib Axes or None, got 'x'"),
+        ({"figsize": 3.5}, TypeError, "figsize must be (width, height) in inches, got 3.5"),
+        ({"figsize": (4, "3")}, TypeError, "figsize must be (width, height)"),
+        ({"figsize": (4, 3, 2)}, TypeError, "figsize must be (width, height)"),
+        ({"figsize": (0, 3)}, ValueError, "figsize must be positive, got (0, 3)"),
+    ],
+)
+def test_timeline_and_flame_name_a_bad_axes_or_figure_size(
+    known: pd.DataFrame, options: dict, error: type, words: str
+) -> None:
+    for draw, what in ((known.recfn.timeline, "timeline"), (known.recfn.flame, "flame")):
+        with pytest.raises(error, match=re.escape(f"{what}: {words}")) as raised:
+            draw(**options)
+        assert isinstance(raised.value, recfn.RecfnError)
+    known.recfn.flame(figsize=(np.float64(4), 3))  # numpy numbers are numbers
+
+
 def test_flame_and_collapsed_stacks_with_overlapping_children(
     tmp_path: Path, overlapping: pd.DataFrame
 ) -> None:
@@ -205,8 +226,27 @@ def test_collapsed_stacks(tmp_path: Path, known: pd.DataFrame) -> None:
         "step;mm 10",
     ]
     odd = known.assign(name=known["name"].cat.rename_categories({"mm": "a;b\nc"}))
-    odd.recfn.to_collapsed_stacks(path)
+    odd.recfn.to_collapsed_stacks(path, overwrite=True)
     assert "step;bwd;a:b c 25" in path.read_text().splitlines()
+
+
+def test_collapsed_stacks_never_replace_a_file_unasked(tmp_path: Path, known: pd.DataFrame) -> None:
+    """The format has no room for a mark of recfn's: any file there, a trace of recfn's too,
+    is refused before the tree is built, and replaced whole with ``overwrite``."""
+    mine = tmp_path / "notes.txt"
+    mine.write_text("my notes\n")
+    trace = tmp_path / "t.parquet"
+    recfn.Trace.from_pandas(known).save(trace)
+    for path in (mine, trace):
+        before = path.read_bytes()
+        with pytest.raises(FileExistsError, match="refusing to overwrite"):
+            known.recfn.to_collapsed_stacks(path)
+        assert path.read_bytes() == before
+    known.recfn.to_collapsed_stacks(mine, overwrite=True)
+    assert mine.read_text().splitlines()[0] == "step 70"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "t.parquet"]  # no temporary
+    with pytest.raises(TypeError, match="the stacks' path must be a str or path, got float"):
+        known.recfn.to_collapsed_stacks(3.5)  # type: ignore[arg-type]
 
 
 def flamegraph_pl_frames(line: str) -> tuple[list[str], int] | None:

@@ -296,6 +296,10 @@ def test_bad_input(known: pd.DataFrame) -> None:
     for column in (["total_ns"], {"a": 1}, 3):
         with pytest.raises(TypeError, match="sort_by must be a column name"):
             known.recfn.summary(sort_by=column)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="group_by_input_shape must be True or False, got 'x'"):
+        known.recfn.summary(group_by_input_shape="x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="group_by_stack_n must be an int, got 'x'"):
+        known.recfn.summary(group_by_stack_n="x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="input_shapes"):
         known.recfn.summary(group_by_input_shape=True)
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import recfn
 import recfn.analysis as analysis
 from recfn.analysis.accessor import MAX_INDENT
 from recfn.analysis.stats import tree
@@ -183,6 +184,9 @@ def test_tree_children_roots(known: pd.DataFrame) -> None:
     assert known.drop(columns="parent_id").recfn.children(7)["id"].tolist() == [8]
     with pytest.raises(KeyError, match="42"):
         known.recfn.children(42)
+    for unknown in (42, "x", 3.5):  # recfn's error, a KeyError too, naming the id
+        with pytest.raises(recfn.RecfnError, match=f"children: no event with id {unknown!r}$"):
+            known.recfn.children(unknown)
     with pytest.raises(ValueError, match="cycle"):
         known.assign(
             parent_id=pd.array([2, 1, 1, 1, 3, 3, None, 7, None], dtype="Int64")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
+
+import recfn
 
 
 def steps(rank: int, ends: list[int], pid: int | None = None) -> pd.DataFrame:
@@ -54,6 +57,20 @@ def test_rank_summary_puts_ranks_side_by_side() -> None:
     assert table.loc["step", "imbalance"] == pytest.approx(1150 / (2100 / 3))
     by_count = fleet().recfn.rank_summary("count")
     assert by_count.loc["step", [0, 1, 2]].tolist() == [3, 3, 3]
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda df: df.recfn.rank_summary(["count"]), "value must be a summary column's name"),
+        (lambda df: df.recfn.rank_summary(top="2"), "top must be an int or None"),
+        (lambda df: df.recfn.stragglers(["step"]), "name must be a range's name (str)"),
+    ],
+)
+def test_the_fleet_views_name_an_argument_of_the_wrong_type(call, words: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(words)) as raised:
+        call(fleet())
+    assert isinstance(raised.value, recfn.RecfnError)
 
 
 def test_processes_stand_in_for_missing_ranks() -> None:

@@ -266,6 +266,7 @@ def write_chrome_trace(
     *,
     base_ns: int | None = None,
     compresslevel: int = GZIP_LEVEL,
+    overwrite: bool = False,
 ) -> None:
     """Write an event table, DataFrame or ``pyarrow.Table``, as a Chrome trace that Perfetto,
     chrome://tracing, torch-tb-profiler and HTA read.
@@ -290,15 +291,50 @@ def write_chrome_trace(
     Rows are encoded and written (through the gzip stream) a batch at a time, so memory holds
     the table and one batch's JSON, never the whole file's; a progress bar shows on a terminal
     or in a notebook. `estimate_chrome_bytes` tells beforehand about how large the file gets.
+
+    The file appears whole or not at all (`recfn.formats.files.write_atomic`), and a file recfn
+    did not write is replaced only with `overwrite` (FileExistsError otherwise, before any work).
     """
+    from recfn.formats.files import path_name, write_atomic
+
+    _check_level(compresslevel)
+    name = path_name(path)
+    write_atomic(
+        name,
+        functools.partial(
+            write_chrome_file,
+            data,
+            base_ns=base_ns,
+            compresslevel=compresslevel,
+            shown_as=os.path.basename(name),
+        ),
+        overwrite=overwrite,
+    )
+
+
+def _check_level(compresslevel: object) -> None:
     if isinstance(compresslevel, bool) or compresslevel not in range(1, 10):
         raise RecfnValueError(f"compresslevel must be 1 to 9, got {compresslevel!r}")
+
+
+def write_chrome_file(
+    data: pd.DataFrame | pa.Table,
+    path: PathLike,
+    *,
+    base_ns: int | None = None,
+    compresslevel: int = GZIP_LEVEL,
+    shown_as: str | None = None,
+) -> None:
+    """`write_chrome_trace`'s writing itself: straight into `path`, whatever is there, for
+    callers that give it a file of their own (the temporary file of an atomic write; the
+    progress bar then names `shown_as`, the file it becomes)."""
+    _check_level(compresslevel)
     layout, head = _prepare(data, base_ns=base_ns)
     rows = layout.rows
     name = os.fspath(path)
     with (
         _output(name, compresslevel) as out,
-        Bar(rows.count, desc=f"writing {os.path.basename(name)}") as bar,
+        Bar(rows.count, desc=f"writing {shown_as or os.path.basename(name)}") as bar,
     ):
         out.write(head)
         separator = b""
@@ -313,8 +349,8 @@ RANK_FILE: Final = "rank-{rank}.json.gz"
 """The name `write_chrome_ranks` gives each rank's file."""
 
 
-def _write_part(table: pa.Table, base_ns: int, path: str) -> None:
-    write_chrome_trace(table, path, base_ns=base_ns)
+def _write_part(table: pa.Table, base_ns: int, shown_as: str, path: str) -> None:
+    write_chrome_file(table, path, base_ns=base_ns, shown_as=shown_as)
 
 
 def write_chrome_ranks(table: pa.Table, folder: PathLike, *, overwrite: bool = False) -> list[str]:
@@ -352,7 +388,11 @@ def write_chrome_ranks(table: pa.Table, folder: PathLike, *, overwrite: bool = F
             own[PID_KEY] = str(pids[0])
         part = part.replace_schema_metadata(own)
         path = os.path.join(name, RANK_FILE.format(rank=each))
-        write_atomic(path, functools.partial(_write_part, part, base), overwrite=overwrite)
+        write_atomic(
+            path,
+            functools.partial(_write_part, part, base, os.path.basename(path)),
+            overwrite=overwrite,
+        )
         written.append(path)
     return written
 

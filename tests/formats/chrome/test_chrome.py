@@ -313,6 +313,30 @@ def test_write_needs_the_columns(tmp_path: Path) -> None:
     with pytest.raises(analysis.MissingColumnsError, match="'thread_id'"):
         frame = pd.DataFrame({"name": [], "kind": [], "start_ns": [], "end_ns": []})
         write_chrome_trace(frame, tmp_path / "x.json")
+    assert list(tmp_path.iterdir()) == []  # whole or not at all: no file, no temporary
+
+
+def test_writing_never_replaces_a_file_recfn_did_not_write(tmp_path: Path) -> None:
+    """``write_chrome_trace`` and ``df.recfn.to_chrome_trace`` refuse another program's file
+    before any work, replace it with ``overwrite``, and replace a trace of recfn's."""
+    frame = analysis.make_synthetic_trace(300, 2, seed=3)
+    mine = tmp_path / "mine.json"
+    mine.write_text('{"my": "settings"}')
+    for write_it in (
+        lambda path, **options: write_chrome_trace(frame, path, **options),
+        lambda path, **options: frame.recfn.to_chrome_trace(path, **options),
+    ):
+        with pytest.raises(FileExistsError, match="refusing to overwrite"):
+            write_it(mine)
+        assert mine.read_text() == '{"my": "settings"}'
+        write_it(tmp_path / "t.json.gz")
+        write_it(tmp_path / "t.json.gz")  # recfn's own: replaced
+        assert len(read_chrome_trace(tmp_path / "t.json.gz")) == len(frame)
+    frame.recfn.to_chrome_trace(mine, overwrite=True)
+    assert len(read_chrome_trace(mine)) == len(frame)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json", "t.json.gz"]
+    with pytest.raises(TypeError, match="trace path must be a str or path, got float"):
+        write_chrome_trace(frame, 3.5)  # type: ignore[arg-type]
 
 
 def test_trace_written_by_torch(tmp_path: Path) -> None:

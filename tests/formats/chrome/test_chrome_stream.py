@@ -193,6 +193,11 @@ def test_converting_shows_progress_on_a_terminal_only(
     shown = terminal.getvalue()
     assert "writing t.json.gz" in shown and f"/{table.num_rows}" in shown
     assert "reading t.json.gz" in shown
+    assert ".part" not in shown  # the file being written is named, not its temporary
+    terminal.truncate(0)
+    terminal.seek(0)
+    recfn.Trace(table).save(tmp_path / "u.json.gz")  # what recfn convert runs
+    assert "writing u.json.gz" in terminal.getvalue() and ".part" not in terminal.getvalue()
     monkeypatch.setenv("CI", "true")
     terminal.truncate(0)
     terminal.seek(0)
