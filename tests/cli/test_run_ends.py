@@ -41,14 +41,20 @@ def run_until_signalled(tmp_path: Path, signum: int, output: str) -> tuple[int, 
     script = tmp_path / "slow.py"
     script.write_text(SLOW)
     ready = tmp_path / "ready"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "recfn", "run", "-q", "--no-trace-calls", str(script),
-         "-o", output, "--", str(ready)],
-        cwd=tmp_path,
-        env=ENV,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    # Under nohup (or any parent that ignores SIGHUP) the child would inherit the ignoring,
+    # and recfn run rightly leaves an ignored signal ignored: the child starts with the default.
+    previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "recfn", "run", "-q", "--no-trace-calls", str(script),
+             "-o", output, "--", str(ready)],
+            cwd=tmp_path,
+            env=ENV,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+    finally:
+        signal.signal(signal.SIGHUP, previous)
     try:
         for _ in range(1200):  # up to two minutes for the interpreter to start
             if ready.exists() or proc.poll() is not None:
