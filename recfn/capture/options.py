@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import inspect
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Optional
 
 from recfn.capture._tracer import check_options as check_trace_options
@@ -136,9 +136,12 @@ class ProfilerConfig:
                 f"ProfilerConfig.sampling_prob must be in [0, 1], got {self.sampling_prob}"
             )
         if self.record_scopes is not None:
-            if isinstance(self.record_scopes, (str, int)):
+            if isinstance(self.record_scopes, (str, int)) or not isinstance(
+                self.record_scopes, Iterable
+            ):
                 raise RecfnTypeError(
-                    "ProfilerConfig.record_scopes must be a collection of RecordScope"
+                    "ProfilerConfig.record_scopes must be a collection of RecordScope, got "
+                    f"{self.record_scopes!r}"
                 )
             try:
                 scopes = tuple(as_scope(s) for s in self.record_scopes)

@@ -119,8 +119,9 @@ def check_writable(path: str, *, overwrite: bool = False, kind: Kind = "trace") 
                 "command line)"
             )
         if found != kind:
+            written = "collapsed stacks" if kind == "stacks" else f"a {kind}"
             raise TraceExistsError(
-                f"refusing to overwrite {path!r} with a {kind}: it is a recfn {found}; choose "
+                f"refusing to overwrite {path!r} with {written}: it is a recfn {found}; choose "
                 "another name, or pass overwrite=True (--force on the command line)"
             )
     return target

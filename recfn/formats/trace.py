@@ -79,6 +79,8 @@ class Trace:
         ``summary()`` runs over the files out of core, one process at a time. ``error`` and
         ``dropped_events``, when given, stand for what the files say (a capture whose last
         part could not be written knows more than its files)."""
+        if isinstance(files, (str, bytes, os.PathLike)) or not isinstance(files, Sequence):
+            raise RecfnTypeError(f"from_files expects a list of file names, got {files!r}")
         if not files:
             raise RecfnValueError("a trace of files needs at least one file")
         trace = cls(None, name=name, wall_ns=wall_ns, error=error)

@@ -237,9 +237,9 @@ def test_collapsed_stacks_never_replace_a_file_unasked(tmp_path: Path, known: pd
     mine.write_text("my notes\n")
     trace = tmp_path / "t.parquet"
     recfn.Trace.from_pandas(known).save(trace)
-    for path in (mine, trace):
+    for path, why in ((mine, "recfn did not write it"), (trace, "with collapsed stacks: it is")):
         before = path.read_bytes()
-        with pytest.raises(FileExistsError, match="refusing to overwrite"):
+        with pytest.raises(FileExistsError, match=f"refusing to overwrite .*{why}"):
             known.recfn.to_collapsed_stacks(path)
         assert path.read_bytes() == before
     known.recfn.to_collapsed_stacks(mine, overwrite=True)

@@ -193,11 +193,20 @@ def test_max_events_drops_and_counts() -> None:
         ({"report_input_shapes": "yes"}, TypeError),
         ({"record_scopes": []}, ValueError),
         ({"record_scopes": ["bogus"]}, ValueError),
+        ({"record_scopes": 3.5}, TypeError),
     ],
 )
 def test_bad_options(options: dict[str, Any], error: type[Exception]) -> None:
-    with pytest.raises(error):
+    with pytest.raises(error) as raised:
         recfn.profile(**options)
+    assert isinstance(raised.value, recfn.RecfnError)
+
+
+def test_a_trace_of_files_needs_a_list_of_them() -> None:
+    for files in ("t.parquet", 3.5):
+        with pytest.raises(TypeError, match="from_files expects a list of file names") as raised:
+            recfn.Trace.from_files(files)  # type: ignore[arg-type]
+        assert isinstance(raised.value, recfn.RecfnError)
 
 
 def test_enable_twice_and_disable_when_not_running() -> None:
