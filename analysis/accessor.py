@@ -26,6 +26,7 @@ from recfn.analysis.stats.summary import summarize, summary_text
 from recfn.analysis.stats.tree import nodes, parent_positions, preorder, self_durations
 from recfn.analysis.times import TimeLike, keep_origin, mark_window, to_ns, trace_start
 from recfn.errors import EventNotFoundError, RecfnTypeError, RecfnValueError
+from recfn.formats.schema import column_names
 
 if TYPE_CHECKING:  # matplotlib is imported by the methods that draw, when they draw
     from matplotlib.axes import Axes
@@ -385,14 +386,18 @@ class RecfnAccessor:
 def _texts(value: object, what: str, besides: str) -> list[str]:
     """`filter`'s ``name`` or ``scope`` (`what`): one string or a collection of them, as a
     list; RecfnTypeError naming it otherwise (`besides`: what else it may be)."""
-    found = [value] if isinstance(value, str) else value
-    if isinstance(found, Iterable) and not isinstance(found, bytes | dict):
-        found = list(found)
-        if all(isinstance(v, str) for v in found):
-            return found
-    raise RecfnTypeError(
-        f"filter: {what} must be a string, {besides}or a collection of strings, got {value!r}"
+    texts = (
+        [value]
+        if isinstance(value, str)
+        else None
+        if isinstance(value, dict)
+        else column_names(value)
     )
+    if texts is None:
+        raise RecfnTypeError(
+            f"filter: {what} must be a string, {besides}or a collection of strings, got {value!r}"
+        )
+    return texts
 
 
 def _indented(level: np.ndarray, names: pd.Series) -> list[str]:

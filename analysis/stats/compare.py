@@ -33,6 +33,7 @@ sets is ``recfn.analysis.runsets``.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import warnings
@@ -535,17 +536,6 @@ def _markdown(rows: list[list[str]]) -> list[str]:
 # -- inside --------------------------------------------------------------------------------
 
 
-OPTIONS: tuple[str, ...] = (
-    "confidence",
-    "min_change",
-    "resamples",
-    "seed",
-    "min_runs",
-    "min_calls",
-)
-"""The options of a comparison (`compare_runs`'s, which `find_steps` passes on)."""
-
-
 def check_step_options(options: dict[str, Any]) -> None:
     """`find_steps`' options: `OPTIONS` only (RecfnTypeError naming the others), checked by
     `check_options`."""
@@ -584,6 +574,10 @@ def check_options(
         raise RecfnValueError(f"min_runs must be >= 2, got {min_runs}")
     if min_calls < 2:
         raise RecfnValueError(f"min_calls must be >= 2, got {min_calls}")
+
+
+OPTIONS: tuple[str, ...] = tuple(inspect.signature(check_options).parameters)
+"""The options of a comparison (`compare_runs`'s, which `find_steps` passes on)."""
 
 
 def _columns(

@@ -349,10 +349,6 @@ RANK_FILE: Final = "rank-{rank}.json.gz"
 """The name `write_chrome_ranks` gives each rank's file."""
 
 
-def _write_part(table: pa.Table, base_ns: int, shown_as: str, path: str) -> None:
-    write_chrome_file(table, path, base_ns=base_ns, shown_as=shown_as)
-
-
 def write_chrome_ranks(table: pa.Table, folder: PathLike, *, overwrite: bool = False) -> list[str]:
     """Write the events of each rank of `table` (its ``rank`` column) as a Chrome trace of its
     own in `folder` (made if missing), `RANK_FILE`, as HTA reads a job: one file per rank, each
@@ -390,7 +386,9 @@ def write_chrome_ranks(table: pa.Table, folder: PathLike, *, overwrite: bool = F
         path = os.path.join(name, RANK_FILE.format(rank=each))
         write_atomic(
             path,
-            functools.partial(_write_part, part, base, os.path.basename(path)),
+            functools.partial(
+                write_chrome_file, part, base_ns=base, shown_as=os.path.basename(path)
+            ),
             overwrite=overwrite,
         )
         written.append(path)
