@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recfn import native
 from recfn.capture import _identity
 from recfn.capture._recorder import (
     ASYNC_BIT,
@@ -136,9 +137,22 @@ def _split_meta(meta: np.ndarray, out: dict[str, np.ndarray], at: int) -> None:
 
 def _nullable(values: np.ndarray, null_value: int, scratch: np.ndarray) -> pa.Array:
     """An int64 array over ``values`` whose ``null_value`` entries are nulls (``scratch``: a
-    bool array as long, reused between columns)."""
-    nulls = np.equal(values, null_value, out=scratch)
-    return pa.array(values, pa.int64(), mask=nulls if nulls.any() else None)
+    bool array as long, reused between columns). The validity bitmap is packed by numpy:
+    Arrow's mask conversion sets one bit at a time."""
+    valid = np.not_equal(values, null_value, out=scratch)
+    nulls = len(values) - int(np.count_nonzero(valid))
+    if not nulls:
+        return pa.array(values)
+    bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(
+        pa.int64(), len(values), [bits, pa.py_buffer(values)], null_count=nulls
+    )
+
+
+def _booleans(values: np.ndarray) -> pa.Array:
+    """A boolean array of numpy bools, packed by numpy (Arrow's conversion goes bit by bit)."""
+    bits = pa.py_buffer(np.packbits(values, bitorder="little"))
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, bits])
 
 
 def _dictionary(column: str, indices: np.ndarray, values: Sequence[str]) -> pa.Array:
@@ -153,20 +167,19 @@ def _dictionary(column: str, indices: np.ndarray, values: Sequence[str]) -> pa.A
 
 class _Constants:
     """Constant columns of one table. Fresh memory costs more than the decoding here, so every
-    0 column reads one lazily zeroed buffer and every -1 column one buffer of -1s (the same
-    bytes at any integer width)."""
+    0 column reads one lazily zeroed buffer, every -1 column one buffer of -1s (the same bytes
+    at any integer width) and every other value its own `_repeated` buffer."""
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.shared: dict[int, np.ndarray] = {}
+        self.shared: dict[tuple[int, int], np.ndarray] = {}
 
     def __call__(self, value: int, dtype: Any) -> np.ndarray:
-        if value not in (0, -1):
-            return np.full(self.n, value, dtype=dtype)
-        values = self.shared.get(value)
+        width = 8 if value in (0, -1) else np.dtype(dtype).itemsize
+        values = self.shared.get((value, width))
         if values is None:
-            values = _lazy_zeros(self.n) if value == 0 else np.full(self.n, -1, dtype=np.int64)
-            self.shared[value] = values
+            values = _lazy_zeros(self.n) if value == 0 else _repeated(value, self.n, width)
+            self.shared[(value, width)] = values
         view: np.ndarray = values.view(dtype)
         return view[: self.n]
 
@@ -178,6 +191,29 @@ def _lazy_zeros(n: int) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     return np.frombuffer(mmap.mmap(-1, n * 8), dtype=np.int64)
+
+
+REPEATED_FROM: Final = 1 << 20
+"""Bytes from which a constant column is mapped (`_repeated`): below it writing is as cheap."""
+
+
+def _repeated(value: int, n: int, width: int) -> np.ndarray:
+    """``n`` signed integers of ``width`` bytes, all ``value``, read-only. From `REPEATED_FROM`
+    bytes on, where the C extension is built and the system allows it, they are one small
+    piece of shared memory mapped over and over (``recfn.native._crange.repeated``): no writes,
+    no fresh pages; otherwise they are written."""
+    dtype = np.dtype(f"i{width}")
+    crange = native.extension("_crange")
+    if crange is not None and n * width >= REPEATED_FROM:
+        try:
+            return np.frombuffer(
+                crange.repeated(np.array(value, dtype).tobytes(), n * width), dtype
+            )
+        except OSError:
+            pass  # a system without memfd_create, or out of mappings: write them
+    values = np.full(n, value, dtype=dtype)
+    values.flags.writeable = False
+    return values
 
 
 def _scatter(n: int, rows: np.ndarray, values: pa.Array) -> pa.Array:
@@ -361,7 +397,11 @@ def build_table(
     constant = _Constants(n)
     thread_names = sorted({buf.thread_name for buf in buffers})
     name_index = {name: i for i, name in enumerate(thread_names)}
-    thread_ids = np.repeat(np.array([buf.tid for buf in buffers], dtype=np.int64), rows_per_buffer)
+    if len(buffers) == 1:
+        thread_ids = constant(buffers[0].tid, np.int64)
+    else:
+        tids = np.array([buf.tid for buf in buffers], dtype=np.int64)
+        thread_ids = np.repeat(tids, rows_per_buffer)
     if len(thread_names) > 1:
         thread_name_idx = np.repeat(
             np.array([name_index[buf.thread_name] for buf in buffers], dtype=np.int32),
@@ -400,7 +440,7 @@ def build_table(
         "depth": pa.array(unpacked["depth"]),
         "sequence_nr": pa.array(sequence_nr),
         "fwd_thread_id": pa.array(fwd_thread_id),
-        "is_async": pa.array(unpacked["is_async"]),
+        "is_async": _booleans(unpacked["is_async"]),
         "node_id": pa.array(constant(node_id, np.int32)),
         "pid": pa.array(constant(recorder.pid, np.int64)),
         "host": _dictionary("host", constant(0, np.int32), [_identity.host()]),

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "recfn_constants.h" /* generated from recfn/native/constants.py */
 
@@ -989,6 +990,109 @@ static PyObject *m_close_row(PyObject *Py_UNUSED(m), PyObject *const *args, Py_s
     return do_close((Rows *)args[0], args[1], args[2]);
 }
 
+/* -- repeated(): a constant column without fresh memory ---------------------------------------- */
+
+/* A read-only buffer of nbytes repeating one value of 1, 2, 4 or 8 bytes: one piece of shared
+ * memory, filled once, mapped over and over across one reserved address range. A table's
+ * constant columns (its pid, the -1 of rows without a sequence number, the one thread's id)
+ * then cost neither the writes nor the fresh pages of n values (about 3 ns a value here), and
+ * reading one reads the same few pages again. Linux only (memfd_create); elsewhere, or where
+ * the system refuses, it raises OSError and the caller writes the values. */
+typedef struct {
+    PyObject_HEAD void *base;
+    size_t mapped;
+    Py_ssize_t nbytes;
+} Repeated;
+
+#define REPEATED_MIN_PIECE ((size_t)256 << 10)
+#define REPEATED_MAX_PIECE ((size_t)4 << 20)
+
+static int repeated_getbuffer(Repeated *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->base, self->nbytes, 1, flags);
+}
+
+static void repeated_dealloc(Repeated *self) {
+    if (self->base != NULL) munmap(self->base, self->mapped);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t repeated_length(Repeated *self) { return self->nbytes; }
+
+static PyBufferProcs repeated_as_buffer = {.bf_getbuffer = (getbufferproc)repeated_getbuffer};
+static PySequenceMethods repeated_as_sequence = {.sq_length = (lenfunc)repeated_length};
+
+static PyTypeObject RepeatedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "recfn.native._crange.Repeated",
+    .tp_basicsize = sizeof(Repeated),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A read-only buffer repeating one value (made by repeated()).",
+    .tp_dealloc = (destructor)repeated_dealloc,
+    .tp_as_buffer = &repeated_as_buffer,
+    .tp_as_sequence = &repeated_as_sequence,
+};
+
+static PyObject *m_repeated(PyObject *Py_UNUSED(m), PyObject *args) {
+    Py_buffer value;
+    Py_ssize_t nbytes;
+    if (!PyArg_ParseTuple(args, "y*n:repeated", &value, &nbytes)) return NULL;
+    Py_ssize_t width = value.len;
+    PyObject *made = NULL;
+    if (!(width == 1 || width == 2 || width == 4 || width == 8) || nbytes <= 0 ||
+        nbytes % width != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "repeated(value, nbytes) needs a value of 1, 2, 4 or 8 bytes and a positive "
+                     "nbytes that is a multiple of it (got %zd and %zd)",
+                     width, nbytes);
+        goto done;
+    }
+#if defined(__linux__) && defined(MFD_CLOEXEC)
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t piece = (size_t)nbytes / 16;
+    piece = piece < REPEATED_MIN_PIECE ? REPEATED_MIN_PIECE
+            : piece > REPEATED_MAX_PIECE ? REPEATED_MAX_PIECE
+                                         : piece;
+    piece -= piece % page; /* a page is a multiple of every width */
+    size_t mapped = ((size_t)nbytes + piece - 1) / piece * piece;
+    int fd = memfd_create("recfn-constant", MFD_CLOEXEC);
+    if (fd < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        goto done;
+    }
+    char *fill = MAP_FAILED, *base = MAP_FAILED;
+    if (ftruncate(fd, (off_t)piece) != 0) goto failed;
+    fill = mmap(NULL, piece, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fill == MAP_FAILED) goto failed;
+    for (size_t at = 0; at < piece; at += (size_t)width) memcpy(fill + at, value.buf, (size_t)width);
+    munmap(fill, piece);
+    /* the range is reserved first, so that the pieces land side by side */
+    base = mmap(NULL, mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) goto failed;
+    for (size_t at = 0; at < mapped; at += piece)
+        if (mmap(base + at, piece, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+            goto failed;
+    close(fd);
+    Repeated *r = PyObject_New(Repeated, &RepeatedType);
+    if (r == NULL) {
+        munmap(base, mapped);
+        goto done;
+    }
+    r->base = base;
+    r->mapped = mapped;
+    r->nbytes = nbytes;
+    made = (PyObject *)r;
+    goto done;
+failed:
+    PyErr_SetFromErrno(PyExc_OSError);
+    if (base != MAP_FAILED) munmap(base, mapped);
+    close(fd);
+#else
+    PyErr_SetString(PyExc_OSError, "repeated() maps shared memory with memfd_create (Linux)");
+#endif
+done:
+    PyBuffer_Release(&value);
+    return made;
+}
+
 static PyMethodDef module_methods[] = {
     {"thread", m_thread, METH_NOARGS,
      "thread() -> the calling thread's engine data, or None (an unknown thread: take the slow "
@@ -1007,6 +1111,10 @@ static PyMethodDef module_methods[] = {
     {"close_row", (PyCFunction)(void (*)(void))m_close_row, METH_FASTCALL,
      "close_row(rows, key, bits): end the innermost row open_row opened with key, now, and "
      "set bits in its meta (nothing once stopped, or when there is none)."},
+    {"repeated", m_repeated, METH_VARARGS,
+     "repeated(value, nbytes) -> Repeated: a read-only buffer of nbytes repeating value (1, 2, "
+     "4 or 8 bytes), its pages shared: a constant column without fresh memory (OSError where "
+     "the system cannot map it)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1017,7 +1125,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__crange(void) {
-    if (PyType_Ready(&RowsType) < 0)
+    if (PyType_Ready(&RowsType) < 0 || PyType_Ready(&RepeatedType) < 0)
         return NULL;
     events_name = PyUnicode_InternFromString("asyncio.events");
     if (events_name == NULL) return NULL;

@@ -59,3 +59,13 @@ def private_value(var: Any, /) -> object:
 
 def claim(var: Any, /) -> None: ...
 def current_context() -> Any: ...
+
+class Repeated:
+    """A read-only buffer repeating one value (made by ``repeated``)."""
+
+    def __len__(self) -> int: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
+def repeated(value: bytes, nbytes: int, /) -> Repeated:
+    """A read-only buffer of ``nbytes`` repeating ``value`` (1, 2, 4 or 8 bytes), its pages
+    shared: a constant column without fresh memory (OSError where the system cannot map it)."""
