@@ -4,8 +4,11 @@ written ones; nullable and boolean columns are packed by numpy with Arrow's mean
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -126,3 +129,32 @@ def test_booleans_equal_arrows_conversion(count: int) -> None:
     made = _table._booleans(values)
     made.validate(full=True)
     assert made.equals(pa.array(values))
+
+
+FALLBACK_CHECK = """
+import os, resource
+import numpy as np
+from recfn import native
+from recfn.capture import _table
+
+crange = native.extension("_crange")
+open_now = len(os.listdir("/proc/self/fd")) - 1  # less the listing's own
+resource.setrlimit(resource.RLIMIT_NOFILE, (open_now, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+try:
+    crange.repeated(b"\\x05", 1 << 20)
+except OSError as exc:
+    print("refused", exc.errno)
+values = _table._repeated(5, _table.REPEATED_FROM, 1)
+print("written", type(values.base).__name__, values.flags.writeable, bool((values == 5).all()))
+"""
+
+
+@needs_crange
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc")
+def test_a_constant_column_is_written_where_the_system_refuses_the_mapping() -> None:
+    # A process with no file descriptor left: memfd_create fails (EMFILE), a real refusal.
+    done = subprocess.run(
+        [sys.executable, "-c", FALLBACK_CHECK], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [f"refused {errno.EMFILE}", "written NoneType False True"]
