@@ -4,7 +4,8 @@ two run sets of 10 runs x 1M ranges costs. Markdown tables on stdout.
 
 Run: ``python benchmarks/bench_compare.py`` (``--reps 200 --detect-reps 100``, ``--sizes 5 10
 20``, ``--effects 0.02 0.05 0.10``, ``--speed-only``, ``--no-speed``, ``--save-runs FILE`` to keep
-the recorded runs' statistics, ``--from-runs FILE`` to analyse kept ones again).
+the recorded runs' statistics, ``--from-runs FILE`` to analyse kept ones again, ``--interleave``
+to record the blocks in turns).
 
 The workload is real code, profiled for real: a loop of steps, each with ranges ``load``,
 ``forward`` (four ``layer`` calls: about 20% of the run), ``backward``, ``optimizer`` and
@@ -13,7 +14,9 @@ The workload is real code, profiled for real: a loop of steps, each with ranges 
 then candidate blocks in random order: the unchanged code (the A/A comparison) and, in the first
 ``--detect-reps`` repetitions, one block per injected slowdown. Blocks are recorded one after
 the other, as CI records a baseline and later a candidate: the machine's drift between blocks is
-part of the noise. A comparison at n runs per side uses the first n runs of each block. Each
+part of the noise. With ``--interleave`` they take turns instead, one run of each at a time (in
+a random order), as the loop of docs/compare.md records two sides: the comparison then sees
+from the runs' spans that the sides were recorded in turns. A comparison at n runs per side uses the first n runs of each block. Each
 run's statistics come from ``recfn.analysis.stats.runs.frame_stats`` of its profile, as
 ``recfn.compare`` computes them.
 
@@ -93,23 +96,37 @@ def record_run(layer_factor: float) -> RunStats:
     return frame_stats(prof.to_pandas(), keep_calls=KEEP_CALLS)
 
 
-def record(reps: int, detect_reps: int, block: int, effects: list[float]) -> dict[str, Any]:
+def record(
+    reps: int, detect_reps: int, block: int, effects: list[float], interleave: bool = False
+) -> dict[str, Any]:
     """Per repetition: the baseline block, then the A/A block and the effect blocks in a random
-    order. Returns every block's run statistics."""
+    order; with ``interleave``, the blocks take turns instead, a run of each (in a random order)
+    at a time. Returns every block's run statistics."""
     rng = np.random.default_rng(2026)
     record_run(1.0)  # warm up
     blocks: dict[str, Any] = {"base": [], "aa": [], **{f"e{e}": [] for e in effects}}
     started = time.perf_counter()
     for rep in range(reps):
-        blocks["base"].append([record_run(1.0) for _ in range(block)])
         later = ["aa", *(f"e{e}" for e in effects)] if rep < detect_reps else ["aa"]
-        for name in rng.permutation(later).tolist():
-            factor = 1.0 if name == "aa" else 1.0 + float(name[1:])
-            blocks[name].append([record_run(factor) for _ in range(block)])
+        if interleave:
+            for name in ("base", *later):
+                blocks[name].append([])
+            for _ in range(block):
+                for name in rng.permutation(["base", *later]).tolist():
+                    blocks[name][-1].append(record_run(_factor(name)))
+        else:
+            blocks["base"].append([record_run(1.0) for _ in range(block)])
+            for name in rng.permutation(later).tolist():
+                blocks[name].append([record_run(_factor(name)) for _ in range(block)])
         if rep % 10 == 9:
             done = time.perf_counter() - started
             print(f"recorded {rep + 1}/{reps} repetitions in {done:.0f} s", file=sys.stderr)
     return blocks
+
+
+def _factor(block: str) -> float:
+    """The work ``layer`` gets in a block's runs: 1 for the baseline and A/A, 1 + e for "e<e>"."""
+    return 1.0 if block in ("base", "aa") else 1.0 + float(block[1:])
 
 
 def analyse(blocks: dict[str, Any], sizes: list[int], effects: list[float]) -> str:
@@ -225,6 +242,7 @@ def main() -> None:
     parser.add_argument("--save-runs", metavar="FILE")
     parser.add_argument("--from-runs", metavar="FILE")
     parser.add_argument("--keep-calls", action="store_true")
+    parser.add_argument("--interleave", action="store_true")
     parser.add_argument("--speed-only", action="store_true")
     parser.add_argument("--no-speed", action="store_true")
     parser.add_argument("--speed-runs", type=int, default=10)
@@ -242,7 +260,9 @@ def main() -> None:
             refresh(blocks)
         else:
             started = time.perf_counter()
-            blocks = record(args.reps, args.detect_reps, max(args.sizes), args.effects)
+            blocks = record(
+                args.reps, args.detect_reps, max(args.sizes), args.effects, args.interleave
+            )
             print(f"recorded in {time.perf_counter() - started:.0f} s\n")
             if args.save_runs:
                 with open(args.save_runs, "wb") as out:

@@ -272,7 +272,10 @@ def run_stats(
     parts = pd.concat([part for part, _, _, _ in found], ignore_index=True)
     workload = sum(own for _, own, _, _ in found)
     table, calls = calls_table(parts, keys, keep_calls)
-    return RunStats(table, keys, workload, label=label, calls=calls)
+    first = min(extent[0] for _, _, _, extent in found)
+    last = max(extent[1] for _, _, _, extent in found)
+    span = (first, last) if first <= last else None  # NO_EXTENT: no closed range
+    return RunStats(table, keys, workload, label=label, calls=calls, span_ns=span)
 
 
 def _checked(files: Sequence[str], keys: list[str], footers: Footers | None, where: str) -> Footers:

@@ -17,7 +17,8 @@ The method, its assumptions and its limits are in docs/compare.md; in short:
   the same runs for every group) when both sides have two runs or more; over calls (a side's
   calls pooled and resampled) otherwise. Over runs, the drift between the two sides' blocks
   of runs, which no resample within a side sees, is added to their standard error (`DRIFT`
-  times the group's run-to-run spread, in quadrature), so intervals stop narrowing when runs
+  times the group's run-to-run spread, in quadrature, times how far apart in time the sides
+  were recorded: nearly nothing for runs that took turns), so intervals stop narrowing when runs
   are many. That standard error, times Student's quantile (runs per side - 1 degrees of
   freedom) at the Bonferroni-corrected level, makes each interval: together they hold with
   probability ``confidence``, so an A/A comparison flags no group at all in that share of
@@ -82,7 +83,13 @@ interval's standard error, so intervals stop narrowing once runs are many. Measu
 (docs/benchmarks.md), the changes of A/A comparisons spread beyond their bootstrap standard
 error by 0.4-0.9 times that run spread, whatever the number of runs, and more for short names
 with few calls; 0.5 let 3 of 4 recordings flag some name in 1.5-4.5% of A/A comparisons at 20
-runs per side, 0.75 one (2.0%)."""
+runs per side, 0.75 one (2.0%). It is scaled by how far apart in time the two sides were
+recorded (`time_separation`): runs that took turns (a baseline run, a candidate run, ...) shared
+the machine's states, and the term all but vanishes; where the order is not known, it is whole."""
+
+EARLIEST_CLOCK_NS = 10**18
+"""Runs whose spans start before this (2001-09-09, in ns since the epoch) were not timed by a
+wall clock (a Chrome trace's times counted from 0, say): the order they ran in is unknown."""
 
 SHIFT_FROM_SELF = False
 """Whether the common shift is the median change of the groups' self time (median call) rather
@@ -159,6 +166,9 @@ class Comparison:
     sources: Any = None
     """What each side's runs were read from (``recfn.analysis.runsets.Run`` lists), for views
     that need more than the numbers."""
+    separation: float = 1.0
+    """How far apart in time the sides' runs were recorded (`time_separation`): 1 for one block
+    after the other, or an order not known; near 0 for runs that took turns."""
 
     def regressions(self, threshold: float = 0.0, min_share: float = 0.0) -> pd.DataFrame:
         """Rows (and the common shift, as a row named ``(common shift)``, with share 1) that
@@ -196,6 +206,8 @@ class Comparison:
             else "bootstrap over calls (one run on a side: run-to-run noise is not in the "
             "intervals)"
         )
+        if self.method == RUNS and self.separation < 1.0:
+            how += f", the sides recorded in turns (separation {self.separation:.2f})"
         return (
             f"{self.labels[0]}: {base} run{'s' if base != 1 else ''} · {self.labels[1]}: "
             f"{cand} run{'s' if cand != 1 else ''} · {how} · {self.confidence:.0%} "
@@ -259,6 +271,7 @@ class Comparison:
             "candidate": self.labels[1],
             "runs": {"baseline": self.runs[0], "candidate": self.runs[1]},
             "method": self.method,
+            "separation": self.separation,
             "confidence": self.confidence,
             "interval_confidence": self.level,
             "min_change": self.min_change,
@@ -324,6 +337,7 @@ def compare_runs(
     if method == CALLS and any(run.calls is None for run in (*baseline, *candidate)):
         raise RecfnValueError("a comparison over calls needs the runs' calls (keep_calls=True)")
     rng = np.random.default_rng(seed)
+    apart = time_separation(baseline, candidate)
     base = _Side(baseline, columns)
     cand = _Side(candidate, columns)
     if method == RUNS:
@@ -358,7 +372,7 @@ def compare_runs(
     if method == RUNS:
         run_noise = np.sqrt((base.run_spread**2 + cand.run_spread**2) / 2)
         run_noise = np.nan_to_num(run_noise, nan=0.0)
-        spread = np.sqrt(spread**2 + (DRIFT * run_noise) ** 2)
+        spread = np.sqrt(spread**2 + (DRIFT * apart * run_noise) ** 2)
         floor = np.fmax(floor, NOISE_FLOOR * run_noise)
     low, high = delta - z * spread, delta + z * spread
     verdict = np.full(len(columns), NOT_ENOUGH, dtype=object)
@@ -407,7 +421,29 @@ def compare_runs(
         runs=(len(baseline), len(candidate)),
         labels=labels,
         notes=notes,
+        separation=apart,
     )
+
+
+def time_separation(baseline: Sequence[RunStats], candidate: Sequence[RunStats]) -> float:
+    """How far apart in time the two sides' runs were recorded, which scales `DRIFT`: 1 for one
+    block after the other, near 0 for runs that took turns (1/n for n strict turns each). It is
+    the difference of the two sides' mean places in the order the runs ran, over what it is for
+    two blocks (half the runs). The order is read from the runs' spans (`RunStats.span_ns`); where
+    a span is unknown or not on the wall clock (`EARLIEST_CLOCK_NS`), or two runs overlap in time
+    (recorded at once, or times that are not the clock's), it is not known and the separation
+    is 1, as before spans were read."""
+    runs = [*baseline, *candidate]
+    spans = [run.span_ns for run in runs if run.span_ns is not None]
+    if len(spans) < len(runs) or min(start for start, _ in spans) < EARLIEST_CLOCK_NS:
+        return 1.0
+    order = sorted(range(len(spans)), key=lambda at: spans[at][0])
+    if any(spans[later][0] < spans[earlier][1] for earlier, later in zip(order, order[1:])):
+        return 1.0
+    place = np.empty(len(spans))
+    place[order] = np.arange(len(spans))
+    apart = abs(place[len(baseline) :].mean() - place[: len(baseline)].mean())
+    return float(min(apart / (len(spans) / 2), 1.0))
 
 
 def find_steps(

@@ -74,6 +74,10 @@ class RunStats:
     schema_version: Optional[str] = None
     """The ``recfn.schema_version`` the run's files carry (None when they carry none)."""
     notes: list[str] = field(default_factory=list)
+    span_ns: Optional[tuple[int, int]] = None
+    """When the run ran: the earliest start and the latest end of its closed ranges (ns since
+    the epoch); None without closed ranges. A comparison reads from the spans how the two
+    sides' runs were recorded: one block after the other, or taking turns."""
 
 
 def nested_self(linked: np.ndarray, duration: np.ndarray, closed: np.ndarray) -> np.ndarray:
@@ -269,4 +273,14 @@ def frame_stats(
         label=label,
         calls=calls,
         schema_version=version,
+        span_ns=closed_span(forest.start, forest.end, forest.closed),
     )
+
+
+def closed_span(
+    start: np.ndarray, end: np.ndarray, closed: np.ndarray
+) -> Optional[tuple[int, int]]:
+    """The earliest start and latest end of the closed ranges (`RunStats.span_ns`)."""
+    if not closed.any():
+        return None
+    return int(start[closed].min()), int(end[closed].max())

@@ -3,6 +3,7 @@ and known noise (fixed seeds, no real time), the run-set reading, and bad input.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from io import StringIO
@@ -24,6 +25,7 @@ from recfn.analysis.stats.compare import (
     SLOWER,
     UNCHANGED,
     compare_runs,
+    time_separation,
 )
 from recfn.analysis.stats.runs import frame_stats
 from recfn.analysis.synthetic import make_synthetic_run
@@ -128,6 +130,78 @@ def test_the_a_a_false_positive_rate_stays_within_the_confidence() -> None:
         verdicts = compare_runs(*sides, seed=rep).table["verdict"]
         flagged += bool(verdicts.isin([SLOWER, FASTER]).any())
     assert flagged <= 1
+
+
+# -- the order runs were recorded in -----------------------------------------------------
+
+
+SECOND: int = 10**9
+CLOCK: int = 1_700_000_000 * SECOND  # 2023, on the wall clock
+
+
+def timed(runs: list, places: list[int], *, length: int = SECOND // 2, at: int = CLOCK) -> list:
+    """The runs, each given a span: the ``places[i]``-th second from ``at``."""
+    return [
+        dataclasses.replace(run, span_ns=(at + place * SECOND, at + place * SECOND + length))
+        for run, place in zip(runs, places)
+    ]
+
+
+def test_one_block_after_the_other_is_fully_apart(baseline: list, same_code: list) -> None:
+    assert (
+        time_separation(timed(baseline, list(range(10))), timed(same_code, list(range(10, 20))))
+        == 1.0
+    )
+    assert (
+        time_separation(timed(baseline, list(range(10, 20))), timed(same_code, list(range(10))))
+        == 1.0
+    )
+
+
+def test_runs_taking_turns_are_one_turn_apart(baseline: list, same_code: list) -> None:
+    base = timed(baseline, list(range(0, 20, 2)))
+    cand = timed(same_code, list(range(1, 20, 2)))
+    assert time_separation(base, cand) == pytest.approx(0.1)  # 1/n for n turns each
+    half = timed(same_code, [1, 3, 5, 7, 9, 20, 21, 22, 23, 24])
+    assert 0.1 < time_separation(base, half) < 1.0
+
+
+@pytest.mark.parametrize(
+    "why",
+    ["a run without a span", "times counted from 0, not the clock", "runs overlapping in time"],
+)
+def test_an_unknown_order_counts_as_one_block_after_the_other(
+    baseline: list, same_code: list, why: str
+) -> None:
+    base = timed(baseline, list(range(0, 20, 2)))
+    cand = timed(same_code, list(range(1, 20, 2)))
+    if why == "a run without a span":
+        cand[3] = dataclasses.replace(cand[3], span_ns=None)
+    elif why == "times counted from 0, not the clock":
+        base, cand = (
+            timed(baseline, list(range(0, 20, 2)), at=0),
+            timed(same_code, list(range(1, 20, 2)), at=0),
+        )
+    else:
+        cand = timed(same_code, list(range(1, 20, 2)), length=3 * SECOND // 2)
+    assert time_separation(base, cand) == 1.0
+
+
+def test_runs_taken_in_turns_drop_the_drift_between_blocks(baseline: list) -> None:
+    slower = stats(runs(10, 400, slowdown={"layer": 1.05}))
+    blocks = compare_runs(timed(baseline, list(range(10))), timed(slower, list(range(10, 20))))
+    turns = compare_runs(
+        timed(baseline, list(range(0, 20, 2))), timed(slower, list(range(1, 20, 2)))
+    )
+    assert (blocks.separation, turns.separation) == (1.0, pytest.approx(0.1))
+    width = {
+        name: (found.table["change_high"] - found.table["change_low"]).dropna()
+        for name, found in (("blocks", blocks), ("turns", turns))
+    }
+    assert (width["turns"] < width["blocks"]).all()  # the same runs: only the drift term differs
+    assert turns.table.loc["layer", "verdict"] == SLOWER
+    assert "in turns" in turns.describe() and "in turns" not in blocks.describe()
+    assert turns.to_dict()["separation"] == pytest.approx(0.1)
 
 
 def test_the_same_seed_gives_the_same_table(baseline: list, same_code: list) -> None:
@@ -307,6 +381,12 @@ def test_the_out_of_core_statistics_equal_the_in_memory_ones(tmp_path: Path) -> 
         check_dtype=False,
     )
     assert out_of_core.workload_ns == in_memory.workload_ns
+    assert out_of_core.span_ns == in_memory.span_ns
+    closed = frame["end_ns"].notna() & (frame["kind"] == "range")
+    assert in_memory.span_ns == (
+        int(frame["start_ns"][closed].min()),
+        int(frame["end_ns"][closed].max()),
+    )
     np.testing.assert_array_equal(
         out_of_core.calls[("load",)].durations, in_memory.calls[("load",)].durations
     )
