@@ -207,7 +207,8 @@ class Comparison:
             "intervals)"
         )
         if self.method == RUNS and self.separation < 1.0:
-            how += f", the sides recorded in turns (separation {self.separation:.2f})"
+            turns = "recorded in turns" if self.separation < 0.5 else "partly interleaved"
+            how += f", the sides {turns} (separation {self.separation:.2f})"
         return (
             f"{self.labels[0]}: {base} run{'s' if base != 1 else ''} · {self.labels[1]}: "
             f"{cand} run{'s' if cand != 1 else ''} · {how} · {self.confidence:.0%} "

@@ -162,8 +162,9 @@ def test_runs_taking_turns_are_one_turn_apart(baseline: list, same_code: list) -
     base = timed(baseline, list(range(0, 20, 2)))
     cand = timed(same_code, list(range(1, 20, 2)))
     assert time_separation(base, cand) == pytest.approx(0.1)  # 1/n for n turns each
-    half = timed(same_code, [1, 3, 5, 7, 9, 20, 21, 22, 23, 24])
-    assert 0.1 < time_separation(base, half) < 1.0
+    half = timed(same_code, [1, 3, *range(20, 28)])  # two turns, then a block: 0.66
+    assert 0.5 < time_separation(base, half) < 1.0
+    assert "partly interleaved" in compare_runs(base, half).describe()
 
 
 @pytest.mark.parametrize(
