@@ -77,6 +77,7 @@ from recfn.formats.schema import (
     metadata_of,
     not_a_trace,
     process_rows,
+    valid_flags,
     with_nullable_columns,
 )
 
@@ -549,7 +550,7 @@ def _column(table: pa.Table, name: str) -> pa.Array | None:
 
 def _ints(array: pa.Array, fill: int) -> np.ndarray:
     if array.null_count:
-        return np.where(_valid(array), _stored(array), fill)
+        return np.where(valid_flags(array), _stored(array), fill)
     return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
@@ -558,12 +559,6 @@ def _stored(array: pa.Array) -> np.ndarray:
     return np.frombuffer(
         array.buffers()[1], dtype=np.int64, count=len(array), offset=8 * array.offset
     )
-
-
-def _valid(array: pa.Array) -> np.ndarray:
-    if not array.null_count:
-        return np.ones(len(array), dtype=bool)
-    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _event_columns(piece: pa.Table, where: str) -> tuple[pa.Array, ...]:
@@ -632,7 +627,7 @@ def _is(array: pa.Array, wanted: Sequence[str]) -> np.ndarray:
         for hit in hits:
             found |= indices == hit
         if array.null_count:
-            found &= _valid(array)
+            found &= valid_flags(array)
     return found
 
 
@@ -693,7 +688,7 @@ def _process_rows(
         links.add(ids, parent_ids, at)
         here_start = _ints(start_column, 0)
         here_end = _stored(end_column)
-        ended = _valid(end_column)
+        ended = valid_flags(end_column)
         if np.any(ended & (here_end < here_start)):
             raise TraceFormatError(f"{where}: an event ends before it starts")
         start[at : at + rows] = here_start
@@ -835,7 +830,7 @@ class _Links:
         offset = np.subtract(_stored(parent_ids), first)
         outside = offset.view(np.uint64) > min(self.n - 1, np.iinfo(np.int64).max - first)
         if parent_ids.null_count:
-            has_parent = _valid(parent_ids)
+            has_parent = valid_flags(parent_ids)
             dangling = outside & has_parent
             outside |= ~has_parent
         else:
@@ -867,7 +862,7 @@ class _Links:
             rows = len(id_column)
             ids[at : at + rows] = _ints(id_column, 0)
             parent_ids[at : at + rows] = _stored(parent_column)
-            has_parent[at : at + rows] = _valid(parent_column)
+            has_parent[at : at + rows] = valid_flags(parent_column)
             at += rows
         parent: np.ndarray = _positions(ids, parent_ids, has_parent, where)
         if self.whole:
@@ -970,7 +965,7 @@ def _one_pass(
         ids, parent_ids, start_column, end_column, kind, scope = _event_columns(piece, where)
         if any(c.type != pa.int64() for c in (ids, parent_ids, start_column, end_column)):
             return None  # foreign Parquet: the numpy path converts its integers
-        ended = _valid(end_column) if end_column.null_count else None
+        ended = valid_flags(end_column) if end_column.null_count else None
         closed = _is(kind, [RANGE])
         if ended is not None:
             closed &= ended
@@ -978,7 +973,7 @@ def _one_pass(
         status = one_pass.add(
             _stored(ids),
             _stored(parent_ids),
-            _valid(parent_ids).view(np.uint8) if parent_ids.null_count else None,
+            valid_flags(parent_ids).view(np.uint8) if parent_ids.null_count else None,
             _stored(start_column),
             _stored(end_column),
             None if ended is None else ended.view(np.uint8),

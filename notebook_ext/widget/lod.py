@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from recfn.analysis.plots.drawing import NameColors
 from recfn.analysis.stats.tree import parents_from_ids, self_durations
 from recfn.errors import QueryError
-from recfn.formats.schema import process_codes
+from recfn.formats.schema import process_codes, valid_flags
 from recfn.notebook_ext.widget.names import short_name
 
 MAX_RANGES = 5_000
@@ -117,7 +117,7 @@ class TimelineIndex:
 
         self.name_codes, self.names = _codes(table.column("name"))
         start = _ints(table, "start_ns", 0)
-        has_end = np.asarray(table.column("end_ns").is_valid().to_numpy(zero_copy_only=False))
+        has_end = valid_flags(table.column("end_ns"))
         raw_end = _ints(table, "end_ns", 0)
         n = table.num_rows
         self.origin_ns = int(start.min()) if n else 0
@@ -132,7 +132,7 @@ class TimelineIndex:
         parent = parents_from_ids(
             ids,
             _ints(table, "parent_id", -1),
-            np.asarray(table.column("parent_id").is_valid().to_numpy(zero_copy_only=False)),
+            valid_flags(table.column("parent_id")),
             process,
         )
         self.self_ns = self_durations(parent, start, end, is_range)

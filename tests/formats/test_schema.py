@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -247,3 +248,28 @@ def test_the_core_alone_shows_a_plain_header() -> None:
     finally:
         _hooks.header_renderer, _hooks.html_renderer, _hooks.text_renderer = saved
     assert "<table" in trace._repr_html_()  # the facade's hooks draw the summary
+
+
+VALIDITY_CASES = {
+    "no nulls": pa.array([1, 2, 3], pa.int64()),
+    "ints": pa.array([1, None, 3, None, 5, 6, 7, 8, None, 10], pa.int64()),
+    "sliced off a byte boundary": pa.array([None, 1, 2, None, 4, 5, 6, 7, 8, None, 10]).slice(3, 7),
+    "all null": pa.array([None, None, None], pa.int64()),
+    "strings": pa.array(["a", None, "c"]),
+    "dictionary": pa.array(["a", None, "a", "b"]).dictionary_encode(),
+    "booleans": pa.array([True, None, False]),
+    "null type": pa.array([None, None]),
+    "empty": pa.array([], pa.int64()),
+    "chunked": pa.chunked_array([pa.array([1, None]), pa.array([None, 4, 5]).slice(1)]),
+    "no chunks": pa.chunked_array([], pa.int64()),
+}
+
+
+@pytest.mark.parametrize("case", list(VALIDITY_CASES))
+def test_valid_flags_agree_with_arrows_is_valid(case: str) -> None:
+    values = VALIDITY_CASES[case]
+    flags = schema.valid_flags(values)
+    expected = pc.is_valid(values).to_numpy(zero_copy_only=False) if len(values) else []
+    assert flags.dtype == np.bool_
+    np.testing.assert_array_equal(flags, np.asarray(expected, dtype=bool))
+    flags[:1] = True  # writable: callers combine masks in place
