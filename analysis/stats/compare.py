@@ -436,7 +436,7 @@ def time_separation(baseline: Sequence[RunStats], candidate: Sequence[RunStats])
     is 1, as before spans were read."""
     runs = [*baseline, *candidate]
     spans = [run.span_ns for run in runs if run.span_ns is not None]
-    if len(spans) < len(runs) or min(start for start, _ in spans) < EARLIEST_CLOCK_NS:
+    if not runs or len(spans) < len(runs) or min(start for start, _ in spans) < EARLIEST_CLOCK_NS:
         return 1.0
     order = sorted(range(len(spans)), key=lambda at: spans[at][0])
     if any(spans[later][0] < spans[earlier][1] for earlier, later in zip(order, order[1:])):
