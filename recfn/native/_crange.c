@@ -999,8 +999,9 @@ static PyObject *m_close_row(PyObject *Py_UNUSED(m), PyObject *const *args, Py_s
  * reading one reads the same few pages again. Linux only (memfd_create); elsewhere, or where
  * the system refuses, it raises OSError and the caller writes the values. */
 typedef struct {
-    PyObject_HEAD void *base;
-    size_t mapped;
+    PyObject_HEAD
+    void *base;    /* the reserved range, every piece mapped into it */
+    size_t mapped; /* its length: nbytes rounded up to whole pieces */
     Py_ssize_t nbytes;
 } Repeated;
 
