@@ -991,6 +991,7 @@ __all__ = [
     "process_rows",
     "stored_content_hash",
     "to_pandas",
+    "valid_flags",
     "validate",
     "with_content_hash",
     "with_every_column",
