@@ -36,10 +36,11 @@ def refused() -> str:
     return ""
 
 
-needs_crange = pytest.mark.skipif(bool(refused()), reason=refused() or "maps")
+needs_crange = pytest.mark.skipif(crange is None, reason="recfn.native._crange is not built")
+needs_mapping = pytest.mark.skipif(bool(refused()), reason=refused() or "it maps")
 
 
-@needs_crange
+@needs_mapping
 @pytest.mark.parametrize(
     ("value", "width", "count"),
     [
@@ -60,7 +61,7 @@ def test_repeated_holds_the_value_everywhere(value: int, width: int, count: int)
     np.testing.assert_array_equal(values, np.full(count, value, dtype))
 
 
-@needs_crange
+@needs_mapping
 def test_repeated_is_read_only_and_lives_as_long_as_its_views() -> None:
     values = np.frombuffer(crange.repeated(np.int64(5).tobytes(), 8 << 20), np.int64)
     gc.collect()  # only the array holds the buffer now
@@ -164,7 +165,7 @@ print("written", type(values.base).__name__, values.flags.writeable, bool((value
 """
 
 
-@needs_crange
+@needs_mapping
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc")
 def test_a_constant_column_is_written_where_the_system_refuses_the_mapping() -> None:
     # A process with no file descriptor left: memfd_create fails (EMFILE), a real refusal.
