@@ -16,9 +16,9 @@ then candidate blocks in random order: the unchanged code (the A/A comparison) a
 the other, as CI records a baseline and later a candidate: the machine's drift between blocks is
 part of the noise. With ``--interleave`` they take turns instead, one run of each at a time (in
 a random order), as the loop of docs/compare.md records two sides: the comparison then sees
-from the runs' spans that the sides were recorded in turns. A comparison at n runs per side uses the first n runs of each block. Each
-run's statistics come from ``recfn.analysis.stats.runs.frame_stats`` of its profile, as
-``recfn.compare`` computes them.
+from the runs' spans that the sides were recorded in turns. A comparison at n runs per side
+uses the first n runs of each block. Each run's statistics come from
+``recfn.analysis.stats.runs.frame_stats`` of its profile, as ``recfn.compare`` computes them.
 
 A/A "false positive": any group, or the common shift, other than ``unchanged``. Found: ``layer``
 is ``slower``.
