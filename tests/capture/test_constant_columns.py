@@ -37,7 +37,8 @@ def refused() -> str:
 
 
 needs_crange = pytest.mark.skipif(crange is None, reason="recfn.native._crange is not built")
-needs_mapping = pytest.mark.skipif(bool(refused()), reason=refused() or "it maps")
+WHY_NOT_MAPPED = refused()
+needs_mapping = pytest.mark.skipif(bool(WHY_NOT_MAPPED), reason=WHY_NOT_MAPPED or "it maps")
 
 
 @needs_mapping
@@ -96,7 +97,7 @@ def test_constants_equal_written_values_at_every_width(count: int) -> None:
 def test_a_large_constant_column_is_mapped_where_the_extension_is_built() -> None:
     values = _table._repeated(9, _table.REPEATED_FROM // 8, 8)
     assert not values.flags.writeable
-    if not refused():
+    if not WHY_NOT_MAPPED:
         assert type(values.base).__name__ == "Repeated"
     np.testing.assert_array_equal(values, np.full(len(values), 9, np.int64))
 
