@@ -102,3 +102,62 @@ def test_ranges_in_the_no_cuda_list_get_no_events() -> None:
     )
     assert gpu["aten::view"] is None
     assert gpu["work"] is not None
+
+
+def timed_by_hand(torch: Any, x: Any, names: list[str]) -> tuple[Any, dict[str, float]]:
+    """A ``profile(cuda=True)`` of ranges, each wrapping matrix products also bracketed by CUDA
+    events taken by hand on the current stream; the profile and each range's hand-taken ns."""
+    by_hand: dict[str, tuple[Any, Any]] = {}
+    with recfn.profile(cuda=True) as prof:
+        for reps, name in enumerate(names, start=2):
+            with recfn.record_function(name):
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(reps):
+                    x @ x
+                end.record()
+            by_hand[name] = (start, end)
+    torch.cuda.synchronize()
+    return prof, {name: start.elapsed_time(end) * 1e6 for name, (start, end) in by_hand.items()}
+
+
+def gpu_durations(prof: Any) -> dict[str, Any]:
+    table = prof.table
+    return dict(
+        zip(table.column("name").to_pylist(), table.column("device_duration_ns").to_pylist())
+    )
+
+
+@needs_cuda
+def test_a_second_profile_records_the_events_the_first_one_read() -> None:
+    import torch
+
+    from recfn.gpu import _cuda
+
+    x = torch.randn(2048, 2048, device="cuda")  # GPU work of a millisecond, not launch gaps
+    x @ x
+    names = [f"mm{i}" for i in range(4)]
+    device = torch.cuda.current_device()
+    _cuda._POOLS.pop(device, None)  # whatever earlier profiles left
+    timed_by_hand(torch, x, names)
+    assert len(_cuda._POOLS[device]) == 2 * len(names)  # read at stop: free to record again
+    second, by_hand = timed_by_hand(torch, x, names)
+    gpu = gpu_durations(second)
+    for name in names:
+        assert gpu[name] == pytest.approx(by_hand[name], rel=0.10), name
+
+
+@needs_cuda
+def test_ranges_on_a_side_stream_are_timed_on_that_stream() -> None:
+    import torch
+
+    x = torch.randn(2048, 2048, device="cuda")
+    x @ x
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        prof, by_hand = timed_by_hand(torch, x, ["side0", "side1"])
+    gpu = gpu_durations(prof)
+    for name, ns in by_hand.items():
+        assert ns > 100_000  # the work ran on the side stream, not the idle default one
+        assert gpu[name] == pytest.approx(ns, rel=0.10), name
