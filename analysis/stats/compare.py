@@ -19,8 +19,9 @@ The method, its assumptions and its limits are in docs/compare.md; in short:
   of runs, which no resample within a side sees, is added to their standard error (`DRIFT`
   times the group's run-to-run spread, in quadrature, times how far apart in time the sides
   were recorded: nearly nothing for runs that took turns), so intervals stop narrowing when runs
-  are many. That standard error, times Student's quantile (runs per side - 1 degrees of
-  freedom) at the Bonferroni-corrected level, makes each interval: together they hold with
+  are many. That standard error, times Student's quantile (`degrees_of_freedom`: the fewer
+  runs per side - 1 for blocks, both sides' runs - 2 for runs taken in turns) at the
+  Bonferroni-corrected level, makes each interval: together they hold with
   probability ``confidence``, so an A/A comparison flags no group at all in that share of
   repetitions.
 * A group is ``slower``/``faster`` when its interval excludes zero and its change is at least
@@ -169,6 +170,9 @@ class Comparison:
     separation: float = 1.0
     """How far apart in time the sides' runs were recorded (`time_separation`): 1 for one block
     after the other, or an order not known; near 0 for runs that took turns."""
+    freedom: int = 0
+    """Student's degrees of freedom of the intervals (`degrees_of_freedom`); 0 over calls,
+    where the normal quantile is used."""
 
     def regressions(self, threshold: float = 0.0, min_share: float = 0.0) -> pd.DataFrame:
         """Rows (and the common shift, as a row named ``(common shift)``, with share 1) that
@@ -273,6 +277,7 @@ class Comparison:
             "runs": {"baseline": self.runs[0], "candidate": self.runs[1]},
             "method": self.method,
             "separation": self.separation,
+            "degrees_of_freedom": self.freedom,
             "confidence": self.confidence,
             "interval_confidence": self.level,
             "min_change": self.min_change,
@@ -365,7 +370,7 @@ def compare_runs(
     shift_tested = method == RUNS and eligible.sum() >= MIN_SPEED_GROUPS
     tests = int(testable.sum()) + int(shift_tested)
     alpha = (1.0 - confidence) / max(tests * tests_factor, 1)
-    freedom = min(len(baseline), len(candidate)) - 1 if method == RUNS else 0
+    freedom = degrees_of_freedom(len(baseline), len(candidate), apart) if method == RUNS else 0
     z = _t_quantile(1.0 - alpha / 2, freedom)
     spread = _robust_sd(delta_replicates)
     least = math.log1p(min_change)
@@ -423,7 +428,24 @@ def compare_runs(
         labels=labels,
         notes=notes,
         separation=apart,
+        freedom=freedom,
     )
+
+
+def degrees_of_freedom(base_runs: int, cand_runs: int, separation: float) -> int:
+    """Student's degrees of freedom of an interval over runs: ``min(runs) - 1`` for sides
+    recorded one block after the other (``separation`` 1), ``base_runs + cand_runs - 2`` for
+    runs that took turns (0), in proportion between. Runs taken in turns are draws from the
+    same states of the machine: each side's spread around its own value is an independent
+    estimate of one run-to-run noise, and the two pool, as in the two-sample t-test. A block
+    recorded after another differs from it by drift that neither side's spread shows (the
+    drift term covers it as a constant); there the smaller side's alone is kept, Welch's most
+    cautious choice. Measured here (docs/benchmarks.md), the pooled count on block recordings
+    let A/A comparisons flag some name in 1.5-2% of repetitions at 10 and 20 runs, above the
+    1% aimed at; on recordings in turns it stayed at 0.5% and found more."""
+    fewest = min(base_runs, cand_runs) - 1
+    pooled = base_runs + cand_runs - 2
+    return round(fewest + (1.0 - min(max(separation, 0.0), 1.0)) * (pooled - fewest))
 
 
 def time_separation(baseline: Sequence[RunStats], candidate: Sequence[RunStats]) -> float:

@@ -25,6 +25,7 @@ from recfn.analysis.stats.compare import (
     SLOWER,
     UNCHANGED,
     compare_runs,
+    degrees_of_freedom,
     time_separation,
 )
 from recfn.analysis.stats.runs import frame_stats
@@ -199,10 +200,36 @@ def test_runs_taken_in_turns_drop_the_drift_between_blocks(baseline: list) -> No
         name: (found.table["change_high"] - found.table["change_low"]).dropna()
         for name, found in (("blocks", blocks), ("turns", turns))
     }
-    assert (width["turns"] < width["blocks"]).all()  # the same runs: only the drift term differs
+    assert (width["turns"] < width["blocks"]).all()  # the same runs: drift term and freedom differ
     assert turns.table.loc["layer", "verdict"] == SLOWER
     assert "in turns" in turns.describe() and "in turns" not in blocks.describe()
     assert turns.to_dict()["separation"] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize(
+    ("runs", "separation", "expected"),
+    [
+        ((10, 10), 1.0, 9),  # blocks: the smaller side's runs - 1
+        ((10, 10), 0.0, 18),  # turns: both sides' runs - 2, pooled
+        ((10, 10), 0.1, 17),  # ten strict turns each
+        ((5, 10), 1.0, 4),
+        ((5, 10), 0.0, 13),
+        ((10, 10), 0.5, 14),  # in proportion between
+    ],
+)
+def test_degrees_of_freedom_pool_the_sides_as_far_as_they_took_turns(
+    runs: tuple[int, int], separation: float, expected: int
+) -> None:
+    assert degrees_of_freedom(*runs, separation) == expected
+
+
+def test_turns_pool_the_degrees_of_freedom_of_both_sides(baseline: list, same_code: list) -> None:
+    blocks = compare_runs(timed(baseline, list(range(10))), timed(same_code, list(range(10, 20))))
+    turns = compare_runs(
+        timed(baseline, list(range(0, 20, 2))), timed(same_code, list(range(1, 20, 2)))
+    )
+    assert (blocks.freedom, turns.freedom) == (9, 17)
+    assert turns.to_dict()["degrees_of_freedom"] == 17
 
 
 def test_the_same_seed_gives_the_same_table(baseline: list, same_code: list) -> None:
