@@ -441,8 +441,8 @@ def degrees_of_freedom(base_runs: int, cand_runs: int, separation: float) -> int
     recorded after another differs from it by drift that neither side's spread shows (the
     drift term covers it as a constant); there the smaller side's alone is kept, Welch's most
     cautious choice. Measured here (docs/benchmarks.md), the pooled count on block recordings
-    let A/A comparisons flag some name in 1.0-2.0% of repetitions at 10 and 20 runs, above the
-    1% aimed at; on recordings in turns it stayed at 0.5% and found more."""
+    let A/A comparisons flag some name in up to 2.0% of repetitions (1.5% at 20 runs on both),
+    above the 1% aimed at; on recordings in turns it stayed at 0.5% and found more."""
     fewest = min(base_runs, cand_runs) - 1
     pooled = base_runs + cand_runs - 2
     return round(fewest + (1.0 - min(max(separation, 0.0), 1.0)) * (pooled - fewest))
