@@ -7,10 +7,11 @@ the range's GPU start (on the table's clock, through one event per device record
 moment when profiling started) and GPU duration. Names in ``NO_CUDA_EVENTS`` (the legacy
 profiler's list of metadata-only operators that launch no kernel) get no events.
 
-The hot path asks torch's C layer for the device and the current stream (``torch.cuda.
-current_stream()`` builds a Python ``Stream`` each call: 4 us of the 8 a recorded event took on
-an H200) and keeps one ``Stream`` object per stream it met; events read at stop go back to a
-pool per device for the next profile (an event's first record creates its CUDA event).
+The hot path asks torch's C layer for the device and the current stream (the public
+``torch.cuda.current_stream()`` builds a Python ``Stream`` each call: 4 us of the 8 a recorded
+event took on an H200) and keeps one ``Stream`` object per stream it met; events read at stop
+go back to a pool per device for the next profile (an event's first record creates its CUDA
+event).
 torch is imported only when a timer is made.
 """
 
