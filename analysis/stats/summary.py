@@ -397,9 +397,17 @@ def render_text(
         ("Self Net Mem", "self_memory_bytes", format_bytes),
         ("FLOPs", "flops", format_count),
     ]
+    untimed = (
+        (summary["device_count"] == 0).tolist()
+        if "device_count" in summary.columns
+        else [False] * len(summary)
+    )  # names no range of which ran with GPU events: no GPU time, rather than 0 ns of it
     for title, column, fmt in formats:
         if column in summary.columns:
-            columns.append((title, [fmt(v) for v in summary[column].tolist()]))
+            cells = [fmt(v) for v in summary[column].tolist()]
+            if column in _GPU_TIMES:
+                cells = ["-" if none else cell for cell, none in zip(cells, untimed)]
+            columns.append((title, cells))
     widths = [max([len(title), *map(len, values)]) for title, values in columns]
     rule = "  ".join("-" * w for w in widths)
 
@@ -415,6 +423,10 @@ def render_text(
         body.append(f"... {more:,} more {noun}{'s' if more > 1 else ''}")
     header = line([title for title, _ in columns])
     return "\n".join([rule, header, rule, *body, rule, f"Self time total: {format_ns(total_ns)}"])
+
+
+_GPU_TIMES = ("device_self_ns", "device_total_ns", "device_count")
+"""The text table's GPU columns that read "-" for a name never timed on a GPU."""
 
 
 def _clip(text: str, width: int) -> str:

@@ -454,6 +454,9 @@ def test_no_gpu_columns_without_gpu_time(known: pd.DataFrame, known_gpu: pd.Data
     fwd = partly.recfn.summary().loc["fwd"]
     assert fwd["device_count"] == 0 and fwd["device_total_ns"] == 0
     assert np.isnan(fwd["device_mean_ns"]) and fwd["device"] == ""
+    # The text table says "-" for it (no GPU time), not "0ns" (no time on a GPU).
+    row = next(line for line in partly.recfn.to_string().splitlines() if line.startswith("fwd "))
+    assert row.split()[-5:] == ["-", "-", "-", "-", "-"]  # GPU Self, Total, Mean, Calls; Device
 
 
 def test_durations_as_timedelta(known_gpu: pd.DataFrame) -> None:

@@ -38,6 +38,7 @@ from recfn.errors import RecfnValueError, TraceFormatError
 from recfn.formats.chrome import _json as jsonio
 from recfn.formats.chrome._reader import (
     BATCH,
+    DEVICE_MEMBER,
     OUTLINE,
     SCOPES_MEMBER,
     Columns,
@@ -64,6 +65,7 @@ from recfn.formats.chrome._writer import (
     distributed_info,
     encode_events,
     encode_part,
+    has_device_times,
 )
 from recfn.formats.columns import INT64_MAX, INT64_MIN, require
 from recfn.formats.files import open_trace_file
@@ -444,7 +446,7 @@ def _head(
     first (how recfn knows its own files, `recfn.formats.files.CHROME_MARK`), then
     ``distributedInfo`` written as HTA's parser looks for it (``"rank": N``, with a space),
     another tool's members, ``otherData`` (recfn's metadata) and the categories written for
-    scopes (`SCOPES_MEMBER`)."""
+    scopes (`SCOPES_MEMBER`), and whether ranges carry GPU times in args (`DEVICE_MEMBER`)."""
     found = metadata_of(data) if isinstance(data, pa.Table) else data.attrs.get("recfn", {})
     found = found if isinstance(found, dict) else {}
     metadata = {str(k): str(v) for k, v in found.items() if str(k).startswith(METADATA_PREFIX)}
@@ -458,6 +460,8 @@ def _head(
     for key, value in members.items():
         head += b"," + jsonio.dumps(key) + b":" + jsonio.dumps(value)
     head += b',"otherData":' + jsonio.dumps(metadata)
+    if has_device_times(data):
+        head += b',"' + DEVICE_MEMBER.encode() + b'":true'
     if categories:
         head += (
             b',"'
@@ -477,7 +481,11 @@ def _foreign_members(metadata: dict[str, str]) -> dict[str, Any]:
     """The top-level members of the Chrome file a trace was imported from
     (`CHROME_MEMBERS_KEY`), but those recfn writes itself."""
     members = json_object(metadata.get(CHROME_MEMBERS_KEY)) or {}
-    return {k: v for k, v in members.items() if k not in RECFN_MEMBERS and k != SCOPES_MEMBER}
+    return {
+        k: v
+        for k, v in members.items()
+        if k not in RECFN_MEMBERS and k not in (SCOPES_MEMBER, DEVICE_MEMBER)
+    }
 
 
 REQUIRED_TO_WRITE: Final = ("name", "kind", "start_ns", "end_ns", "thread_id")

@@ -79,6 +79,9 @@ Chrome pid may differ from the process's own (two hosts' processes can share a p
 SCOPES_MEMBER = "recfnScopes"
 """The top-level member of recfn's Chrome files that maps each category recfn wrote for a scope
 (torch's ``user_annotation`` for ``user_scope``, ...) back to the scope."""
+DEVICE_MEMBER = "recfnDeviceArgs"
+"""The top-level member (true) of a file whose ranges carry their GPU times in args
+(`DEVICE_ARGS`): what the reader maps back, a search of no other file's args."""
 MEMORY_TOTALS = "recfn_memory"
 """The category of the counters recfn writes beside its memory instants, so that viewers draw
 the running totals: they repeat the memory rows, and are not read back."""
@@ -89,6 +92,13 @@ NO_DEVICE = "bytes"
 TORCH_INTS = {key: BY_NAME[key].default for key in ("sequence_nr", "fwd_thread_id")}
 """Columns from torch's integer args, and their values where absent."""
 TORCH_KEYS = ("Sequence number", "Fwd thread id", "Input Dims", "Input type")
+DEVICE_ARGS: Final = (
+    ("device", "recfn_device"),
+    ("device_start_ns", "recfn_device_start_ns"),
+    ("device_duration_ns", "recfn_device_duration_ns"),
+)
+"""The args keys under which recfn writes a range's GPU time (``cuda=True``); read back into
+those columns (`device_times`) from the files recfn wrote."""
 """Counter series key that recfn writes for memory events without a device."""
 
 
@@ -331,9 +341,69 @@ def events_table(
     scopes = (members or {}).get(SCOPES_MEMBER)
     if isinstance(scopes, dict):  # recfn wrote the file: its scopes as torch's categories
         table = _renamed_scopes(table, scopes)
+    if (members or {}).get(DEVICE_MEMBER) is True:
+        table = device_times(table, source)
     if not recfns:  # another tool's trace: it starts at its first event
         metadata[START_NS_KEY] = str(pc.min(table.column("start_ns")).as_py())
     return table.replace_schema_metadata(metadata)
+
+
+def device_times(table: pa.Table, source: str) -> pa.Table:
+    """`table` (of a file recfn wrote) with its ranges' GPU times moved from their args
+    (`DEVICE_ARGS`, as the writer puts them) back into the ``device``, ``device_start_ns`` and
+    ``device_duration_ns`` columns; args left empty become null, as they were.
+    TraceFormatError naming `source` for values of another type."""
+    if "args" not in table.column_names:
+        return table
+    args = table.column("args")
+    found = pc.match_substring_regex(args, f'"{DEVICE_ARGS[2][1]}"\\s*:')
+    rows = np.flatnonzero(np.asarray(pc.fill_null(found, False).to_numpy(zero_copy_only=False)))
+    if not rows.size:
+        return table
+    n = table.num_rows
+    starts, durations = np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64)
+    names: list[str] = []
+    texts: list[str | None] = []
+    for k, text in enumerate(args.take(pa.array(rows)).to_pylist()):
+        values = json.loads(text)
+        device, start, duration = (values.pop(key, None) for _, key in DEVICE_ARGS)
+        if not (
+            isinstance(device, str)
+            and type(start) is int
+            and type(duration) is int
+            and INT64_MIN < start < INT64_MAX
+            and 0 <= duration < INT64_MAX
+        ):
+            raise TraceFormatError(
+                f"{source}: a range's GPU time in its args is not a device name and two "
+                f"integers of ns: {text[:200]}"
+            )
+        names.append(device)
+        starts[k], durations[k] = start, duration
+        texts.append(json.dumps(values, separators=(",", ":")) if values else None)
+    timed = np.zeros(n, dtype=bool)
+    timed[rows] = True
+    mask = pa.array(timed)
+    columns = {
+        "args": (pa.string(), pa.array(texts, pa.string())),
+        "device": (pa.string(), pa.array(names, pa.string())),
+        "device_start_ns": (pa.int64(), pa.array(starts)),
+        "device_duration_ns": (pa.int64(), pa.array(durations)),
+    }
+    for column, (kind, values) in columns.items():
+        if column in table.column_names:
+            before = table.column(column).combine_chunks()
+            plain = before.cast(kind) if pa.types.is_dictionary(before.type) else before
+        else:
+            plain = pa.nulls(n, kind)
+        merged = pc.replace_with_mask(plain.cast(kind), mask, values)
+        if column == "device":
+            merged = pc.dictionary_encode(merged).cast(pa.dictionary(pa.int32(), pa.string()))
+        at = table.schema.get_field_index(column)
+        table = (
+            table.set_column(at, column, merged) if at >= 0 else table.append_column(column, merged)
+        )
+    return table
 
 
 def _renamed_scopes(table: pa.Table, scopes: dict[str, Any]) -> pa.Table:

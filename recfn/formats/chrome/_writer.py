@@ -16,6 +16,7 @@ from recfn import native
 from recfn.formats.chrome._json import compact, string_array
 from recfn.formats.chrome._reader import (
     ASYNC_RANGES,
+    DEVICE_ARGS,
     MEMORY_TOTALS,
     NO_DEVICE,
     RECFN_PROCESS,
@@ -34,6 +35,8 @@ LIST_ARGS = (
     ("hidden_calls", "hidden calls"),
 )
 """Optional columns written into args (the reader maps the first two back, as torch names them)."""
+DEVICE_TIMES = ("device_start_ns", "device_duration_ns")
+"""Columns of a range's GPU time: its rows' args take `DEVICE_ARGS`."""
 
 
 ROWS = 50_000
@@ -322,6 +325,8 @@ def _plain_marks(table: pa.Table, layout: Layout, large: bool) -> bytes | None:
                 return None
     if any(column in names and table[column].null_count < n for column, _ in LIST_ARGS):
         return None
+    if _has_device_times(table):
+        return None
     read = {c: _table_ints(table, c, 0) for c in INT_FIELDS if c in names}
     if any(v is None for v in read.values()):
         return None
@@ -503,6 +508,8 @@ class _Complete:
             return None
         if "args" in names and table["args"].null_count < n:
             return None
+        if _has_device_times(table):
+            return None  # their args are written from the frame (`_event_args`)
         added: list[Added] = []
         for column, key, unset in TORCH_ARGS:
             if column in names:
@@ -736,6 +743,7 @@ def _args_parts(df: pd.DataFrame, rows: np.ndarray) -> tuple[pa.Array, list[Adde
         else:
             slow |= filled  # lists (shapes, stacks): the dicts
     added = [(key, has, values) for key, has, values in added if has.any()]
+    slow |= _device_timed(df)[rows]  # a device name is no integer: the dicts
     base = pa.array(["{}"] * n, text) if n else pa.array([], text)
     if "args" in df.columns:
         texts = df["args"].to_numpy(dtype=object)[rows]
@@ -999,7 +1007,37 @@ def _event_args(df: pd.DataFrame) -> list[dict[str, Any]]:
             values = df[column].to_numpy(dtype=object)
             for i in filled.tolist():
                 args[i][key] = _plain(values[i])
+    timed = np.flatnonzero(_device_timed(df)).tolist()
+    if timed:
+        for column, key in DEVICE_ARGS:
+            values = df[column].to_numpy(dtype=object)
+            for i in timed:
+                if not _missing(values[i]):
+                    args[i][key] = str(values[i]) if column == "device" else int(values[i])
     return args
+
+
+def _device_timed(df: pd.DataFrame) -> np.ndarray:
+    """Which rows of `df` have a GPU time (`DEVICE_TIMES`), as a bool array."""
+    timed = np.zeros(len(df), dtype=bool)
+    for column in DEVICE_TIMES:
+        if column in df.columns:
+            timed |= df[column].notna().to_numpy()
+    return timed
+
+
+def _has_device_times(table: pa.Table) -> bool:
+    """Whether any row of `table` has a GPU time (`DEVICE_TIMES`)."""
+    names = table.column_names
+    return any(c in names and table[c].null_count < table.num_rows for c in DEVICE_TIMES)
+
+
+def has_device_times(data: pd.DataFrame | pa.Table) -> bool:
+    """Whether any row of an event table (Arrow or pandas) has a GPU time: its file then says
+    so (`DEVICE_MEMBER`), and the reader maps the times back from args."""
+    if isinstance(data, pa.Table):
+        return _has_device_times(data)
+    return bool(_device_timed(data).any())
 
 
 def _decode_many(texts: list[str]) -> list[dict[str, Any]]:

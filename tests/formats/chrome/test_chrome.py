@@ -383,6 +383,74 @@ def test_typed_and_plain_decoding_agree(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("suffix", ["json", "json.gz"])
+def test_gpu_times_round_trip_through_chrome(tmp_path: Path, suffix: str) -> None:
+    """profile(cuda=True)'s columns survive a Chrome file: written into the ranges' args (the
+    Arrow path and the frame path alike), read back into the columns, the args as they were."""
+    from known_frames import GPU_SPANS, KNOWN_ROWS, T0, make_frame, with_gpu
+
+    import recfn
+
+    frame = with_gpu(make_frame(KNOWN_ROWS), GPU_SPANS)
+    frame["args"] = pd.array([None] * len(frame), dtype="str")
+    frame.loc[frame["id"] == 2, "args"] = '{"note": "kept"}'
+    columns = ["device", "device_start_ns", "device_duration_ns"]
+    for source in (frame, recfn.Trace.from_pandas(frame).table):
+        path = tmp_path / f"gpu.{suffix}"
+        path.unlink(missing_ok=True)
+        write_chrome_trace(source, path)
+        raw = gzip.decompress(path.read_bytes()) if suffix.endswith("gz") else path.read_bytes()
+        written = json.loads(raw)
+        assert written["recfnDeviceArgs"] is True
+        fwd = next(e for e in written["traceEvents"] if e.get("name") == "fwd")
+        assert fwd["args"] == {
+            "note": "kept",
+            "recfn_device": "cuda:0",
+            "recfn_device_start_ns": T0 + GPU_SPANS[2][0],
+            "recfn_device_duration_ns": GPU_SPANS[2][1],
+        }
+        back = read_chrome_trace(path).set_index("id").loc[frame["id"]].reset_index()
+        for column in columns:
+            assert back[column].astype(str).tolist() == frame[column].astype(str).tolist(), column
+        ranges = (frame["kind"] == "range").to_numpy()  # a mark's args keep its scope ("s")
+        assert [None if pd.isna(a) else json.loads(a) for a in back["args"][ranges]] == [
+            None if pd.isna(a) else json.loads(a) for a in frame["args"][ranges]
+        ]
+        table = recfn.load(path).table
+        assert table.column("device_duration_ns").null_count == len(frame) - len(GPU_SPANS)
+        gpu = ["device_total_ns", "device_self_ns", "device"]
+        assert back.recfn.summary()[gpu].equals(frame.recfn.summary()[gpu])
+    pretty = tmp_path / "pretty.json"  # the same file as another tool writes it back, indented
+    pretty.write_text(json.dumps(written, indent=1))
+    again = read_chrome_trace(pretty).set_index("id").loc[frame["id"]].reset_index()
+    assert (
+        again["device_duration_ns"].astype(str).tolist()
+        == frame["device_duration_ns"].astype(str).tolist()
+    )
+
+
+def test_a_trace_without_gpu_times_says_nothing_of_them(tmp_path: Path) -> None:
+    from known_frames import KNOWN_ROWS, make_frame
+
+    path = tmp_path / "plain.json"
+    write_chrome_trace(make_frame(KNOWN_ROWS), path)
+    assert "recfnDeviceArgs" not in json.loads(path.read_text())
+    assert "device_duration_ns" not in read_chrome_table(path).column_names
+
+
+def test_gpu_times_in_args_of_another_type_are_refused(tmp_path: Path) -> None:
+    from known_frames import GPU_SPANS, KNOWN_ROWS, make_frame, with_gpu
+
+    path = tmp_path / "gpu.json"
+    write_chrome_trace(with_gpu(make_frame(KNOWN_ROWS), GPU_SPANS), path)
+    text = path.read_text().replace(
+        '"recfn_device_duration_ns":16', '"recfn_device_duration_ns":"16"'
+    )
+    path.write_text(text)
+    with pytest.raises(TraceFormatError, match="gpu.json: a range's GPU time in its args"):
+        read_chrome_trace(path)
+
+
 def test_concurrent_asyncio_tasks_round_trip(tmp_path: Path) -> None:
     """50 tasks interleave nested ranges on one thread: their ranges overlap, so nesting alone
     cannot rebuild the parents; recfn_id/recfn_parent_id carry them through the file."""
