@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from typing import Any, Optional
 
 from recfn.errors import CLIError
@@ -87,6 +88,10 @@ def summary_text(trace: Any, top: int, **kwargs: Any) -> str:
     return table_text(trace, top, **kwargs)
 
 
+TITLE_CHARS_PER_INCH = 10
+"""Characters of the timeline's title per inch of figure width (matplotlib's 12 pt title)."""
+
+
 def write_timeline(
     trace: Any,
     path: str,
@@ -100,7 +105,10 @@ def write_timeline(
 
     fig = new_figure(trace.threads, width)
     ax = fig.add_subplot()
-    kwargs: dict[str, Any] = {"title": title or header_text(trace)}
+    # The header as the title, in lines of the figure's width: one long line widened the
+    # image past `width` (the saved figure takes in all of its text).
+    heading = title or textwrap.fill(header_text(trace), round(width * TITLE_CHARS_PER_INCH))
+    kwargs: dict[str, Any] = {"title": heading}
     if max_depth is not None:
         kwargs["max_depth"] = max_depth
     trace.to_pandas().recfn.timeline(ax=ax, **kwargs)

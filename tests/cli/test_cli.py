@@ -670,3 +670,19 @@ def test_file_commands_set_numpy_and_arrow_up_before_importing_them_and_run_keep
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert "env: [None, None]" in ran.stdout
+
+
+def test_a_long_header_wraps_within_the_timeline_width(tmp_path: Path) -> None:
+    """The default title (the header line) is wrapped to the figure: a long one widened the
+    saved image past the requested width."""
+    from PIL import Image
+
+    from recfn.cli._common import write_timeline
+
+    with recfn.profile() as prof:
+        with recfn.record_function("step"):
+            pass
+    trace = recfn.Trace(prof.trace.table, name="a_rather_long_trace_name_" * 8)
+    out = tmp_path / "t.png"
+    write_timeline(trace, str(out), width=6.0)
+    assert Image.open(out).width <= 6.0 * 110 * 1.1  # 110 dpi, tight margins
