@@ -187,7 +187,14 @@ def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:
         else:
             title = label
         texts[title] = [format_cell(label, v) for v in frame[column].tolist()]
+        if label in UNTIMED_DASH and "device_count" in frame.columns:  # no GPU time, not 0 ns
+            untimed = (frame["device_count"] == 0).tolist()
+            texts[title] = ["-" if none else cell for cell, none in zip(texts[title], untimed)]
     return pd.DataFrame(texts, index=frame.index, columns=list(texts), dtype=object)
+
+
+UNTIMED_DASH = ("device_total_ns", "device_self_ns", "device_count")
+"""Summary columns shown as "-" for a name no range of which was timed on a GPU."""
 
 
 def summary_notes(frame: pd.DataFrame) -> list[str]:

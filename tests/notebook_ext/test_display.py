@@ -121,6 +121,19 @@ def test_summaries_show_with_units_other_frames_as_pandas_does(shell: Any) -> No
     assert data["text/html"] == plain._repr_html_() and data["text/plain"] == repr(plain)
 
 
+def test_a_name_never_timed_on_a_gpu_shows_no_gpu_time() -> None:
+    """In the shown summary a name without GPU ranges reads "-" in the GPU columns, not 0 ns."""
+    from known_frames import GPU_SPANS, KNOWN_ROWS, make_frame, with_gpu
+
+    from recfn.notebook_ext.display import summary_for_display
+
+    gpu = with_gpu(make_frame(KNOWN_ROWS), GPU_SPANS)
+    partly = gpu.assign(device_duration_ns=gpu["device_duration_ns"].where(gpu["name"] != "fwd"))
+    shown = summary_for_display(partly.recfn.summary()).set_index("name")
+    assert shown.loc["fwd", ["device_total", "device_self", "device_count"]].tolist() == ["-"] * 3
+    assert shown.loc["mm", "device_count"] == "3" and shown.loc["mm", "device_total"] != "-"
+
+
 def test_the_magics_table_says_what_total_percent_and_memory_mean(shell: Any) -> None:
     cell = "import numpy as np\nfor _ in range(3):\n    np.ones((200, 200)) @ np.ones((200, 200))\n"
     run = shell.run(f"%%record_function mem --memory --no-timeline\n{cell}")
