@@ -351,52 +351,48 @@ def events_table(
 def device_times(table: pa.Table, source: str) -> pa.Table:
     """`table` (of a file recfn wrote) with its ranges' GPU times moved from their args
     (`DEVICE_ARGS`, as the writer puts them) back into the ``device``, ``device_start_ns`` and
-    ``device_duration_ns`` columns; args left empty become null, as they were.
-    TraceFormatError naming `source` for values of another type."""
+    ``device_duration_ns`` columns (a key absent: null); args left empty become null, as they
+    were. TraceFormatError naming `source` for a value of another type."""
     if "args" not in table.column_names:
         return table
     args = table.column("args")
-    found = pc.match_substring_regex(args, f'"{DEVICE_ARGS[2][1]}"\\s*:')
+    found = pc.match_substring_regex(args, '"recfn_device(_start_ns|_duration_ns)?"\\s*:')
     rows = np.flatnonzero(np.asarray(pc.fill_null(found, False).to_numpy(zero_copy_only=False)))
     if not rows.size:
         return table
-    n = table.num_rows
-    starts, durations = np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64)
-    names: list[str] = []
+    read: dict[str, list[Any]] = {column: [] for column, _ in DEVICE_ARGS}
     texts: list[str | None] = []
-    for k, text in enumerate(args.take(pa.array(rows)).to_pylist()):
+    for text in args.take(pa.array(rows)).to_pylist():
         values = json.loads(text)
-        device, start, duration = (values.pop(key, None) for _, key in DEVICE_ARGS)
-        if not (
-            isinstance(device, str)
-            and type(start) is int
-            and type(duration) is int
-            and INT64_MIN < start < INT64_MAX
-            and 0 <= duration < INT64_MAX
-        ):
-            raise TraceFormatError(
-                f"{source}: a range's GPU time in its args is not a device name and two "
-                f"integers of ns: {text[:200]}"
-            )
-        names.append(device)
-        starts[k], durations[k] = start, duration
-        texts.append(json.dumps(values, separators=(",", ":")) if values else None)
-    timed = np.zeros(n, dtype=bool)
-    timed[rows] = True
-    mask = pa.array(timed)
-    columns = {
-        "args": (pa.string(), pa.array(texts, pa.string())),
-        "device": (pa.string(), pa.array(names, pa.string())),
-        "device_start_ns": (pa.int64(), pa.array(starts)),
-        "device_duration_ns": (pa.int64(), pa.array(durations)),
-    }
-    for column, (kind, values) in columns.items():
+        if not isinstance(values, dict):
+            raise TraceFormatError(f"{source}: args that are not an object: {text[:200]}")
+        for column, key in DEVICE_ARGS:
+            value = values.pop(key, None)
+            if not (value is None or _device_value(column, value)):
+                raise TraceFormatError(
+                    f"{source}: a range's {key} in its args is not "
+                    f"{'a device name' if column == 'device' else 'an integer of ns'}: "
+                    f"{text[:200]}"
+                )
+            read[column].append(value)
+        texts.append(
+            json.dumps(values, separators=(",", ":"), ensure_ascii=False) if values else None
+        )
+    n = table.num_rows
+    mask = np.zeros(n, dtype=bool)
+    mask[rows] = True
+    replaced = {"args": (pa.string(), texts)}
+    replaced.update(
+        (column, (pa.string() if column == "device" else pa.int64(), read[column]))
+        for column, _ in DEVICE_ARGS
+    )
+    for column, (kind, values) in replaced.items():
         if column in table.column_names:
             before = table.column(column).combine_chunks()
             plain = before.cast(kind) if pa.types.is_dictionary(before.type) else before
         else:
             plain = pa.nulls(n, kind)
-        merged = pc.replace_with_mask(plain.cast(kind), mask, values)
+        merged = pc.replace_with_mask(plain.cast(kind), pa.array(mask), pa.array(values, kind))
         if column == "device":
             merged = pc.dictionary_encode(merged).cast(pa.dictionary(pa.int32(), pa.string()))
         at = table.schema.get_field_index(column)
@@ -404,6 +400,15 @@ def device_times(table: pa.Table, source: str) -> pa.Table:
             table.set_column(at, column, merged) if at >= 0 else table.append_column(column, merged)
         )
     return table
+
+
+def _device_value(column: str, value: Any) -> bool:
+    """Whether `value` is of the kind `column` holds: a device name, a start in int64, a
+    duration of zero or more ns."""
+    if column == "device":
+        return isinstance(value, str)
+    low = 0 if column == "device_duration_ns" else INT64_MIN + 1
+    return type(value) is int and low <= value < INT64_MAX
 
 
 def _renamed_scopes(table: pa.Table, scopes: dict[str, Any]) -> pa.Table:

@@ -447,8 +447,24 @@ def test_gpu_times_in_args_of_another_type_are_refused(tmp_path: Path) -> None:
         '"recfn_device_duration_ns":16', '"recfn_device_duration_ns":"16"'
     )
     path.write_text(text)
-    with pytest.raises(TraceFormatError, match="gpu.json: a range's GPU time in its args"):
+    with pytest.raises(TraceFormatError, match="gpu.json: a range's recfn_device_duration_ns in"):
         read_chrome_trace(path)
+
+
+def test_a_range_with_only_part_of_a_gpu_time_round_trips(tmp_path: Path) -> None:
+    """A hand-made table may time a range without naming its device: what it has comes back."""
+    from known_frames import GPU_SPANS, KNOWN_ROWS, make_frame, with_gpu
+
+    frame = with_gpu(make_frame(KNOWN_ROWS), GPU_SPANS)
+    frame["device"] = frame["device"].cat.add_categories(["ü"])  # a name past ASCII, too
+    frame.loc[frame["id"] == 2, "device"] = None
+    frame.loc[frame["id"] == 3, "device"] = "ü"
+    frame.loc[frame["id"] == 4, "device_start_ns"] = pd.NA
+    path = tmp_path / "partial.json"
+    write_chrome_trace(frame, path)
+    back = read_chrome_trace(path).set_index("id").loc[frame["id"]].reset_index()
+    for column in ("device", "device_start_ns", "device_duration_ns"):
+        assert back[column].astype(str).tolist() == frame[column].astype(str).tolist(), column
 
 
 def test_concurrent_asyncio_tasks_round_trip(tmp_path: Path) -> None:
