@@ -37,8 +37,8 @@ import pyarrow.compute as pc
 from recfn.errors import RecfnValueError, TraceFormatError
 from recfn.formats.chrome import _json as jsonio
 from recfn.formats.chrome._reader import (
+    ARGS_MEMBER,
     BATCH,
-    DEVICE_MEMBER,
     OUTLINE,
     SCOPES_MEMBER,
     Columns,
@@ -62,10 +62,10 @@ from recfn.formats.chrome._times import DOCUMENT_TIMES, exact_times, time_base
 from recfn.formats.chrome._writer import (
     Layout,
     Rows,
+    args_columns_of,
     distributed_info,
     encode_events,
     encode_part,
-    has_device_times,
 )
 from recfn.formats.columns import INT64_MAX, INT64_MIN, require
 from recfn.formats.files import open_trace_file
@@ -446,7 +446,7 @@ def _head(
     first (how recfn knows its own files, `recfn.formats.files.CHROME_MARK`), then
     ``distributedInfo`` written as HTA's parser looks for it (``"rank": N``, with a space),
     another tool's members, ``otherData`` (recfn's metadata) and the categories written for
-    scopes (`SCOPES_MEMBER`), and whether ranges carry GPU times in args (`DEVICE_MEMBER`)."""
+    scopes (`SCOPES_MEMBER`), and the columns its events carry in args (`ARGS_MEMBER`)."""
     found = metadata_of(data) if isinstance(data, pa.Table) else data.attrs.get("recfn", {})
     found = found if isinstance(found, dict) else {}
     metadata = {str(k): str(v) for k, v in found.items() if str(k).startswith(METADATA_PREFIX)}
@@ -460,8 +460,9 @@ def _head(
     for key, value in members.items():
         head += b"," + jsonio.dumps(key) + b":" + jsonio.dumps(value)
     head += b',"otherData":' + jsonio.dumps(metadata)
-    if has_device_times(data):
-        head += b',"' + DEVICE_MEMBER.encode() + b'":true'
+    listed = args_columns_of(data)
+    if listed:
+        head += b',"' + ARGS_MEMBER.encode() + b'":' + jsonio.dumps(listed)
     if categories:
         head += (
             b',"'
@@ -484,7 +485,7 @@ def _foreign_members(metadata: dict[str, str]) -> dict[str, Any]:
     return {
         k: v
         for k, v in members.items()
-        if k not in RECFN_MEMBERS and k not in (SCOPES_MEMBER, DEVICE_MEMBER)
+        if k not in RECFN_MEMBERS and k not in (SCOPES_MEMBER, ARGS_MEMBER)
     }
 
 

@@ -16,6 +16,7 @@ import ctypes
 import decimal
 import json
 import operator
+import re
 import warnings
 from collections.abc import Sequence
 from itertools import chain, compress, repeat
@@ -79,9 +80,9 @@ Chrome pid may differ from the process's own (two hosts' processes can share a p
 SCOPES_MEMBER = "recfnScopes"
 """The top-level member of recfn's Chrome files that maps each category recfn wrote for a scope
 (torch's ``user_annotation`` for ``user_scope``, ...) back to the scope."""
-DEVICE_MEMBER = "recfnDeviceArgs"
-"""The top-level member (true) of a file whose ranges carry their GPU times in args
-(`DEVICE_ARGS`): what the reader maps back, a search of no other file's args."""
+ARGS_MEMBER = "recfnArgColumns"
+"""The top-level member of a file recfn wrote: the columns whose values its events carry in
+args (`ARG_COLUMNS`), which the reader maps back; no other file's args are searched."""
 MEMORY_TOTALS = "recfn_memory"
 """The category of the counters recfn writes beside its memory instants, so that viewers draw
 the running totals: they repeat the memory rows, and are not read back."""
@@ -92,13 +93,15 @@ NO_DEVICE = "bytes"
 TORCH_INTS = {key: BY_NAME[key].default for key in ("sequence_nr", "fwd_thread_id")}
 """Columns from torch's integer args, and their values where absent."""
 TORCH_KEYS = ("Sequence number", "Fwd thread id", "Input Dims", "Input type")
-DEVICE_ARGS: Final = (
-    ("device", "recfn_device"),
-    ("device_start_ns", "recfn_device_start_ns"),
-    ("device_duration_ns", "recfn_device_duration_ns"),
-)
-"""The args keys under which recfn writes a range's GPU time (``cuda=True``); read back into
-those columns (`device_times`) from the files recfn wrote."""
+ARG_COLUMNS: Final = {
+    "device": "recfn_device",
+    "device_start_ns": "recfn_device_start_ns",
+    "device_duration_ns": "recfn_device_duration_ns",
+    "flops": "flops",
+    "hidden_calls": "hidden calls",
+}
+"""Columns recfn writes into an event's args, and their keys: a range's GPU time (``cuda=True``),
+its FLOPs and the library calls hidden below a traced call."""
 """Counter series key that recfn writes for memory events without a device."""
 
 
@@ -341,38 +344,39 @@ def events_table(
     scopes = (members or {}).get(SCOPES_MEMBER)
     if isinstance(scopes, dict):  # recfn wrote the file: its scopes as torch's categories
         table = _renamed_scopes(table, scopes)
-    if (members or {}).get(DEVICE_MEMBER) is True:
-        table = device_times(table, source)
+    listed = (members or {}).get(ARGS_MEMBER)
+    if isinstance(listed, list):
+        table = args_columns(table, [c for c in ARG_COLUMNS if c in listed], source)
     if not recfns:  # another tool's trace: it starts at its first event
         metadata[START_NS_KEY] = str(pc.min(table.column("start_ns")).as_py())
     return table.replace_schema_metadata(metadata)
 
 
-def device_times(table: pa.Table, source: str) -> pa.Table:
-    """`table` (of a file recfn wrote) with its ranges' GPU times moved from their args
-    (`DEVICE_ARGS`, as the writer puts them) back into the ``device``, ``device_start_ns`` and
-    ``device_duration_ns`` columns (a key absent: null); args left empty become null, as they
-    were. TraceFormatError naming `source` for a value of another type."""
-    if "args" not in table.column_names:
+def args_columns(table: pa.Table, columns: list[str], source: str) -> pa.Table:
+    """`table` (of a file recfn wrote) with the values of `columns` (of `ARG_COLUMNS`) moved
+    from its events' args, where the writer put them, back into those columns (a key absent:
+    null); args left empty become null, as they were. TraceFormatError naming `source` for a
+    value of another kind."""
+    if not columns or "args" not in table.column_names:
         return table
     args = table.column("args")
-    found = pc.match_substring_regex(args, '"recfn_device(_start_ns|_duration_ns)?"\\s*:')
+    keys = "|".join(re.escape(ARG_COLUMNS[c]) for c in columns)
+    found = pc.match_substring_regex(args, f'"({keys})"\\s*:')
     rows = np.flatnonzero(np.asarray(pc.fill_null(found, False).to_numpy(zero_copy_only=False)))
     if not rows.size:
         return table
-    read: dict[str, list[Any]] = {column: [] for column, _ in DEVICE_ARGS}
+    read: dict[str, list[Any]] = {column: [] for column in columns}
     texts: list[str | None] = []
     for text in args.take(pa.array(rows)).to_pylist():
         values = json.loads(text)
         if not isinstance(values, dict):
             raise TraceFormatError(f"{source}: args that are not an object: {text[:200]}")
-        for column, key in DEVICE_ARGS:
-            value = values.pop(key, None)
-            if not (value is None or _device_value(column, value)):
+        for column in columns:
+            value = _arg_value(column, values.pop(ARG_COLUMNS[column], None))
+            if value is _REFUSED:
                 raise TraceFormatError(
-                    f"{source}: a range's {key} in its args is not "
-                    f"{'a device name' if column == 'device' else 'an integer of ns'}: "
-                    f"{text[:200]}"
+                    f"{source}: an event's {ARG_COLUMNS[column]!r} in its args is not "
+                    f"{'a device name' if column == 'device' else 'an integer'}: {text[:200]}"
                 )
             read[column].append(value)
         texts.append(
@@ -384,7 +388,7 @@ def device_times(table: pa.Table, source: str) -> pa.Table:
     replaced = {"args": (pa.string(), texts)}
     replaced.update(
         (column, (pa.string() if column == "device" else pa.int64(), read[column]))
-        for column, _ in DEVICE_ARGS
+        for column in columns
     )
     for column, (kind, values) in replaced.items():
         if column in table.column_names:
@@ -402,13 +406,21 @@ def device_times(table: pa.Table, source: str) -> pa.Table:
     return table
 
 
-def _device_value(column: str, value: Any) -> bool:
-    """Whether `value` is of the kind `column` holds: a device name, a start in int64, a
-    duration of zero or more ns."""
+_REFUSED: Final = object()
+
+
+def _arg_value(column: str, value: Any) -> Any:
+    """`value` as `column` holds it (None stays None), or `_REFUSED`: a device name; a start in
+    int64; a duration, FLOPs or a count of zero or more (integral floats, as a frame holding
+    floats writes them, taken as integers)."""
+    if value is None:
+        return None
     if column == "device":
-        return isinstance(value, str)
-    low = 0 if column == "device_duration_ns" else INT64_MIN + 1
-    return type(value) is int and low <= value < INT64_MAX
+        return value if isinstance(value, str) else _REFUSED
+    if isinstance(value, float) and value.is_integer() and column != "device_start_ns":
+        value = int(value)
+    low = INT64_MIN + 1 if column == "device_start_ns" else 0
+    return value if type(value) is int and low <= value < INT64_MAX else _REFUSED
 
 
 def _renamed_scopes(table: pa.Table, scopes: dict[str, Any]) -> pa.Table:

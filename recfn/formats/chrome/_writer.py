@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 from recfn import native
 from recfn.formats.chrome._json import compact, string_array
 from recfn.formats.chrome._reader import (
+    ARG_COLUMNS,
     ASYNC_RANGES,
-    DEVICE_ARGS,
     MEMORY_TOTALS,
     NO_DEVICE,
     RECFN_PROCESS,
@@ -36,7 +36,8 @@ LIST_ARGS = (
 )
 """Optional columns written into args (the reader maps the first two back, as torch names them)."""
 DEVICE_TIMES = ("device_start_ns", "device_duration_ns")
-"""Columns of a range's GPU time: its rows' args take `DEVICE_ARGS`."""
+"""Columns of a range's GPU time: its rows' args take the device's `ARG_COLUMNS`."""
+DEVICE_COLUMNS = ("device", *DEVICE_TIMES)
 
 
 ROWS = 50_000
@@ -1009,7 +1010,10 @@ def _event_args(df: pd.DataFrame) -> list[dict[str, Any]]:
                 args[i][key] = _plain(values[i])
     timed = np.flatnonzero(_device_timed(df)).tolist()
     if timed:
-        for column, key in DEVICE_ARGS:
+        for column in DEVICE_COLUMNS:
+            if column not in df.columns:
+                continue
+            key = ARG_COLUMNS[column]
             values = df[column].to_numpy(dtype=object)
             for i in timed:
                 if not _missing(values[i]):
@@ -1032,12 +1036,26 @@ def _has_device_times(table: pa.Table) -> bool:
     return any(c in names and table[c].null_count < table.num_rows for c in DEVICE_TIMES)
 
 
-def has_device_times(data: pd.DataFrame | pa.Table) -> bool:
-    """Whether any row of an event table (Arrow or pandas) has a GPU time: its file then says
-    so (`DEVICE_MEMBER`), and the reader maps the times back from args."""
-    if isinstance(data, pa.Table):
-        return _has_device_times(data)
-    return bool(_device_timed(data).any())
+def args_columns_of(data: pd.DataFrame | pa.Table) -> list[str]:
+    """The columns of an event table (Arrow or pandas) whose values its Chrome file carries in
+    args (of `ARG_COLUMNS`: GPU times, FLOPs, hidden calls), for the file to say so
+    (`ARGS_MEMBER`) and the reader to map them back."""
+    names = data.column_names if isinstance(data, pa.Table) else list(data.columns)
+    timed = (
+        _has_device_times(data) if isinstance(data, pa.Table) else bool(_device_timed(data).any())
+    )
+    listed = [c for c in DEVICE_COLUMNS if c in names] if timed else []
+    for column in ("flops", "hidden_calls"):
+        if column in names:
+            values = data[column]
+            held = (
+                values.null_count < len(values)
+                if isinstance(data, pa.Table)
+                else values.notna().any()
+            )
+            if held:
+                listed.append(column)
+    return listed
 
 
 def _decode_many(texts: list[str]) -> list[dict[str, Any]]:

@@ -401,7 +401,7 @@ def test_gpu_times_round_trip_through_chrome(tmp_path: Path, suffix: str) -> Non
         write_chrome_trace(source, path)
         raw = gzip.decompress(path.read_bytes()) if suffix.endswith("gz") else path.read_bytes()
         written = json.loads(raw)
-        assert written["recfnDeviceArgs"] is True
+        assert written["recfnArgColumns"] == ["device", "device_start_ns", "device_duration_ns"]
         fwd = next(e for e in written["traceEvents"] if e.get("name") == "fwd")
         assert fwd["args"] == {
             "note": "kept",
@@ -429,12 +429,34 @@ def test_gpu_times_round_trip_through_chrome(tmp_path: Path, suffix: str) -> Non
     )
 
 
+def test_hidden_calls_and_flops_round_trip_through_chrome(tmp_path: Path) -> None:
+    """The counts recfn writes into args (library calls hidden below a traced call, FLOPs)
+    come back as their columns, from the Arrow path and the frame path alike."""
+    from known_frames import KNOWN_ROWS, make_frame
+
+    import recfn
+
+    frame = make_frame(KNOWN_ROWS)
+    frame["hidden_calls"] = pd.array([None, 412, None, 7, None, 0, None, None, None], "Int64")
+    frame["flops"] = pd.array([None, None, None, None, 2_000_000, None, None, None, None], "Int64")
+    for source in (frame, recfn.Trace.from_pandas(frame).table):
+        path = tmp_path / "counts.json"
+        path.unlink(missing_ok=True)
+        write_chrome_trace(source, path)
+        assert json.loads(path.read_text())["recfnArgColumns"] == ["flops", "hidden_calls"]
+        back = read_chrome_trace(path).set_index("id").loc[frame["id"]].reset_index()
+        for column in ("hidden_calls", "flops"):
+            assert back[column].astype(str).tolist() == frame[column].astype(str).tolist(), column
+        ranges = (frame["kind"] == "range").to_numpy()  # a mark's args keep its scope ("s")
+        assert back["args"][ranges].isna().all()  # nothing else was in them
+
+
 def test_a_trace_without_gpu_times_says_nothing_of_them(tmp_path: Path) -> None:
     from known_frames import KNOWN_ROWS, make_frame
 
     path = tmp_path / "plain.json"
     write_chrome_trace(make_frame(KNOWN_ROWS), path)
-    assert "recfnDeviceArgs" not in json.loads(path.read_text())
+    assert "recfnArgColumns" not in json.loads(path.read_text())
     assert "device_duration_ns" not in read_chrome_table(path).column_names
 
 
@@ -447,7 +469,9 @@ def test_gpu_times_in_args_of_another_type_are_refused(tmp_path: Path) -> None:
         '"recfn_device_duration_ns":16', '"recfn_device_duration_ns":"16"'
     )
     path.write_text(text)
-    with pytest.raises(TraceFormatError, match="gpu.json: a range's recfn_device_duration_ns in"):
+    with pytest.raises(
+        TraceFormatError, match="gpu.json: an event's 'recfn_device_duration_ns' in"
+    ):
         read_chrome_trace(path)
 
 
