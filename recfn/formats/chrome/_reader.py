@@ -90,6 +90,7 @@ TORCH_MEMORY = "[memory]"
 """Name of torch's memory instants (args: Bytes, Device Type, Device Id, totals)."""
 TORCH_DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 NO_DEVICE = "bytes"
+"""Counter series key that recfn writes for memory events without a device."""
 TORCH_INTS = {key: BY_NAME[key].default for key in ("sequence_nr", "fwd_thread_id")}
 """Columns from torch's integer args, and their values where absent."""
 TORCH_KEYS = ("Sequence number", "Fwd thread id", "Input Dims", "Input type")
@@ -102,7 +103,6 @@ ARG_COLUMNS: Final = {
 }
 """Columns recfn writes into an event's args, and their keys: a range's GPU time (``cuda=True``),
 its FLOPs and the library calls hidden below a traced call."""
-"""Counter series key that recfn writes for memory events without a device."""
 
 
 Scalar = Union[str, int, float, bool, None]

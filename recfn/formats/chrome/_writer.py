@@ -34,7 +34,8 @@ LIST_ARGS = (
     ("flops", "flops"),
     ("hidden_calls", "hidden calls"),
 )
-"""Optional columns written into args (the reader maps the first two back, as torch names them)."""
+"""Optional columns written into args (the reader maps the first two back, as torch names them,
+and the others from the files that list them, `ARG_COLUMNS`)."""
 DEVICE_TIMES = ("device_start_ns", "device_duration_ns")
 """Columns of a range's GPU time: its rows' args take the device's `ARG_COLUMNS`."""
 DEVICE_COLUMNS = ("device", *DEVICE_TIMES)
