@@ -173,6 +173,8 @@ def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:
     `MEMORY_LABELS`)."""
     import pandas as pd
 
+    from recfn.analysis.stats.summary import without_gpu_time
+
     if any(name is not None for name in frame.index.names):
         frame = frame.reset_index()
     texts: dict[str, list[str]] = {}  # one frame made at the end: no column inserted at a time
@@ -186,15 +188,9 @@ def summary_for_display(frame: pd.DataFrame) -> pd.DataFrame:
             title = label.replace("_ns", "")
         else:
             title = label
-        texts[title] = [format_cell(label, v) for v in frame[column].tolist()]
-        if label in UNTIMED_DASH and "device_count" in frame.columns:  # no GPU time, not 0 ns
-            untimed = (frame["device_count"] == 0).tolist()
-            texts[title] = ["-" if none else cell for cell, none in zip(texts[title], untimed)]
+        cells = [format_cell(label, v) for v in frame[column].tolist()]
+        texts[title] = without_gpu_time(frame, label, cells)
     return pd.DataFrame(texts, index=frame.index, columns=list(texts), dtype=object)
-
-
-UNTIMED_DASH = ("device_total_ns", "device_self_ns", "device_count")
-"""Summary columns shown as "-" for a name no range of which was timed on a GPU."""
 
 
 def summary_notes(frame: pd.DataFrame) -> list[str]:

@@ -397,17 +397,10 @@ def render_text(
         ("Self Net Mem", "self_memory_bytes", format_bytes),
         ("FLOPs", "flops", format_count),
     ]
-    untimed = (
-        (summary["device_count"] == 0).tolist()
-        if "device_count" in summary.columns
-        else [False] * len(summary)
-    )  # names no range of which ran with GPU events: no GPU time, rather than 0 ns of it
     for title, column, fmt in formats:
         if column in summary.columns:
             cells = [fmt(v) for v in summary[column].tolist()]
-            if column in _GPU_TIMES:
-                cells = ["-" if none else cell for cell, none in zip(cells, untimed)]
-            columns.append((title, cells))
+            columns.append((title, without_gpu_time(summary, column, cells)))
     widths = [max([len(title), *map(len, values)]) for title, values in columns]
     rule = "  ".join("-" * w for w in widths)
 
@@ -425,8 +418,18 @@ def render_text(
     return "\n".join([rule, header, rule, *body, rule, f"Self time total: {format_ns(total_ns)}"])
 
 
-_GPU_TIMES = ("device_self_ns", "device_total_ns", "device_count")
-"""The text table's GPU columns that read "-" for a name never timed on a GPU."""
+GPU_TIME_COLUMNS = ("device_self_ns", "device_total_ns", "device_count")
+"""Summary columns shown as "-" for a name no range of which was timed on a GPU: it has no GPU
+time, rather than 0 ns of it."""
+
+
+def without_gpu_time(summary: pd.DataFrame, column: str, cells: list[str]) -> list[str]:
+    """`cells`, the text of `summary`'s `column`, with "-" on the rows of names never timed on
+    a GPU where `column` is one of `GPU_TIME_COLUMNS` (the text table's and the notebook's)."""
+    if column not in GPU_TIME_COLUMNS or "device_count" not in summary.columns:
+        return cells
+    untimed = (summary["device_count"] == 0).tolist()
+    return ["-" if none else cell for cell, none in zip(cells, untimed)]
 
 
 def _clip(text: str, width: int) -> str:

@@ -26,6 +26,32 @@ def has_cuda() -> bool:
 needs_cuda = pytest.mark.skipif(not has_cuda(), reason=cuda_missing() or "")
 
 
+def timed_by_hand(torch: Any, x: Any, ranges: dict[str, int]) -> tuple[Any, dict[str, float]]:
+    """A ``profile(cuda=True)`` of `ranges` (name: products of `x` in it), each range's work
+    also bracketed by CUDA events taken by hand on the current stream; the profile and each
+    range's hand-taken ns."""
+    by_hand: dict[str, tuple[Any, Any]] = {}
+    with recfn.profile(cuda=True) as prof:
+        for name, reps in ranges.items():
+            with recfn.record_function(name):
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(reps):
+                    x @ x
+                end.record()
+            by_hand[name] = (start, end)
+    torch.cuda.synchronize()
+    return prof, {name: start.elapsed_time(end) * 1e6 for name, (start, end) in by_hand.items()}
+
+
+def gpu_durations(prof: Any) -> dict[str, Any]:
+    table = prof.table
+    return dict(
+        zip(table.column("name").to_pylist(), table.column("device_duration_ns").to_pylist())
+    )
+
+
 def test_without_torch_the_error_names_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
     with pytest.raises(ImportError, match="cuda=True needs PyTorch.*torch is not installed"):
@@ -53,18 +79,7 @@ def test_gpu_time_per_range_matches_cuda_events_taken_by_hand() -> None:
     x = torch.randn(2048, 2048, device="cuda")
     x @ x  # warm up the kernels
     torch.cuda.synchronize()
-    by_hand: dict[str, tuple[Any, Any]] = {}
-    with recfn.profile(cuda=True) as prof:
-        for i, reps in enumerate((2, 4, 8)):
-            with recfn.record_function(f"mm{i}"):
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(reps):
-                    x @ x
-                end.record()
-            by_hand[f"mm{i}"] = (start, end)
-    torch.cuda.synchronize()
+    prof, by_hand = timed_by_hand(torch, x, {"mm0": 2, "mm1": 4, "mm2": 8})
     table = prof.table
     rows = {
         name: (cpu_start, gpu_start, gpu_duration, device)
@@ -77,9 +92,8 @@ def test_gpu_time_per_range_matches_cuda_events_taken_by_hand() -> None:
         )
     }
     device = f"cuda:{torch.cuda.current_device()}"
-    for name, (start, end) in by_hand.items():
+    for name, expected_ns in by_hand.items():
         cpu_start, gpu_start, gpu_duration, row_device = rows[name]
-        expected_ns = start.elapsed_time(end) * 1e6
         assert gpu_duration == pytest.approx(expected_ns, rel=0.10), name
         assert row_device == device
         assert gpu_start >= cpu_start - 1_000_000  # GPU work starts after it is queued (1 ms slack)
@@ -96,37 +110,9 @@ def test_ranges_in_the_no_cuda_list_get_no_events() -> None:
             pass
         with recfn.record_function("work"):
             pass
-    table = prof.table
-    gpu = dict(
-        zip(table.column("name").to_pylist(), table.column("device_duration_ns").to_pylist())
-    )
+    gpu = gpu_durations(prof)
     assert gpu["aten::view"] is None
     assert gpu["work"] is not None
-
-
-def timed_by_hand(torch: Any, x: Any, names: list[str]) -> tuple[Any, dict[str, float]]:
-    """A ``profile(cuda=True)`` of ranges, each wrapping matrix products also bracketed by CUDA
-    events taken by hand on the current stream; the profile and each range's hand-taken ns."""
-    by_hand: dict[str, tuple[Any, Any]] = {}
-    with recfn.profile(cuda=True) as prof:
-        for reps, name in enumerate(names, start=2):
-            with recfn.record_function(name):
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(reps):
-                    x @ x
-                end.record()
-            by_hand[name] = (start, end)
-    torch.cuda.synchronize()
-    return prof, {name: start.elapsed_time(end) * 1e6 for name, (start, end) in by_hand.items()}
-
-
-def gpu_durations(prof: Any) -> dict[str, Any]:
-    table = prof.table
-    return dict(
-        zip(table.column("name").to_pylist(), table.column("device_duration_ns").to_pylist())
-    )
 
 
 @needs_cuda
@@ -137,14 +123,14 @@ def test_a_second_profile_records_the_events_the_first_one_read() -> None:
 
     x = torch.randn(2048, 2048, device="cuda")  # GPU work of a millisecond, not launch gaps
     x @ x
-    names = [f"mm{i}" for i in range(4)]
+    ranges = {f"mm{i}": 2 + i for i in range(4)}
     device = torch.cuda.current_device()
     _cuda._POOLS.pop(device, None)  # whatever earlier profiles left
-    timed_by_hand(torch, x, names)
-    assert len(_cuda._POOLS[device]) == 2 * len(names)  # read at stop: free to record again
-    second, by_hand = timed_by_hand(torch, x, names)
+    timed_by_hand(torch, x, ranges)
+    assert len(_cuda._POOLS[device]) == 2 * len(ranges)  # read at stop: free to record again
+    second, by_hand = timed_by_hand(torch, x, ranges)
     gpu = gpu_durations(second)
-    for name in names:
+    for name in ranges:
         assert gpu[name] == pytest.approx(by_hand[name], rel=0.10), name
 
 
@@ -156,7 +142,7 @@ def test_ranges_on_a_side_stream_are_timed_on_that_stream() -> None:
     x @ x
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        prof, by_hand = timed_by_hand(torch, x, ["side0", "side1"])
+        prof, by_hand = timed_by_hand(torch, x, {"side0": 2, "side1": 3})
     gpu = gpu_durations(prof)
     for name, ns in by_hand.items():
         assert ns > 100_000  # the work ran on the side stream, not the idle default one

@@ -1031,10 +1031,16 @@ def _device_timed(df: pd.DataFrame) -> np.ndarray:
     return timed
 
 
-def _has_device_times(table: pa.Table) -> bool:
-    """Whether any row of `table` has a GPU time (`DEVICE_TIMES`)."""
-    names = table.column_names
-    return any(c in names and table[c].null_count < table.num_rows for c in DEVICE_TIMES)
+def _holds(data: pd.DataFrame | pa.Table, column: str) -> bool:
+    """Whether `column` of an event table (Arrow or pandas) holds any value."""
+    if isinstance(data, pa.Table):
+        return column in data.column_names and data[column].null_count < data.num_rows
+    return column in data.columns and bool(data[column].notna().any())
+
+
+def _has_device_times(data: pd.DataFrame | pa.Table) -> bool:
+    """Whether any row of an event table has a GPU time (`DEVICE_TIMES`)."""
+    return any(_holds(data, column) for column in DEVICE_TIMES)
 
 
 def args_columns_of(data: pd.DataFrame | pa.Table) -> list[str]:
@@ -1042,21 +1048,8 @@ def args_columns_of(data: pd.DataFrame | pa.Table) -> list[str]:
     args (of `ARG_COLUMNS`: GPU times, FLOPs, hidden calls), for the file to say so
     (`ARGS_MEMBER`) and the reader to map them back."""
     names = data.column_names if isinstance(data, pa.Table) else list(data.columns)
-    timed = (
-        _has_device_times(data) if isinstance(data, pa.Table) else bool(_device_timed(data).any())
-    )
-    listed = [c for c in DEVICE_COLUMNS if c in names] if timed else []
-    for column in ("flops", "hidden_calls"):
-        if column in names:
-            values = data[column]
-            held = (
-                values.null_count < len(values)
-                if isinstance(data, pa.Table)
-                else values.notna().any()
-            )
-            if held:
-                listed.append(column)
-    return listed
+    device = [c for c in DEVICE_COLUMNS if c in names] if _has_device_times(data) else []
+    return device + [c for c in ARG_COLUMNS if c not in DEVICE_COLUMNS and _holds(data, c)]
 
 
 def _decode_many(texts: list[str]) -> list[dict[str, Any]]:
