@@ -4,7 +4,7 @@ text rendering."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
@@ -462,7 +462,7 @@ def add_partials(
     ``total``, columns, order, ``top``, index, ``attrs["self_total_ns"]`` and
     ``attrs["wall_ns"]``."""
     sums = ["count", "total_ns", "self_ns", "duration_ns", *extra]
-    if len(parts) and parts.duplicated(keys).any():
+    if _has_duplicates(parts, keys):
         grouped = parts.groupby(keys, sort=False, dropna=False)
         result = grouped[sums].sum()
         result["min_ns"] = grouped["min_ns"].min()
@@ -474,24 +474,71 @@ def add_partials(
     if sort_by not in ordered:
         raise RecfnValueError(f"sort_by={sort_by!r} is not a summary column; choose from {ordered}")
     # One frame made at the end: each column set on a small frame costs more than its values.
-    columns = {name: result[name].array for name in ordered if name in result.columns}
+    arrays = {name: result[name].array for name in [*ordered, "duration_ns"] if name in result}
     duration, count, total_ns, self_ns = (
-        result[name].to_numpy(dtype=np.float64, na_value=np.nan)
+        arrays[name].to_numpy(dtype=np.float64, na_value=np.nan)
         for name in ("duration_ns", "count", "total_ns", "self_ns")
     )
+    columns = {name: arrays[name] for name in ordered if name in arrays}
     columns["mean_ns"] = duration / np.clip(count, 1, None)
     columns["total_pct"] = 100.0 * total_ns / wall if wall else np.full(len(result), np.nan)
     columns["self_pct"] = 100.0 * self_ns / total if total else np.full(len(result), np.nan)
-    result = pd.DataFrame({name: columns[name] for name in ordered}, copy=False)
-    result = result.sort_values(
-        [sort_by, *keys], ascending=[sort_by in keys, *[True] * len(keys)], kind="stable"
-    )
-    if top is not None:
-        result = result.head(top)
-    result = result.reset_index(drop=True)
-    result = result.set_index(keys) if as_index else result
+    order = _distinct_order(columns[sort_by], descending=sort_by not in keys)
+    if order is None:  # ties or missing values: pandas breaks them by the keys
+        result = pd.DataFrame({name: columns[name] for name in ordered}, copy=False)
+        result = result.sort_values(
+            [sort_by, *keys], ascending=[sort_by in keys, *[True] * len(keys)], kind="stable"
+        )
+        if top is not None:
+            result = result.head(top)
+        result = result.reset_index(drop=True)
+        result = result.set_index(keys) if as_index else result
+    else:
+        order = order[:top] if top is not None else order
+        taken = {name: _take(columns[name], order) for name in ordered}
+        index: pd.Index = pd.RangeIndex(len(order))
+        if as_index:
+            levels = [taken.pop(key) for key in keys]
+            index = (
+                pd.Index(levels[0], name=keys[0])
+                if len(keys) == 1
+                else pd.MultiIndex.from_arrays(levels, names=keys)
+            )
+        result = pd.DataFrame(taken, index=index, copy=False)
     mark_summary(result, total, wall)
     return result
+
+
+def _has_duplicates(parts: pd.DataFrame, keys: list[str]) -> bool:
+    """Whether two rows of `parts` have the same `keys` (partials of one group to add up)."""
+    if len(parts) < 2:
+        return False
+    if len(keys) == 1:
+        return not parts[keys[0]].is_unique
+    return bool(parts.duplicated(keys).any())
+
+
+def _distinct_order(values: Any, descending: bool) -> Optional[np.ndarray]:
+    """The positions of `values` sorted (largest first when `descending`) when they are
+    numbers with no two equal and none missing, else None: then the order is the values' alone,
+    and the sort needs none of pandas' tie-breaking by the group keys (a small summary's sort
+    cost more than its sums)."""
+    if not isinstance(values, np.ndarray):
+        if not pd.api.types.is_numeric_dtype(values.dtype) or values.isna().any():
+            return None
+        values = values.to_numpy()
+    if values.dtype.kind not in "iuf" or (values.dtype.kind == "f" and np.isnan(values).any()):
+        return None
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    if ordered.size > 1 and not (ordered[1:] != ordered[:-1]).all():
+        return None
+    return order[::-1] if descending else order
+
+
+def _take(values: Any, order: np.ndarray) -> Any:
+    """`values` (a numpy or pandas array) at the positions `order`, as pandas takes them."""
+    return values[order] if isinstance(values, np.ndarray) else values.take(order)
 
 
 def check_top(top: object) -> None:
