@@ -73,8 +73,9 @@ def isin(series: pd.Series, values: Iterable[object]) -> np.ndarray:
 
 def codes(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """Integer codes (-1 for null) and the distinct values of a category or string column."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        return series.cat.codes.to_numpy(dtype=np.int64), series.cat.categories
+    values = series.array
+    if isinstance(values, pd.Categorical):
+        return values.codes.astype(np.int64), values.categories
     found, uniques = pd.factorize(series)
     return found.astype(np.int64, copy=False), pd.Index(uniques)
 

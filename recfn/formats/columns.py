@@ -33,14 +33,33 @@ def require(df: pd.DataFrame | pa.Table, columns: Iterable[str], operation: str)
 
 def ints(series: pd.Series, null: int) -> np.ndarray:
     """`series` as int64 numpy, with nulls (pd.NA or NaN) replaced by `null`."""
+    values = series.to_numpy() if _plain_ints(series) else None
+    if values is not None:  # no nulls to look for: pandas' na_value pass is most of the cost
+        return np.array(values, dtype=np.int64)
     return np.asarray(series.to_numpy(dtype=np.int64, na_value=null), dtype=np.int64)
 
 
 def nulls(series: pd.Series) -> np.ndarray:
     """Boolean numpy mask (writable) of the null entries of `series`."""
-    return np.array(series.isna(), dtype=bool)
+    if _plain_ints(series):
+        return np.zeros(len(series), dtype=bool)
+    return np.array(series.array.isna(), dtype=bool)
 
 
 def equals(series: pd.Series, value: object) -> np.ndarray:
     """Boolean numpy mask (writable) of ``series == value``; null compares unequal."""
+    values = series.array
+    if isinstance(values, pd.Categorical):  # one code compared, not every value
+        try:
+            code = values.categories.get_loc(value)
+        except (KeyError, TypeError):
+            return np.zeros(len(values), dtype=bool)
+        if isinstance(code, int | np.integer):
+            return np.asarray(values.codes == code)
     return np.array((series == value).to_numpy(dtype=bool, na_value=False))
+
+
+def _plain_ints(series: pd.Series) -> bool:
+    """Whether `series` holds numpy integers or booleans (which cannot be null)."""
+    dtype = series.dtype
+    return isinstance(dtype, np.dtype) and dtype.kind in "iub"
