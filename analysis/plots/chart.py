@@ -264,7 +264,9 @@ class Chart:
         if min_duration_ns is not None:
             bars &= forest.still_open | (forest.duration >= min_duration_ns)
             on_gpu &= gpu.end - gpu.start >= min_duration_ns
-        marks = visible & equals(df["kind"], MARK) & ~df["name"].isin(PROFILER_MARKS).to_numpy()
+        marks = visible & equals(df["kind"], MARK)
+        for own in PROFILER_MARKS:
+            marks &= ~equals(df["name"], own)
         if not bars.any() and not marks.any() and not on_gpu.any():
             raise NothingToDrawError(
                 "timeline: no ranges or marks in the selected threads and time window"
@@ -291,7 +293,7 @@ class Chart:
         rows = np.concatenate([cpu_rows, gpu_rows])
         x0 = np.maximum(np.concatenate([begin[cpu_rows], gpu.start[gpu_rows]]), lo)
         x1 = np.minimum(np.concatenate([finish[cpu_rows], gpu.end[gpu_rows]]), hi)
-        colors, legend = _colors(df, rows, x1 - x0, cpu_rows.size, color_by)
+        colors, legend = _colors(df, rows, x1 - x0, cpu_rows.size, color_by, forest.duration)
         mark_rows = np.flatnonzero(marks)
         labels = [lane_labels[each] for each in threads.tolist()]
         labels += [GPU_LANE.format(device=printable(str(d))) for d in devices.tolist()]
@@ -466,11 +468,16 @@ class Chart:
 
 
 def _colors(
-    df: pd.DataFrame, rows: np.ndarray, width: np.ndarray, n_cpu: int, color_by: str
+    df: pd.DataFrame,
+    rows: np.ndarray,
+    width: np.ndarray,
+    n_cpu: int,
+    color_by: str,
+    duration: np.ndarray,
 ) -> tuple[np.ndarray, list[tuple[Optional[np.ndarray], str]]]:
     """Each bar's colour, and the legend: the `TOP_COLORS` values with most CPU time (the
-    first `n_cpu` bars), then how many more."""
-    value_codes, values, palette = column_colors(df, color_by)  # code -1 takes the last row
+    first `n_cpu` bars), then how many more. `duration` is each row's (`Nodes.duration`)."""
+    value_codes, values, palette = column_colors(df, color_by, duration)  # code -1: last row
     cpu = value_codes[rows[:n_cpu]]
     weight = np.bincount(cpu + 1, weights=width[:n_cpu], minlength=len(values) + 1)
     present = np.flatnonzero(np.bincount(cpu + 1, minlength=len(values) + 1)) - 1

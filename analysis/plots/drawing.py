@@ -6,7 +6,7 @@ import functools
 import hashlib
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any, Optional, cast
 
 import matplotlib as mpl
 import numpy as np
@@ -103,7 +103,8 @@ class NameColors:
     """
 
     def __init__(self, values: Sequence[object], weights: np.ndarray) -> None:
-        self.texts = [None if _is_null(v) else str(v) for v in values]
+        listed = values.tolist() if hasattr(values, "tolist") else values  # an Index: its list
+        self.texts = [None if _is_null(v) else str(v) for v in listed]
         weight = np.asarray(weights, dtype=np.float64).reshape(-1)
         if weight.size != len(self.texts):
             raise ValueError(f"NameColors: {len(self.texts)} values but {weight.size} weights")
@@ -172,13 +173,17 @@ class NameColors:
         return hex_color(self.rgba([index])[0])
 
 
-def column_colors(df: Any, column: str = "name") -> tuple[np.ndarray, Any, np.ndarray]:
+def column_colors(
+    df: Any, column: str = "name", duration: Optional[np.ndarray] = None
+) -> tuple[np.ndarray, Any, np.ndarray]:
     """The codes of `df[column]`, its distinct values, and their colours (`assign_colors`
     weighted by the time of each value's closed ranges; one extra last row, `NULL_COLOR`,
-    for code -1)."""
+    for code -1). `duration`: each row's closed-range duration (0 for other rows), where the
+    caller has it (``Nodes.duration``)."""
     value_codes, values = codes(df[column])
-    closed = equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
-    duration = np.where(closed, ints(df["end_ns"], 0) - ints(df["start_ns"], 0), 0)
+    if duration is None:
+        closed = equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
+        duration = np.where(closed, ints(df["end_ns"], 0) - ints(df["start_ns"], 0), 0)
     weight = np.bincount(value_codes + 1, weights=duration, minlength=len(values) + 1)[1:]
     palette = np.vstack([assign_colors(values, weight), to_rgba(NULL_COLOR)])
     return value_codes, values, palette

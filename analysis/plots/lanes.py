@@ -24,10 +24,10 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]
         distinct, first_rows = np.unique(thread, return_index=True)
         labels = {
             int(t): f"{printable(str(name))} ({t})"
-            for t, name in zip(distinct.tolist(), _names(df, first_rows))
+            for t, name in zip(distinct.tolist(), _names_of(df, first_rows))
         }
         return thread, labels, {}
-    names = _names(df, None)
+    names = _names(df)
     host = (
         pd.Series(df["host"].astype(object).to_numpy()).fillna("")
         if "host" in df.columns
@@ -63,10 +63,16 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]
     return lane.to_numpy(dtype=np.int64), labels, hosts
 
 
-def _names(df: pd.DataFrame, rows: np.ndarray | None) -> pd.Series:
-    """The thread names of `rows` (all rows for None), ``"thread"`` where there is none."""
-    n = len(df) if rows is None else len(rows)
+def _names(df: pd.DataFrame) -> pd.Series:
+    """The thread name of every row, ``"thread"`` where there is none."""
     if "thread_name" not in df.columns:
-        return pd.Series(["thread"] * n)
-    column = df["thread_name"] if rows is None else df["thread_name"].iloc[rows]
-    return pd.Series(column.astype(object).to_numpy()).fillna("thread")
+        return pd.Series(["thread"] * len(df))
+    return pd.Series(df["thread_name"].astype(object).to_numpy()).fillna("thread")
+
+
+def _names_of(df: pd.DataFrame, rows: np.ndarray) -> list[object]:
+    """`_names` of `rows` alone (a process's first row of each thread: a few)."""
+    if "thread_name" not in df.columns:
+        return ["thread"] * len(rows)
+    names = df["thread_name"].array.take(rows).tolist()
+    return ["thread" if pd.isna(name) else name for name in names]

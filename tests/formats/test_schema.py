@@ -273,3 +273,47 @@ def test_valid_flags_agree_with_arrows_is_valid(case: str) -> None:
     assert flags.dtype == np.bool_
     np.testing.assert_array_equal(flags, np.asarray(expected, dtype=bool))
     flags[:1] = True  # writable: callers combine masks in place
+
+
+def _small_tables() -> dict[str, pa.Table]:
+    with recfn.profile(trace_calls=True, profile_memory=True, report_input_shapes=True) as prof:
+        with recfn.record_function("outer"):
+            sorted([3, 1, 2])
+            recfn.mark("here")
+    captured = prof.trace.table
+    nulls = schema.conform(
+        pa.table(
+            {
+                "id": [1, 2, 3],
+                "parent_id": pa.array([None, 1, None], pa.int64()),
+                "name": pa.array(["a", None, "a"]).dictionary_encode(),
+                "kind": pa.array(["range", "range", "mark"]).dictionary_encode(),
+                "start_ns": [10, 20, 30],
+                "end_ns": pa.array([40, None, None], pa.int64()),
+                "thread_id": [1, 1, 1],
+            }
+        )
+    )
+    return {
+        "captured": captured,
+        "nulls": nulls,
+        "empty": captured.slice(0, 0),
+        "chunked": pa.concat_tables([captured.slice(0, 2), captured.slice(2)]),
+        "strings": captured.set_column(
+            captured.column_names.index("name"), "name", captured["name"].cast(pa.string())
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", ["captured", "nulls", "empty", "chunked", "strings"])
+def test_a_small_table_converts_as_pyarrow_converts_it(case: str) -> None:
+    """The column-at-a-time conversion of small tables gives pyarrow's frame: dtypes (nullable
+    ints, categoricals and their categories' dtype), values, nulls; columns of kinds it does not
+    convert (plain strings, dictionaries in several chunks) send the table to pyarrow."""
+    table = _small_tables()[case]
+    assert table.num_rows <= schema.SMALL_FRAME_ROWS
+    alone = schema._small_frame_columns(table) is not None
+    assert alone == (case not in ("chunked", "strings"))
+    pd.testing.assert_frame_equal(
+        schema.frame(table), schema._arrow_frame(table, False), check_exact=True
+    )
