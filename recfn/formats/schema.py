@@ -583,7 +583,11 @@ def _key_codes(column: pa.ChunkedArray) -> list[Any]:
         found = [_numpy(column.fill_null(-1))]
         return found + [_numpy(pc.is_null(column))] if column.null_count else found
     if pa.types.is_dictionary(column.type):
-        column = column.cast(column.type.value_type)
+        if column.num_chunks == 1 and column.null_count == 0:  # one value throughout: its code
+            indices = _numpy(column.chunk(0).indices)
+            if indices.size and bool((indices == indices[0]).all()):
+                return [indices]
+        column = column.cast(column.type.value_type)  # a dictionary may hold a value twice
     return [_numpy(pc.dictionary_encode(column.combine_chunks(), null_encoding="encode").indices)]
 
 
