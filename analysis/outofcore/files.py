@@ -232,12 +232,11 @@ def summarize_table(
     or with the columns only the in-memory summary sums (`IN_MEMORY_ONLY`, with values);
     TraceFormatError naming ``where`` for broken ids or parents."""
     keys = _summary_keys(by, top, "the one-pass summary")
-    missing = [c for c in (*EVENT_COLUMNS, *keys) if c not in table.column_names]
+    names = set(table.column_names)  # a new list at each access
+    missing = [c for c in (*EVENT_COLUMNS, *keys) if c not in names]
     if missing:
         raise RecfnValueError(f"{where}: no column(s) {missing} to summarise")
-    held = [
-        c for c in IN_MEMORY_ONLY if c in table.column_names and table[c].null_count < len(table)
-    ]
+    held = [c for c in IN_MEMORY_ONLY if c in names and table[c].null_count < len(table)]
     if held:
         raise RecfnValueError(f"{where}: {held} are summed by the in-memory summary only")
     extra = ["flops"] if "flops" in table.column_names else []
@@ -396,7 +395,8 @@ def _summarize_processes(
         parts.append(part)
         total += own
         extent = (min(extent[0], here[0]), max(extent[1], here[1]))
-    return pd.concat(parts, ignore_index=True), total, spans, extent
+    joined = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    return joined, total, spans, extent
 
 
 def _holds(footers: Footers, name: str, column: str) -> bool:
