@@ -576,6 +576,24 @@ def process_codes(table: pa.Table) -> Optional[np.ndarray]:
     return np.asarray(process.reshape(-1), dtype=np.int64)
 
 
+def distinct_rows(table: pa.Table) -> int:
+    """How many distinct rows `table` holds (a null is a value of its own), as Arrow's
+    ``group_by(...).aggregate([])`` counts them; a small table's in numpy, where that plan's
+    fixed cost (~1.5 ms) was a third of a small trace's summary and header."""
+    if table.num_rows == 0 or table.num_columns == 0:
+        return min(table.num_rows, 1)
+    if table.num_rows > SMALL_FRAME_ROWS:
+        return int(table.group_by(table.column_names).aggregate([]).num_rows)
+    combined = np.zeros(table.num_rows, dtype=np.int64)
+    for code in (code for column in table.columns for code in _key_codes(column)):
+        if code.size and bool((code == code[0]).all()):
+            continue  # one value: it tells no rows apart
+        _, inverse = np.unique(code, return_inverse=True)
+        combined = combined * (int(inverse.max()) + 1) + inverse.reshape(-1)
+        combined = np.unique(combined, return_inverse=True)[1].reshape(-1)
+    return int(np.unique(combined).size)
+
+
 def _key_codes(column: pa.ChunkedArray) -> list[Any]:
     """Numbers that are equal where the values of a process key are: numbers themselves (and,
     where some are null, whether each is), else codes in order of first appearance."""
@@ -1063,6 +1081,7 @@ __all__ = [
     "compare_digests",
     "conform",
     "constant_column",
+    "distinct_rows",
     "empty_table",
     "frame",
     "int64_mapper",

@@ -325,7 +325,7 @@ class Trace:
         return self._threads
 
     def _count_threads(self) -> int:
-        from recfn.formats.schema import THREAD_KEYS
+        from recfn.formats.schema import THREAD_KEYS, distinct_rows
 
         if self._unread_parquet():
             present = {
@@ -338,8 +338,7 @@ class Trace:
         table = self.table
         if table.num_rows == 0:
             return 0
-        threads = table.select([c for c in THREAD_KEYS if c in table.column_names])
-        return int(threads.group_by(threads.column_names).aggregate([]).num_rows)
+        return distinct_rows(table.select([c for c in THREAD_KEYS if c in table.column_names]))
 
     def _unread_threads(self, keys: list[str]) -> int:
         """`threads` of unread files that all hold the thread columns ``keys``."""

@@ -11,6 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import recfn
 from recfn.errors import TraceFormatError
@@ -317,3 +319,25 @@ def test_a_small_table_converts_as_pyarrow_converts_it(case: str) -> None:
     pd.testing.assert_frame_equal(
         schema.frame(table), schema._arrow_frame(table, False), check_exact=True
     )
+
+
+@st.composite
+def _key_tables(draw: st.DrawFn) -> pa.Table:
+    rows = draw(st.integers(0, 30))
+    hosts = draw(st.lists(st.sampled_from(["a", "b", None]), min_size=rows, max_size=rows))
+    pids = draw(st.lists(st.sampled_from([1, 2, -1, None]), min_size=rows, max_size=rows))
+    threads = draw(st.lists(st.integers(-2, 3), min_size=rows, max_size=rows))
+    return pa.table(
+        {
+            "host": pa.array(hosts, pa.string()).dictionary_encode(),
+            "pid": pa.array(pids, pa.int64()),
+            "thread_id": pa.array(threads, pa.int64()),
+        }
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(_key_tables())
+def test_distinct_rows_counts_as_arrows_group_by(table: pa.Table) -> None:
+    expected = table.group_by(table.column_names).aggregate([]).num_rows
+    assert schema.distinct_rows(table) == expected
