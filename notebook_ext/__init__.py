@@ -24,6 +24,7 @@ FIRST_CELL_MODULES: Final = (
     "pandas.io.formats.string",
     "msgspec.json",
     "PIL.ImageDraw",
+    "PIL.ImageFile",
     "isal.igzip",  # the stand-in's embedded trace (where isal is installed)
     "recfn.capture._table",
     "recfn.formats.chrome",

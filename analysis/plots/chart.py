@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import matplotlib as mpl
 import numpy as np
 import pandas as pd
 
@@ -32,7 +31,7 @@ from recfn.analysis.columns import (
     require,
     thread_mask,
 )
-from recfn.analysis.plots.drawing import MAX_BARS, column_colors
+from recfn.analysis.plots.colors import DARK2, column_colors, rgba
 from recfn.analysis.plots.lanes import lanes
 from recfn.analysis.stats.tree import nodes
 from recfn.analysis.times import TimeLike, to_ns, trace_start, window_of
@@ -78,9 +77,15 @@ GPU_LANE = "{device} (GPU time)"
 UNITS: tuple[tuple[str, int], ...] = (("s", 10**9), ("ms", 10**6), ("µs", 10**3), ("ns", 1))
 """Units of the time axis: the largest that the drawn span holds at least once."""
 MEMORY_COLORS: tuple[tuple[float, ...], ...] = tuple(
-    tuple(float(c) for c in rgb[:3]) for rgb in mpl.colormaps["Dark2"](np.arange(8))
+    tuple(float(c) for c in rgba(color)[:3]) for color in DARK2
 )
 """The memory lines' colours, one per device in turn (matplotlib's "Dark2")."""
+MAX_BARS = 20_000
+"""Most rectangles one view draws; past that the narrowest are left out (or rasterised)."""
+MAX_LABELS = 200
+"""Most bars a view labels with their names (the widest)."""
+LABEL_MIN_PX = 40.0
+"""Narrowest bar that carries its name."""
 
 
 @dataclass(frozen=True)

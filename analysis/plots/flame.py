@@ -19,12 +19,12 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
 from recfn.analysis.columns import check_number
+from recfn.analysis.plots.chart import MAX_BARS
+from recfn.analysis.plots.colors import column_colors
 from recfn.analysis.plots.drawing import (
-    MAX_BARS,
     add_labels,
     add_rectangles,
     check_figure,
-    column_colors,
     plain_text,
     set_alt_text,
 )

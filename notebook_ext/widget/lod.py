@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recfn.analysis.plots.drawing import NameColors
+from recfn.analysis.plots.colors import NameColors
 from recfn.analysis.stats.tree import parents_from_ids, self_durations
 from recfn.errors import QueryError
 from recfn.formats.schema import process_codes, valid_flags

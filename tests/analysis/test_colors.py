@@ -1,5 +1,5 @@
 """One colour per name across the timeline, the flame graph and the interactive view
-(``drawing.NameColors``), the legend's "mark" only for marks of the program, and narrow bars
+(``colors.NameColors``), the legend's "mark" only for marks of the program, and narrow bars
 drawn as density."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from matplotlib.collections import PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from recfn.analysis.plots import chart, drawing
-from recfn.analysis.plots.drawing import (
+from recfn.analysis.plots import chart, colors
+from recfn.analysis.plots.colors import (
     DISTINCT_TOP,
     PALETTE,
     NameColors,
@@ -60,7 +60,7 @@ def test_colours_asked_one_by_one_are_those_of_the_whole_table() -> None:
     weights = np.r_[np.random.default_rng(3).random(400), 0.0]
     table = NameColors(names, weights)
     assert np.array_equal(table.rgba(range(len(names))), assign_colors(names, weights))
-    assert table.hex(400) == drawing.NULL_COLOR
+    assert table.hex(400) == colors.NULL_COLOR
 
 
 def test_weights_must_match_the_names() -> None:
@@ -92,7 +92,7 @@ def legend_colors(ax: Axes) -> dict[str, tuple[float, ...]]:
 
 def test_timeline_and_flame_colour_a_name_alike() -> None:
     frame = frame_with_colliding_names()
-    _, values, palette = drawing.column_colors(frame)
+    _, values, palette = colors.column_colors(frame)
     expected = {str(v): tuple(palette[i]) for i, v in enumerate(values)}
     shown = legend_colors(frame.recfn.timeline())
     shown = {k: v for k, v in shown.items() if not k.endswith("more names")}
@@ -137,3 +137,21 @@ def test_narrow_bars_are_as_opaque_as_the_time_they_cover() -> None:
     busy_alpha = alpha[bottom_band][painted[bottom_band]].min()
     assert sparse_alpha <= chart.MIN_DENSITY_ALPHA + 1 / 255
     assert busy_alpha > 0.9
+
+
+def test_the_palettes_are_matplotlibs_colormaps() -> None:
+    """The colours are constants (drawing a picture imports no matplotlib), equal to the
+    colormaps they were taken from."""
+    import matplotlib as mpl
+    from matplotlib.colors import to_rgba
+
+    tab = [
+        row
+        for cmap in ("tab20", "tab20b", "tab20c")
+        for row in mpl.colormaps[cmap](np.arange(20))
+        if np.ptp(row[:3]) > 0.05
+    ]
+    assert np.array_equal(PALETTE, np.array(tab))
+    dark2 = mpl.colormaps["Dark2"](np.arange(8))[:, :3]
+    assert np.array_equal(np.array(chart.MEMORY_COLORS), dark2)
+    assert tuple(colors.NULL_RGBA) == to_rgba(colors.NULL_COLOR)

@@ -18,7 +18,8 @@ from PIL import Image
 
 from recfn.analysis.plots import picture
 from recfn.analysis.plots.chart import Chart
-from recfn.analysis.plots.drawing import alt_text, column_colors
+from recfn.analysis.plots.colors import column_colors
+from recfn.analysis.plots.drawing import alt_text
 from recfn.analysis.synthetic import make_synthetic_trace
 from recfn.errors import NothingToDrawError, RecfnValueError
 

@@ -21,7 +21,7 @@ from matplotlib.text import Text
 import recfn
 import recfn.analysis as analysis
 from recfn.analysis import MissingColumnsError
-from recfn.analysis.plots import chart, drawing
+from recfn.analysis.plots import chart, colors
 from recfn.analysis.plots.drawing import alt_text
 from recfn.analysis.plots.flame import WORD_JOINER
 
@@ -139,8 +139,8 @@ def test_timeline_and_flame_bounded_on_a_million_rows(million: pd.DataFrame) -> 
     ax = million.recfn.timeline()
     paths = sum(len(c.get_paths()) for c in ax.collections)
     ticks = ax.get_window_extent().width * 8  # at most one per pixel column and band
-    assert paths <= drawing.MAX_BARS + ticks
-    assert len(ax.images) <= 1 and len(ax.texts) <= drawing.MAX_LABELS
+    assert paths <= chart.MAX_BARS + ticks
+    assert len(ax.images) <= 1 and len(ax.texts) <= chart.MAX_LABELS
     assert len(ax.get_children()) < 50
     ax.figure.savefig(io.BytesIO(), format="png", dpi=100)
     flame = million.recfn.flame()
@@ -432,12 +432,12 @@ def test_same_name_same_colour_across_traces_and_views(known: pd.DataFrame) -> N
     first = facecolors_by_label(known.recfn.timeline())
     second = facecolors_by_label(other.recfn.timeline())
     assert first["mm"] == second["mm"] and first["step"] == second["step"]
-    assert first["mm"] == tuple(drawing.name_colors(["mm"])[0])
+    assert first["mm"] == tuple(colors.name_colors(["mm"])[0])
     flame_colors = {tuple(c) for c in bars(other.recfn.flame())[0].get_facecolors()}
-    assert tuple(drawing.name_colors(["zz_other"])[0]) in flame_colors
+    assert tuple(colors.name_colors(["zz_other"])[0]) in flame_colors
     # The hash is stable across processes: fixed here, not salted like hash().
-    assert drawing.name_colors(["aten::mm"])[0].tolist() == pytest.approx(
-        drawing.PALETTE[43].tolist()
+    assert colors.name_colors(["aten::mm"])[0].tolist() == pytest.approx(
+        colors.PALETTE[43].tolist()
     )
 
 

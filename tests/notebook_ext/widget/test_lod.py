@@ -256,7 +256,7 @@ def test_longest_is_the_longest_range_of_the_name(
 
 
 def test_responses_name_their_names_with_short_names_and_colours() -> None:
-    from recfn.analysis.plots.drawing import column_colors, hex_color
+    from recfn.analysis.plots.colors import column_colors, hex_color
 
     frame = pd.DataFrame(
         {

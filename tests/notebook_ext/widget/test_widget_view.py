@@ -39,7 +39,7 @@ CELLS = [
     "%%record_function rows --var kept\n"
     "out = frame.apply(per_row, axis=1)\n"
     "ranks = frame.groupby('b').a.rank()\n",
-    "from recfn.analysis.plots.drawing import column_colors, hex_color\n"
+    "from recfn.analysis.plots.colors import column_colors, hex_color\n"
     "_, values, palette = column_colors(kept.to_pandas())\n"
     "print(json.dumps({'type': type(kept).__module__ + '.' + type(kept).__name__,\n"
     "                  'events': len(kept.to_pandas()),\n"
