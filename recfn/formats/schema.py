@@ -581,7 +581,7 @@ def distinct_rows(table: pa.Table) -> int:
     ``group_by(...).aggregate([])`` counts them; a small table's in numpy, where that plan's
     fixed cost (~1.5 ms) was a third of a small trace's summary and header."""
     if table.num_rows == 0 or table.num_columns == 0:
-        return min(table.num_rows, 1)
+        return min(int(table.num_rows), 1)
     if table.num_rows > SMALL_FRAME_ROWS:
         return int(table.group_by(table.column_names).aggregate([]).num_rows)
     combined = np.zeros(table.num_rows, dtype=np.int64)
