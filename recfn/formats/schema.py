@@ -815,7 +815,7 @@ _CATEGORY_DTYPES: dict[tuple[tuple[Any, ...], bool], Any] = {}
 def _small_frame_columns(table: pa.Table) -> dict[str, Any] | None:
     """`table`'s columns as the pandas arrays `_arrow_frame` makes of them, or None for a
     column of a kind it alone converts (strings, a null in a plain int or float column, a
-    dictionary in several chunks)."""
+    dictionary in several chunks, with unsigned indices, or with a null or repeated value)."""
     import pandas as pd
 
     columns: dict[str, Any] = {}
@@ -829,13 +829,20 @@ def _small_frame_columns(table: pa.Table) -> dict[str, Any] | None:
             mask = _writable(column.is_null().to_numpy())
             columns[field.name] = pd.arrays.IntegerArray(values, mask)
         elif pa.types.is_dictionary(dtype):
-            if column.num_chunks != 1 or not pa.types.is_string(dtype.value_type):
+            if (
+                column.num_chunks != 1
+                or not pa.types.is_string(dtype.value_type)
+                or not pa.types.is_signed_integer(dtype.index_type)
+                or column.chunk(0).dictionary.null_count
+            ):
                 return None
             chunk = column.chunk(0)
+            try:  # a dictionary that holds a value twice makes no pandas dtype
+                categories = _category_dtype(chunk.dictionary, dtype.ordered)
+            except ValueError:
+                return None
             codes = _writable(chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False))
-            columns[field.name] = pd.Categorical.from_codes(
-                codes, dtype=_category_dtype(chunk.dictionary, dtype.ordered), validate=False
-            )
+            columns[field.name] = pd.Categorical.from_codes(codes, dtype=categories, validate=False)
         elif (
             pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_boolean(dtype)
         ) and column.null_count == 0:

@@ -304,10 +304,17 @@ def _small_tables() -> dict[str, pa.Table]:
         "strings": captured.set_column(
             captured.column_names.index("name"), "name", captured["name"].cast(pa.string())
         ),
+        "repeated": nulls.set_column(
+            nulls.column_names.index("kind"),
+            "kind",
+            pa.DictionaryArray.from_arrays(
+                pa.array([0, 1, 2], pa.int32()), ["range", "mark", "range"]
+            ),
+        ),
     }
 
 
-@pytest.mark.parametrize("case", ["captured", "nulls", "empty", "chunked", "strings"])
+@pytest.mark.parametrize("case", ["captured", "nulls", "empty", "chunked", "strings", "repeated"])
 def test_a_small_table_converts_as_pyarrow_converts_it(case: str) -> None:
     """The column-at-a-time conversion of small tables gives pyarrow's frame: dtypes (nullable
     ints, categoricals and their categories' dtype), values, nulls; columns of kinds it does not
@@ -315,10 +322,14 @@ def test_a_small_table_converts_as_pyarrow_converts_it(case: str) -> None:
     table = _small_tables()[case]
     assert table.num_rows <= schema.SMALL_FRAME_ROWS
     alone = schema._small_frame_columns(table) is not None
-    assert alone == (case not in ("chunked", "strings"))
-    pd.testing.assert_frame_equal(
-        schema.frame(table), schema._arrow_frame(table, False), check_exact=True
-    )
+    assert alone == (case not in ("chunked", "strings", "repeated"))
+    try:
+        expected = schema._arrow_frame(table, False)
+    except ValueError as exc:  # pyarrow makes no frame of it either: the same error
+        with pytest.raises(type(exc)):
+            schema.frame(table)
+        return
+    pd.testing.assert_frame_equal(schema.frame(table), expected, check_exact=True)
 
 
 @st.composite
