@@ -192,8 +192,8 @@ def summary_table(frame: pd.DataFrame) -> TextTable:
                 (unnamed if name is None else str(name), index.get_level_values(level).tolist())
             )
     # One conversion of the whole frame: a column taken at a time cost eight times as much.
-    values = frame.to_numpy(dtype=object).T.tolist() if len(frame) else [[] for _ in frame.columns]
-    labelled += [(str(column), cells) for column, cells in zip(frame.columns, values)]
+    by_column = frame.to_numpy(dtype=object).T.tolist() if len(frame) else [[]] * frame.shape[1]
+    labelled += [(str(column), cells) for column, cells in zip(frame.columns, by_column)]
     titles, columns = [], []
     for label, values in labelled:
         if label.endswith("_pct"):
