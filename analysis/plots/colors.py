@@ -50,7 +50,7 @@ def name_colors(values: Iterable[object]) -> np.ndarray:
     process). Different names can share a colour: plots colour with `assign_colors`, which
     starts from this colour and keeps the heaviest names of a plot apart. None and NaN get
     `NULL_COLOR`."""
-    rows = [NULL_RGBA.copy() if _is_null(value) else PALETTE[_slot(str(value))] for value in values]
+    rows = [NULL_RGBA if _is_null(value) else PALETTE[_slot(str(value))] for value in values]
     return np.array(rows).reshape(-1, 4)
 
 
@@ -120,8 +120,7 @@ class NameColors:
 
     def rgba(self, indices: Iterable[int]) -> np.ndarray:
         """One RGBA row per value index (`NULL_COLOR` for nulls)."""
-        null = NULL_RGBA.copy()
-        rows = [null if (slot := self.slot(int(i))) < 0 else PALETTE[slot] for i in indices]
+        rows = [NULL_RGBA if (slot := self.slot(int(i))) < 0 else PALETTE[slot] for i in indices]
         return np.array(rows).reshape(-1, 4)
 
     def all(self) -> np.ndarray:
@@ -139,7 +138,7 @@ class NameColors:
                 slots[blocked] = (slots[blocked] + 1) % size
         for index, slot in self._slots.items():
             slots[index] = slot
-        rows = np.tile(NULL_RGBA.copy(), (len(self.texts), 1))
+        rows = np.tile(NULL_RGBA, (len(self.texts), 1))
         rows[slots >= 0] = PALETTE[slots[slots >= 0]]
         return rows.reshape(-1, 4)
 

@@ -33,9 +33,8 @@ def require(df: pd.DataFrame | pa.Table, columns: Iterable[str], operation: str)
 
 def ints(series: pd.Series, null: int) -> np.ndarray:
     """`series` as int64 numpy, with nulls (pd.NA or NaN) replaced by `null`."""
-    values = series.to_numpy() if _plain_ints(series) else None
-    if values is not None:  # no nulls to look for: pandas' na_value pass is most of the cost
-        return np.array(values, dtype=np.int64)
+    if _plain_ints(series):  # no nulls to look for: pandas' na_value pass is most of the cost
+        return np.array(series.to_numpy(), dtype=np.int64)
     return np.asarray(series.to_numpy(dtype=np.int64, na_value=null), dtype=np.int64)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Optional, Union
 
 import numpy as np
@@ -565,15 +565,7 @@ def process_codes(table: pa.Table) -> Optional[np.ndarray]:
     keys = [key for key in PROCESS_KEYS if key in table.column_names]
     if not keys or table.num_rows == 0:
         return None
-    codes = [code for key in keys for code in _key_codes(table.column(key))]
-    if all(bool((code == code[0]).all()) for code in codes):
-        return None  # one process: every table recfn captures (a linear check, no sort)
-    process = np.zeros(len(codes[0]), dtype=np.int64)
-    for code in codes:  # number the (host, pid) pairs: one 1-D inverse per key
-        _, inverse = np.unique(code, return_inverse=True)
-        process = process * (int(inverse.max()) + 1) + inverse.reshape(-1)
-    _, process = np.unique(process, return_inverse=True)
-    return np.asarray(process.reshape(-1), dtype=np.int64)
+    return _row_codes([table.column(key) for key in keys])
 
 
 def distinct_rows(table: pa.Table) -> int:
@@ -584,14 +576,30 @@ def distinct_rows(table: pa.Table) -> int:
         return min(int(table.num_rows), 1)
     if table.num_rows > SMALL_FRAME_ROWS:
         return int(table.group_by(table.column_names).aggregate([]).num_rows)
-    combined = np.zeros(table.num_rows, dtype=np.int64)
-    for code in (code for column in table.columns for code in _key_codes(column)):
-        if code.size and bool((code == code[0]).all()):
-            continue  # one value: it tells no rows apart
+    codes = _row_codes(table.columns)
+    return 1 if codes is None else int(codes.max()) + 1
+
+
+def _row_codes(columns: Sequence[pa.ChunkedArray]) -> Optional[np.ndarray]:
+    """Each row's code (0, 1, ... in the order of the columns' values), equal where the rows'
+    values are (a null a value of its own); None where every row is equal (a linear check,
+    no sort: one process, every table recfn captures). The columns have rows."""
+    codes = [code for column in columns for code in _key_codes(column)]
+    varying = [code for code in codes if not bool((code == code[0]).all())]
+    if not varying:
+        return None
+    combined = np.zeros(len(varying[0]), dtype=np.int64)
+    bound = 1  # every code so far is below it
+    for code in varying:  # one 1-D inverse per column, numbered together
         _, inverse = np.unique(code, return_inverse=True)
-        combined = combined * (int(inverse.max()) + 1) + inverse.reshape(-1)
-        combined = np.unique(combined, return_inverse=True)[1].reshape(-1)
-    return int(np.unique(combined).size)
+        width = int(inverse.max()) + 1
+        if bound * width >= 2**62:  # renumbered before the product could overflow
+            combined = np.unique(combined, return_inverse=True)[1].reshape(-1)
+            bound = int(combined.max()) + 1
+        combined = combined * width + inverse.reshape(-1)
+        bound *= width
+    _, combined = np.unique(combined, return_inverse=True)
+    return np.asarray(combined.reshape(-1), dtype=np.int64)
 
 
 def _key_codes(column: pa.ChunkedArray) -> list[Any]:

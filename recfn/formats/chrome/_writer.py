@@ -31,8 +31,8 @@ LIST_ARGS = (
     ("input_shapes", "Input Dims"),
     ("input_dtypes", "Input type"),
     ("stack", "stack"),
-    ("flops", "flops"),
-    ("hidden_calls", "hidden calls"),
+    ("flops", ARG_COLUMNS["flops"]),
+    ("hidden_calls", ARG_COLUMNS["hidden_calls"]),
 )
 """Optional columns written into args (the reader maps the first two back, as torch names them,
 and the others from the files that list them, `ARG_COLUMNS`)."""
