@@ -4,7 +4,6 @@ HTML stand-in's download link and the widget's Download and Perfetto buttons).""
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Optional
@@ -33,21 +32,16 @@ def no_progress_bars() -> Iterator[None]:
 
 def chrome_gz(trace: Trace, compresslevel: Optional[int] = None) -> bytes:
     """The trace as gzipped Chrome/Perfetto JSON, the bytes ``recfn convert t.parquet
-    t.json.gz`` writes (no progress bar: `no_progress_bars`); `compresslevel` is gzip's, the
-    writer's own by default (the stand-in starts with the fastest, `denser` when that does not
-    fit).
-
-    The file is written in a private temporary folder, not with ``Trace.save``: the bytes are
-    read back at once and the folder removed, so what makes a user's file safe (a validated
-    table, an atomic rename, an fsync) only costs time here."""
-    from recfn.formats.chrome import GZIP_LEVEL, write_chrome_file
+    t.json.gz`` writes, made in memory (no progress bar: `no_progress_bars`); `compresslevel`
+    is gzip's, the writer's own by default (the stand-in starts with the fastest, `denser`
+    when that does not fit). For traces whose file fits a cell's output: what makes a user's
+    file safe (a validated table, an atomic rename, an fsync) and the writer's thread only
+    cost time here."""
+    from recfn.formats.chrome import GZIP_LEVEL, chrome_gz_bytes
 
     level = GZIP_LEVEL if compresslevel is None else compresslevel
-    with no_progress_bars(), tempfile.TemporaryDirectory(prefix="recfn-") as folder:
-        path = os.path.join(folder, "trace.json.gz")
-        write_chrome_file(trace.table_as_saved(), path, compresslevel=level)
-        with open(path, "rb") as written:
-            return written.read()
+    with no_progress_bars():
+        return chrome_gz_bytes(trace.table_as_saved(), compresslevel=level)
 
 
 def denser(gz: bytes) -> bytes:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import gc
 import gzip
+import io
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -332,19 +333,40 @@ def write_chrome_file(
     progress bar then names `shown_as`, the file it becomes)."""
     _check_level(compresslevel)
     layout, head = _prepare(data, base_ns=base_ns)
-    rows = layout.rows
     name = os.fspath(path)
     with (
         _output(name, compresslevel) as out,
-        Bar(rows.count, desc=f"writing {shown_as or os.path.basename(name)}") as bar,
+        Bar(layout.rows.count, desc=f"writing {shown_as or os.path.basename(name)}") as bar,
     ):
-        out.write(head)
-        separator = b""
-        for events in _event_batches(layout, bar):
-            if events:
-                out.write(separator + events)
-                separator = b","
-        out.write(b"]}")
+        for piece in _file_pieces(layout, head, bar):
+            out.write(piece)
+
+
+def chrome_gz_bytes(
+    data: pd.DataFrame | pa.Table, *, base_ns: int | None = None, compresslevel: int = GZIP_LEVEL
+) -> bytes:
+    """The bytes `write_chrome_file` writes to a ``.json.gz`` path, made in memory: no file,
+    no writer thread, no progress bar. For tables small enough to hold their file twice (a
+    notebook's embedded trace), where a file and a thread cost more than the events."""
+    _check_level(compresslevel)
+    layout, head = _prepare(data, base_ns=base_ns)
+    buffer = io.BytesIO()
+    with _gzip_stream(buffer, compresslevel) as out:
+        for piece in _file_pieces(layout, head, None):
+            out.write(piece)
+    return buffer.getvalue()
+
+
+def _file_pieces(layout: Layout, head: bytes, bar: Bar | None) -> Iterator[bytes]:
+    """The file's JSON in the order it is written: `head`, the events a batch at a time
+    (comma-separated), the closing brackets."""
+    yield head
+    separator = b""
+    for events in _event_batches(layout, bar):
+        if events:
+            yield separator + events
+            separator = b","
+    yield b"]}"
 
 
 RANK_FILE: Final = "rank-{rank}.json.gz"
@@ -492,7 +514,7 @@ def _foreign_members(metadata: dict[str, str]) -> dict[str, Any]:
 REQUIRED_TO_WRITE: Final = ("name", "kind", "start_ns", "end_ns", "thread_id")
 
 
-def _event_batches(layout: Layout, bar: Bar) -> Iterator[bytes]:
+def _event_batches(layout: Layout, bar: Bar | None) -> Iterator[bytes]:
     """The JSON of the metadata events, then of the events of `ROWS` rows at a time, each
     comma-separated without brackets."""
     yield jsonio.dumps(layout.header_events())[1:-1]
@@ -502,7 +524,8 @@ def _event_batches(layout: Layout, bar: Bar) -> Iterator[bytes]:
         lo, hi = np.searchsorted(positions, [first, first + size])
         batch = (positions[lo:hi] - first, keys[lo:hi], totals[lo:hi])
         yield encode_part(part, layout, batch, first)
-        bar.update(size)
+        if bar is not None:
+            bar.update(size)
 
 
 class _Sink(Protocol):
