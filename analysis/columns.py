@@ -10,10 +10,11 @@ are defined by ``recfn.formats.schema``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple, Optional, Union
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from recfn.errors import MissingColumnsError, RecfnTypeError, RecfnValueError
 from recfn.formats.columns import INT64_MAX, equals, ints, nulls, require
@@ -24,10 +25,14 @@ __all__ = [
     "MARK",
     "MEMORY",
     "RANGE",
+    "EventColumns",
+    "FrameColumns",
     "GpuSpans",
     "MissingColumnsError",
+    "TableColumns",
     "codes",
     "equals",
+    "event_columns",
     "gpu_spans",
     "ints",
     "isin",
@@ -89,36 +94,40 @@ class GpuSpans(NamedTuple):
     end: np.ndarray
 
 
-def gpu_spans(df: pd.DataFrame, candidates: np.ndarray) -> GpuSpans:
+def gpu_spans(df: Events, candidates: np.ndarray) -> GpuSpans:
     """The GPU spans (``device_start_ns`` + ``device_duration_ns``, from
     ``profile(cuda=True)``) of the `candidates` rows that have both columns set; none when the
     frame lacks them. The one reading of GPU time, for the summary and the timeline alike."""
-    n = len(df)
-    if "device_start_ns" not in df.columns or "device_duration_ns" not in df.columns:
+    columns = event_columns(df)
+    n = len(columns)
+    if not columns.has("device_start_ns") or not columns.has("device_duration_ns"):
         empty = np.zeros(n, dtype=np.int64)
         return GpuSpans(np.zeros(n, dtype=bool), empty, empty)
-    timed = candidates & ~nulls(df["device_start_ns"]) & ~nulls(df["device_duration_ns"])
-    start = ints(df["device_start_ns"], 0)
-    return GpuSpans(timed, start, start + np.where(timed, ints(df["device_duration_ns"], 0), 0))
+    timed = candidates & ~columns.nulls("device_start_ns") & ~columns.nulls("device_duration_ns")
+    start = columns.ints("device_start_ns", 0)
+    duration = columns.ints("device_duration_ns", 0)
+    return GpuSpans(timed, start, start + np.where(timed, duration, 0))
 
 
-def process_groups(df: pd.DataFrame) -> np.ndarray | None:
+def process_groups(df: Events) -> np.ndarray | None:
     """One integer per row identifying its process, ``(host, pid)``; None when the frame holds
     a single process (or says nothing about processes). A null host or pid is a value of its
     own, as in ``recfn.formats.schema.process_rows``."""
-    keys = [ints(df["pid"], -1), nulls(df["pid"])] if "pid" in df.columns else []
-    if "host" in df.columns:
-        keys.append(codes(df["host"])[0])
+    columns = event_columns(df)
+    keys = [columns.ints("pid", -1), columns.nulls("pid")] if columns.has("pid") else []
+    if columns.has("host"):
+        keys.append(columns.codes("host")[0])
     if not keys or all((key == key[0]).all() for key in keys if key.size):
         return None  # one process: nothing to factorize
     combined = _combine(keys)
     return combined if combined.size and combined.max() > 0 else None
 
 
-def thread_groups(df: pd.DataFrame) -> np.ndarray:
+def thread_groups(df: Events) -> np.ndarray:
     """One integer per row identifying its thread across a fleet: ``(host, pid, thread_id)``."""
-    thread = ints(df["thread_id"], -1)
-    process = process_groups(df)
+    columns = event_columns(df)
+    thread = columns.ints("thread_id", -1)
+    process = process_groups(columns)
     return thread if process is None else _combine([process, thread])
 
 
@@ -146,12 +155,181 @@ def as_threads(thread: int | str | Iterable[int | str], what: str) -> list[int |
     )
 
 
-def thread_mask(df: pd.DataFrame, threads: Iterable[int | str]) -> np.ndarray:
+def thread_mask(df: Events, threads: Iterable[int | str]) -> np.ndarray:
     """Rows whose ``thread_id`` (for ints) or ``thread_name`` (for strings) is in `threads`."""
     wanted = list(threads)
     names = [t for t in wanted if isinstance(t, str)]
-    require(df, ("thread_id", *(["thread_name"] if names else [])), "selecting threads")
-    mask = isin(df["thread_id"], [t for t in wanted if not isinstance(t, str)])
+    columns = event_columns(df)
+    require(columns, ("thread_id", *(["thread_name"] if names else [])), "selecting threads")
+    mask = columns.isin("thread_id", [t for t in wanted if not isinstance(t, str)])
     if names:
-        mask |= isin(df["thread_name"], names)
+        mask |= columns.isin("thread_name", names)
     return mask
+
+
+class EventColumns:
+    """The event table's columns as numpy arrays, each column read once: what the call tree,
+    the lanes, the colours and the timeline's chart read, from a DataFrame (`FrameColumns`) or
+    straight from a ``pyarrow.Table`` (`TableColumns`: the notebook's picture draws a captured
+    table without a pandas frame). Both give the same arrays for a table and its
+    ``to_pandas()`` frame (tests/analysis/test_event_columns.py). ``columns`` lists the column
+    names, ``attrs`` the frame's attrs (a table's metadata as ``to_pandas`` puts it there)."""
+
+    def __init__(self, columns: list[str], attrs: dict[str, Any], rows: int) -> None:
+        self.columns = columns
+        self.attrs = attrs
+        self._names = set(columns)
+        self._rows = rows
+        self._series: dict[str, pd.Series] = {}
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def has(self, name: str) -> bool:
+        return name in self._names
+
+    def series(self, name: str) -> pd.Series:
+        """The column as the frame holds it (made once)."""
+        found = self._series.get(name)
+        if found is None:
+            found = self._series[name] = self._series_of(name)
+        return found
+
+    def _series_of(self, name: str) -> pd.Series:
+        raise NotImplementedError
+
+    def ints(self, name: str, null: int) -> np.ndarray:
+        """`ints` of the column: int64, nulls replaced by `null` (a new, writable array)."""
+        return ints(self.series(name), null)
+
+    def nulls(self, name: str) -> np.ndarray:
+        return nulls(self.series(name))
+
+    def equals(self, name: str, value: object) -> np.ndarray:
+        return equals(self.series(name), value)
+
+    def isin(self, name: str, values: Iterable[object]) -> np.ndarray:
+        return isin(self.series(name), values)
+
+    def codes(self, name: str) -> tuple[np.ndarray, Sequence[Any]]:
+        """`codes` of the column: int64 codes (-1 for null) and the distinct values."""
+        return codes(self.series(name))
+
+    def objects(self, name: str, rows: Optional[np.ndarray] = None) -> np.ndarray:
+        """The values (of `rows` alone, positions) as Python objects, nulls as pandas gives
+        them (NaN, or ``pd.NA`` for nullable ints)."""
+        series = self.series(name)
+        if rows is None:
+            return np.asarray(series.astype(object).to_numpy())
+        return np.asarray(series.take(rows).to_numpy(dtype=object))
+
+
+class FrameColumns(EventColumns):
+    """`EventColumns` of a DataFrame (its columns read without its ``attrs``: pandas
+    deep-copies a frame's attrs, recfn's metadata, into every column it hands out)."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        super().__init__(list(df.columns), df.attrs, len(df))
+        self._frame = df
+        if df.attrs:
+            self._frame = df.copy(deep=False)
+            self._frame.attrs = {}
+
+    def _series_of(self, name: str) -> pd.Series:
+        return self._frame[name]
+
+
+class TableColumns(EventColumns):
+    """`EventColumns` of a ``pyarrow.Table``: int64 columns and dictionary columns of strings
+    (one chunk, distinct values) are read from Arrow's memory; any other column is converted
+    as ``to_pandas()`` converts it, alone, and read as a frame's."""
+
+    def __init__(self, table: pa.Table) -> None:
+        from recfn.formats.schema import metadata_of
+
+        super().__init__(table.column_names, {"recfn": metadata_of(table)}, table.num_rows)
+        self._table = table
+        self._dictionaries: dict[str, Optional[tuple[np.ndarray, list[Any]]]] = {}
+
+    def _series_of(self, name: str) -> pd.Series:
+        from recfn.formats.schema import frame
+
+        return frame(self._table.select([name]))[name]
+
+    def _int64(self, name: str) -> Optional[pa.ChunkedArray]:
+        column = self._table.column(name)
+        return column if column.type == pa.int64() else None
+
+    def _dictionary(self, name: str) -> Optional[tuple[np.ndarray, list[Any]]]:
+        """The codes (-1 for null) and values of a dictionary column of distinct strings in one
+        chunk: the categorical's codes and categories that pandas makes of it. None for any
+        other column."""
+        if name in self._dictionaries:
+            return self._dictionaries[name]
+        found = None
+        column = self._table.column(name)
+        dtype = column.type
+        if (
+            pa.types.is_dictionary(dtype)
+            and pa.types.is_string(dtype.value_type)
+            and column.num_chunks == 1
+        ):
+            chunk = column.chunk(0)
+            values = chunk.dictionary.to_pylist()
+            if chunk.dictionary.null_count == 0 and len(set(values)) == len(values):
+                indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+                found = (np.asarray(indices, dtype=np.int64), values)
+        self._dictionaries[name] = found
+        return found
+
+    def ints(self, name: str, null: int) -> np.ndarray:
+        column = self._int64(name)
+        if column is None:
+            return super().ints(name, null)
+        values = (column.fill_null(null) if column.null_count else column).to_numpy()
+        return values if values.flags.writeable else values.copy()
+
+    def nulls(self, name: str) -> np.ndarray:
+        if self._int64(name) is None and self._dictionary(name) is None:
+            return super().nulls(name)  # a float's NaN is null to pandas, not to Arrow
+        from recfn.formats.schema import valid_flags
+
+        return ~valid_flags(self._table.column(name))
+
+    def equals(self, name: str, value: object) -> np.ndarray:
+        found = self._dictionary(name)
+        if found is None:
+            return super().equals(name, value)
+        codes, values = found
+        if not isinstance(value, str) or value not in values:
+            return np.zeros(len(self), dtype=bool)
+        return np.asarray(codes == values.index(value))
+
+    def codes(self, name: str) -> tuple[np.ndarray, Sequence[Any]]:
+        found = self._dictionary(name)
+        if found is None:
+            return super().codes(name)
+        return found[0].copy(), found[1]
+
+    def objects(self, name: str, rows: Optional[np.ndarray] = None) -> np.ndarray:
+        found = self._dictionary(name)
+        if found is None:
+            return super().objects(name, rows)
+        codes, values = found
+        lookup = np.empty(len(values) + 1, dtype=object)
+        lookup[:-1] = values
+        lookup[-1] = np.nan  # code -1, null: what a categorical gives
+        return lookup[codes if rows is None else codes[rows]]
+
+
+Events = Union[pd.DataFrame, EventColumns]
+"""What the helpers here read: a frame, or the columns of one or of a table."""
+
+
+def event_columns(data: Union[pd.DataFrame, pa.Table, EventColumns]) -> EventColumns:
+    """`data`'s `EventColumns` (itself if it is one already)."""
+    if isinstance(data, EventColumns):
+        return data
+    if isinstance(data, pa.Table):
+        return TableColumns(data)
+    return FrameColumns(data)

@@ -16,7 +16,7 @@ from typing import Union
 import numpy as np
 import pandas as pd
 
-from recfn.analysis.columns import ints
+from recfn.analysis.columns import Events, event_columns
 from recfn.errors import RecfnTypeError, RecfnValueError
 from recfn.formats.schema import START_NS_KEY
 
@@ -44,7 +44,7 @@ durations from, for frames without the trace's metadata."""
 _UNIT = re.compile(r"[a-zA-Zµ]")
 
 
-def trace_start(df: pd.DataFrame) -> int:
+def trace_start(df: Events) -> int:
     """The trace's start (ns): ``recfn.start_ns`` from ``df.attrs`` when the frame carries the
     trace's metadata (or the start a `window` of it kept), else its earliest ``start_ns`` (0
     for an empty frame)."""
@@ -60,7 +60,7 @@ def trace_start(df: pd.DataFrame) -> int:
         if start:
             return start
     if "start_ns" in df.columns and len(df):
-        return int(ints(df["start_ns"], np.iinfo(np.int64).max).min())
+        return int(event_columns(df).ints("start_ns", np.iinfo(np.int64).max).min())
     return 0
 
 
@@ -108,7 +108,7 @@ def _duration(text: str, what: str) -> int:
     return int(delta.value)
 
 
-def window_of(df: pd.DataFrame) -> tuple[int | None, int | None]:
+def window_of(df: Events) -> tuple[int | None, int | None]:
     """The ``(start, end)`` that `RecfnAccessor.window` cut `df` to; ``(None, None)`` when it
     was not cut."""
     found = df.attrs.get(WINDOW_KEY)

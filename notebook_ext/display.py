@@ -319,12 +319,10 @@ def render_timeline_png(trace: Trace, width_in: float = TIMELINE_WIDTH_IN) -> tu
     PNG also carries as its Description. The header line is shown above the picture, so the
     title is its short form (`picture_title`); the height grows with the threads
     (`picture_height_in`)."""
-    from recfn.analysis.plots.chart import COLUMNS
     from recfn.analysis.plots.picture import timeline_png
 
-    names = trace.table.column_names  # the columns drawn alone: a third less to convert
     return timeline_png(
-        trace.to_pandas(columns=[c for c in COLUMNS if c in names]),
+        trace.table,  # read from Arrow's memory: no pandas frame is built
         round(width_in * TIMELINE_DPI),
         round(picture_height_in(trace.threads) * TIMELINE_DPI),
         title=picture_title(trace),

@@ -16,18 +16,18 @@ from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from recfn.analysis.columns import (
     INT64_MAX,
     MARK,
     MEMORY,
     RANGE,
+    EventColumns,
     as_threads,
     check_number,
-    equals,
+    event_columns,
     gpu_spans,
-    ints,
-    nulls,
     require,
     thread_mask,
 )
@@ -54,24 +54,6 @@ painted as density, as opaque as the share of the pixel's time they cover, but n
 than this, so that a pixel with a range in it stays visible."""
 PROFILER_MARKS = ("__start_profile", "__stop_profile")
 """Marks the profiler records about itself at its start and stop: not drawn, not in the legend."""
-COLUMNS = (
-    "id",
-    "parent_id",
-    "name",
-    "kind",
-    "start_ns",
-    "end_ns",
-    "thread_id",
-    "thread_name",
-    "pid",
-    "host",
-    "memory_bytes",
-    "device",
-    "device_start_ns",
-    "device_duration_ns",
-)
-"""The columns `Chart.of` reads, besides its ``color_by``: a table converted to pandas only
-to be drawn needs no other (the notebook's picture converts these alone)."""
 GPU_LANE = "{device} (GPU time)"
 """Label of the band that holds the GPU time of the ranges timed on `device`."""
 UNITS: tuple[tuple[str, int], ...] = (("s", 10**9), ("ms", 10**6), ("µs", 10**3), ("ns", 1))
@@ -146,11 +128,11 @@ class GpuTimes:
     device: np.ndarray
 
     @classmethod
-    def of(cls, df: pd.DataFrame, candidates: np.ndarray) -> GpuTimes:
-        timed, start, end = gpu_spans(df, candidates)
-        device = np.full(len(df) if timed.any() else 0, "GPU", dtype=object)  # only timed rows'
-        if device.size and "device" in df.columns:
-            device = df["device"].astype(object).fillna("GPU").to_numpy()
+    def of(cls, columns: EventColumns, candidates: np.ndarray) -> GpuTimes:
+        timed, start, end = gpu_spans(columns, candidates)
+        device = np.full(len(columns) if timed.any() else 0, "GPU", dtype=object)  # timed rows'
+        if device.size and columns.has("device"):
+            device = pd.Series(columns.objects("device")).fillna("GPU").to_numpy()
         return cls(timed, start, end, device)
 
 
@@ -166,17 +148,6 @@ class MemoryLine:
     peak: str
 
 
-def _columns_only(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` sharing its columns, without ``attrs``: pandas deep-copies a frame's attrs
-    (recfn's metadata) into every column it hands out, 20 us each, and a chart reads columns
-    some forty times."""
-    if not df.attrs:
-        return df
-    bare = df.copy(deep=False)
-    bare.attrs = {}
-    return bare
-
-
 @dataclass(frozen=True)
 class Chart:
     """The timeline of a table's ranges, in ns and rows (see the module's docstring).
@@ -187,7 +158,7 @@ class Chart:
     `lane_hosts` the host of each thread lane ("" for one host).
     """
 
-    df: pd.DataFrame
+    columns: EventColumns
     origin: int
     lo: int
     hi: int
@@ -212,7 +183,7 @@ class Chart:
     @classmethod
     def of(
         cls,
-        df: pd.DataFrame,
+        data: pd.DataFrame | pa.Table,
         *,
         thread: int | str | Iterable[int | str] | None = None,
         start: TimeLike | None = None,
@@ -221,7 +192,10 @@ class Chart:
         min_duration_ns: int | None = None,
         color_by: str = "name",
     ) -> Chart:
-        """What ``df.recfn.timeline(...)`` draws with these options; raises as it does."""
+        """What ``df.recfn.timeline(...)`` draws with these options, of a frame or straight
+        from an event table (the same chart as of its ``to_pandas()`` frame); raises as it
+        does."""
+        df = event_columns(data)
         require(df, ("name", "kind", "start_ns", "end_ns", "thread_id", color_by), "timeline")
         check_number(max_depth, "max_depth", "timeline")
         check_number(min_duration_ns, "min_duration_ns", "timeline", fraction=True)
@@ -235,7 +209,6 @@ class Chart:
             raise RecfnValueError(
                 f"timeline: end must be after start (got start={start}, end={end})"
             )
-        df = _columns_only(df)  # the metadata is read: from here on, columns
         forest = nodes(df, "timeline")
         selected = np.ones(len(df), dtype=bool)
         if thread is not None:
@@ -260,7 +233,7 @@ class Chart:
         hi = max(int(hi), lo + 1)
 
         visible = selected & (begin <= hi) & (np.minimum(finish, hi) >= lo)
-        bars = visible & equals(df["kind"], RANGE)
+        bars = visible & df.equals("kind", RANGE)
         depth = forest.depth
         on_gpu = gpu.timed & (gpu.start <= hi) & (gpu.end >= lo)
         if max_depth is not None:
@@ -269,9 +242,9 @@ class Chart:
         if min_duration_ns is not None:
             bars &= forest.still_open | (forest.duration >= min_duration_ns)
             on_gpu &= gpu.end - gpu.start >= min_duration_ns
-        marks = visible & equals(df["kind"], MARK)
+        marks = visible & df.equals("kind", MARK)
         for own in PROFILER_MARKS:
-            marks &= ~equals(df["name"], own)
+            marks &= ~df.equals("name", own)
         if not bars.any() and not marks.any() and not on_gpu.any():
             raise NothingToDrawError(
                 "timeline: no ranges or marks in the selected threads and time window"
@@ -291,10 +264,8 @@ class Chart:
             lane,
             np.concatenate([depth[cpu_rows], gpu_depth]),
         )
-        memory = selected & equals(df["kind"], MEMORY) & (begin <= hi)
-        has_memory = "memory_bytes" in df.columns and bool(
-            (memory & ~nulls(df["memory_bytes"])).any()
-        )
+        memory = selected & df.equals("kind", MEMORY) & (begin <= hi)
+        has_memory = df.has("memory_bytes") and bool((memory & ~df.nulls("memory_bytes")).any())
         rows = np.concatenate([cpu_rows, gpu_rows])
         x0 = np.maximum(np.concatenate([begin[cpu_rows], gpu.start[gpu_rows]]), lo)
         x1 = np.minimum(np.concatenate([finish[cpu_rows], gpu.end[gpu_rows]]), hi)
@@ -303,7 +274,7 @@ class Chart:
         labels = [lane_labels[each] for each in threads.tolist()]
         labels += [GPU_LANE.format(device=printable(str(d))) for d in devices.tolist()]
         return cls(
-            df=df,
+            columns=df,
             origin=origin,
             lo=lo,
             hi=hi,
@@ -346,8 +317,7 @@ class Chart:
 
     def names(self, bars: np.ndarray) -> np.ndarray:
         """The names of the chosen bars (a mask or indices of `rows`)."""
-        chosen = self.df["name"].take(self.rows[bars])
-        return np.asarray(chosen.to_numpy(dtype=object))
+        return self.columns.objects("name", self.rows[bars])
 
     def density(self, narrow: np.ndarray, scale: Scale) -> Optional[np.ndarray]:
         """The narrow bars as one RGBA image (uint8): per (row, pixel column), the colour of the longest bar there, as opaque as the share
@@ -409,13 +379,13 @@ class Chart:
         """Running allocated bytes per device (see `MemoryLine`)."""
         if not self.has_memory:
             return []
-        df, begin = self.df, self.begin
-        rows = np.flatnonzero(self.memory & ~nulls(df["memory_bytes"]))
+        columns, begin = self.columns, self.begin
+        rows = np.flatnonzero(self.memory & ~columns.nulls("memory_bytes"))
         rows = rows[np.argsort(begin[rows], kind="stable")]
-        change = ints(df["memory_bytes"], 0)[rows]
+        change = columns.ints("memory_bytes", 0)[rows]
         device = np.full(rows.size, None, dtype=object)
-        if "device" in df.columns:
-            device = df["device"].astype(object).to_numpy()[rows]
+        if columns.has("device"):
+            device = columns.objects("device", rows)
         result = []
         for k, name in enumerate(pd.unique(device)):
             mine = pd.isna(device) if pd.isna(name) else device == name
@@ -464,7 +434,7 @@ class Chart:
         if n_cpu:
             widths = (self.x1 - self.x0)[:n_cpu]
             widest = int(np.argmax(widths))
-            name = printable(str(self.df["name"].iloc[self.rows[widest]]))
+            name = printable(str(self.columns.objects("name", self.rows[widest : widest + 1])[0]))
             parts.append(f"longest: {name} ({format_ns(float(widths[widest]))})")
         if self.devices:
             parts.append(f"GPU time on {', '.join(map(printable, self.devices))}")
@@ -473,7 +443,7 @@ class Chart:
 
 
 def _colors(
-    df: pd.DataFrame,
+    df: EventColumns,
     rows: np.ndarray,
     width: np.ndarray,
     n_cpu: int,

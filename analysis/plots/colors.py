@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from recfn.analysis.columns import RANGE, codes, equals, ints, nulls
+from recfn.analysis.columns import RANGE, Events, event_columns
 
 TAB20: tuple[str, ...] = (
     "#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896",
@@ -148,16 +148,17 @@ class NameColors:
 
 
 def column_colors(
-    df: Any, column: str = "name", duration: Optional[np.ndarray] = None
+    df: Events, column: str = "name", duration: Optional[np.ndarray] = None
 ) -> tuple[np.ndarray, Any, np.ndarray]:
     """The codes of `df[column]`, its distinct values, and their colours (`assign_colors`
     weighted by the time of each value's closed ranges; one extra last row, `NULL_COLOR`,
     for code -1). `duration`: each row's closed-range duration (0 for other rows), where the
     caller has it (``Nodes.duration``)."""
-    value_codes, values = codes(df[column])
+    columns = event_columns(df)
+    value_codes, values = columns.codes(column)
     if duration is None:
-        closed = equals(df["kind"], RANGE) & ~nulls(df["end_ns"])
-        duration = np.where(closed, ints(df["end_ns"], 0) - ints(df["start_ns"], 0), 0)
+        closed = columns.equals("kind", RANGE) & ~columns.nulls("end_ns")
+        duration = np.where(closed, columns.ints("end_ns", 0) - columns.ints("start_ns", 0), 0)
     weight = np.bincount(value_codes + 1, weights=duration, minlength=len(values) + 1)[1:]
     palette = np.vstack([assign_colors(values, weight), NULL_RGBA])
     return value_codes, values, palette

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from recfn.analysis.columns import ints, nulls, process_groups
+from recfn.analysis.columns import EventColumns, Events, event_columns, process_groups
 from recfn.analysis.units import printable
 
 
-def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]:
+def lanes(df: Events) -> tuple[np.ndarray, dict[int, str], dict[int, str]]:
     """A lane number per row, each lane's label, and each lane's host when there are several.
 
     Within one process the lane is the ``thread_id`` and the label ``"<thread_name> (<id>)"``;
@@ -18,25 +18,26 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]
     lanes are next to each other, and labelled ``"<host> pid <pid> · <thread_name> (<id>)"``
     (the host only when there are several; then the third result maps each lane to it).
     """
-    thread = ints(df["thread_id"], 0)
-    process = process_groups(df)
+    columns = event_columns(df)
+    thread = columns.ints("thread_id", 0)
+    process = process_groups(columns)
     if process is None:  # each thread's name from its first row
         distinct, first_rows = np.unique(thread, return_index=True)
         labels = {
             int(t): f"{printable(str(name))} ({t})"
-            for t, name in zip(distinct.tolist(), _names_of(df, first_rows))
+            for t, name in zip(distinct.tolist(), _names_of(columns, first_rows))
         }
         return thread, labels, {}
-    names = _names(df)
+    names = _names(columns)
     host = (
-        pd.Series(df["host"].astype(object).to_numpy()).fillna("")
-        if "host" in df.columns
-        else pd.Series([""] * len(df))
+        pd.Series(columns.objects("host")).fillna("")
+        if columns.has("host")
+        else pd.Series([""] * len(columns))
     )
-    pid = ints(df["pid"], -1) if "pid" in df.columns else np.full(len(df), -1)
+    pid = columns.ints("pid", -1) if columns.has("pid") else np.full(len(columns), -1)
     pid_text = pd.Series(pid).astype(str)
-    if "pid" in df.columns:  # a null pid is no process id: "?", apart from any pid (-1 too)
-        pid_text[nulls(df["pid"])] = "?"
+    if columns.has("pid"):  # a null pid is no process id: "?", apart from any pid (-1 too)
+        pid_text[columns.nulls("pid")] = "?"
     keys = pd.DataFrame(
         {
             "host": host,
@@ -63,16 +64,16 @@ def lanes(df: pd.DataFrame) -> tuple[np.ndarray, dict[int, str], dict[int, str]]
     return lane.to_numpy(dtype=np.int64), labels, hosts
 
 
-def _names(df: pd.DataFrame) -> pd.Series:
+def _names(columns: EventColumns) -> pd.Series:
     """The thread name of every row, ``"thread"`` where there is none."""
-    if "thread_name" not in df.columns:
-        return pd.Series(["thread"] * len(df))
-    return pd.Series(df["thread_name"].astype(object).to_numpy()).fillna("thread")
+    if not columns.has("thread_name"):
+        return pd.Series(["thread"] * len(columns))
+    return pd.Series(columns.objects("thread_name")).fillna("thread")
 
 
-def _names_of(df: pd.DataFrame, rows: np.ndarray) -> list[object]:
+def _names_of(columns: EventColumns, rows: np.ndarray) -> list[object]:
     """`_names` of `rows` alone (a process's first row of each thread: a few)."""
-    if "thread_name" not in df.columns:
+    if not columns.has("thread_name"):
         return ["thread"] * len(rows)
-    names = df["thread_name"].array.take(rows).tolist()
+    names = columns.objects("thread_name", rows).tolist()
     return ["thread" if pd.isna(name) else name for name in names]

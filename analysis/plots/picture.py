@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from recfn.analysis.plots.chart import LABEL_MIN_PX, MAX_LABELS, Chart, MemoryLine, Scale
 from recfn.analysis.plots.ticks import tick_values
@@ -88,14 +89,15 @@ def prepare() -> None:
 
 
 def timeline_png(
-    df: pd.DataFrame,
+    df: pd.DataFrame | pa.Table,
     width_px: int,
     height_px: int,
     *,
     title: Optional[str] = None,
     max_depth: Optional[int] = None,
 ) -> tuple[bytes, str]:
-    """The timeline of `df` (as ``df.recfn.timeline(max_depth=..., title=...)`` draws it) as a
+    """The timeline of `df`, a frame or an event table (as ``df.recfn.timeline(max_depth=...,
+    title=...)`` draws it, of the table's ``to_pandas()`` frame) as a
     `width_px` x `height_px` PNG, and its alt text (`Chart.describe`), which the PNG also
     carries as its Description. Margins fit the lane labels and the legend as measured in
     the font; the lanes keep at least `MIN_PLOT_FRACTION` of the width. Raises what

@@ -16,10 +16,10 @@ import pandas as pd
 from recfn.analysis.columns import (
     INT64_MAX,
     RANGE,
+    EventColumns,
+    Events,
     codes,
-    equals,
-    ints,
-    nulls,
+    event_columns,
     process_groups,
     require,
     thread_groups,
@@ -294,18 +294,21 @@ def _outermost_by_masks(parent: np.ndarray, group: np.ndarray, n_groups: int) ->
     return np.asarray((above[np.arange(n), word] & bit) == 0)
 
 
-def parent_positions(df: pd.DataFrame) -> np.ndarray:
+def parent_positions(df: Events) -> np.ndarray:
     """Parent positions from ``parent_id``, or from nesting per thread when the frame has none."""
-    if "parent_id" in df.columns:
-        require(df, ("id",), "parent lookup")
-        parent_id = df["parent_id"]
+    columns = event_columns(df)
+    if columns.has("parent_id"):
+        require(columns, ("id",), "parent lookup")
         return parents_from_ids(
-            ints(df["id"], -1), ints(parent_id, -1), ~nulls(parent_id), process_groups(df)
+            columns.ints("id", -1),
+            columns.ints("parent_id", -1),
+            ~columns.nulls("parent_id"),
+            process_groups(columns),
         )
-    require(df, ("kind", "start_ns", "end_ns", "thread_id"), "parent reconstruction")
-    start = ints(df["start_ns"], 0)
-    end = ints(df["end_ns"], INT64_MAX)
-    return parents_from_nesting(thread_groups(df), start, end, equals(df["kind"], RANGE))
+    require(columns, ("kind", "start_ns", "end_ns", "thread_id"), "parent reconstruction")
+    start = columns.ints("start_ns", 0)
+    end = columns.ints("end_ns", INT64_MAX)
+    return parents_from_nesting(thread_groups(columns), start, end, columns.equals("kind", RANGE))
 
 
 @dataclass(frozen=True)
@@ -333,33 +336,35 @@ class Nodes:
         return depths(self.parent)
 
 
-def nodes(df: pd.DataFrame, operation: str) -> Nodes:
-    """The call forest of `df`, after checking what the analyses rely on.
+def nodes(df: Events, operation: str) -> Nodes:
+    """The call forest of `df` (a frame, or `EventColumns`), after checking what the analyses
+    rely on.
 
     Raises `MalformedFrameError` for null or duplicate ids, a cycle in ``parent_id``, a null
     ``start_ns``, a timestamp beyond `MAX_TIME_NS`, a range that ends before it starts, or
     durations whose sum overflows int64.
     Parents missing from the frame (a filtered or windowed frame) make roots, not errors.
     """
-    require(df, ("kind", "start_ns", "end_ns"), operation)
-    if "parent_id" in df.columns:
-        require(df, ("id",), operation)
-        _refuse(nulls(df["id"]), df, operation, "has null ids")
-    _refuse(nulls(df["start_ns"]), df, operation, "has a null start_ns")
-    is_range = equals(df["kind"], RANGE)
-    has_end = ~nulls(df["end_ns"])
-    start = ints(df["start_ns"], 0)
-    end = np.where(has_end, ints(df["end_ns"], 0), INT64_MAX)  # float columns cannot hold MAX
+    columns = event_columns(df)
+    require(columns, ("kind", "start_ns", "end_ns"), operation)
+    if columns.has("parent_id"):
+        require(columns, ("id",), operation)
+        _refuse(columns.nulls("id"), columns, operation, "has null ids")
+    _refuse(columns.nulls("start_ns"), columns, operation, "has a null start_ns")
+    is_range = columns.equals("kind", RANGE)
+    has_end = ~columns.nulls("end_ns")
+    start = columns.ints("start_ns", 0)
+    end = np.where(has_end, columns.ints("end_ns", 0), INT64_MAX)  # float columns cannot hold MAX
     closed = is_range & has_end
     finite_end = np.where(has_end, end, 0)
     far = (start > MAX_TIME_NS) | (start < -MAX_TIME_NS)
     far |= (finite_end > MAX_TIME_NS) | (finite_end < -MAX_TIME_NS)
-    _refuse(far, df, operation, f"has timestamps beyond +-{MAX_TIME_NS} ns")
-    _refuse(closed & (end < start), df, operation, "has ranges that end before they start")
+    _refuse(far, columns, operation, f"has timestamps beyond +-{MAX_TIME_NS} ns")
+    _refuse(closed & (end < start), columns, operation, "has ranges that end before they start")
     span = np.where(closed, end - start, 0)
     if float(span.sum(dtype=np.float64)) >= 2.0**63:
         raise MalformedFrameError(f"{operation}: the ranges' summed durations overflow int64")
-    forest = Nodes(parent_positions(df), start, end, closed, is_range & ~has_end)
+    forest = Nodes(parent_positions(columns), start, end, closed, is_range & ~has_end)
     if not parents_come_first(forest.parent, start):
         try:
             forest.depth  # noqa: B018 (computed to find cycles, and kept)
@@ -400,13 +405,13 @@ def linked_parents(forest: Nodes) -> np.ndarray:
     return np.where(linked, forest.parent, -1)
 
 
-def _refuse(bad: np.ndarray, df: pd.DataFrame, operation: str, problem: str) -> None:
+def _refuse(bad: np.ndarray, columns: EventColumns, operation: str, problem: str) -> None:
     """Raise `MalformedFrameError` naming the first ids (or positions) of the `bad` rows."""
     if not bad.any():
         return
     rows = np.flatnonzero(bad)
-    if "id" in df.columns:
-        which = "ids " + ", ".join(map(str, df["id"].iloc[rows[:5]].tolist()))
+    if columns.has("id"):
+        which = "ids " + ", ".join(map(str, columns.objects("id", rows[:5]).tolist()))
     else:
         which = "rows " + ", ".join(map(str, rows[:5].tolist()))
     raise MalformedFrameError(

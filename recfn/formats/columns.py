@@ -8,6 +8,7 @@ differences so that the code using them works on plain numpy arrays.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any, Protocol, Union
 
 import numpy as np
 import pandas as pd
@@ -19,9 +20,19 @@ INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
 
 
-def require(df: pd.DataFrame | pa.Table, columns: Iterable[str], operation: str) -> None:
-    """Raise `MissingColumnsError` naming every column of `columns` that `df` (a DataFrame or
-    a ``pyarrow.Table``) lacks."""
+class Columned(Protocol):
+    """Anything that lists its column names as ``columns`` (a DataFrame; the analysis'
+    ``EventColumns``)."""
+
+    @property
+    def columns(self) -> Any: ...
+
+
+def require(
+    df: Union[pd.DataFrame, pa.Table, Columned], columns: Iterable[str], operation: str
+) -> None:
+    """Raise `MissingColumnsError` naming every column of `columns` that `df` (a DataFrame, a
+    ``pyarrow.Table`` or the analysis' ``EventColumns``) lacks."""
     present = df.column_names if isinstance(df, pa.Table) else list(df.columns)
     missing = [c for c in columns if c not in present]
     if missing:

@@ -169,9 +169,9 @@ def test_the_picture_keeps_its_width_however_long_the_header() -> None:
 
 
 @pytest.mark.parametrize("kind", ["memory and marks", "gpu", "overlapping", "two hosts"])
-def test_the_picture_draws_the_columns_it_converts_as_the_whole_frame(kind: str) -> None:
-    """The notebook's picture converts `chart.COLUMNS` alone; drawn from the whole frame it is
-    the same, byte for byte (a column the chart reads but the list lacks would differ)."""
+def test_the_picture_drawn_from_the_table_is_the_whole_frames(kind: str) -> None:
+    """The notebook's picture reads the trace's table (`TableColumns`, no pandas frame); drawn
+    from the whole frame it is the same, byte for byte."""
     from known_frames import GPU_SPANS, KNOWN_ROWS, OVERLAPPING_ROWS, make_frame, with_gpu
 
     from recfn.analysis.plots.picture import timeline_png
