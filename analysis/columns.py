@@ -286,7 +286,7 @@ class TableColumns(EventColumns):
         column = self._int64(name)
         if column is None:
             return super().ints(name, null)
-        values = (column.fill_null(null) if column.null_count else column).to_numpy()
+        values: np.ndarray = (column.fill_null(null) if column.null_count else column).to_numpy()
         return values if values.flags.writeable else values.copy()
 
     def nulls(self, name: str) -> np.ndarray:
@@ -319,7 +319,8 @@ class TableColumns(EventColumns):
         lookup = np.empty(len(values) + 1, dtype=object)
         lookup[:-1] = values
         lookup[-1] = np.nan  # code -1, null: what a categorical gives
-        return lookup[codes if rows is None else codes[rows]]
+        picked: np.ndarray = lookup[codes if rows is None else codes[rows]]
+        return picked
 
 
 Events = Union[pd.DataFrame, EventColumns]

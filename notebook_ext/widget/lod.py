@@ -554,11 +554,16 @@ class TimelineIndex:
         }
 
 
-def response_size(payload: Any) -> int:
-    """Bytes of ``payload`` as compact JSON (what a comm message or the HTML embed carries)."""
+def response_json(payload: Any) -> str:
+    """``payload`` as compact JSON (what a comm message or the HTML embed carries)."""
     import json
 
-    return len(json.dumps(payload, separators=(",", ":")))
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def response_size(payload: Any) -> int:
+    """Bytes of ``payload`` as compact JSON (`response_json`)."""
+    return len(response_json(payload))
 
 
 def first_view(index: TimelineIndex, width_px: int = 1200) -> dict[str, Any]:

@@ -116,14 +116,20 @@ function textOn(hex) {
   return luminance > 140 ? "#111" : "#fff";
 }
 
+// The kernel sends the state as JSON text (notebook_ext/widget/view.py says why).
+function state(model, name) {
+  const text = model.get(name);
+  return text ? JSON.parse(text) : {};
+}
+
 function render({ model, el: host }) {
-  const info = model.get("info");
+  const info = state(model, "info_json");
   const renders = (window.__recfnRenders = window.__recfnRenders || {});
   renders[info.uid] = (renders[info.uid] || 0) + 1;
   const names = new Map(); // name id -> full name, filled from every response
   const shorts = new Map(); // name id -> short name, where it differs
   const colors = new Map(); // name id -> "#rrggbb"
-  let view = model.get("view");
+  let view = state(model, "view_json");
   let t0 = 0;
   let t1 = info.span_ns;
   let mode = "timeline";
@@ -132,7 +138,7 @@ function render({ model, el: host }) {
   let matches = 0;
   let selected = null; // the name id a click or a table row chose
   let windowSel = null; // [a, b]: the time window the table shows, null for the whole trace
-  let summary = model.get("summary");
+  let summary = state(model, "summary_json");
   let active = false; // the wheel zooms only after a click into the widget (or with Ctrl/⌘)
   let seq = 0;
   let applied = 0;
@@ -1117,17 +1123,11 @@ function render({ model, el: host }) {
     reset.disabled = mode !== "timeline";
     tip.style.display = "none";
     if (mode === "tree" && !tree) {
-      const embedded = model.get("tree");
-      if (embedded && embedded.name) {
-        tree = embedded;
+      send({ type: "tree" }, (result) => {
+        tree = result;
         learn(tree);
-      } else {
-        send({ type: "tree" }, (result) => {
-          tree = result;
-          learn(tree);
-          draw();
-        });
-      }
+        draw();
+      });
     }
     draw();
   });
@@ -1154,16 +1154,16 @@ function render({ model, el: host }) {
   resize.observe(scroller);
   showSummary(summary);
   function onSummary() {
-    if (!summary || !summary.rows) showSummary(model.get("summary")); // the first, sent after
+    if (!summary || !summary.rows) showSummary(state(model, "summary_json")); // the first, sent after
   }
-  model.on("change:summary", onSummary);
+  model.on("change:summary_json", onSummary);
   draw();
   return () => {
     resize.disconnect();
     themeWatch.disconnect();
     clearInterval(perfettoTimer);
     model.off("msg:custom", onMessage);
-    model.off("change:summary", onSummary);
+    model.off("change:summary_json", onSummary);
     window.removeEventListener("mouseup", endDrag);
     document.removeEventListener("pointerdown", outside, true);
   };

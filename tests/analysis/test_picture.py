@@ -65,8 +65,9 @@ def test_narrow_bars_are_as_faint_as_the_time_they_cover() -> None:
     left, right = picture._margins(chart, 800)
     box = picture._Box(left, picture.TOP_PX, 800 - right, 300 - picture.BOTTOM_PX)
     ink = 255 - drawn[:, box.left + 5 : box.right - 5].min(axis=2)
-    sparse_row = box.y(chart, float(chart.y[chart.names(np.arange(chart.rows.size)) == "sparse"][0]))
-    busy_row = box.y(chart, float(chart.y[chart.names(np.arange(chart.rows.size)) == "busy"][0]))
+    names = chart.names(np.arange(chart.rows.size))
+    sparse_row = box.y(chart, float(chart.y[names == "sparse"][0]))
+    busy_row = box.y(chart, float(chart.y[names == "busy"][0]))
     assert ink[sparse_row].max() < 0.2 * 255
     assert ink[busy_row].min() > 0.5 * 255
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ pytest.importorskip("anywidget")
 from recfn.analysis.synthetic import make_synthetic_trace
 from recfn.notebook_ext.widget import can_show, timeline_widget
 from recfn.notebook_ext.widget import view as view_module
+from recfn.notebook_ext.widget.lod import response_json
 from recfn.notebook_ext.widget.view import TimelineWidget
 
 
@@ -25,8 +27,10 @@ def test_initial_state_is_the_first_view_within_budget(table: pa.Table) -> None:
     widget = TimelineWidget(table)
     assert widget.view["t0"] == 0 and widget.view["t1"] == widget.info["span_ns"]
     assert [lane["kind"] for lane in widget.info["lanes"]] == ["ranges"] * 3 + ["memory"]
-    assert widget.tree == {}
-    assert widget.initial_state_size() <= view_module.INITIAL_STATE_BUDGET
+    state = widget.get_state()  # what the kernel sends: JSON text, which the view parses
+    assert json.loads(state["view_json"]) == widget.view and "tree" not in state
+    stored = sum(len(json.dumps(state[k])) for k in ("info_json", "view_json", "summary_json"))
+    assert widget.initial_state_size() == stored <= view_module.INITIAL_STATE_BUDGET
 
 
 def test_budget_is_enforced_by_narrowing_the_first_view(
@@ -57,7 +61,9 @@ def test_the_summary_pane_is_in_the_initial_state_and_answers_windows(table: pa.
     widget = TimelineWidget(table)
     whole = widget.summary
     assert whole["t0"] is None and whole["sort"] == "total" and whole["rows"]["name"]
-    assert widget.handle({"type": "summary", "id": 1})["result"] == whole
+    assert response_json(widget.handle({"type": "summary", "id": 1})["result"]) == (
+        widget.summary_json
+    )
     span = widget.info["span_ns"]
     reply = widget.handle({"type": "summary", "id": 2, "t0": 0, "t1": span / 10, "sort": "calls"})[
         "result"
