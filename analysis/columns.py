@@ -3,8 +3,10 @@
 Frames reach analysis from several places: ``prof.to_pandas()`` (category + ``Int64``),
 ``pd.read_parquet`` (nullable ints as ``float64`` with NaN) and hand-built frames (plain
 ``int64``, ``str``). The helpers here (and those of ``recfn.formats.columns``, re-exported) hide those
-differences so that the rest of the package works on plain numpy arrays. The columns themselves
-are defined by ``recfn.formats.schema``.
+differences so that the rest of the package works on plain numpy arrays; `EventColumns` reads
+the same arrays from a frame or straight from an Arrow event table (the notebook's picture
+draws a captured table without converting it to pandas). The columns themselves are defined by
+``recfn.formats.schema``.
 """
 
 from __future__ import annotations

@@ -195,12 +195,12 @@ class Chart:
         """What ``df.recfn.timeline(...)`` draws with these options, of a frame or straight
         from an event table (the same chart as of its ``to_pandas()`` frame); raises as it
         does."""
-        df = event_columns(data)
-        require(df, ("name", "kind", "start_ns", "end_ns", "thread_id", color_by), "timeline")
+        columns = event_columns(data)
+        require(columns, ("name", "kind", "start_ns", "end_ns", "thread_id", color_by), "timeline")
         check_number(max_depth, "max_depth", "timeline")
         check_number(min_duration_ns, "min_duration_ns", "timeline", fraction=True)
-        origin = trace_start(df)
-        cut_start, cut_end = window_of(df)
+        origin = trace_start(columns)
+        cut_start, cut_end = window_of(columns)
         lo_given = to_ns(start, origin, "timeline: start")
         hi_given = to_ns(end, origin, "timeline: end")
         lo_given = cut_start if lo_given is None else lo_given
@@ -209,14 +209,14 @@ class Chart:
             raise RecfnValueError(
                 f"timeline: end must be after start (got start={start}, end={end})"
             )
-        forest = nodes(df, "timeline")
-        selected = np.ones(len(df), dtype=bool)
+        forest = nodes(columns, "timeline")
+        selected = np.ones(len(columns), dtype=bool)
         if thread is not None:
-            selected = thread_mask(df, as_threads(thread, "timeline"))
+            selected = thread_mask(columns, as_threads(thread, "timeline"))
         if not selected.any():
             raise NothingToDrawError("timeline: no events in the selected threads")
         begin, finish = forest.start, forest.end
-        gpu = GpuTimes.of(df, forest.closed & selected)
+        gpu = GpuTimes.of(columns, forest.closed & selected)
         lo = lo_given
         if lo is None:
             lo = int(min(begin[selected].min(), gpu.start[gpu.timed].min(initial=INT64_MAX)))
@@ -233,7 +233,7 @@ class Chart:
         hi = max(int(hi), lo + 1)
 
         visible = selected & (begin <= hi) & (np.minimum(finish, hi) >= lo)
-        bars = visible & df.equals("kind", RANGE)
+        bars = visible & columns.equals("kind", RANGE)
         depth = forest.depth
         on_gpu = gpu.timed & (gpu.start <= hi) & (gpu.end >= lo)
         if max_depth is not None:
@@ -242,15 +242,15 @@ class Chart:
         if min_duration_ns is not None:
             bars &= forest.still_open | (forest.duration >= min_duration_ns)
             on_gpu &= gpu.end - gpu.start >= min_duration_ns
-        marks = visible & df.equals("kind", MARK)
+        marks = visible & columns.equals("kind", MARK)
         for own in PROFILER_MARKS:
-            marks &= ~df.equals("name", own)
+            marks &= ~columns.equals("name", own)
         if not bars.any() and not marks.any() and not on_gpu.any():
             raise NothingToDrawError(
                 "timeline: no ranges or marks in the selected threads and time window"
             )
 
-        thread_ids, lane_labels, lane_hosts = lanes(df)  # one lane per (host, pid, thread)
+        thread_ids, lane_labels, lane_hosts = lanes(columns)  # one lane per (host, pid, thread)
         threads = np.unique(thread_ids[bars | marks])
         gpu_rows = np.flatnonzero(on_gpu)
         devices, device_code = np.unique(gpu.device[gpu_rows].astype(str), return_inverse=True)
@@ -264,17 +264,19 @@ class Chart:
             lane,
             np.concatenate([depth[cpu_rows], gpu_depth]),
         )
-        memory = selected & df.equals("kind", MEMORY) & (begin <= hi)
-        has_memory = df.has("memory_bytes") and bool((memory & ~df.nulls("memory_bytes")).any())
+        memory = selected & columns.equals("kind", MEMORY) & (begin <= hi)
+        has_memory = columns.has("memory_bytes") and bool(
+            (memory & ~columns.nulls("memory_bytes")).any()
+        )
         rows = np.concatenate([cpu_rows, gpu_rows])
         x0 = np.maximum(np.concatenate([begin[cpu_rows], gpu.start[gpu_rows]]), lo)
         x1 = np.minimum(np.concatenate([finish[cpu_rows], gpu.end[gpu_rows]]), hi)
-        colors, legend = _colors(df, rows, x1 - x0, cpu_rows.size, color_by, forest.duration)
+        colors, legend = _colors(columns, rows, x1 - x0, cpu_rows.size, color_by, forest.duration)
         mark_rows = np.flatnonzero(marks)
         labels = [lane_labels[each] for each in threads.tolist()]
         labels += [GPU_LANE.format(device=printable(str(d))) for d in devices.tolist()]
         return cls(
-            columns=df,
+            columns=columns,
             origin=origin,
             lo=lo,
             hi=hi,
@@ -443,7 +445,7 @@ class Chart:
 
 
 def _colors(
-    df: EventColumns,
+    columns: EventColumns,
     rows: np.ndarray,
     width: np.ndarray,
     n_cpu: int,
@@ -452,7 +454,7 @@ def _colors(
 ) -> tuple[np.ndarray, list[tuple[Optional[np.ndarray], str]]]:
     """Each bar's colour, and the legend: the `TOP_COLORS` values with most CPU time (the
     first `n_cpu` bars), then how many more. `duration` is each row's (`Nodes.duration`)."""
-    value_codes, values, palette = column_colors(df, color_by, duration)  # code -1: last row
+    value_codes, values, palette = column_colors(columns, color_by, duration)  # code -1: last row
     cpu = value_codes[rows[:n_cpu]]
     weight = np.bincount(cpu + 1, weights=width[:n_cpu], minlength=len(values) + 1)
     present = np.flatnonzero(np.bincount(cpu + 1, minlength=len(values) + 1)) - 1
