@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 
 from recfn.errors import RecfnValueError, TraceFormatError
 from recfn.formats.chrome import _json as jsonio
+from recfn.formats.chrome import _writer
 from recfn.formats.chrome._reader import (
     ARGS_MEMBER,
     BATCH,
@@ -345,13 +346,13 @@ def write_chrome_file(
 def chrome_gz_bytes(
     data: pd.DataFrame | pa.Table, *, base_ns: int | None = None, compresslevel: int = GZIP_LEVEL
 ) -> bytes:
-    """The bytes `write_chrome_file` writes to a ``.json.gz`` path, made in memory: no file,
-    no writer thread, no progress bar. For tables small enough to hold their file twice (a
-    notebook's embedded trace), where a file and a thread cost more than the events."""
+    """The bytes `write_chrome_file` writes to a ``.json.gz`` path, made in memory, with no
+    progress bar (a notebook's embedded trace, the view's download): no file, and no writer
+    thread for a table of one batch (``_writer.ROWS``), where it cost more than the events."""
     _check_level(compresslevel)
     layout, head = _prepare(data, base_ns=base_ns)
     buffer = io.BytesIO()
-    with _gzip_stream(buffer, compresslevel) as out:
+    with _compressing(buffer, compresslevel, behind=layout.rows.count > _writer.ROWS) as out:
         for piece in _file_pieces(layout, head, None):
             out.write(piece)
     return buffer.getvalue()
@@ -535,18 +536,29 @@ class _Sink(Protocol):
 @contextmanager
 def _output(path: str, level: int) -> Iterator[_Sink]:
     """`path` opened for writing, through a gzip stream (at `level`) when it ends with
-    ``.gz``, whose writes run behind the caller (`_Behind`)."""
+    ``.gz``, whose writes run behind the caller (`_compressing`)."""
     with open(path, "wb") as raw:
         if not path.endswith(".gz"):
             yield raw
             return
-        with _gzip_stream(raw, level) as out:
-            behind = _Behind(out)
-            try:
-                yield behind
-                behind.wait()
-            finally:
-                behind.close()
+        with _compressing(raw, level) as out:
+            yield out
+
+
+@contextmanager
+def _compressing(raw: BinaryIO, level: int, *, behind: bool = True) -> Iterator[_Sink]:
+    """A gzip stream (at `level`) onto `raw`, its writes run behind the caller (`_Behind`)
+    unless `behind` is False."""
+    with _gzip_stream(raw, level) as out:
+        if not behind:
+            yield out
+            return
+        writer = _Behind(out)
+        try:
+            yield writer
+            writer.wait()
+        finally:
+            writer.close()
 
 
 def _gzip_stream(raw: BinaryIO, level: int) -> gzip.GzipFile:

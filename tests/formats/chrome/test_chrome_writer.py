@@ -195,7 +195,9 @@ def test_a_gzip_file_is_the_json_file_compressed(tmp_path: Any, monkeypatch: Any
 @pytest.mark.parametrize("level", [1, 6])
 def test_the_bytes_made_in_memory_are_the_file(tmp_path: Any, monkeypatch: Any, level: int) -> None:
     """`chrome_gz_bytes` (the notebook's embedded trace) holds what the file holds, every
-    batch in order, at either gzip stream (ISA-L's at level 1, zlib's otherwise)."""
+    batch in order (compressed behind the encoding, in a thread), at either gzip stream
+    (ISA-L's at level 1, zlib's otherwise); a table of one batch is compressed in the
+    caller's thread, to the same bytes."""
     import gzip
 
     from recfn.analysis.synthetic import make_synthetic_trace
@@ -204,8 +206,13 @@ def test_the_bytes_made_in_memory_are_the_file(tmp_path: Any, monkeypatch: Any, 
     monkeypatch.setattr(_writer, "ROWS", 97)  # many batches
     frame = make_synthetic_trace(2_000, 3, seed=3, n_marks=40, n_memory_events=30)
     write_chrome_trace(frame, tmp_path / "t.json")
-    made = chrome_gz_bytes(pa.Table.from_pandas(frame, preserve_index=False), compresslevel=level)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    made = chrome_gz_bytes(table, compresslevel=level)
     assert gzip.decompress(made) == (tmp_path / "t.json").read_bytes()
+    monkeypatch.setattr(_writer, "ROWS", 50_000)  # one batch
+    write_chrome_trace(frame, tmp_path / "one.json")
+    made = chrome_gz_bytes(table, compresslevel=level)
+    assert gzip.decompress(made) == (tmp_path / "one.json").read_bytes()
 
 
 def test_a_failed_compressed_write_is_raised(tmp_path: Any, monkeypatch: Any) -> None:
