@@ -242,9 +242,9 @@ class FrameColumns(EventColumns):
 
 
 class TableColumns(EventColumns):
-    """`EventColumns` of a ``pyarrow.Table``: int64 columns and dictionary columns of strings
-    (one chunk, distinct values) are read from Arrow's memory; any other column is converted
-    as ``to_pandas()`` converts it, alone, and read as a frame's."""
+    """`EventColumns` of a ``pyarrow.Table``: int64 columns and the dictionary columns pandas
+    takes as they are (``schema.categorical_parts``) are read from Arrow's memory; any other
+    column is converted as ``to_pandas()`` converts it, alone, and read as a frame's."""
 
     def __init__(self, table: pa.Table) -> None:
         from recfn.formats.schema import metadata_of
@@ -263,26 +263,17 @@ class TableColumns(EventColumns):
         return column if column.type == pa.int64() else None
 
     def _dictionary(self, name: str) -> Optional[tuple[np.ndarray, list[Any]]]:
-        """The codes (-1 for null) and values of a dictionary column of distinct strings in one
-        chunk: the categorical's codes and categories that pandas makes of it. None for any
-        other column."""
-        if name in self._dictionaries:
-            return self._dictionaries[name]
-        found = None
-        column = self._table.column(name)
-        dtype = column.type
-        if (
-            pa.types.is_dictionary(dtype)
-            and pa.types.is_string(dtype.value_type)
-            and column.num_chunks == 1
-        ):
-            chunk = column.chunk(0)
-            values = chunk.dictionary.to_pylist()
-            if chunk.dictionary.null_count == 0 and len(set(values)) == len(values):
-                indices = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-                found = (np.asarray(indices, dtype=np.int64), values)
-        self._dictionaries[name] = found
-        return found
+        """The codes (int64, -1 for null) and values of a dictionary column that pandas makes
+        a categorical of as it is (``schema.categorical_parts``); None for any other column."""
+        if name not in self._dictionaries:
+            from recfn.formats.schema import categorical_parts
+
+            parts = categorical_parts(self._table.column(name))
+            self._dictionaries[name] = None
+            if parts is not None:
+                dictionary, codes = parts
+                self._dictionaries[name] = (codes.astype(np.int64), dictionary.to_pylist())
+        return self._dictionaries[name]
 
     def ints(self, name: str, null: int) -> np.ndarray:
         column = self._int64(name)

@@ -107,3 +107,11 @@ def with_gpu(frame: pd.DataFrame, spans: dict[int, tuple[int, int, str]]) -> pd.
     result = to_pandas(conform(gpu))
     result.attrs.clear()
     return result
+
+
+def on_two_hosts(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with its odd threads moved to a second process (pid 1) on a second host."""
+    odd = frame["thread_id"] % 2 == 1
+    frame["pid"] = frame["pid"].where(~odd, 1).astype("int64")
+    frame["host"] = odd.map({False: "this-host", True: "other-host"})
+    return frame

@@ -239,7 +239,7 @@ def summarize_table(
     held = [c for c in IN_MEMORY_ONLY if c in names and table[c].null_count < len(table)]
     if held:
         raise RecfnValueError(f"{where}: {held} are summed by the in-memory summary only")
-    extra = ["flops"] if "flops" in table.column_names else []
+    extra = ["flops"] if "flops" in names else []
     part, total, _, extent = _summarize_processes(
         table, keys, extra, where, True, _summarize_process
     )

@@ -837,19 +837,11 @@ def _small_frame_columns(table: pa.Table) -> dict[str, Any] | None:
             mask = _writable(column.is_null().to_numpy())
             columns[field.name] = pd.arrays.IntegerArray(values, mask)
         elif pa.types.is_dictionary(dtype):
-            if (
-                column.num_chunks != 1
-                or not pa.types.is_string(dtype.value_type)
-                or not pa.types.is_signed_integer(dtype.index_type)
-                or column.chunk(0).dictionary.null_count
-            ):
+            parts = categorical_parts(column)
+            if parts is None:
                 return None
-            chunk = column.chunk(0)
-            try:  # a dictionary that holds a value twice makes no pandas dtype
-                categories = _category_dtype(chunk.dictionary, dtype.ordered)
-            except ValueError:
-                return None
-            codes = _writable(chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False))
+            dictionary, codes = parts
+            categories = _category_dtype(dictionary, dtype.ordered)
             columns[field.name] = pd.Categorical.from_codes(codes, dtype=categories, validate=False)
         elif (
             pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_boolean(dtype)
@@ -858,6 +850,26 @@ def _small_frame_columns(table: pa.Table) -> dict[str, Any] | None:
         else:
             return None
     return columns
+
+
+def categorical_parts(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray] | None:
+    """The dictionary and the codes (-1 for null; the indices' width, writable) of a
+    dictionary column that pandas makes a categorical of as it is: string values, none null or
+    repeated (such a dictionary makes no pandas dtype), signed indices, one chunk. None for any
+    other column, which pyarrow's own conversion handles."""
+    dtype = column.type
+    if (
+        not pa.types.is_dictionary(dtype)
+        or column.num_chunks != 1
+        or not pa.types.is_string(dtype.value_type)
+        or not pa.types.is_signed_integer(dtype.index_type)
+    ):
+        return None
+    chunk = column.chunk(0)
+    dictionary = chunk.dictionary
+    if dictionary.null_count or pc.count_distinct(dictionary).as_py() != len(dictionary):
+        return None
+    return dictionary, _writable(chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False))
 
 
 def _writable(values: np.ndarray) -> np.ndarray:
@@ -1087,6 +1099,7 @@ __all__ = [
     "WORLD_SIZE_KEY",
     "Column",
     "build_metadata",
+    "categorical_parts",
     "check_content_hash",
     "check_events",
     "check_json_metadata",

@@ -13,7 +13,14 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from known_frames import GPU_SPANS, KNOWN_ROWS, OVERLAPPING_ROWS, make_frame, with_gpu
+from known_frames import (
+    GPU_SPANS,
+    KNOWN_ROWS,
+    OVERLAPPING_ROWS,
+    make_frame,
+    on_two_hosts,
+    with_gpu,
+)
 
 from recfn.analysis.columns import FrameColumns, TableColumns, event_columns
 from recfn.analysis.plots.chart import Chart
@@ -87,14 +94,6 @@ def assert_same_chart(left: Chart, right: Chart) -> None:
     assert left.describe([]) == right.describe([])
 
 
-def two_hosts() -> pd.DataFrame:
-    frame = make_synthetic_trace(400, 3, seed=11, n_marks=10, n_memory_events=20)
-    odd = frame["thread_id"] % 2 == 1
-    frame["pid"] = frame["pid"].where(~odd, 1).astype("int64")
-    frame["host"] = odd.map({False: "this-host", True: "other-host"})
-    return frame
-
-
 def nulls_everywhere() -> pd.DataFrame:
     """Null thread names, hosts, pids and devices: what a foreign or merged table holds."""
     frame = make_synthetic_trace(300, 3, seed=4, n_marks=5, n_memory_events=30)
@@ -112,7 +111,9 @@ CASES = {
     ),
     "gpu": lambda: with_gpu(make_frame(KNOWN_ROWS), GPU_SPANS),
     "overlapping tasks": lambda: make_frame(OVERLAPPING_ROWS),
-    "two hosts": two_hosts,
+    "two hosts": lambda: on_two_hosts(
+        make_synthetic_trace(400, 3, seed=11, n_marks=10, n_memory_events=20)
+    ),
     "nulls everywhere": nulls_everywhere,
 }
 

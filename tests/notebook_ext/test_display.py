@@ -172,7 +172,14 @@ def test_the_picture_keeps_its_width_however_long_the_header() -> None:
 def test_the_picture_drawn_from_the_table_is_the_whole_frames(kind: str) -> None:
     """The notebook's picture reads the trace's table (`TableColumns`, no pandas frame); drawn
     from the whole frame it is the same, byte for byte."""
-    from known_frames import GPU_SPANS, KNOWN_ROWS, OVERLAPPING_ROWS, make_frame, with_gpu
+    from known_frames import (
+        GPU_SPANS,
+        KNOWN_ROWS,
+        OVERLAPPING_ROWS,
+        make_frame,
+        on_two_hosts,
+        with_gpu,
+    )
 
     from recfn.analysis.plots.picture import timeline_png
     from recfn.notebook_ext.display import (
@@ -189,10 +196,8 @@ def test_the_picture_drawn_from_the_table_is_the_whole_frames(kind: str) -> None
         frame = make_frame(OVERLAPPING_ROWS)
     else:
         frame = make_synthetic_trace(2_000, 3, seed=11, n_marks=30, n_memory_events=60)
-        if kind == "two hosts":  # odd threads in a second process on a second host
-            odd = frame["thread_id"] % 2 == 1
-            frame["pid"] = frame["pid"].where(~odd, 1).astype("int64")
-            frame["host"] = odd.map({False: "this-host", True: "other-host"})
+        if kind == "two hosts":
+            frame = on_two_hosts(frame)
     trace = Trace(pa.Table.from_pandas(frame, preserve_index=False), name=kind)
     whole = Trace(trace.table, name=kind)
     expected = timeline_png(
